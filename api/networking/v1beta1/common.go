@@ -1,0 +1,82 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and names shared by the whole API.
+const (
+	// RemoteClusterIDLabel names the peer cluster an object belongs to. It is
+	// mandatory on Configuration, GatewayServer, GatewayClient and PublicKey and
+	// copied onto everything derived from them.
+	RemoteClusterIDLabel = "liqo.io/remote-cluster-id"
+	// GatewayResourceLabel marks PublicKey objects and gateway key Secrets.
+	GatewayResourceLabel = "networking.liqo.io/gateway-resource"
+	// ActiveGatewayLabel marks the gateway pod that currently carries traffic.
+	ActiveGatewayLabel = "networking.liqo.io/active"
+	// TenantNamespacePrefix starts the name of the namespace the CLI creates
+	// for the objects of one peer: liqo-tenant-<remoteClusterID>.
+	TenantNamespacePrefix = "liqo-tenant-"
+	// GatewayObjectPrefix starts the name of everything a gateway produces:
+	// Deployment, Service, key Secret and Connection are all gw-<gatewayName>.
+	GatewayObjectPrefix = "gw-"
+)
+
+// Defaults of the API.
+const (
+	// DefaultMTU is the tunnel MTU when a gateway does not set one.
+	DefaultMTU = 1340
+	// DefaultGatewayPort is the WireGuard listen port of a GatewayServer.
+	DefaultGatewayPort = 51840
+	// DefaultServerTemplateName names the default WgGatewayServerTemplate.
+	DefaultServerTemplateName = "wireguard-server"
+	// DefaultClientTemplateName names the default WgGatewayClientTemplate.
+	DefaultClientTemplateName = "wireguard-client"
+)
+
+// Key names in a gateway key Secret. Both hold the raw 32 bytes of a key.
+const (
+	PrivateKeyField = "privateKey"
+	PublicKeyField  = "publicKey"
+)
+
+// kstatus condition types carried by every status.
+const (
+	// ConditionReady is True when the object's declared state is in effect.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the controller works towards Ready.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a change of the input.
+	ConditionStalled = "Stalled"
+)
+
+// CIDR is an IP prefix in CIDR notation, such as 10.244.0.0/16.
+// +kubebuilder:validation:Format=cidr
+type CIDR string
+
+// IP is an IPv4 address.
+// +kubebuilder:validation:Format=ipv4
+type IP string
+
+// ObjectKind names the kind of object a template produces.
+type ObjectKind struct {
+	// APIVersion of the produced object, such as networking.liqo.io/v1beta1.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the produced object, such as WgGatewayServer.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+}
+
+// CommonStatus is embedded in the status of every kind that has one: the
+// kstatus conditions and the generation they describe.
+type CommonStatus struct {
+	// ObservedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions hold Ready, Reconciling and Stalled, plus kind-specific ones.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}

@@ -1,0 +1,84 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ConnectionType is the role of the gateway that owns a Connection.
+// +kubebuilder:validation:Enum=Server;Client
+type ConnectionType string
+
+// Connection roles.
+const (
+	ConnectionTypeServer ConnectionType = "Server"
+	ConnectionTypeClient ConnectionType = "Client"
+)
+
+// ConnectionStatusValue is the health of a tunnel.
+// +kubebuilder:validation:Enum=Connecting;Connected;Error
+type ConnectionStatusValue string
+
+// Tunnel health values.
+const (
+	Connecting ConnectionStatusValue = "Connecting"
+	Connected  ConnectionStatusValue = "Connected"
+	// ConnectionError means health pings have gone unanswered.
+	ConnectionError ConnectionStatusValue = "Error"
+)
+
+// ConnectionSpec names the gateway whose tunnel is reported.
+type ConnectionSpec struct {
+	// Type is the role of the gateway.
+	Type ConnectionType `json:"type"`
+	// GatewayRef is the GatewayServer or GatewayClient owning the tunnel.
+	GatewayRef corev1.ObjectReference `json:"gatewayRef"`
+}
+
+// ConnectionLatency is the last measured round-trip time of the health ping.
+type ConnectionLatency struct {
+	// Value is the round-trip time, such as 1.2ms.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Timestamp is when Value was measured.
+	// +optional
+	Timestamp metav1.Time `json:"timestamp,omitempty"`
+}
+
+// ConnectionStatus is the measured health of a tunnel.
+type ConnectionStatus struct {
+	CommonStatus `json:",inline"`
+	// Value is the tunnel's health.
+	// +optional
+	Value ConnectionStatusValue `json:"value,omitempty"`
+	// Latency is the last measured round-trip time.
+	// +optional
+	Latency ConnectionLatency `json:"latency,omitempty"`
+}
+
+// Connection reports the health of a gateway's tunnel. The gateway agent
+// creates it, named gw-<gateway>.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=conn,categories=liqo
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.value`
+// +kubebuilder:printcolumn:name="Latency",type=string,JSONPath=`.status.latency.value`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Connection struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ConnectionSpec   `json:"spec"`
+	Status ConnectionStatus `json:"status,omitempty"`
+}
+
+// ConnectionList is a list of Connection.
+//
+// +kubebuilder:object:root=true
+type ConnectionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Connection `json:"items"`
+}

@@ -1,0 +1,226 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons a gateway reports in its conditions.
+const (
+	// ReasonWaitingForEndpoint: a GatewayClient has no server address yet.
+	ReasonWaitingForEndpoint = "WaitingForEndpoint"
+)
+
+// Endpoint is how a GatewayServer is exposed.
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || self.serviceType == 'LoadBalancer'",message="spec.endpoint.loadBalancerIP is only allowed with serviceType LoadBalancer"
+type Endpoint struct {
+	// Port is the WireGuard port the Service exposes.
+	// +kubebuilder:default=51840
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// ServiceType is the type of the gateway Service.
+	// +kubebuilder:default=LoadBalancer
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+	// NodePort pins the node port; 0 or absent lets Kubernetes allocate one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	NodePort *int32 `json:"nodePort,omitempty"`
+	// LoadBalancerIP requests an address from the load balancer.
+	// +kubebuilder:validation:Format=ipv4
+	// +optional
+	LoadBalancerIP *string `json:"loadBalancerIP,omitempty"`
+}
+
+// EndpointStatus is where a gateway server is reachable.
+type EndpointStatus struct {
+	// Addresses are IPs or host names of the server, first preferred.
+	// +optional
+	// +listType=atomic
+	Addresses []string `json:"addresses,omitempty"`
+	// Port is the server's reachable port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Protocol is the transport protocol of the tunnel.
+	// +kubebuilder:validation:Enum=UDP;TCP
+	// +optional
+	Protocol *corev1.Protocol `json:"protocol,omitempty"`
+}
+
+// InternalGatewayEndpoint is the active gateway pod inside the cluster.
+type InternalGatewayEndpoint struct {
+	// IP of the active gateway pod.
+	// +optional
+	IP *IP `json:"ip,omitempty"`
+	// Node running the active gateway pod.
+	// +optional
+	Node *string `json:"node,omitempty"`
+}
+
+// GatewayServerSpec declares the server side of a tunnel.
+type GatewayServerSpec struct {
+	// ServerTemplateRef names the template rendered into the gateway. Empty
+	// fields default to kind WgGatewayServerTemplate, name wireguard-server in
+	// the peerlink namespace.
+	// +optional
+	ServerTemplateRef corev1.ObjectReference `json:"serverTemplateRef,omitempty"`
+	// MTU of the tunnel; both sides must agree.
+	// +kubebuilder:default=1340
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=9000
+	// +optional
+	MTU int `json:"mtu,omitempty"`
+	// Endpoint is how the server is exposed.
+	// +kubebuilder:default={}
+	// +optional
+	Endpoint Endpoint `json:"endpoint,omitempty"`
+	// SecretRef names a Secret holding the key pair. Empty: the controller
+	// generates the pair in-cluster, so no private key travels.
+	// +optional
+	SecretRef corev1.LocalObjectReference `json:"secretRef,omitempty"`
+	// ServiceAnnotations are merged into the rendered Service, winning over the template.
+	// +optional
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
+	// ServiceLabels are merged into the rendered Service, winning over the template.
+	// +optional
+	ServiceLabels map[string]string `json:"serviceLabels,omitempty"`
+}
+
+// GatewayServerStatus reports the rendered gateway and where it is reachable.
+type GatewayServerStatus struct {
+	CommonStatus `json:",inline"`
+	// ServerRef is the rendered gateway object.
+	// +optional
+	ServerRef *corev1.ObjectReference `json:"serverRef,omitempty"`
+	// Endpoint is where the peer's client connects.
+	// +optional
+	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
+	// SecretRef is the Secret holding the key pair.
+	// +optional
+	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// InternalEndpoint is the active gateway pod.
+	// +optional
+	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+}
+
+// GatewayServer is the server side of the tunnel to a peer cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gws;gwserver,categories=liqo
+// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.serverTemplateRef.name`
+// +kubebuilder:printcolumn:name="Template Kind",type=string,JSONPath=`.spec.serverTemplateRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Template Namespace",type=string,JSONPath=`.spec.serverTemplateRef.namespace`,priority=1
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.endpoint.addresses`
+// +kubebuilder:printcolumn:name="Port",type=string,JSONPath=`.status.endpoint.port`
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.endpoint.protocol`,priority=1
+// +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.spec.mtu`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GatewayServerSpec   `json:"spec,omitempty"`
+	Status GatewayServerStatus `json:"status,omitempty"`
+}
+
+// GatewayServerList is a list of GatewayServer.
+//
+// +kubebuilder:object:root=true
+type GatewayServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GatewayServer `json:"items"`
+}
+
+// GatewayClientEndpoint is where the client finds the server. Addresses may be
+// empty while the server's endpoint is not known yet.
+type GatewayClientEndpoint struct {
+	// Addresses are IPs or host names of the server, first preferred.
+	// +optional
+	// +listType=atomic
+	Addresses []string `json:"addresses,omitempty"`
+	// Port is the server's reachable port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Protocol of the tunnel; WireGuard speaks UDP.
+	// +kubebuilder:validation:Enum=UDP
+	// +kubebuilder:default=UDP
+	// +optional
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+}
+
+// GatewayClientSpec declares the client side of a tunnel.
+type GatewayClientSpec struct {
+	// ClientTemplateRef names the template rendered into the gateway. Empty
+	// fields default to kind WgGatewayClientTemplate, name wireguard-client in
+	// the peerlink namespace.
+	// +optional
+	ClientTemplateRef corev1.ObjectReference `json:"clientTemplateRef,omitempty"`
+	// MTU of the tunnel; both sides must agree.
+	// +kubebuilder:default=1340
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=9000
+	// +optional
+	MTU int `json:"mtu,omitempty"`
+	// Endpoint is where the server is reachable.
+	// +optional
+	Endpoint GatewayClientEndpoint `json:"endpoint,omitempty"`
+	// SecretRef names a Secret holding the key pair. Empty: the controller
+	// generates the pair in-cluster.
+	// +optional
+	SecretRef corev1.LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GatewayClientStatus reports the rendered gateway.
+type GatewayClientStatus struct {
+	CommonStatus `json:",inline"`
+	// ClientRef is the rendered gateway object.
+	// +optional
+	ClientRef *corev1.ObjectReference `json:"clientRef,omitempty"`
+	// SecretRef is the Secret holding the key pair.
+	// +optional
+	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// InternalEndpoint is the active gateway pod.
+	// +optional
+	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+}
+
+// GatewayClient is the client side of the tunnel to a peer cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gwc;gwclient,categories=liqo
+// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.clientTemplateRef.name`
+// +kubebuilder:printcolumn:name="Template Kind",type=string,JSONPath=`.spec.clientTemplateRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Template Namespace",type=string,JSONPath=`.spec.clientTemplateRef.namespace`,priority=1
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.spec.endpoint.addresses`
+// +kubebuilder:printcolumn:name="Port",type=string,JSONPath=`.spec.endpoint.port`
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.spec.endpoint.protocol`,priority=1
+// +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.spec.mtu`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayClient struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GatewayClientSpec   `json:"spec,omitempty"`
+	Status GatewayClientStatus `json:"status,omitempty"`
+}
+
+// GatewayClientList is a list of GatewayClient.
+//
+// +kubebuilder:object:root=true
+type GatewayClientList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GatewayClient `json:"items"`
+}

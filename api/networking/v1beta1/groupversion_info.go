@@ -1,0 +1,27 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the group and version of every kind in this package.
+var GroupVersion = schema.GroupVersion{Group: "networking.liqo.io", Version: "v1beta1"}
+
+// AddToScheme registers every kind of this package in a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&Configuration{}, &ConfigurationList{},
+		&GatewayServer{}, &GatewayServerList{},
+		&GatewayClient{}, &GatewayClientList{},
+		&PublicKey{}, &PublicKeyList{},
+		&Connection{}, &ConnectionList{},
+		&WgGatewayServerTemplate{}, &WgGatewayServerTemplateList{},
+		&WgGatewayClientTemplate{}, &WgGatewayClientTemplateList{},
+		&WgGatewayServer{}, &WgGatewayServerList{},
+		&WgGatewayClient{}, &WgGatewayClientList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

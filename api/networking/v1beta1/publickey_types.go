@@ -1,0 +1,34 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PublicKeySpec carries a WireGuard public key.
+type PublicKeySpec struct {
+	// PublicKey is the 32-byte key; in YAML its base64, as `wg pubkey` prints it.
+	// +kubebuilder:validation:XValidation:rule="size(self) == 32",message="spec.publicKey must be exactly 32 bytes: the base64 of a WireGuard public key, as wg pubkey prints it"
+	PublicKey []byte `json:"publicKey"`
+}
+
+// PublicKey is the WireGuard public key of a peer's gateway. Its
+// remote-cluster-id label names the cluster that owns the key.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=publickeies,singular=publickey,shortName=pk;pkey,categories=liqo
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PublicKey struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PublicKeySpec `json:"spec"`
+}
+
+// PublicKeyList is a list of PublicKey.
+//
+// +kubebuilder:object:root=true
+type PublicKeyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PublicKey `json:"items"`
+}
