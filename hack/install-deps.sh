@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   iproute2 nftables iptables iputils-ping ca-certificates git make
+  containerd runc containernetworking-plugins conntrack util-linux
 )
 missing=()
 for p in "${packages[@]}"; do
