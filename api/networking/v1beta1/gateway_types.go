@@ -12,8 +12,8 @@ const (
 )
 
 // Endpoint is how a GatewayServer is exposed.
-// +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer"
-// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || self.serviceType == 'LoadBalancer'",message="spec.endpoint.loadBalancerIP is only allowed with serviceType LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePort"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || self.serviceType == 'LoadBalancer'",message="spec.endpoint.loadBalancerIP is only allowed with serviceType LoadBalancer",fieldPath=".loadBalancerIP"
 type Endpoint struct {
 	// Port is the WireGuard port the Service exposes.
 	// +kubebuilder:default=51840

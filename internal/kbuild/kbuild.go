@@ -1,0 +1,34 @@
+package kbuild
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Build runs kustomize on dir, a directory holding a kustomization.yaml, and
+// returns the resulting objects in kustomize's output order.
+func Build(dir string) ([]*unstructured.Unstructured, error) {
+	return BuildFS(filesys.MakeFsOnDisk(), dir)
+}
+
+// BuildFS is Build on the given file system, so callers can build bundles
+// held in memory.
+func BuildFS(fs filesys.FileSystem, dir string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	objs := make([]*unstructured.Unstructured, 0, resMap.Size())
+	for _, r := range resMap.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: object %s: %w", dir, r.CurId(), err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs, nil
+}
