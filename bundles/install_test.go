@@ -1,0 +1,283 @@
+package bundles
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kbuild"
+	"github.com/peerlink/peerlink/internal/testcluster"
+)
+
+const tenantNamespace = "liqo-tenant-cluster-b"
+
+// startWithInstallBundle starts a control plane and applies bundles/install,
+// built by kustomize, the way `kubectl apply -k` would.
+func startWithInstallBundle(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	objs, err := kbuild.Build("install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := testcluster.Start(t, testcluster.WithScheme(scheme), testcluster.WithObjects(objs...))
+	ns := &corev1.Namespace{}
+	ns.Name = tenantNamespace
+	if err := c.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	waitForLabelPolicy(t, c)
+	return c
+}
+
+// waitForLabelPolicy waits until the admission policy that requires the
+// remote-cluster-id label is in force: a new policy takes a moment to load.
+func waitForLabelPolicy(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	probe := &netv1beta1.PublicKey{}
+	probe.Name, probe.Namespace = "policy-probe", tenantNamespace
+	probe.Spec.PublicKey = make([]byte, 32)
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			err := c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), netv1beta1.RemoteClusterIDLabel), nil
+		})
+	if err != nil {
+		t.Fatalf("the remote-cluster-id admission policy never took effect: %v", err)
+	}
+}
+
+// fixture is one manifest of testdata/api with the expectations written in
+// its leading comments.
+type fixture struct {
+	name      string
+	obj       *unstructured.Unstructured
+	want      string // for invalid fixtures: the field the error must name
+	subStatus bool   // the invalid part is in status, written through the status subresource
+}
+
+func readFixtures(t *testing.T, dir string) []fixture {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "api", dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures in testdata/api/%s: %v", dir, err)
+	}
+	var out []fixture
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := fixture{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), obj: &unstructured.Unstructured{}}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "# want: "); ok {
+				fx.want = v
+			}
+			if line == "# subresource: status" {
+				fx.subStatus = true
+			}
+		}
+		if err := yaml.Unmarshal(data, &fx.obj.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, fx)
+	}
+	return out
+}
+
+func TestAPIValidation(t *testing.T) {
+	c := startWithInstallBundle(t)
+	ctx := context.Background()
+
+	t.Run("valid", func(t *testing.T) {
+		for _, fx := range readFixtures(t, "valid") {
+			t.Run(fx.name, func(t *testing.T) {
+				if err := c.Client.Create(ctx, fx.obj.DeepCopy()); err != nil {
+					t.Fatalf("a manifest shaped like the reference was rejected: %v", err)
+				}
+			})
+		}
+	})
+
+	invalid := readFixtures(t, "invalid")
+	if len(invalid) < 30 {
+		t.Fatalf("only %d malformed manifests under testdata/api/invalid, want at least 30", len(invalid))
+	}
+	t.Run("invalid", func(t *testing.T) {
+		for _, fx := range invalid {
+			t.Run(fx.name, func(t *testing.T) {
+				if fx.want == "" {
+					t.Fatal("fixture has no '# want: <field>' line")
+				}
+				obj := fx.obj.DeepCopy()
+				// Names are made unique so no fixture collides with a valid one.
+				obj.SetName("bad-" + fx.name)
+				var err error
+				if fx.subStatus {
+					status := obj.Object["status"]
+					if err := c.Client.Create(ctx, obj); err != nil {
+						t.Fatalf("create without status: %v", err)
+					}
+					obj.Object["status"] = status
+					err = c.Client.Status().Update(ctx, obj)
+				} else {
+					err = c.Client.Create(ctx, obj)
+				}
+				if err == nil {
+					t.Fatalf("accepted, want an error naming %s", fx.want)
+				}
+				if !strings.Contains(err.Error(), fx.want) {
+					t.Fatalf("error does not name %s:\n%v", fx.want, err)
+				}
+				if fx.subStatus {
+					return
+				}
+				// A rejected manifest changes nothing.
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(obj.GroupVersionKind())
+				if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err == nil {
+					t.Fatalf("rejected object exists anyway")
+				}
+			})
+		}
+	})
+}
+
+// column is one printer column as the reference lists it.
+type column struct {
+	name, jsonPath string
+	wide           bool
+}
+
+func TestPrinterColumns(t *testing.T) {
+	want := map[string][]column{
+		"configurations": {
+			{"Desired Pod CIDR", ".spec.remote.cidr.pod", false},
+			{"Remapped Pod CIDR", ".status.remote.cidr.pod", false},
+			{"Desired External CIDR", ".spec.remote.cidr.external", true},
+			{"Remapped External CIDR", ".status.remote.cidr.external", true},
+			{"ClusterID", `.metadata.labels.liqo\.io/remote-cluster-id`, true},
+			{"Age", ".metadata.creationTimestamp", false},
+		},
+		"gatewayservers": {
+			{"Template Name", ".spec.serverTemplateRef.name", false},
+			{"Template Kind", ".spec.serverTemplateRef.kind", true},
+			{"Template Namespace", ".spec.serverTemplateRef.namespace", true},
+			{"IP", ".status.endpoint.addresses", false},
+			{"Port", ".status.endpoint.port", false},
+			{"Protocol", ".status.endpoint.protocol", true},
+			{"MTU", ".spec.mtu", true},
+			{"Age", ".metadata.creationTimestamp", false},
+		},
+		"gatewayclients": {
+			{"Template Name", ".spec.clientTemplateRef.name", false},
+			{"Template Kind", ".spec.clientTemplateRef.kind", true},
+			{"Template Namespace", ".spec.clientTemplateRef.namespace", true},
+			{"IP", ".spec.endpoint.addresses", false},
+			{"Port", ".spec.endpoint.port", false},
+			{"Protocol", ".spec.endpoint.protocol", true},
+			{"MTU", ".spec.mtu", true},
+			{"Age", ".metadata.creationTimestamp", false},
+		},
+		"connections": {
+			{"Type", ".spec.type", false},
+			{"Status", ".status.value", false},
+			{"Latency", ".status.latency.value", true},
+			{"Age", ".metadata.creationTimestamp", false},
+		},
+		"publickeies": {{"Age", ".metadata.creationTimestamp", false}},
+	}
+	shortNames := map[string][]string{
+		"configurations": {"conf"},
+		"gatewayservers": {"gws", "gwserver"},
+		"gatewayclients": {"gwc", "gwclient"},
+		"connections":    {"conn"},
+		"publickeies":    {"pk", "pkey"},
+	}
+
+	c := startWithInstallBundle(t)
+	ctx := context.Background()
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.Client.List(ctx, &crds); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, crd := range crds.Items {
+		if crd.Spec.Group != netv1beta1.GroupVersion.Group {
+			continue
+		}
+		seen++
+		plural := crd.Spec.Names.Plural
+		if !slices.Contains(crd.Spec.Names.Categories, "liqo") {
+			t.Errorf("%s: not in category liqo", plural)
+		}
+		if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != "v1beta1" {
+			t.Errorf("%s: versions %v, want only v1beta1", plural, crd.Spec.Versions)
+			continue
+		}
+		cols, ok := want[plural]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(crd.Spec.Names.ShortNames, shortNames[plural]) {
+			t.Errorf("%s: short names %v, want %v", plural, crd.Spec.Names.ShortNames, shortNames[plural])
+		}
+		var got []column
+		for _, pc := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+			got = append(got, column{pc.Name, pc.JSONPath, pc.Priority > 0})
+		}
+		if !slices.Equal(got, cols) {
+			t.Errorf("%s printer columns:\n got %v\nwant %v", plural, got, cols)
+		}
+		if plural != "publickeies" && crd.Spec.Versions[0].Subresources == nil {
+			t.Errorf("%s: no status subresource", plural)
+		}
+	}
+	if seen != 9 {
+		t.Errorf("found %d networking.liqo.io CRDs, want 9", seen)
+	}
+
+	// kubectl sees the kinds under their short names and the liqo category.
+	for _, fx := range readFixtures(t, "valid") {
+		if err := c.Client.Create(ctx, fx.obj.DeepCopy()); err != nil {
+			t.Fatalf("%s: %v", fx.name, err)
+		}
+	}
+	out, stderr, err := c.Kubectl("get", "conf,gws,gwc,pk,conn", "-A")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, s := range []string{"DESIRED POD CIDR", "REMAPPED POD CIDR", "TEMPLATE NAME", "configuration.networking.liqo.io/cluster-b",
+		"gatewayserver.networking.liqo.io/server", "gatewayclient.networking.liqo.io/client",
+		"publickey.networking.liqo.io/cluster-b", "connection.networking.liqo.io/gw-server", "10.244.0.0/16"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("kubectl get conf,gws,gwc,pk,conn -A: output lacks %q:\n%s", s, out)
+		}
+	}
+	out, stderr, err = c.Kubectl("get", "liqo", "-A", "-o", "name")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if n := len(strings.Fields(out)); n < 7 {
+		t.Errorf("kubectl get liqo -A listed %d objects, want every kind of the category:\n%s", n, out)
+	}
+}
