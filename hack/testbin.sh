@@ -91,7 +91,7 @@ mkdir -p "$dest"
 missing=()
 for c in "${components[@]}"; do
 	if [[ -x "$dest/$c" ]]; then
-		log "$c $version present"
+		log "$c present in bin/k8s/$version"
 	elif [[ " ${missing[*]-} " != *" $c "* ]]; then
 		missing+=("$c")
 	fi
@@ -133,7 +133,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 	# All of them, kubelet included, build without cgo.
 	tmp=$(mktemp -d "$dest/.build.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
-	log "building ${missing[*]} ($version, CGO_ENABLED=0); a cold build of all components takes about 15 minutes on 2 cores"
+	log "building ${missing[*]} ($version, CGO_ENABLED=0); a cold build of all components takes several minutes"
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${packages[@]}"
 	for c in "${missing[@]}"; do
 		mv -f "$tmp/$c" "$dest/$c"
