@@ -1,0 +1,12 @@
+// Package ipam chooses the local ranges under which a peer cluster's CIDRs are
+// seen. A peer's range is kept as is when it collides with nothing this
+// cluster already uses; otherwise it is remapped to the first free block of
+// the same prefix length in the pools (by default 10.0.0.0/8, 172.16.0.0/12
+// and 192.168.0.0/16, searched in that order).
+//
+// The Allocator is pure: it holds the taken ranges in memory, does no I/O and
+// gives the same answers for the same sequence of calls. Persisting what it
+// hands out, and rebuilding it after a restart with Claim, is the business of
+// the Configuration reconciler. Translating addresses between a real and a
+// remapped range is in internal/cidr.
+package ipam

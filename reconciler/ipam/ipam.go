@@ -1,0 +1,218 @@
+package ipam
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// Sentinel errors of the Allocator, to test with errors.Is.
+var (
+	// ErrExhausted reports that no pool has a free block of the asked length.
+	ErrExhausted = errors.New("no free block of that length in the pools")
+	// ErrOverlap reports a range that overlaps one already taken.
+	ErrOverlap = errors.New("overlaps a taken range")
+	// ErrNotAllocated reports the release of a range the Allocator did not hand out.
+	ErrNotAllocated = errors.New("not allocated")
+	// ErrInvalid reports a prefix that is not a valid network (host bits set,
+	// or the zero value).
+	ErrInvalid = errors.New("not a valid network")
+)
+
+// DefaultPools returns the ranges remapped peer CIDRs are taken from when none
+// are configured: the private IPv4 ranges of RFC 1918, in search order.
+func DefaultPools() []netip.Prefix {
+	return []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("192.168.0.0/16"),
+	}
+}
+
+// Allocator hands out ranges for peer CIDRs. The zero value is not usable;
+// call New. It is not safe for concurrent use.
+type Allocator struct {
+	pools []netip.Prefix
+	// used holds every taken address, local ranges and allocations alike,
+	// as sorted, disjoint spans with touching spans merged, so that a run of
+	// remapped blocks is one span and the search steps over it at once.
+	used []span
+	// given holds the allocations, which alone may be released.
+	given map[netip.Prefix]struct{}
+}
+
+// New returns an Allocator that searches pools in order and never hands out
+// an address of taken (this cluster's own ranges). Pools must be valid,
+// masked and disjoint; taken ranges must be valid and masked and may overlap.
+func New(pools, taken []netip.Prefix) (*Allocator, error) {
+	for i, p := range pools {
+		if err := checkNetwork(p); err != nil {
+			return nil, fmt.Errorf("pool %d (%s): %w", i, p, err)
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(pools); ok {
+		return nil, fmt.Errorf("pool %d (%s) overlaps pool %d (%s)", i, pools[i], j, pools[j])
+	}
+	a := &Allocator{pools: slices.Clone(pools), given: make(map[netip.Prefix]struct{})}
+	for i, p := range taken {
+		if err := checkNetwork(p); err != nil {
+			return nil, fmt.Errorf("taken range %d (%s): %w", i, p, err)
+		}
+		a.take(spanOf(p))
+	}
+	return a, nil
+}
+
+func checkNetwork(p netip.Prefix) error {
+	if !p.IsValid() || p != p.Masked() {
+		return ErrInvalid
+	}
+	return nil
+}
+
+// Allocate takes a range for a peer's CIDR want: want itself when it overlaps
+// nothing taken, otherwise the first free block of the same length in the
+// pools (a block of the same family, aligned to its length).
+func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
+	if err := checkNetwork(want); err != nil {
+		return netip.Prefix{}, fmt.Errorf("allocate for %s: %w", want, err)
+	}
+	if s := spanOf(want); a.free(s) {
+		a.take(s)
+		a.given[want] = struct{}{}
+		return want, nil
+	}
+	for _, pool := range a.pools {
+		if pool.Addr().BitLen() != want.Addr().BitLen() || pool.Bits() > want.Bits() {
+			continue
+		}
+		if got, ok := a.firstFree(pool, want.Bits()); ok {
+			a.take(spanOf(got))
+			a.given[got] = struct{}{}
+			return got, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("allocate for %s: %w", want, ErrExhausted)
+}
+
+// Claim takes exactly p as an allocation, as Allocate once did: it rebuilds the
+// Allocator from allocations recorded elsewhere. It fails with ErrOverlap when
+// p overlaps a taken range or an earlier allocation.
+func (a *Allocator) Claim(p netip.Prefix) error {
+	if err := checkNetwork(p); err != nil {
+		return fmt.Errorf("claim %s: %w", p, err)
+	}
+	s := spanOf(p)
+	if !a.free(s) {
+		return fmt.Errorf("claim %s: %w", p, ErrOverlap)
+	}
+	a.take(s)
+	a.given[p] = struct{}{}
+	return nil
+}
+
+// Release gives back a range that Allocate or Claim handed out, so that a
+// later Allocate may hand it out again.
+func (a *Allocator) Release(p netip.Prefix) error {
+	if _, ok := a.given[p]; !ok {
+		return fmt.Errorf("release %s: %w", p, ErrNotAllocated)
+	}
+	delete(a.given, p)
+	s := spanOf(p)
+	// The span holding p starts at or before p: the last one that does.
+	i := sort.Search(len(a.used), func(k int) bool { return a.used[k].first.cmp(s.first) > 0 }) - 1
+	u := a.used[i]
+	var rest []span
+	if u.first.cmp(s.first) < 0 {
+		rest = append(rest, span{u.first, s.first.sub(u128{lo: 1})})
+	}
+	if s.last.cmp(u.last) < 0 {
+		next, _ := s.last.add(u128{lo: 1})
+		rest = append(rest, span{next, u.last})
+	}
+	a.used = slices.Replace(a.used, i, i+1, rest...)
+	return nil
+}
+
+// firstUsedFrom returns the index of the first used span that ends at or after x.
+func (a *Allocator) firstUsedFrom(x u128) int {
+	return sort.Search(len(a.used), func(k int) bool { return a.used[k].last.cmp(x) >= 0 })
+}
+
+// free reports whether no address of s is taken.
+func (a *Allocator) free(s span) bool {
+	i := a.firstUsedFrom(s.first)
+	return i == len(a.used) || a.used[i].first.cmp(s.last) > 0
+}
+
+// take marks the free span s as used, merging it with touching neighbours.
+func (a *Allocator) take(s span) {
+	i := a.firstUsedFrom(s.first)
+	// Taken local ranges may overlap each other (and so s may overlap used
+	// spans); swallow every span that overlaps or touches s.
+	if i > 0 {
+		if next, carry := a.used[i-1].last.add(u128{lo: 1}); !carry && next == s.first {
+			i--
+		}
+	}
+	j := i
+	for j < len(a.used) {
+		u := a.used[j]
+		if next, carry := s.last.add(u128{lo: 1}); u.first.cmp(s.last) > 0 && (carry || u.first != next) {
+			break
+		}
+		if u.first.cmp(s.first) < 0 {
+			s.first = u.first
+		}
+		if u.last.cmp(s.last) > 0 {
+			s.last = u.last
+		}
+		j++
+	}
+	a.used = slices.Replace(a.used, i, j, s)
+}
+
+// firstFree returns the lowest free block of length bits inside pool.
+func (a *Allocator) firstFree(pool netip.Prefix, bits int) (netip.Prefix, bool) {
+	ps := spanOf(pool)
+	size := pow2(128 - (bits + 128 - pool.Addr().BitLen()))
+	mask := size.sub(u128{lo: 1})
+	// The pool's start is aligned to the pool's size, hence to the block's.
+	cand := ps.first
+	i := a.firstUsedFrom(cand)
+	for {
+		last, _ := cand.add(mask)
+		if last.cmp(ps.last) > 0 {
+			return netip.Prefix{}, false
+		}
+		if i == len(a.used) || a.used[i].first.cmp(last) > 0 {
+			return netip.PrefixFrom(addrOf(cand, pool.Addr().Is4()), bits), true
+		}
+		// The block overlaps used[i]: the next candidate is the first
+		// aligned block after it.
+		next, carry := a.used[i].last.add(size)
+		if carry {
+			return netip.Prefix{}, false
+		}
+		cand = next.and(mask.not())
+		i = a.firstUsedFrom(cand)
+	}
+}
+
+// addrOf converts a 128-bit number back to an address of the given family.
+func addrOf(u u128, is4 bool) netip.Addr {
+	var b [16]byte
+	for i := range 8 {
+		b[i] = byte(u.hi >> (56 - 8*i))
+		b[i+8] = byte(u.lo >> (56 - 8*i))
+	}
+	a := netip.AddrFrom16(b)
+	if is4 {
+		return a.Unmap()
+	}
+	return a
+}

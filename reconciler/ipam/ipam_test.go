@@ -1,0 +1,389 @@
+package ipam
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func pfxs(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = pfx(s)
+	}
+	return out
+}
+
+// localRanges are the facts of a typical cluster: pod, service, external and
+// internal CIDRs.
+func localRanges() []netip.Prefix {
+	return pfxs("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
+}
+
+func newAllocator(t *testing.T, pools, taken []netip.Prefix) *Allocator {
+	t.Helper()
+	a, err := New(pools, taken)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+func mustAllocate(t *testing.T, a *Allocator, want string) netip.Prefix {
+	t.Helper()
+	got, err := a.Allocate(pfx(want))
+	if err != nil {
+		t.Fatalf("Allocate(%s): %v", want, err)
+	}
+	return got
+}
+
+func TestAllocateKeepsFreeCIDR(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), localRanges())
+	for _, want := range []string{"10.245.0.0/16", "172.20.0.0/16", "100.64.0.0/10", "fd00::/64"} {
+		if got := mustAllocate(t, a, want); got.String() != want {
+			t.Errorf("Allocate(%s) = %s, want it kept", want, got)
+		}
+	}
+}
+
+func TestAllocateRemapsCollisions(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), localRanges())
+	for _, tc := range []struct{ want, got string }{
+		// The pod CIDR both clusters use: the first free /16 of 10/8.
+		{"10.244.0.0/16", "10.0.0.0/16"},
+		// The peer's external CIDR collides with ours.
+		{"10.70.0.0/16", "10.1.0.0/16"},
+		// Same CIDR from two more peers: two more distinct blocks.
+		{"10.244.0.0/16", "10.2.0.0/16"},
+		{"10.244.0.0/16", "10.3.0.0/16"},
+		// A smaller block fits after the /16s.
+		{"10.244.0.0/24", "10.4.0.0/24"},
+		// A range overlapping a local range only in part is remapped too.
+		{"10.64.0.0/11", "10.32.0.0/11"},
+		// Colliding with an earlier allocation that was itself kept.
+		{"10.4.0.0/24", "10.4.1.0/24"},
+	} {
+		if got := mustAllocate(t, a, tc.want); got.String() != tc.got {
+			t.Errorf("Allocate(%s) = %s, want %s", tc.want, got, tc.got)
+		}
+	}
+}
+
+func TestAllocateRemapsOutsidePoolsIntoPools(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), pfxs("100.64.0.0/16"))
+	if got := mustAllocate(t, a, "100.64.0.0/16"); got.String() != "10.0.0.0/16" {
+		t.Errorf("Allocate(100.64.0.0/16) colliding outside the pools = %s, want 10.0.0.0/16", got)
+	}
+	if got := mustAllocate(t, a, "100.65.0.0/16"); got.String() != "100.65.0.0/16" {
+		t.Errorf("Allocate(100.65.0.0/16) free outside the pools = %s, want it kept", got)
+	}
+}
+
+func TestAllocateMovesToNextPool(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), pfxs("10.0.0.0/8"))
+	for _, tc := range []struct{ want, got string }{
+		{"10.244.0.0/16", "172.16.0.0/16"},
+		{"10.240.0.0/13", "172.24.0.0/13"},
+		{"10.244.0.0/17", "172.17.0.0/17"},
+		{"10.244.0.0/16", "172.18.0.0/16"},
+		{"10.244.0.0/14", "172.20.0.0/14"},
+		{"10.244.0.0/16", "172.19.0.0/16"},
+		// 172.16/12 has no free /16 left: the last pool.
+		{"10.244.0.0/16", "192.168.0.0/16"},
+	} {
+		if got := mustAllocate(t, a, tc.want); got.String() != tc.got {
+			t.Errorf("Allocate(%s) = %s, want %s", tc.want, got, tc.got)
+		}
+	}
+	// A /17 is still free in 172.16/12, a /16 nowhere.
+	if got := mustAllocate(t, a, "10.244.0.0/17"); got.String() != "172.17.128.0/17" {
+		t.Errorf("Allocate(10.244.0.0/17) = %s, want 172.17.128.0/17", got)
+	}
+	if got, err := a.Allocate(pfx("10.0.0.0/16")); !errors.Is(err, ErrExhausted) {
+		t.Errorf("Allocate(10.0.0.0/16) = %v, %v; want ErrExhausted", got, err)
+	}
+}
+
+func TestAllocateExhausted(t *testing.T) {
+	a := newAllocator(t, pfxs("10.0.0.0/23"), pfxs("10.0.0.0/24", "fd00::/64"))
+	if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != "10.0.1.0/24" {
+		t.Fatalf("Allocate = %s, want 10.0.1.0/24", got)
+	}
+	for _, want := range []string{"10.0.0.0/24", "10.0.0.0/22", "fd00::/64"} {
+		got, err := a.Allocate(pfx(want))
+		if !errors.Is(err, ErrExhausted) {
+			t.Errorf("Allocate(%s) = %v, %v; want ErrExhausted", want, got, err)
+		}
+	}
+	if got := mustAllocate(t, a, "192.168.0.0/24"); got.String() != "192.168.0.0/24" {
+		t.Errorf("a free range is kept even with full pools, got %s", got)
+	}
+}
+
+func TestReleasedRangeIsReused(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), localRanges())
+	first := mustAllocate(t, a, "10.244.0.0/16")
+	second := mustAllocate(t, a, "10.244.0.0/16")
+	// A third one, so that the released range is a hole between two.
+	mustAllocate(t, a, "10.244.0.0/16")
+	if err := a.Release(second); err != nil {
+		t.Fatalf("Release(%s): %v", second, err)
+	}
+	if got := mustAllocate(t, a, "10.244.0.0/16"); got != second {
+		t.Errorf("after releasing %s the next peer got %s, want the released range", second, got)
+	}
+	if err := a.Release(first); err != nil {
+		t.Fatalf("Release(%s): %v", first, err)
+	}
+	// A smaller block goes to the lowest free address, inside the hole.
+	if got := mustAllocate(t, a, "10.244.0.0/24"); got.String() != "10.0.0.0/24" {
+		t.Errorf("Allocate /24 after releasing %s = %s, want 10.0.0.0/24", first, got)
+	}
+}
+
+func TestReleaseErrors(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), localRanges())
+	got := mustAllocate(t, a, "10.244.0.0/16")
+	for _, p := range []netip.Prefix{pfx("10.244.0.0/16"), pfx("10.0.0.0/17"), pfx("10.96.0.0/12")} {
+		if err := a.Release(p); !errors.Is(err, ErrNotAllocated) {
+			t.Errorf("Release(%s) = %v, want ErrNotAllocated", p, err)
+		}
+	}
+	if err := a.Release(got); err != nil {
+		t.Fatalf("Release(%s): %v", got, err)
+	}
+	if err := a.Release(got); !errors.Is(err, ErrNotAllocated) {
+		t.Errorf("second Release(%s) = %v, want ErrNotAllocated", got, err)
+	}
+}
+
+func TestClaim(t *testing.T) {
+	a := newAllocator(t, DefaultPools(), localRanges())
+	if err := a.Claim(pfx("10.0.0.0/16")); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	for _, p := range []string{"10.0.0.0/16", "10.0.3.0/24", "10.244.0.0/16", "10.100.0.0/16"} {
+		if err := a.Claim(pfx(p)); !errors.Is(err, ErrOverlap) {
+			t.Errorf("Claim(%s) = %v, want ErrOverlap", p, err)
+		}
+	}
+	if got := mustAllocate(t, a, "10.244.0.0/16"); got.String() != "10.1.0.0/16" {
+		t.Errorf("Allocate after Claim(10.0.0.0/16) = %s, want 10.1.0.0/16", got)
+	}
+	if err := a.Release(pfx("10.0.0.0/16")); err != nil {
+		t.Errorf("Release of a claimed range: %v", err)
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		pools, taken []netip.Prefix
+		invalid      bool
+	}{
+		{name: "pool with host bits", pools: pfxs("10.0.0.1/8"), invalid: true},
+		{name: "zero pool", pools: []netip.Prefix{{}}, invalid: true},
+		{name: "taken with host bits", pools: DefaultPools(), taken: pfxs("10.244.1.0/16"), invalid: true},
+		{name: "overlapping pools", pools: pfxs("10.0.0.0/8", "10.1.0.0/16")},
+	} {
+		_, err := New(tc.pools, tc.taken)
+		if err == nil || errors.Is(err, ErrInvalid) != tc.invalid {
+			t.Errorf("%s: New = %v, want an error (ErrInvalid: %v)", tc.name, err, tc.invalid)
+		}
+	}
+	a := newAllocator(t, DefaultPools(), nil)
+	for _, p := range []netip.Prefix{pfx("10.244.1.0/16"), {}} {
+		if _, err := a.Allocate(p); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Allocate(%v) = %v, want ErrInvalid", p, err)
+		}
+		if err := a.Claim(p); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Claim(%v) = %v, want ErrInvalid", p, err)
+		}
+	}
+}
+
+// TestTakenRangesMayOverlap checks that overlapping and touching local ranges
+// are all kept out of allocations.
+func TestTakenRangesMayOverlap(t *testing.T) {
+	a := newAllocator(t, pfxs("10.0.0.0/16"), pfxs("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"))
+	want := []string{"10.0.3.0/24", "10.0.5.0/24", "10.0.6.0/24"}
+	for _, w := range want {
+		if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != w {
+			t.Errorf("Allocate = %s, want %s", got, w)
+		}
+	}
+}
+
+// model is a plain reference allocator: it checks every block of every pool
+// against every taken range, so it is obviously right and slow.
+type model struct {
+	pools, taken, given []netip.Prefix
+}
+
+func (m *model) overlapsAny(p netip.Prefix) bool {
+	for _, q := range slices.Concat(m.taken, m.given) {
+		if p.Overlaps(q) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *model) allocate(want netip.Prefix) (netip.Prefix, bool) {
+	if !m.overlapsAny(want) {
+		m.given = append(m.given, want)
+		return want, true
+	}
+	for _, pool := range m.pools {
+		if pool.Addr().BitLen() != want.Addr().BitLen() || pool.Bits() > want.Bits() {
+			continue
+		}
+		n := 1 << (want.Bits() - pool.Bits())
+		for k := range n {
+			a := pool.Addr().As4()
+			v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+			v += uint32(k) << (32 - want.Bits())
+			b := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), want.Bits())
+			if !m.overlapsAny(b) {
+				m.given = append(m.given, b)
+				return b, true
+			}
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func (m *model) release(p netip.Prefix) {
+	m.given = slices.DeleteFunc(m.given, func(q netip.Prefix) bool { return q == p })
+}
+
+// randomWant returns a CIDR a peer might declare: often inside the pools,
+// sometimes on a local range, sometimes outside the pools.
+func randomWant(rng *rand.Rand) netip.Prefix {
+	bits := 20 + rng.IntN(7)
+	var a netip.Addr
+	switch rng.IntN(4) {
+	case 0, 1:
+		a = netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(64)), 0})
+	case 2:
+		a = netip.AddrFrom4([4]byte{172, 16, byte(rng.IntN(16)), 0})
+	default:
+		a = netip.AddrFrom4([4]byte{100, 64, byte(rng.IntN(4)), 0})
+	}
+	return netip.PrefixFrom(a, bits).Masked()
+}
+
+// TestRandomOperations runs 10,000 random allocations and releases against
+// the allocator and the reference model, and checks after every step that
+// both agree, that no allocation overlaps another or a local range, and that
+// a free CIDR was kept.
+func TestRandomOperations(t *testing.T) {
+	pools := pfxs("10.0.0.0/18", "172.16.0.0/20")
+	taken := pfxs("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 42))
+			a := newAllocator(t, pools, taken)
+			m := &model{pools: pools, taken: taken}
+			var given []netip.Prefix
+			for step := range 10000 {
+				if len(given) > 0 && rng.IntN(100) < 45 {
+					k := rng.IntN(len(given))
+					p := given[k]
+					if err := a.Release(p); err != nil {
+						t.Fatalf("step %d: Release(%s): %v", step, p, err)
+					}
+					m.release(p)
+					given = slices.Delete(given, k, k+1)
+					continue
+				}
+				want := randomWant(rng)
+				wasFree := !m.overlapsAny(want)
+				got, err := a.Allocate(want)
+				mgot, mok := m.allocate(want)
+				if (err == nil) != mok || got != mgot {
+					t.Fatalf("step %d: Allocate(%s) = %v, %v; the reference gives %v, %v", step, want, got, err, mgot, mok)
+				}
+				if err != nil {
+					if !errors.Is(err, ErrExhausted) {
+						t.Fatalf("step %d: Allocate(%s): %v, want ErrExhausted", step, want, err)
+					}
+					continue
+				}
+				if wasFree && got != want {
+					t.Fatalf("step %d: Allocate(%s) = %s although it was free", step, want, got)
+				}
+				if got.Bits() != want.Bits() {
+					t.Fatalf("step %d: Allocate(%s) = %s of another length", step, want, got)
+				}
+				for _, q := range slices.Concat(taken, given) {
+					if got.Overlaps(q) {
+						t.Fatalf("step %d: Allocate(%s) = %s overlaps %s", step, want, got, q)
+					}
+				}
+				given = append(given, got)
+			}
+			if i, j, ok := cidr.FirstOverlap(given); ok {
+				t.Errorf("allocations %s and %s overlap", given[i], given[j])
+			}
+		})
+	}
+}
+
+// TestDeterministic replays one sequence of requests on two allocators.
+func TestDeterministic(t *testing.T) {
+	run := func() []netip.Prefix {
+		rng := rand.New(rand.NewPCG(7, 7))
+		a := newAllocator(t, DefaultPools(), localRanges())
+		var out, given []netip.Prefix
+		for range 3000 {
+			if len(given) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(given))
+				if err := a.Release(given[k]); err != nil {
+					t.Fatal(err)
+				}
+				given = slices.Delete(given, k, k+1)
+				continue
+			}
+			got, err := a.Allocate(pfx([]string{"10.244.0.0/24", "10.70.0.0/24", "10.245.0.0/24", "192.168.0.0/20"}[rng.IntN(4)]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, got)
+			given = append(given, got)
+		}
+		return out
+	}
+	if first, second := run(), run(); !slices.Equal(first, second) {
+		t.Error("the same sequence of requests gave different ranges")
+	}
+}
+
+func BenchmarkAllocateRelease1000Peers(b *testing.B) {
+	a, err := New(DefaultPools(), localRanges())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 1000 {
+		if _, err := a.Allocate(pfx("10.244.0.0/24")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		got, err := a.Allocate(pfx("10.244.0.0/24"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.Release(got); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
