@@ -1,0 +1,129 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// Reasons about a gateway's key pair.
+const (
+	// ReasonSecretNotFound: the Secret named in spec.secretRef does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonInvalidKeys: the key Secret does not hold a WireGuard key pair.
+	ReasonInvalidKeys = "InvalidKeys"
+)
+
+// keySecretName is the name of the Secret holding a gateway's key pair: the
+// one spec.secretRef names, else the generated gw-<gateway>.
+func keySecretName(ref corev1.LocalObjectReference, gatewayName string) string {
+	if ref.Name != "" {
+		return ref.Name
+	}
+	return childName(gatewayName)
+}
+
+// ensureKeys makes sure the key Secret of a gateway exists and holds a valid
+// key pair, and returns a reference to it.
+//
+// The generated Secret gw-<gateway> is created when missing, with a fresh
+// pair, and never rewritten: the peer holds its public key, so a new pair
+// would silently break the tunnel. An invalid or missing Secret stalls the
+// gateway with a message naming the Secret and the field.
+//
+// The Secret is read live through reader because Secrets are watched by
+// metadata only, so that key material stays out of the controller's cache.
+// Nothing derived from the private key but the Secret itself is ever built
+// here: errors name fields and lengths, never values.
+func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key types.NamespacedName,
+	generated bool, labels map[string]string, owner metav1.OwnerReference) (*corev1.ObjectReference, error) {
+	ref := &corev1.ObjectReference{Name: key.Name, Namespace: key.Namespace}
+	var secret corev1.Secret
+	err := reader.Get(ctx, key, &secret)
+	switch {
+	case apierrors.IsNotFound(err) && generated:
+		s, err := newKeySecret(key, labels, owner)
+		if err != nil {
+			return nil, err
+		}
+		// Create, not apply: it fails when the Secret appeared meanwhile,
+		// so an existing pair is never overwritten.
+		if err := c.Create(ctx, s, client.FieldOwner(FieldManager)); err != nil {
+			return nil, fmt.Errorf("create secret %s: %w", key, err)
+		}
+		return ref, nil
+	case apierrors.IsNotFound(err):
+		return nil, stall(ReasonSecretNotFound, "spec.secretRef.name: secret %s not found", key)
+	case err != nil:
+		return nil, fmt.Errorf("get secret %s: %w", key, err)
+	}
+	if err := validateKeys(&secret); err != nil {
+		return nil, stall(ReasonInvalidKeys, "%v", err)
+	}
+	return ref, nil
+}
+
+// newKeySecret builds a Secret holding a freshly generated key pair.
+func newKeySecret(key types.NamespacedName, labels map[string]string, owner metav1.OwnerReference) (*corev1.Secret, error) {
+	priv, err := wgtypes.GeneratePrivateKey()
+	if err != nil {
+		return nil, fmt.Errorf("generate key pair for secret %s: %w", key, err)
+	}
+	pub := priv.PublicKey()
+	l := map[string]string{netv1beta1.GatewayResourceLabel: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            key.Name,
+			Namespace:       key.Namespace,
+			Labels:          l,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			netv1beta1.PrivateKeyField: priv[:],
+			netv1beta1.PublicKeyField:  pub[:],
+		},
+	}, nil
+}
+
+// validateKeys checks that a Secret holds a WireGuard key pair: privateKey
+// and publicKey of 32 raw bytes each, the second derived from the first.
+func validateKeys(s *corev1.Secret) error {
+	priv, err := keyField(s, netv1beta1.PrivateKeyField)
+	if err != nil {
+		return err
+	}
+	pub, err := keyField(s, netv1beta1.PublicKeyField)
+	if err != nil {
+		return err
+	}
+	if priv.PublicKey() != pub {
+		return fmt.Errorf("secret %s/%s: data.%s is not the public key of data.%s",
+			s.Namespace, s.Name, netv1beta1.PublicKeyField, netv1beta1.PrivateKeyField)
+	}
+	return nil
+}
+
+// keyField returns the key held in one data field of a Secret.
+func keyField(s *corev1.Secret, field string) (wgtypes.Key, error) {
+	v, ok := s.Data[field]
+	if !ok {
+		return wgtypes.Key{}, fmt.Errorf("secret %s/%s: data.%s is missing", s.Namespace, s.Name, field)
+	}
+	if len(v) != wgtypes.KeyLen {
+		return wgtypes.Key{}, fmt.Errorf("secret %s/%s: data.%s must be %d bytes, got %d",
+			s.Namespace, s.Name, field, wgtypes.KeyLen, len(v))
+	}
+	return wgtypes.Key(v), nil
+}

@@ -1,0 +1,137 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// Reasons shared by the reconcilers.
+const (
+	// ReasonReconciled is the reason of a True Ready condition.
+	ReasonReconciled = "Reconciled"
+	// ReasonReconcileError marks a failure that is retried, such as an
+	// unreachable API server; the message is the error.
+	ReasonReconcileError = "ReconcileError"
+)
+
+// state is where one reconcile left an object, in kstatus terms.
+type state int
+
+const (
+	// stateReady: the declared state is in effect.
+	stateReady state = iota
+	// stateProgressing: the controller waits for something that will happen
+	// without a change of the input (a pod to start, an address to appear).
+	stateProgressing
+	// stateStalled: progress needs a change of the input.
+	stateStalled
+)
+
+// outcome is the conclusion of one reconcile, written into the kstatus
+// conditions of the object.
+type outcome struct {
+	state   state
+	reason  string
+	message string
+}
+
+// ready is the outcome of an object whose declared state is in effect.
+func ready(message string) outcome {
+	return outcome{state: stateReady, reason: ReasonReconciled, message: message}
+}
+
+// progressing is the outcome of an object waiting for something that will
+// happen by itself; reason names what is awaited.
+func progressing(reason, format string, args ...any) outcome {
+	return outcome{state: stateProgressing, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// stalled is the outcome of an object that needs a change of its input.
+func stalled(reason, format string, args ...any) outcome {
+	return outcome{state: stateStalled, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// stallError is a failure only a change of the input repairs. The object is
+// marked Stalled with its reason and message and the request is not retried:
+// a watch on the faulty input brings it back.
+type stallError struct {
+	reason  string
+	message string
+}
+
+func (e *stallError) Error() string { return e.message }
+
+// stall returns a stallError.
+func stall(reason, format string, args ...any) error {
+	return &stallError{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// conclude turns what a reconcile's steps returned into the outcome to record
+// and the error to hand to controller-runtime: a stallError stalls the object
+// without a retry, any other error marks it Reconciling and is retried with
+// backoff.
+func conclude(o outcome, err error) (outcome, error) {
+	var se *stallError
+	switch {
+	case err == nil:
+		return o, nil
+	case errors.As(err, &se):
+		return outcome{state: stateStalled, reason: se.reason, message: se.message}, nil
+	default:
+		return progressing(ReasonReconcileError, "%v", err), err
+	}
+}
+
+// setKstatus records o in status as the Ready, Reconciling and Stalled
+// conditions of generation gen. Reconciling and Stalled are removed when they
+// do not apply, as kstatus reads their absence as False. A condition whose
+// status does not change keeps its lastTransitionTime, so the same outcome
+// twice leaves status identical and patchStatus writes nothing.
+func setKstatus(status *netv1beta1.CommonStatus, gen int64, o outcome) {
+	status.ObservedGeneration = gen
+	set := func(condType string, s metav1.ConditionStatus) {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type:               condType,
+			Status:             s,
+			Reason:             o.reason,
+			Message:            o.message,
+			ObservedGeneration: gen,
+		})
+	}
+	switch o.state {
+	case stateReady:
+		set(netv1beta1.ConditionReady, metav1.ConditionTrue)
+		meta.RemoveStatusCondition(&status.Conditions, netv1beta1.ConditionReconciling)
+		meta.RemoveStatusCondition(&status.Conditions, netv1beta1.ConditionStalled)
+	case stateProgressing:
+		set(netv1beta1.ConditionReady, metav1.ConditionFalse)
+		set(netv1beta1.ConditionReconciling, metav1.ConditionTrue)
+		meta.RemoveStatusCondition(&status.Conditions, netv1beta1.ConditionStalled)
+	case stateStalled:
+		set(netv1beta1.ConditionReady, metav1.ConditionFalse)
+		set(netv1beta1.ConditionStalled, metav1.ConditionTrue)
+		meta.RemoveStatusCondition(&status.Conditions, netv1beta1.ConditionReconciling)
+	}
+}
+
+// patchStatus writes the status of obj with a merge patch against before,
+// and only when the two statuses differ: a reconcile that changes nothing
+// must not write, or every watch event would bump the resourceVersion.
+// status returns the status of an object of obj's type.
+func patchStatus[T client.Object](ctx context.Context, c client.Client, before, obj T, status func(T) any) error {
+	if equality.Semantic.DeepEqual(status(before), status(obj)) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package reconciler
+
+import (
+	"context"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// childName is the name of everything a gateway produces: gw-<gateway>.
+func childName(gatewayName string) string {
+	return netv1beta1.GatewayObjectPrefix + gatewayName
+}
+
+// childLabels are the labels every object made for a gateway carries: the
+// remote cluster ID, copied from the object it is made from.
+func childLabels(owner metav1.Object) map[string]string {
+	id, ok := owner.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+	if !ok {
+		return nil
+	}
+	return map[string]string{netv1beta1.RemoteClusterIDLabel: id}
+}
+
+// mergeLabels returns base with over laid on top; nil when both are empty.
+func mergeLabels(base, over map[string]string) map[string]string {
+	if len(base)+len(over) == 0 {
+		return nil
+	}
+	m := maps.Clone(base)
+	if m == nil {
+		m = map[string]string{}
+	}
+	maps.Copy(m, over)
+	return m
+}
+
+// wgGateway is what the WgGatewayServer and WgGatewayClient reconcilers
+// build alike: the gateway's workload, identity and keys.
+type wgGateway struct {
+	// obj is the WgGatewayServer or WgGatewayClient, owner of the children.
+	obj client.Object
+	// owner is the controller reference to obj set on every child.
+	owner metav1.OwnerReference
+	// gatewayResource is the plural of the gateway kind the agent reads:
+	// gatewayservers or gatewayclients.
+	gatewayResource string
+	deployment      netv1beta1.DeploymentTemplate
+	secretRef       corev1.LocalObjectReference
+}
+
+// applyWorkload applies the gateway's ServiceAccount and RBAC, makes sure its
+// key Secret is valid (generating it when needed) and applies its
+// Deployment. It returns the reference to the key Secret.
+func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g wgGateway) (*corev1.ObjectReference, error) {
+	name, ns := g.obj.GetName(), g.obj.GetNamespace()
+	secretName := keySecretName(g.secretRef, name)
+	labels := childLabels(g.obj)
+	for _, child := range gatewayIdentity(name, ns, g.gatewayResource, secretName, labels, g.owner) {
+		if err := applyTyped(ctx, c, child); err != nil {
+			return nil, err
+		}
+	}
+	secretKey := types.NamespacedName{Namespace: ns, Name: secretName}
+	ref, err := ensureKeys(ctx, c, reader, secretKey, secretName == childName(name), labels, g.owner)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyTyped(ctx, c, gatewayDeployment(g.deployment, name, ns, labels, g.owner)); err != nil {
+		return nil, err
+	}
+	return ref, nil
+}
+
+// gatewayIdentity builds the ServiceAccount gw-<name> the gateway pod runs
+// as, and the Role and RoleBinding gw-<name> granting it what the agent
+// needs in its namespace, and nothing more:
+//   - its own key Secret, by name. A list or watch is allowed only with a
+//     metadata.name field selector on that name; the agent reads the keys
+//     from the mounted Secret anyway;
+//   - its own gateway object, get by name. list and watch cannot be narrowed
+//     to one name for a client that does not send a metadata.name field
+//     selector (an informer usually does not), so they cover the gateway
+//     kind in the namespace: those objects hold no secret;
+//   - PublicKeys and Configurations of the namespace, to find the peer's key
+//     and remapped ranges;
+//   - Connections, which the agent creates and keeps up to date.
+func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[string]string, owner metav1.OwnerReference) []client.Object {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name:            childName(name),
+			Namespace:       ns,
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		}
+	}
+	read := []string{"get", "list", "watch"}
+	group := netv1beta1.GroupVersion.Group
+	return []client.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(),
+		},
+		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+			ObjectMeta: meta(),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: read},
+				{APIGroups: []string{group}, Resources: []string{gatewayResource}, ResourceNames: []string{name}, Verbs: []string{"get"}},
+				{APIGroups: []string{group}, Resources: []string{gatewayResource}, Verbs: []string{"list", "watch"}},
+				{APIGroups: []string{group}, Resources: []string{"publickeies", "configurations"}, Verbs: read},
+				{APIGroups: []string{group}, Resources: []string{"connections"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch"}},
+				{APIGroups: []string{group}, Resources: []string{"connections/status"}, Verbs: []string{"get", "update", "patch"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: meta(),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: childName(name)},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: childName(name), Namespace: ns}},
+		},
+	}
+}
+
+// gatewayDeployment builds Deployment gw-<name> from the rendered template.
+// The pod runs as ServiceAccount gw-<name> unless the template names another
+// one: without it the agent could read nothing.
+func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference) *appsv1.Deployment {
+	d := &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            childName(name),
+			Namespace:       ns,
+			Labels:          mergeLabels(t.Metadata.Labels, labels),
+			Annotations:     t.Metadata.Annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	if d.Spec.Template.Spec.ServiceAccountName == "" {
+		d.Spec.Template.Spec.ServiceAccountName = childName(name)
+	}
+	return d
+}
+
+// gatewayService builds Service gw-<name> from the rendered template.
+func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            childName(name),
+			Namespace:       ns,
+			Labels:          mergeLabels(t.Metadata.Labels, labels),
+			Annotations:     t.Metadata.Annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+}

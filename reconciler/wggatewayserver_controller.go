@@ -1,0 +1,169 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// WgGatewayServerReconciler runs the gateway of a WgGatewayServer: its
+// ServiceAccount and RBAC, key Secret, Deployment and Service, all named
+// gw-<name> and owned by the WgGatewayServer, and reports in its status the
+// key Secret, where the server is reachable and which pod carries traffic.
+type WgGatewayServerReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	// Defaults to the manager's client.
+	Client client.Client
+	// APIReader reads Secrets and Nodes, which are watched by metadata only
+	// and so are not in the cache. Defaults to the manager's API reader.
+	APIReader client.Reader
+
+	// pods reads gateway pods; set by SetupWithManager.
+	pods client.Reader
+}
+
+// Reconcile brings the children of one WgGatewayServer in line with its spec
+// and records the result in its status.
+func (r *WgGatewayServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var wg netv1beta1.WgGatewayServer
+	if err := r.Client.Get(ctx, req.NamespacedName, &wg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !wg.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the children.
+		return ctrl.Result{}, nil
+	}
+	before := wg.DeepCopy()
+	o, err := conclude(r.reconcile(ctx, &wg))
+	setKstatus(&wg.Status.CommonStatus, wg.Generation, o)
+	status := func(w *netv1beta1.WgGatewayServer) any { return w.Status }
+	if perr := patchStatus(ctx, r.Client, before, &wg, status); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return ctrl.Result{}, err
+}
+
+// reconcile applies the children and fills the status fields other than the
+// conditions.
+func (r *WgGatewayServerReconciler) reconcile(ctx context.Context, wg *netv1beta1.WgGatewayServer) (outcome, error) {
+	owner := *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind("WgGatewayServer"))
+	secretRef, err := applyWorkload(ctx, r.Client, r.APIReader, wgGateway{
+		obj:             wg,
+		owner:           owner,
+		gatewayResource: "gatewayservers",
+		deployment:      wg.Spec.Deployment,
+		secretRef:       wg.Spec.SecretRef,
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	wg.Status.SecretRef = secretRef
+
+	svc := gatewayService(wg.Spec.Service, wg.Name, wg.Namespace, childLabels(wg), owner)
+	if err := applyTyped(ctx, r.Client, svc); err != nil {
+		return outcome{}, err
+	}
+
+	pod, err := activeGatewayPod(ctx, r.pods, wg.Namespace, wg.Name)
+	if err != nil {
+		return outcome{}, err
+	}
+	wg.Status.InternalEndpoint = internalEndpoint(pod)
+
+	var node *corev1.Node
+	if pod != nil && svc.Spec.Type == corev1.ServiceTypeNodePort {
+		node = &corev1.Node{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+			return outcome{}, fmt.Errorf("get node %s of gateway pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+		}
+	}
+	ep, wait := serviceEndpoint(svc, node)
+	wg.Status.Endpoint = ep
+	if wait != nil {
+		return *wait, nil
+	}
+	if pod == nil {
+		return progressing(ReasonWaitingForGatewayPod, "no running pod labelled %s=%s,%s=true",
+			GatewayNameLabel, wg.Name, netv1beta1.ActiveGatewayLabel), nil
+	}
+	return ready(fmt.Sprintf("gateway pod %s on node %s, reachable at %s",
+		pod.Name, pod.Spec.NodeName, describeEndpoint(ep))), nil
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches the
+// children by metadata only (their content is applied, never read from the
+// cache), the key Secrets and the Nodes of gateway pods by metadata only,
+// and the gateway pods through a cache of their own.
+func (r *WgGatewayServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	pods, err := newGatewayPodCache(mgr)
+	if err != nil {
+		return err
+	}
+	r.pods = pods
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&netv1beta1.WgGatewayServer{}).
+		Owns(&appsv1.Deployment{}, builder.OnlyMetadata).
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
+		Owns(&rbacv1.Role{}, builder.OnlyMetadata).
+		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret), builder.OnlyMetadata).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.forNode), builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest))).
+		Complete(r)
+}
+
+// forSecret maps a Secret to the WgGatewayServers whose keys it holds, so a
+// deleted generated Secret is made again and a fixed user Secret is checked
+// again.
+func (r *WgGatewayServerReconciler) forSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	var list netv1beta1.WgGatewayServerList
+	if err := r.Client.List(ctx, &list, client.InNamespace(secret.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list wggatewayservers for a secret event", "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, wg := range list.Items {
+		if keySecretName(wg.Spec.SecretRef, wg.Name) == secret.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wg)})
+		}
+	}
+	return reqs
+}
+
+// forNode maps a Node to the WgGatewayServers whose active pod runs there,
+// whose NodePort endpoint is that node's address.
+func (r *WgGatewayServerReconciler) forNode(ctx context.Context, node client.Object) []reconcile.Request {
+	var list netv1beta1.WgGatewayServerList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list wggatewayservers for a node event", "node", node.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, wg := range list.Items {
+		if ie := wg.Status.InternalEndpoint; ie != nil && ie.Node != nil && *ie.Node == node.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wg)})
+		}
+	}
+	return reqs
+}
