@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -99,6 +99,7 @@ func readFixtures(t *testing.T, dir string) []fixture {
 		if err := yaml.Unmarshal(data, &fx.obj.Object); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		fx.obj.SetName(fx.name) // unique names, so fixtures of one kind never collide
 		out = append(out, fx)
 	}
 	return out
@@ -129,8 +130,6 @@ func TestAPIValidation(t *testing.T) {
 					t.Fatal("fixture has no '# want: <field>' line")
 				}
 				obj := fx.obj.DeepCopy()
-				// Names are made unique so no fixture collides with a valid one.
-				obj.SetName("bad-" + fx.name)
 				var err error
 				if fx.subStatus {
 					status := obj.Object["status"]
@@ -145,6 +144,7 @@ func TestAPIValidation(t *testing.T) {
 				if err == nil {
 					t.Fatalf("accepted, want an error naming %s", fx.want)
 				}
+				t.Log(err)
 				if !strings.Contains(err.Error(), fx.want) {
 					t.Fatalf("error does not name %s:\n%v", fx.want, err)
 				}
@@ -266,9 +266,9 @@ func TestPrinterColumns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, s := range []string{"DESIRED POD CIDR", "REMAPPED POD CIDR", "TEMPLATE NAME", "configuration.networking.liqo.io/cluster-b",
-		"gatewayserver.networking.liqo.io/server", "gatewayclient.networking.liqo.io/client",
-		"publickey.networking.liqo.io/cluster-b", "connection.networking.liqo.io/gw-server", "10.244.0.0/16"} {
+	for _, s := range []string{"DESIRED POD CIDR", "REMAPPED POD CIDR", "TEMPLATE NAME", "configuration.networking.liqo.io/configuration",
+		"gatewayserver.networking.liqo.io/gatewayserver-nodeport", "gatewayclient.networking.liqo.io/gatewayclient-with-endpoint",
+		"publickey.networking.liqo.io/publickey", "connection.networking.liqo.io/connection", "10.244.0.0/16"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("kubectl get conf,gws,gwc,pk,conn -A: output lacks %q:\n%s", s, out)
 		}

@@ -24,11 +24,17 @@ func BuildFS(fs filesys.FileSystem, dir string) ([]*unstructured.Unstructured, e
 	}
 	objs := make([]*unstructured.Unstructured, 0, resMap.Size())
 	for _, r := range resMap.Resources() {
-		m, err := r.Map()
+		// A JSON round trip gives the value types (int64, float64) the
+		// apimachinery helpers expect; kustomize's own maps hold plain ints.
+		data, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("kustomize build %s: object %s: %w", dir, r.CurId(), err)
 		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("kustomize build %s: object %s: %w", dir, r.CurId(), err)
+		}
+		objs = append(objs, u)
 	}
 	return objs, nil
 }

@@ -3,6 +3,8 @@ package kbuild
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -30,5 +32,24 @@ func TestBuildFSReportsTheDirectory(t *testing.T) {
 	}
 	if _, err := BuildFS(fs, "/b"); err == nil {
 		t.Fatal("want an error for a missing resource")
+	}
+}
+
+func TestBuildFSGivesJSONValueTypes(t *testing.T) {
+	fs := filesys.MakeFsInMemory()
+	if err := fs.WriteFile("/b/kustomization.yaml", []byte("resources:\n- svc.yaml\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteFile("/b/svc.yaml", []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - port: 80\n")); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := BuildFS(fs, "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DeepCopy panics on values that are not JSON types, such as int.
+	ports, _, _ := unstructured.NestedSlice(objs[0].DeepCopy().Object, "spec", "ports")
+	if got := ports[0].(map[string]any)["port"]; got != int64(80) {
+		t.Fatalf("port is %#v, want int64(80)", got)
 	}
 }
