@@ -5,8 +5,10 @@
 // and 192.168.0.0/16, searched in that order).
 //
 // The Allocator is pure: it holds the taken ranges in memory, does no I/O and
-// gives the same answers for the same sequence of calls. Persisting what it
-// hands out, and rebuilding it after a restart with Claim, is the business of
-// the Configuration reconciler. Translating addresses between a real and a
+// gives the same answers for the same sequence of calls. The Ledger on top of
+// it remembers which owner holds which ranges for which CIDRs, so that an
+// owner's unchanged CIDRs keep their ranges when its list changes. Persisting
+// what they hand out, and rebuilding them after a restart (Ledger.Restore), is
+// the business of the Configuration reconciler. Translating addresses between a real and a
 // remapped range is in internal/cidr.
 package ipam

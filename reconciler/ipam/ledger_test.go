@@ -1,0 +1,103 @@
+package ipam
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"testing"
+)
+
+func assign(t *testing.T, l *Ledger, owner string, wants ...string) []string {
+	t.Helper()
+	got, err := l.Assign(owner, pfxs(wants...))
+	if err != nil {
+		t.Fatalf("Assign(%s, %v): %v", owner, wants, err)
+	}
+	out := make([]string, len(got))
+	for i, p := range got {
+		out[i] = p.String()
+	}
+	return out
+}
+
+func TestLedgerAssignKeepsUnchangedEntries(t *testing.T) {
+	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.70.0.0/16"), []string{"10.0.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
+		t.Fatalf("first Assign = %v, want %v", got, want)
+	}
+	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.2.0.0/16"}; !slices.Equal(got, want) {
+		t.Fatalf("Assign(b) = %v, want %v", got, want)
+	}
+	// Same wants again, reordered: nothing moves.
+	if got, want := assign(t, l, "a", "10.70.0.0/16", "10.244.0.0/16"), []string{"10.1.0.0/16", "10.0.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("reordered Assign = %v, want %v", got, want)
+	}
+	// The external CIDR is replaced: its range is released first and so
+	// given to the replacement; the pod CIDR keeps its range.
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.71.0.0/16"), []string{"10.0.0.0/16", "10.71.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign with a free replacement = %v, want %v", got, want)
+	}
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.80.0.0/16"), []string{"10.0.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign with a colliding replacement = %v, want %v", got, want)
+	}
+	// b's range is untouched by a's changes.
+	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.2.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(b) again = %v, want %v", got, want)
+	}
+}
+
+func TestLedgerReleaseAndFailure(t *testing.T) {
+	l := NewLedger(newAllocator(t, pfxs("10.0.0.0/15"), localRanges()))
+	assign(t, l, "a", "10.244.0.0/16")
+	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
+		t.Fatalf("Assign(b) = %v, want %v", got, want)
+	}
+	// c asks for two colliding /16s with one left: it gets none, and the
+	// one it got first is free again.
+	if got, err := l.Assign("c", pfxs("10.244.0.0/16", "10.70.0.0/16")); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("Assign(c) = %v, %v; want ErrExhausted", got, err)
+	}
+	l.Release("a")
+	if got, want := assign(t, l, "d", "10.70.0.0/16"), []string{"10.0.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(d) after releasing a = %v, want %v", got, want)
+	}
+	// b loses its range when its only entry fails.
+	if got, err := l.Assign("b", pfxs("10.244.0.0/16", "10.80.0.0/16")); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("Assign(b) = %v, %v; want ErrExhausted", got, err)
+	}
+	if got, want := assign(t, l, "e", "10.80.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(e) = %v, want %v: b should hold nothing after its failure", got, want)
+	}
+}
+
+func TestLedgerRestore(t *testing.T) {
+	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
+	kept := l.Restore("a", []Entry{
+		{Want: pfx("10.244.0.0/16"), Got: pfx("10.5.0.0/16")},
+		{Want: pfx("10.70.0.0/16"), Got: pfx("10.96.0.0/16")}, // on the service CIDR: dropped
+		{Got: pfx("10.6.0.0/16")},                              // no longer declared: held until Assign
+	})
+	if len(kept) != 2 || kept[0].Got != pfx("10.5.0.0/16") || kept[1].Got != pfx("10.6.0.0/16") {
+		t.Fatalf("Restore kept %v", kept)
+	}
+	// Overlaps a's first range: dropped.
+	if kept := l.Restore("b", []Entry{{Want: pfx("10.244.0.0/16"), Got: pfx("10.5.0.0/17")}}); len(kept) != 0 {
+		t.Errorf("Restore(b) kept %v, want nothing", kept)
+	}
+	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.0.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(b) = %v, want %v", got, want)
+	}
+	// a keeps its restored pod range, gets a new external one, and the
+	// range of the CIDR it no longer declares is released.
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.70.0.0/16"), []string{"10.5.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(a) = %v, want %v", got, want)
+	}
+	if got, want := assign(t, l, "c", "10.6.0.0/16"), []string{"10.6.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(c) = %v, want %v", got, want)
+	}
+	// Restoring replaces what the owner held.
+	l.Restore("a", []Entry{{Want: pfx("10.244.0.0/16"), Got: pfx("10.7.0.0/16")}})
+	if err := l.alloc.Claim(netip.MustParsePrefix("10.5.0.0/16")); err != nil {
+		t.Errorf("a's earlier range is still taken after Restore replaced it: %v", err)
+	}
+}
