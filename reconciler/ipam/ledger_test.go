@@ -75,7 +75,7 @@ func TestLedgerRestore(t *testing.T) {
 	kept := l.Restore("a", []Entry{
 		{Want: pfx("10.244.0.0/16"), Got: pfx("10.5.0.0/16")},
 		{Want: pfx("10.70.0.0/16"), Got: pfx("10.96.0.0/16")}, // on the service CIDR: dropped
-		{Got: pfx("10.6.0.0/16")},                              // no longer declared: held until Assign
+		{Got: pfx("10.6.0.0/16")},                             // no longer declared: held until Assign
 	})
 	if len(kept) != 2 || kept[0].Got != pfx("10.5.0.0/16") || kept[1].Got != pfx("10.6.0.0/16") {
 		t.Fatalf("Restore kept %v", kept)
