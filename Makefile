@@ -66,3 +66,11 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 .PHONY: bench
 bench: testbin ## Print the benchmark tables (ratios measured side by side in one run).
 	$(GO) run ./bench
+
+.PHONY: lab
+lab: ## Bring up the lab (two real clusters on this machine, as root) and peer them; see docs/lab.md.
+	$(GO) run ./lab up
+
+.PHONY: lab-down
+lab-down: ## Remove the lab and everything it made on this machine.
+	$(GO) run ./lab down

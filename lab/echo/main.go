@@ -1,0 +1,277 @@
+// Command echo is the lab's test workload, small enough for an image that
+// holds nothing but itself (no shell, no curl), so it is its own client too.
+//
+//	echo serve [--http=:8080] [--sink=:9000] [--rr=:9001]
+//	echo get [--timeout=5s] URL
+//	echo stream [--duration=3s] [--size=131072] HOST:PORT
+//	echo rr [--duration=3s] [--size=64] HOST:PORT
+//
+// serve answers HTTP requests with a JSON Reply naming its pod IP and the
+// caller's address as it sees it (after any NAT on the way); it also accepts
+// TCP streams it discards (sink) and fixed-size request/response exchanges
+// (rr) for throughput and rate measurements. get prints, as JSON, the reply
+// of one request together with the address it was sent from. stream and rr
+// print, as JSON, what they measured against a serve instance.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Reply is what serve answers to every HTTP request.
+type Reply struct {
+	// Pod is the host name of the serving pod.
+	Pod string `json:"pod"`
+	// PodIP is the serving pod's own address.
+	PodIP string `json:"podIP"`
+	// Client is the caller's address as the server sees it.
+	Client string `json:"client"`
+}
+
+// Got is what get prints.
+type Got struct {
+	URL string `json:"url"`
+	// From is the local address the request left from.
+	From  string `json:"from"`
+	Reply Reply  `json:"reply"`
+}
+
+// Measured is what stream and rr print.
+type Measured struct {
+	Seconds float64 `json:"seconds"`
+	// Bytes is the payload sent (stream) or exchanged both ways (rr).
+	Bytes int64 `json:"bytes"`
+	// BitsPerSecond is the payload throughput.
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// Exchanges is the number of request/response round trips (rr only).
+	Exchanges int64 `json:"exchanges,omitempty"`
+	// PerSecond is Exchanges per second (rr only).
+	PerSecond float64 `json:"perSecond,omitempty"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|rr ...")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(ctx, args)
+	case "get":
+		err = get(ctx, args)
+	case "stream":
+		err = stream(ctx, args)
+	case "rr":
+		err = requestResponse(ctx, args)
+	default:
+		err = fmt.Errorf("unknown command %q (want serve, get, stream or rr)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	httpAddr := fs.String("http", ":8080", "address of the HTTP echo")
+	sinkAddr := fs.String("sink", ":9000", "address of the TCP sink")
+	rrAddr := fs.String("rr", ":9001", "address of the TCP request/response echo")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	podIP := os.Getenv("POD_IP")
+	if podIP == "" {
+		podIP = firstAddress()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Reply{Pod: host, PodIP: podIP, Client: r.RemoteAddr})
+	})
+	srv := &http.Server{Addr: *httpAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 3)
+	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- acceptLoop(*sinkAddr, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) }) }()
+	go func() { errc <- acceptLoop(*rrAddr, func(c net.Conn) { _, _ = io.Copy(c, c) }) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return srv.Close()
+	}
+}
+
+func acceptLoop(addr string, handle func(net.Conn)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			handle(c)
+		}()
+	}
+}
+
+// firstAddress is the first non-loopback IPv4 address of the pod.
+func firstAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	return ""
+}
+
+func get(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 5*time.Second, "time limit of the request")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("get: want exactly one URL")
+	}
+	url := fs.Arg(0)
+	var from string
+	dialer := &net.Dialer{}
+	client := &http.Client{
+		Timeout: *timeout,
+		Transport: &http.Transport{
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dialer.DialContext(ctx, network, addr)
+				if err == nil {
+					from = c.LocalAddr().String()
+				}
+				return c, err
+			},
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	got := Got{URL: url, From: from}
+	if err := json.NewDecoder(resp.Body).Decode(&got.Reply); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return json.NewEncoder(os.Stdout).Encode(got)
+}
+
+func measureFlags(name string, args []string, size int) (addr string, d time.Duration, n int, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	duration := fs.Duration("duration", 3*time.Second, "how long to measure")
+	sz := fs.Int("size", size, "bytes per write (stream) or per message (rr)")
+	if err := fs.Parse(args); err != nil {
+		return "", 0, 0, err
+	}
+	if fs.NArg() != 1 {
+		return "", 0, 0, fmt.Errorf("%s: want exactly one host:port", name)
+	}
+	if *sz <= 0 {
+		return "", 0, 0, fmt.Errorf("%s: --size must be positive", name)
+	}
+	return fs.Arg(0), *duration, *sz, nil
+}
+
+// stream sends as much as it can to a sink for the duration.
+func stream(ctx context.Context, args []string) error {
+	addr, d, size, err := measureFlags("stream", args, 128<<10)
+	if err != nil {
+		return err
+	}
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	buf := make([]byte, size)
+	start := time.Now()
+	deadline := start.Add(d)
+	_ = c.SetWriteDeadline(deadline)
+	var sent int64
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n, err := c.Write(buf)
+		sent += int64(n)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			return err
+		}
+	}
+	secs := time.Since(start).Seconds()
+	return json.NewEncoder(os.Stdout).Encode(Measured{Seconds: secs, Bytes: sent, BitsPerSecond: float64(sent) * 8 / secs})
+}
+
+// requestResponse sends one message, waits for it to come back, and repeats
+// for the duration: the rate measures round trips, not bandwidth.
+func requestResponse(ctx context.Context, args []string) error {
+	addr, d, size, err := measureFlags("rr", args, 64)
+	if err != nil {
+		return err
+	}
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	msg := make([]byte, size)
+	back := make([]byte, size)
+	start := time.Now()
+	deadline := start.Add(d)
+	_ = c.SetDeadline(deadline.Add(5 * time.Second))
+	var n int64
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := c.Write(msg); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(c, back); err != nil {
+			return err
+		}
+		n++
+	}
+	secs := time.Since(start).Seconds()
+	bytes := n * int64(2*size)
+	return json.NewEncoder(os.Stdout).Encode(Measured{
+		Seconds: secs, Bytes: bytes, BitsPerSecond: float64(bytes) * 8 / secs,
+		Exchanges: n, PerSecond: float64(n) / secs,
+	})
+}

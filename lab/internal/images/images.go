@@ -1,0 +1,157 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// AgentImage is the image name the install bundle and the gateway templates
+// use for every peerlink pod.
+const AgentImage = "ghcr.io/peerlink/peerlink-agent:latest"
+
+// Mirrored are the registry hosts whose images the lab registry serves: the
+// product's own and the one of the sandbox image.
+func Mirrored() []string { return []string{"ghcr.io", "registry.k8s.io"} }
+
+// EchoImage is the name of the echo server image in the lab registry.
+func EchoImage(registry string) string { return registry + "/lab/echo:latest" }
+
+// Binary is a program the lab builds from this repository.
+type Binary struct {
+	// Package is the Go package path relative to the repository root.
+	Package string
+	// Image is the image name the binary is published under; a name on a
+	// mirrored host is pushed to the same path in the lab registry. Empty
+	// means the binary runs on the host and has no image.
+	Image func(registry string) string
+}
+
+// Binaries are the programs the lab builds; go build names each after the
+// last element of its package path.
+func Binaries(pauseImage string) []Binary {
+	mirror := func(image string) func(string) string {
+		return func(string) string { return image }
+	}
+	return []Binary{
+		{Package: "./cmd/peerlink-agent", Image: mirror(AgentImage)},
+		{Package: "./lab/echo", Image: EchoImage},
+		{Package: "./lab/pause", Image: mirror(pauseImage)},
+		{Package: "./lab/registry"},
+	}
+}
+
+// Build compiles the binaries statically for linux/amd64 into out.
+func Build(ctx context.Context, repo, out string, bins []Binary) error {
+	args := []string{"build", "-trimpath", "-o", out + string(filepath.Separator)}
+	for _, b := range bins {
+		args = append(args, b.Package)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Publish makes an image of each binary that has one (the binary alone, as
+// its entrypoint) and pushes it to the registry at host:port.
+func Publish(ctx context.Context, registry, binDir string, bins []Binary) error {
+	opts := []remote.Option{
+		remote.WithContext(ctx),
+		// The registry is local and plain HTTP: no proxy, no credentials.
+		remote.WithTransport(&http.Transport{Proxy: nil}),
+	}
+	for _, b := range bins {
+		if b.Image == nil {
+			continue
+		}
+		file := filepath.Join(binDir, filepath.Base(b.Package))
+		img, err := imageOf(file)
+		if err != nil {
+			return err
+		}
+		local := LocalName(b.Image(registry), registry)
+		ref, err := name.ParseReference(local, name.Insecure)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", local, err)
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
+			return fmt.Errorf("push %s: %w", local, err)
+		}
+	}
+	return nil
+}
+
+// LocalName is where the lab registry holds an image: the same repository
+// path on the registry's own host.
+func LocalName(image, registry string) string {
+	host, path, ok := strings.Cut(image, "/")
+	if !ok || host == registry {
+		return image
+	}
+	return registry + "/" + path
+}
+
+// imageOf builds a one-layer linux/amd64 image holding the binary at
+// /<name>, which is also its entrypoint.
+func imageOf(file string) (v1.Image, error) {
+	bin, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	base := filepath.Base(file)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Name: base, Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS = "linux"
+	cf.Architecture = "amd64"
+	cf.Config.Entrypoint = []string{"/" + base}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("image of %s: %w", file, err)
+	}
+	return img, nil
+}

@@ -1,0 +1,153 @@
+package labctl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerlink/peerlink/lab/internal/images"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// Echo is how the lab deploys its echo server in every cluster.
+const (
+	EchoNamespace  = "default"
+	EchoDeployment = "echo"
+	EchoReplicas   = 2
+	EchoPort       = 8080
+	EchoSinkPort   = 9000
+	EchoRRPort     = 9001
+)
+
+// Kubectl runs the lab's kubectl against a cluster and returns its
+// standard output.
+func (l *Lab) Kubectl(ctx context.Context, n *node.Node, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, l.KubectlBin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("cluster %s: kubectl %s: %w: %s", n.ClusterID, strings.Join(args, " "),
+			err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// install puts peerlink and the echo server into a fresh cluster.
+func (l *Lab) install(ctx context.Context, n *node.Node) error {
+	echo, err := l.writeEcho(n)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Kubectl(ctx, n, "apply", "-f", echo); err != nil {
+		return err
+	}
+	overlay, err := l.writeOverlay(n)
+	if err != nil {
+		return err
+	}
+	// Custom resources of the bundle can only be applied once the API
+	// server serves their CRDs, which the same apply creates: a user runs
+	// it again, and so does the lab.
+	var last error
+	for attempt := 0; attempt < 10; attempt++ {
+		if _, last = l.Kubectl(ctx, n, "apply", "-k", overlay); last == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if last != nil {
+		return last
+	}
+	l.progress.Logf("%s: peerlink installed (kubectl apply -k %s)", n.ClusterID, overlay)
+	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: %d echo pods ready", n.ClusterID, EchoReplicas)
+	return nil
+}
+
+// writeOverlay writes the kustomize overlay the lab installs peerlink with:
+// the repository's install bundle as its base, by a relative path because
+// kustomize accepts no other.
+func (l *Lab) writeOverlay(n *node.Node) (string, error) {
+	dir := filepath.Join(n.Dir, "peerlink")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
+	}
+	base, err := filepath.Rel(dir, filepath.Join(l.State.Repo, "bundles", "install"))
+	if err != nil {
+		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
+	}
+	k := map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  []string{base},
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), b, 0o644); err != nil {
+		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
+	}
+	return dir, nil
+}
+
+// writeEcho writes the echo server's Deployment.
+func (l *Lab) writeEcho(n *node.Node) (string, error) {
+	labels := map[string]string{"app": EchoDeployment}
+	deploy := map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": EchoDeployment, "namespace": EchoNamespace, "labels": labels},
+		"spec": map[string]any{
+			"replicas": EchoReplicas,
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"terminationGracePeriodSeconds": 1,
+					"containers": []any{map[string]any{
+						"name":            "echo",
+						"image":           images.EchoImage(l.State.Registry),
+						"imagePullPolicy": "IfNotPresent",
+						"args":            []string{"serve"},
+						"env": []any{map[string]any{
+							"name":      "POD_IP",
+							"valueFrom": map[string]any{"fieldRef": map[string]string{"fieldPath": "status.podIP"}},
+						}},
+						"ports": []any{
+							map[string]any{"name": "http", "containerPort": EchoPort},
+							map[string]any{"name": "sink", "containerPort": EchoSinkPort},
+							map[string]any{"name": "rr", "containerPort": EchoRRPort},
+						},
+						"readinessProbe": map[string]any{
+							"httpGet":       map[string]any{"path": "/", "port": EchoPort},
+							"periodSeconds": 1,
+						},
+					}},
+				},
+			},
+		},
+	}
+	b, err := yaml.Marshal(deploy)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(n.Dir, "echo.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", fmt.Errorf("cluster %s echo: %w", n.ClusterID, err)
+	}
+	return path, nil
+}

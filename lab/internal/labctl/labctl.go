@@ -1,0 +1,337 @@
+package labctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/peerlink/peerlink/lab/internal/images"
+	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/lab/internal/sweep"
+)
+
+// DefaultDir is where the lab keeps its state unless told otherwise.
+const DefaultDir = "/var/lib/peerlink-lab"
+
+// registryPort is the lab registry's port on the first cluster's host
+// address.
+const registryPort = 5000
+
+// Options configure Up.
+type Options struct {
+	// Dir holds everything the lab makes; an existing lab there is removed
+	// first.
+	Dir string
+	// IDs are the cluster IDs, one per cluster.
+	IDs []string
+	// FirstIndex numbers the first cluster (namespace c<FirstIndex>); the
+	// others follow. Labs with disjoint index ranges run side by side.
+	FirstIndex int
+	// Repo is the root of the peerlink repository.
+	Repo string
+	// Out receives progress lines and the output of the setup scripts.
+	Out io.Writer
+}
+
+// Lab is a running lab.
+type Lab struct {
+	Dir   string
+	State State
+	Nodes []*node.Node
+	// KubectlBin is the kubectl binary built with the cluster components.
+	KubectlBin string
+	progress   *Progress
+}
+
+// Progress prints lines prefixed with the time elapsed since it was made.
+type Progress struct {
+	mu    sync.Mutex
+	out   io.Writer
+	start time.Time
+}
+
+// NewProgress starts the clock.
+func NewProgress(out io.Writer) *Progress {
+	return &Progress{out: out, start: time.Now()}
+}
+
+// Logf prints one progress line.
+func (p *Progress) Logf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Elapsed is the time since the progress started.
+func (p *Progress) Elapsed() time.Duration { return time.Since(p.start) }
+
+// Up builds everything the lab needs and brings up its clusters, each with
+// the echo server and peerlink installed.
+func Up(ctx context.Context, o Options) (*Lab, error) {
+	p := NewProgress(o.Out)
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(o.Dir); err == nil {
+		p.Logf("removing the previous lab in %s", o.Dir)
+		if err := Down(o.Dir, o.Out); err != nil {
+			return nil, err
+		}
+	}
+	hostForwarding, err := netns.ReadSysctl("net/ipv4/ip_forward")
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{Dir: o.Dir, progress: p, State: State{
+		Repo:           o.Repo,
+		Registry:       fmt.Sprintf("%s:%d", node.HostIP(o.FirstIndex), registryPort),
+		HostForwarding: hostForwarding,
+	}}
+	for _, d := range sweep.HostDirs() {
+		if _, err := os.Stat(d); isNotExist(err) {
+			l.State.CreatedDirs = append(l.State.CreatedDirs, d)
+		}
+	}
+	for k, id := range o.IDs {
+		n := &node.Node{
+			Index:     o.FirstIndex + k,
+			ClusterID: id,
+			Registry:  l.State.Registry,
+			Mirrored:  images.Mirrored(),
+			Logf:      p.Logf,
+		}
+		n.Dir = filepath.Join(o.Dir, n.Namespace())
+		l.Nodes = append(l.Nodes, n)
+		l.State.Clusters = append(l.State.Clusters, Cluster{Index: n.Index, ID: id, Kubeconfig: n.Kubeconfig()})
+	}
+	// Recorded first: from here on, Down knows what to remove.
+	if err := writeState(o.Dir, l.State); err != nil {
+		return nil, err
+	}
+
+	if err := runScript(ctx, o.Out, o.Repo, "hack/install-deps.sh"); err != nil {
+		return nil, err
+	}
+	p.Logf("Debian packages present")
+	if err := runScript(ctx, o.Out, o.Repo, "hack/testbin.sh", "kube-apiserver", "kube-controller-manager",
+		"kubectl", "etcd", "kube-scheduler", "kubelet", "kube-proxy"); err != nil {
+		return nil, err
+	}
+	binDir, err := filepath.EvalSymlinks(filepath.Join(o.Repo, "bin", "k8s", "current"))
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes binaries: %w", err)
+	}
+	l.KubectlBin = filepath.Join(binDir, "kubectl")
+	p.Logf("Kubernetes binaries present in %s", binDir)
+
+	bins := images.Binaries(node.PauseImage)
+	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
+		return nil, err
+	}
+	p.Logf("built peerlink-agent, echo, pause and registry")
+
+	for _, n := range l.Nodes {
+		n.BinDir = binDir
+		if err := netns.Create(n.Pair()); err != nil {
+			return nil, err
+		}
+	}
+	// The host routes between the clusters' veths.
+	if err := netns.WriteSysctl("net/ipv4/ip_forward", "1"); err != nil {
+		return nil, err
+	}
+	p.Logf("network namespaces %s ready", strings.Join(l.namespaces(), ", "))
+
+	reg := images.Registry{
+		Binary:  l.path("bin", "registry"),
+		Addr:    l.State.Registry,
+		Dir:     l.path("registry"),
+		Log:     l.path("registry.log"),
+		PidFile: l.path("registry.pid"),
+	}
+	if err := reg.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := images.Publish(ctx, l.State.Registry, l.path("bin"), bins); err != nil {
+		return nil, err
+	}
+	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
+		images.EchoImage(l.State.Registry), node.PauseImage)
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, n := range l.Nodes {
+		g.Go(func() error {
+			start := time.Now()
+			if err := n.Up(gctx); err != nil {
+				return err
+			}
+			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.ClusterID, time.Since(start).Seconds(), n.Kubeconfig())
+			return l.install(gctx, n)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	p.Logf("lab up: %d clusters", len(l.Nodes))
+	return l, nil
+}
+
+func (o *Options) validate() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the lab needs root: it creates network namespaces, cgroups and mounts")
+	}
+	if len(o.IDs) == 0 {
+		return errors.New("no cluster IDs given")
+	}
+	seen := map[string]bool{}
+	for _, id := range o.IDs {
+		if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+			return fmt.Errorf("cluster ID %q: %s", id, strings.Join(errs, "; "))
+		}
+		if seen[id] {
+			return fmt.Errorf("cluster ID %q given twice", id)
+		}
+		seen[id] = true
+	}
+	if o.FirstIndex < 1 || o.FirstIndex+len(o.IDs)-1 > 254 {
+		return fmt.Errorf("cluster indices %d..%d: must lie in 1..254", o.FirstIndex, o.FirstIndex+len(o.IDs)-1)
+	}
+	if !filepath.IsAbs(o.Dir) {
+		return fmt.Errorf("lab directory %q: must be absolute", o.Dir)
+	}
+	return nil
+}
+
+func (l *Lab) path(elem ...string) string {
+	return filepath.Join(append([]string{l.Dir}, elem...)...)
+}
+
+func (l *Lab) namespaces() []string {
+	var out []string
+	for _, n := range l.Nodes {
+		out = append(out, n.Namespace())
+	}
+	return out
+}
+
+// runScript runs one of the repository's setup scripts, which are
+// idempotent and print their own progress.
+func runScript(ctx context.Context, out io.Writer, repo, script string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(repo, script), args...)
+	cmd.Dir = repo
+	cmd.Stdout = out
+	cmd.Stderr = out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", script, err)
+	}
+	return nil
+}
+
+// Down removes the lab in dir completely and checks that nothing is left.
+func Down(dir string, out io.Writer) error {
+	p := NewProgress(out)
+	s, err := ReadState(dir)
+	if err != nil && !isNotExist(err) {
+		return err
+	}
+	l := sweepOf(dir, s)
+	if err := sweep.Remove(l, p.Logf); err != nil {
+		return fmt.Errorf("lab in %s: %w", dir, err)
+	}
+	if s.HostForwarding != "" && s.HostForwarding != "1" && !otherLabs() {
+		if err := netns.WriteSysctl("net/ipv4/ip_forward", s.HostForwarding); err != nil {
+			return err
+		}
+	}
+	left, err := l.Leftovers()
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("lab in %s: left behind:\n  %s", dir, strings.Join(left, "\n  "))
+	}
+	p.Logf("lab in %s removed: no process, mount, cgroup, namespace, interface or file of it is left", dir)
+	return nil
+}
+
+// otherLabs reports whether another lab's veth is still on the host, in
+// which case the host must keep forwarding.
+func otherLabs() bool {
+	links, _ := filepath.Glob("/sys/class/net/" + node.HostIfPrefix + "*")
+	return len(links) > 0
+}
+
+// Open returns the lab running in dir, as recorded by Up.
+func Open(dir string) (*Lab, error) {
+	s, err := ReadState(dir)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, fmt.Errorf("no lab in %s: run lab up", dir)
+		}
+		return nil, err
+	}
+	binDir, err := filepath.EvalSymlinks(filepath.Join(s.Repo, "bin", "k8s", "current"))
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes binaries: %w", err)
+	}
+	l := &Lab{Dir: dir, State: s, KubectlBin: filepath.Join(binDir, "kubectl"), progress: NewProgress(io.Discard)}
+	for _, c := range s.Clusters {
+		n := &node.Node{Index: c.Index, ClusterID: c.ID, BinDir: binDir, Registry: s.Registry,
+			Mirrored: images.Mirrored(), Logf: l.progress.Logf}
+		n.Dir = filepath.Join(dir, n.Namespace())
+		l.Nodes = append(l.Nodes, n)
+	}
+	return l, nil
+}
+
+// Status prints the clusters of the lab in dir, their kubeconfigs and
+// whether their nodes are Ready and their components running.
+func Status(ctx context.Context, dir string, out io.Writer) error {
+	l, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab in %s, registry %s (%s)\n", dir, l.State.Registry,
+		running(filepath.Join(dir, "registry.pid")))
+	for _, n := range l.Nodes {
+		ready := "not Ready"
+		if ok, why := n.Ready(ctx); ok {
+			ready = "Ready"
+		} else if why != "" {
+			ready += " (" + why + ")"
+		}
+		var down []string
+		for _, c := range node.Components() {
+			if running(n.PidFile(c)) != "running" {
+				down = append(down, c)
+			}
+		}
+		procs := "all components running"
+		if len(down) > 0 {
+			procs = "not running: " + strings.Join(down, ", ")
+		}
+		fmt.Fprintf(out, "%s  namespace %s  node %s %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.ClusterID, n.Namespace(), n.NodeName(), ready, n.APIServerURL(), n.Kubeconfig(), procs)
+	}
+	return nil
+}
+
+func running(pidFile string) string {
+	pid, err := proc.ReadPidFile(pidFile)
+	if err != nil || !proc.Running(pid) {
+		return "not running"
+	}
+	return "running"
+}

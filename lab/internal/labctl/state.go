@@ -1,0 +1,115 @@
+package labctl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/sweep"
+)
+
+// stateFile records, before anything else is created, what a lab is made of,
+// so that down and status work on a lab that came up only halfway.
+const stateFile = "lab.json"
+
+// State is the record of one lab.
+type State struct {
+	// Repo is the repository the lab was built from.
+	Repo     string    `json:"repo"`
+	Registry string    `json:"registry"`
+	Clusters []Cluster `json:"clusters"`
+	// HostForwarding is the host's net.ipv4.ip_forward before the lab
+	// enabled it, restored by down.
+	HostForwarding string `json:"hostForwarding"`
+	// CreatedDirs are host directories outside the lab directory that did
+	// not exist before the lab (see sweep.HostDirs).
+	CreatedDirs []string `json:"createdDirs,omitempty"`
+}
+
+// Cluster is one cluster of a lab.
+type Cluster struct {
+	Index int    `json:"index"`
+	ID    string `json:"id"`
+	// Kubeconfig is the admin kubeconfig, whose server is the node address.
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+func writeState(dir string, s State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("lab directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stateFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("lab state: %w", err)
+	}
+	return nil
+}
+
+// ReadState reads the record of the lab in dir; os.ErrNotExist means there
+// is none.
+func ReadState(dir string) (State, error) {
+	var s State
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("lab state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return s, nil
+}
+
+// sweepOf names what to remove for the lab in dir: the clusters of its
+// record, plus any cluster directory found (a record can be missing when
+// the directory was copied or the record damaged).
+func sweepOf(dir string, s State) sweep.Lab {
+	seen := map[int]bool{}
+	for _, c := range s.Clusters {
+		seen[c.Index] = true
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		// Cluster directories are named after the namespaces.
+		digits, ok := strings.CutPrefix(e.Name(), "c")
+		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && node.Namespace(i) == e.Name() {
+			seen[i] = true
+		}
+	}
+	l := sweep.Lab{Dir: dir, CreatedDirs: s.CreatedDirs}
+	for i := range seen {
+		l.Indices = append(l.Indices, i)
+	}
+	sort.Ints(l.Indices)
+	return l
+}
+
+func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// FindRepo returns the root of the peerlink repository that contains the
+// working directory: the lab builds from it.
+func FindRepo() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/peerlink/peerlink\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the peerlink repository: run the lab from its checkout")
+		}
+		dir = parent
+	}
+}

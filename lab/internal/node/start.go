@@ -1,0 +1,300 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/lab/internal/proc"
+)
+
+// Components are the cluster's processes, in start order.
+func Components() []string {
+	return []string{"etcd", "containerd", "kube-apiserver",
+		"kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+}
+
+// commands are the command lines of the components.
+func (n *Node) commands() map[string][]string {
+	bin := func(name string) string { return filepath.Join(n.BinDir, name) }
+	pki := func(name string) string { return n.path("pki", name) }
+	return map[string][]string{
+		// A lab cluster's data is disposable; skipping fsync keeps two
+		// clusters from stalling on a shared disk.
+		"etcd": {bin("etcd"),
+			"--name=" + n.Namespace(),
+			"--data-dir=" + n.path("etcd"),
+			"--listen-client-urls=http://127.0.0.1:2379",
+			"--advertise-client-urls=http://127.0.0.1:2379",
+			"--listen-peer-urls=http://127.0.0.1:2380",
+			"--initial-advertise-peer-urls=http://127.0.0.1:2380",
+			"--initial-cluster=" + n.Namespace() + "=http://127.0.0.1:2380",
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		},
+		"containerd": {"containerd", "--config=" + n.path("containerd", "config.toml")},
+		"kube-apiserver": {bin("kube-apiserver"),
+			"--etcd-servers=http://127.0.0.1:2379",
+			"--advertise-address=" + n.NodeIP().String(),
+			"--secure-port=6443",
+			"--tls-cert-file=" + pki("apiserver.crt"),
+			"--tls-private-key-file=" + pki("apiserver.key"),
+			"--client-ca-file=" + pki("ca.crt"),
+			"--cert-dir=" + n.path("pki"),
+			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + pki("sa.pub"),
+			"--service-account-signing-key-file=" + pki("sa.key"),
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--allow-privileged=true",
+			"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+			// Node names do not resolve: reach kubelets by their address.
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
+			"--profiling=false",
+			"--v=1",
+		},
+		"kube-controller-manager": {bin("kube-controller-manager"),
+			"--kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
+			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
+			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
+			"--bind-address=127.0.0.1",
+			"--cert-dir=" + n.path("pki"),
+			"--root-ca-file=" + pki("ca.crt"),
+			"--service-account-private-key-file=" + pki("sa.key"),
+			"--use-service-account-credentials=true",
+			"--service-cluster-ip-range=" + ServiceCIDR,
+			// The node's spec.podCIDR is what node-local agents read.
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr=" + PodCIDR,
+			"--node-cidr-mask-size=24",
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		},
+		"kube-scheduler": {bin("kube-scheduler"),
+			"--kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
+			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
+			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
+			"--bind-address=127.0.0.1",
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		},
+		"kubelet": {bin("kubelet"),
+			"--config=" + n.path("kubelet-config.yaml"),
+			"--kubeconfig=" + n.componentKubeconfig("kubelet"),
+			"--root-dir=" + n.path(kubeletRoot),
+			"--cert-dir=" + n.path(kubeletRoot, "pki"),
+			"--hostname-override=" + n.NodeName(),
+			"--node-ip=" + n.NodeIP().String(),
+			"--v=1",
+		},
+		"kube-proxy": {bin("kube-proxy"), "--config=" + n.path("kube-proxy-config.yaml"), "--v=1"},
+	}
+}
+
+// Up writes the cluster's files and starts its components in the network
+// namespace, which must exist, then waits until the node is Ready and the
+// default ServiceAccount exists. The processes keep running after Up returns.
+func (n *Node) Up(ctx context.Context) error {
+	if !netns.Exists(n.Namespace()) {
+		return fmt.Errorf("cluster %s: network namespace %s does not exist", n.ClusterID, n.Namespace())
+	}
+	if err := n.writeFiles(); err != nil {
+		return err
+	}
+	if err := n.makeCgroups(); err != nil {
+		return err
+	}
+	var running []*proc.Process
+	commands := n.commands()
+	start := func(names ...string) error {
+		for _, name := range names {
+			p, err := proc.Start(proc.Spec{
+				Name:    n.ClusterID + " " + name,
+				Argv:    commands[name],
+				Netns:   netns.Path(n.Namespace()),
+				Log:     n.Log(name),
+				PidFile: n.PidFile(name),
+			})
+			if err != nil {
+				return err
+			}
+			running = append(running, p)
+		}
+		return nil
+	}
+	// watch fails fast, with the component's log, when one exits.
+	watch := func(ctx context.Context, what string, ready func(context.Context) (bool, error)) error {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		var last error
+		for {
+			for _, p := range running {
+				select {
+				case <-p.Exited:
+					return fmt.Errorf("cluster %s: waiting for %s: %w", n.ClusterID, what, p.Failure())
+				default:
+				}
+			}
+			ok, err := ready(ctx)
+			if ok {
+				return nil
+			}
+			if err != nil {
+				last = err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cluster %s: waiting for %s: %w (last error: %v)", n.ClusterID, what, ctx.Err(), last)
+			case <-tick.C:
+			}
+		}
+	}
+
+	if err := start("etcd", "containerd", "kube-apiserver"); err != nil {
+		return err
+	}
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	err = watch(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	n.Logf("%s: kube-apiserver ready at %s", n.ClusterID, n.APIServerURL())
+	if err := start("kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"); err != nil {
+		return err
+	}
+	err = watch(ctx, "node Ready", func(ctx context.Context) (bool, error) {
+		ok, why := n.Ready(ctx)
+		return ok, errors.New(why)
+	})
+	if err != nil {
+		return err
+	}
+	n.Logf("%s: node %s Ready", n.ClusterID, n.NodeName())
+	return watch(ctx, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return err == nil, err
+	})
+}
+
+// Ready reports whether the node is Ready, and if not, why.
+func (n *Node) Ready(ctx context.Context) (bool, string) {
+	cs, err := n.Clientset()
+	if err != nil {
+		return false, err.Error()
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, n.NodeName(), metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, c.Message
+		}
+	}
+	return false, "no Ready condition yet"
+}
+
+// Clientset is a client of the cluster as its admin.
+func (n *Node) Clientset() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s client: %w", n.ClusterID, err)
+	}
+	return cs, nil
+}
+
+// makeCgroups creates the cluster's cgroup root in every cgroup v1
+// hierarchy. The kubelet expects it to exist, and a new cpuset cgroup
+// starts with no CPUs and no memory nodes, so those are copied from the
+// parent.
+func (n *Node) makeCgroups() error {
+	roots, err := CgroupMounts()
+	if err != nil {
+		return err
+	}
+	for _, m := range roots {
+		if m.Version != 1 {
+			continue
+		}
+		dir := filepath.Join(m.Path, n.CgroupName())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cluster %s cgroup %s: %w", n.ClusterID, dir, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			b, err := os.ReadFile(filepath.Join(m.Path, f))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("cluster %s cgroup: %w", n.ClusterID, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				return fmt.Errorf("cluster %s cgroup %s: %w", n.ClusterID, f, err)
+			}
+		}
+	}
+	return nil
+}
+
+// CgroupMount is a mounted cgroup hierarchy.
+type CgroupMount struct {
+	Path    string
+	Version int
+}
+
+// CgroupMounts lists the cgroup hierarchies mounted on the host.
+func CgroupMounts() ([]CgroupMount, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("list cgroup hierarchies: %w", err)
+	}
+	var out []CgroupMount
+	for _, line := range strings.Split(string(b), "\n") {
+		// The filesystem type is the first field after the " - " separator;
+		// the mount point is the fifth field.
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		fields, fs := strings.Fields(pre), strings.Fields(post)
+		if len(fields) < 5 || len(fs) == 0 {
+			continue
+		}
+		switch fs[0] {
+		case "cgroup":
+			out = append(out, CgroupMount{Path: fields[4], Version: 1})
+		case "cgroup2":
+			out = append(out, CgroupMount{Path: fields[4], Version: 2})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,518 @@
+package sweep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/proc"
+)
+
+// Shim sockets live in containerd's compiled-in state directory, whatever
+// the configured one: the lab removes those its shims left behind.
+const shimSocketDir = "/run/containerd/s"
+
+// Host paths the CNI plugins and the kubelet write to outside the
+// directories the lab configures.
+const (
+	cniResultsDir    = "/var/lib/cni/results"
+	cniNetworksDir   = "/var/lib/cni/networks"
+	containerLogsDir = "/var/log/containers"
+)
+
+// Lab names what one lab made: its directory and its cluster indices.
+type Lab struct {
+	Dir     string
+	Indices []int
+	// CreatedDirs are the directories of HostDirs that did not exist
+	// before the lab came up: they are removed once empty.
+	CreatedDirs []string
+}
+
+// HostDirs are the directories outside the lab directory that containerd,
+// the CNI plugins, the kubelet and iproute2 create when missing, children
+// before parents.
+func HostDirs() []string {
+	return []string{shimSocketDir, filepath.Dir(shimSocketDir), cniResultsDir, cniNetworksDir,
+		filepath.Dir(cniResultsDir), containerLogsDir, netns.Dir}
+}
+
+// Process is a process that belongs to the lab, with why it does.
+type Process struct {
+	Pid    int
+	Reason string
+}
+
+// Processes lists the processes of the lab: those in a cluster's network
+// namespace or cgroup (pods, including their containers in their own
+// namespaces), those whose executable, working directory or arguments lie in
+// the lab directory, and those named by its pid files. The caller and its
+// ancestors are never listed.
+func (l Lab) Processes() ([]Process, error) {
+	spared := map[int]bool{}
+	for pid := os.Getpid(); pid > 1; pid = parent(pid) {
+		spared[pid] = true
+	}
+	namespaces := map[uint64]string{}
+	for _, i := range l.Indices {
+		if ino, err := netns.Inode(netns.Path(node.Namespace(i))); err == nil {
+			namespaces[ino] = node.Namespace(i)
+		}
+	}
+	found := map[int]string{}
+	add := func(pid int, reason string) {
+		if !spared[pid] && found[pid] == "" {
+			found[pid] = reason
+		}
+	}
+	pidFiles, err := filepath.Glob(filepath.Join(l.Dir, "*", "run", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	pidFiles = append(pidFiles, filepath.Join(l.Dir, "registry.pid"))
+	for _, f := range pidFiles {
+		if pid, err := proc.ReadPidFile(f); err == nil && proc.Running(pid) {
+			add(pid, "pid file "+f)
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || spared[pid] || !proc.Running(pid) {
+			continue
+		}
+		if reason := l.owns(pid, namespaces); reason != "" {
+			add(pid, reason)
+		}
+	}
+	out := make([]Process, 0, len(found))
+	for pid, reason := range found {
+		out = append(out, Process{Pid: pid, Reason: reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pid < out[j].Pid })
+	return out, nil
+}
+
+// owns says why pid belongs to the lab, or "" when it does not. Processes
+// that end while being inspected simply do not match.
+func (l Lab) owns(pid int, namespaces map[uint64]string) string {
+	base := fmt.Sprintf("/proc/%d", pid)
+	if ino, err := netns.Inode(base + "/ns/net"); err == nil && namespaces[ino] != "" {
+		return "network namespace " + namespaces[ino]
+	}
+	if b, err := os.ReadFile(base + "/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			// Lines are hierarchy-id:controllers:path.
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			for _, i := range l.Indices {
+				root := "/" + node.CgroupName(i)
+				if parts[2] == root || strings.HasPrefix(parts[2], root+"/") {
+					return "cgroup " + parts[2]
+				}
+			}
+		}
+	}
+	for _, link := range []string{"exe", "cwd", "root"} {
+		if target, err := os.Readlink(base + "/" + link); err == nil && l.inside(strings.TrimSuffix(target, " (deleted)")) {
+			return link + " " + target
+		}
+	}
+	if b, err := os.ReadFile(base + "/cmdline"); err == nil {
+		for _, arg := range strings.Split(string(b), "\x00") {
+			// Flags carry paths as --flag=path.
+			if _, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
+				arg = v
+			}
+			if l.inside(arg) {
+				return "argument " + arg
+			}
+		}
+	}
+	return ""
+}
+
+func (l Lab) inside(path string) bool {
+	return path == l.Dir || strings.HasPrefix(path, l.Dir+"/")
+}
+
+// parent is the parent pid of pid, or 0 when it cannot be read.
+func parent(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	// After the command name: state, then ppid.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// Remove takes down everything the lab made, in an order that lets each step
+// succeed: processes (so nothing holds mounts or cgroups, or recreates
+// them), shim sockets (named in the lab's containerd state), mounts under
+// the lab directory (deepest first), cgroups, network namespaces and veths,
+// the CNI plugins' and kubelet's files outside the lab directory, and the
+// directory itself. It works on whatever part exists, so it also cleans up
+// after a failed bring-up, and does nothing the second time.
+func Remove(l Lab, logf func(string, ...any)) error {
+	if err := l.killAll(logf); err != nil {
+		return err
+	}
+	var errs []error
+	if err := l.removeShimSockets(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := l.unmountAll(); err != nil {
+		// Without the unmounts, removing the directory would descend into
+		// still-mounted volumes: stop here.
+		return errors.Join(append(errs, err)...)
+	}
+	if err := l.removeCgroups(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, i := range l.Indices {
+		if err := netns.Delete(node.Pair(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := l.removeHostFiles(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(l.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", l.Dir, err))
+	}
+	for _, d := range l.CreatedDirs {
+		// Another lab or a containerd of the host may still use it: only
+		// an empty directory goes.
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killAll stops the lab's processes; containerd may start runc while it is
+// being stopped, so it rescans until nothing is left.
+func (l Lab) killAll(logf func(string, ...any)) error {
+	for round := 0; round < 5; round++ {
+		procs, err := l.Processes()
+		if err != nil {
+			return err
+		}
+		if len(procs) == 0 {
+			return nil
+		}
+		pids := make([]int, len(procs))
+		for i, p := range procs {
+			pids[i] = p.Pid
+		}
+		logf("stopping %d processes", len(pids))
+		if err := proc.Kill(pids, 3*time.Second); err != nil {
+			return err
+		}
+	}
+	return errors.New("processes keep appearing in the lab's namespaces and cgroups")
+}
+
+func (l Lab) removeShimSockets() error {
+	files, err := filepath.Glob(filepath.Join(l.Dir, "*", "containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "address"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sock := strings.TrimPrefix(strings.TrimSpace(string(b)), "unix://")
+		if filepath.Dir(sock) != shimSocketDir {
+			continue
+		}
+		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Mounts lists the mount points under the lab directory, deepest first.
+func (l Lab) Mounts() ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("list mounts: %w", err)
+	}
+	var out []string
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	// Later lines are mounted later, on top of or below earlier ones.
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) < 5 {
+			continue
+		}
+		if p := unescapeMountPath(f[4]); l.inside(p) {
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.Count(out[i], "/") > strings.Count(out[j], "/")
+	})
+	return out, nil
+}
+
+// unescapeMountPath undoes the octal escapes mountinfo uses for space, tab,
+// newline and backslash.
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func (l Lab) unmountAll() error {
+	for round := 0; round < 10; round++ {
+		mounts, err := l.Mounts()
+		if err != nil {
+			return err
+		}
+		if len(mounts) == 0 {
+			return nil
+		}
+		for _, m := range mounts {
+			if err := unix.Unmount(m, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				// Busy with a file a dead process's leftovers still
+				// reference: detach it from the tree instead.
+				if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+					return fmt.Errorf("unmount %s: %w", m, err)
+				}
+			}
+		}
+	}
+	mounts, err := l.Mounts()
+	if err != nil {
+		return err
+	}
+	if len(mounts) > 0 {
+		return fmt.Errorf("mounts remain under %s: %s", l.Dir, strings.Join(mounts, ", "))
+	}
+	return nil
+}
+
+// CgroupDirs lists the cgroups of the lab's clusters in every hierarchy,
+// deepest first.
+func (l Lab) CgroupDirs() ([]string, error) {
+	mounts, err := node.CgroupMounts()
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, m := range mounts {
+		for _, i := range l.Indices {
+			root := filepath.Join(m.Path, node.CgroupName(i))
+			err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if d.IsDir() {
+					dirs = append(dirs, path)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list cgroups under %s: %w", root, err)
+			}
+		}
+	}
+	sort.SliceStable(dirs, func(i, j int) bool {
+		return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/")
+	})
+	return dirs, nil
+}
+
+func (l Lab) removeCgroups() error {
+	dirs, err := l.CgroupDirs()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		// A cgroup directory is removed with rmdir alone; its control
+		// files go with it.
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HostFiles lists the files outside the lab directory that the CNI plugins
+// and the kubelet made for the lab's clusters: cached CNI results of the
+// lab's pods, IP reservations of the lab's networks, and the kubelet's
+// container log links that point into the lab directory.
+func (l Lab) HostFiles() ([]string, error) {
+	var out []string
+	for _, i := range l.Indices {
+		if _, err := os.Stat(filepath.Join(cniNetworksDir, node.NetworkName(i))); err == nil {
+			out = append(out, filepath.Join(cniNetworksDir, node.NetworkName(i)))
+		}
+	}
+	results, err := os.ReadDir(cniResultsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range results {
+		p := filepath.Join(cniResultsDir, e.Name())
+		if l.ownsCNIResult(p) {
+			out = append(out, p)
+		}
+	}
+	links, err := os.ReadDir(containerLogsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range links {
+		p := filepath.Join(containerLogsDir, e.Name())
+		if target, err := os.Readlink(p); err == nil && l.inside(target) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ownsCNIResult reports whether a cached CNI result is of a lab pod: the
+// pod's network namespace is mounted in the lab directory (containerd is
+// configured so), and the lab's bridge networks have their own names.
+func (l Lab) ownsCNIResult(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var cached struct {
+		NetworkName string `json:"networkName"`
+		Result      struct {
+			Interfaces []struct {
+				Sandbox string `json:"sandbox"`
+			} `json:"interfaces"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &cached) != nil {
+		return false
+	}
+	for _, i := range l.Indices {
+		if cached.NetworkName == node.NetworkName(i) {
+			return true
+		}
+	}
+	for _, itf := range cached.Result.Interfaces {
+		if l.inside(itf.Sandbox) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l Lab) removeHostFiles() error {
+	files, err := l.HostFiles()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		if err := os.RemoveAll(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Leftovers describes everything of the lab that still exists; empty means
+// the lab is completely gone.
+func (l Lab) Leftovers() ([]string, error) {
+	var out []string
+	procs, err := l.Processes()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range procs {
+		out = append(out, fmt.Sprintf("process %d (%s)", p.Pid, p.Reason))
+	}
+	mounts, err := l.Mounts()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mounts {
+		out = append(out, "mount "+m)
+	}
+	cgroups, err := l.CgroupDirs()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cgroups {
+		out = append(out, "cgroup "+c)
+	}
+	for _, i := range l.Indices {
+		p := node.Pair(i)
+		if netns.Exists(p.Namespace) {
+			out = append(out, "network namespace "+p.Namespace)
+		}
+		if _, err := os.Stat(filepath.Join("/sys/class/net", p.HostIf)); err == nil {
+			out = append(out, "interface "+p.HostIf)
+		}
+	}
+	files, err := l.HostFiles()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		out = append(out, "file "+f)
+	}
+	if _, err := os.Stat(l.Dir); err == nil {
+		out = append(out, "directory "+l.Dir)
+	}
+	for _, d := range l.CreatedDirs {
+		// A directory something else has put files in is no longer the
+		// lab's alone; the lab's own files in it are checked above.
+		if entries, err := os.ReadDir(d); err == nil && len(entries) == 0 {
+			out = append(out, "directory "+d)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,113 @@
+// Command lab runs real Kubernetes clusters on this machine for peerlink's
+// demo, end-to-end tests and benchmarks. Each cluster is a single node in its
+// own network namespace, with pod CIDR 10.244.0.0/24 in every cluster.
+//
+//	go run ./lab up [--clusters=2] [--cluster-ids=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
+//	go run ./lab status [--dir=...]
+//	go run ./lab down [--dir=...]
+//
+// It needs root. up installs what it needs itself (hack/install-deps.sh,
+// hack/testbin.sh) and replaces a lab already in the directory; down removes
+// every trace of it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "lab",
+		Short:         "Real Kubernetes clusters on this machine, for peerlink's demo and tests",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var dir string
+	root.PersistentFlags().StringVar(&dir, "dir", labctl.DefaultDir, "directory of the lab's state")
+
+	var clusters int
+	var ids []string
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("cluster-ids") && cmd.Flags().Changed("clusters") && len(ids) != clusters {
+				return fmt.Errorf("--clusters=%d but --cluster-ids names %d clusters", clusters, len(ids))
+			}
+			if !cmd.Flags().Changed("cluster-ids") {
+				ids = nil
+				for i := 1; i <= clusters; i++ {
+					ids = append(ids, fmt.Sprintf("cluster-%d", i))
+				}
+			}
+			repo, err := labctl.FindRepo()
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			l, err := labctl.Up(cmd.Context(), labctl.Options{
+				Dir: abs, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\nclusters:")
+			for _, c := range l.State.Clusters {
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s  kubectl --kubeconfig %s get pods -A\n", c.ID, c.Kubeconfig)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "kubectl: %s\n", l.KubectlBin)
+			return nil
+		},
+	}
+	up.Flags().IntVar(&clusters, "clusters", 2, "number of clusters")
+	up.Flags().StringSliceVar(&ids, "cluster-ids", []string{"cluster-1", "cluster-2"}, "cluster IDs, one per cluster")
+
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Remove every process, mount, cgroup, namespace, interface and file of the lab",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			return labctl.Down(abs, cmd.OutOrStdout())
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Print the clusters, their kubeconfigs and node readiness",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			return labctl.Status(cmd.Context(), abs, cmd.OutOrStdout())
+		},
+	}
+	root.AddCommand(up, down, status)
+	return root
+}
