@@ -84,7 +84,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(o.Dir); err == nil {
+	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
 		p.Logf("removing the previous lab in %s", o.Dir)
 		if err := Down(o.Dir, o.Out); err != nil {
 			return nil, err

@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/sweep"
+)
+
+// firstIndex numbers the test clusters apart from a lab started with
+// `make lab` (c1, c2...), so both can run at once.
+const firstIndex = 11
+
+// requireRoot skips a test that needs root, or fails it when CI demands
+// that privileged tests run.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	const why = "the lab needs root (network namespaces, cgroups, mounts)"
+	if os.Getenv("PEERLINK_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatal(why + ", and PEERLINK_REQUIRE_PRIVILEGED=1")
+	}
+	t.Skip(why)
+}
+
+// logWriter sends the lab's progress lines to the test log.
+type logWriter struct {
+	t  *testing.T
+	mu sync.Mutex
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// newLab brings up fresh clusters for one test and removes them, checking
+// that nothing is left, when the test ends.
+func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
+	t.Helper()
+	requireRoot(t)
+	repo, err := labctl.FindRepo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := &logWriter{t: t}
+	// Registered before Up so that a bring-up failing halfway is removed too.
+	t.Cleanup(func() {
+		if err := labctl.Down(dir, out); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := labctl.Up(ctx, labctl.Options{Dir: dir, IDs: ids, FirstIndex: firstIndex, Repo: repo, Out: out})
+	if err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	return l
+}
+
+// echoPods lists the echo pods of a cluster.
+func echoPods(t *testing.T, ctx context.Context, n *node.Node) []corev1.Pod {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := cs.CoreV1().Pods(labctl.EchoNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + labctl.EchoDeployment})
+	if err != nil {
+		t.Fatalf("cluster %s: list echo pods: %v", n.ClusterID, err)
+	}
+	if len(pods.Items) != labctl.EchoReplicas {
+		t.Fatalf("cluster %s: %d echo pods, want %d", n.ClusterID, len(pods.Items), labctl.EchoReplicas)
+	}
+	return pods.Items
+}
+
+// echoGot is what `echo get` prints.
+type echoGot struct {
+	URL   string `json:"url"`
+	From  string `json:"from"`
+	Reply struct {
+		Pod    string `json:"pod"`
+		PodIP  string `json:"podIP"`
+		Client string `json:"client"`
+	} `json:"reply"`
+}
+
+// get runs `echo get url` in a pod.
+func get(ctx context.Context, l *labctl.Lab, n *node.Node, pod, url string) (echoGot, error) {
+	var got echoGot
+	out, err := l.Kubectl(ctx, n, "-n", labctl.EchoNamespace, "exec", pod, "--", "/echo", "get", "--timeout=2s", url)
+	if err != nil {
+		return got, err
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		return got, fmt.Errorf("echo get %s: %w: %s", url, err, out)
+	}
+	return got, nil
+}
+
+// TestLab checks the ground every other test stands on: clusters with the
+// same pod range, pods reachable inside a cluster directly and through a
+// Service, NodePorts reachable from the other cluster and from the host,
+// and a teardown that leaves nothing behind.
+func TestLab(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l := newLab(t, ctx, "lab-a", "lab-b")
+	a, b := l.Nodes[0], l.Nodes[1]
+	podRange := netip.MustParsePrefix(node.PodCIDR)
+
+	podsA, podsB := echoPods(t, ctx, a), echoPods(t, ctx, b)
+	ipsA := map[string]bool{}
+	for _, p := range podsA {
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil || !podRange.Contains(ip) {
+			t.Fatalf("cluster %s: pod %s has IP %q, want one in %s", a.ClusterID, p.Name, p.Status.PodIP, podRange)
+		}
+		ipsA[p.Status.PodIP] = true
+	}
+	shared := 0
+	for _, p := range podsB {
+		if ipsA[p.Status.PodIP] {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Errorf("no pod IP of %s is also used in %s: the clusters' pod ranges should collide", b.ClusterID, a.ClusterID)
+	}
+
+	// Pod to pod, and pod to a ClusterIP Service through kube-proxy.
+	src, dst := podsA[0], podsA[1]
+	got, err := get(ctx, l, a, src.Name, fmt.Sprintf("http://%s:%d/", dst.Status.PodIP, labctl.EchoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reply.PodIP != dst.Status.PodIP || !strings.HasPrefix(got.Reply.Client, src.Status.PodIP+":") {
+		t.Errorf("pod to pod in %s: got %+v, want an answer of %s seeing %s", a.ClusterID, got, dst.Status.PodIP, src.Status.PodIP)
+	}
+	if _, err := l.Kubectl(ctx, a, "-n", labctl.EchoNamespace, "expose", "deployment", labctl.EchoDeployment,
+		"--name=echo-np", "--type=NodePort", fmt.Sprintf("--port=%d", labctl.EchoPort)); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := a.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services(labctl.EchoNamespace).Get(ctx, "echo-np", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterURL := fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, labctl.EchoPort)
+	nodePortURL := fmt.Sprintf("http://%s:%d/", a.NodeIP(), svc.Spec.Ports[0].NodePort)
+	eventually(t, ctx, "ClusterIP "+clusterURL+" answers", func() error {
+		_, err := get(ctx, l, a, src.Name, clusterURL)
+		return err
+	})
+
+	// A NodePort of one cluster from a pod of the other (leaving through the
+	// node, masqueraded by the bridge plugin), and from the host.
+	podB := podsB[0]
+	eventually(t, ctx, "NodePort "+nodePortURL+" answers from "+b.ClusterID, func() error {
+		got, err := get(ctx, l, b, podB.Name, nodePortURL)
+		if err != nil {
+			return err
+		}
+		if !ipsA[got.Reply.PodIP] {
+			return fmt.Errorf("answered by %s, not an echo pod of %s", got.Reply.PodIP, a.ClusterID)
+		}
+		return nil
+	})
+	eventually(t, ctx, "NodePort "+nodePortURL+" answers from the host", func() error {
+		resp, err := (&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}).Get(nodePortURL)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	})
+
+	// Take the lab down now, to check what the teardown leaves.
+	if err := labctl.Down(l.Dir, &logWriter{t: t}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range l.Nodes {
+		if netns.Exists(n.Namespace()) {
+			t.Errorf("network namespace %s survived lab down", n.Namespace())
+		}
+	}
+	left, err := sweep.Lab{Dir: l.Dir, Indices: []int{a.Index, b.Index}}.Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab down left: %v", left)
+	}
+}
+
+// eventually retries check every half second until it passes or ctx ends.
+func eventually(t *testing.T, ctx context.Context, what string, check func() error) {
+	t.Helper()
+	var err error
+	for {
+		if err = check(); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
