@@ -31,9 +31,9 @@ build: ## Build the peerlink CLI and agent into bin/.
 generate: ## Regenerate deepcopy code and CRD manifests from api/.
 	$(CONTROLLER_GEN) object paths=./api/...
 	rm -rf $(CRD_DIR) && mkdir -p $(CRD_DIR)
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(CRD_DIR)
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$(CRD_DIR)
 	tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
-	  $(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:dir=$$tmp && \
+	  $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$$tmp && \
 	  for f in $(LARGE_CRDS); do cp $$tmp/$$f $(CRD_DIR)/$$f; done
 	hack/crd-kustomization.sh $(CRD_DIR)
 
