@@ -68,7 +68,7 @@ bench: testbin ## Print the benchmark tables (ratios measured side by side in on
 	$(GO) run ./bench
 
 .PHONY: lab
-lab: ## Bring up the lab (two real clusters on this machine, as root) and peer them; see docs/lab.md.
+lab: ## Bring up the lab (two real clusters on this machine, as root) with peerlink installed; see docs/lab.md.
 	$(GO) run ./lab up
 
 .PHONY: lab-down
