@@ -1,0 +1,206 @@
+package generators
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// initClientBundle returns the files of a client bundle for cluster-b, as
+// parsed manifest files, and its kustomization.
+func initClientBundle(t *testing.T) ([]byte, []ManifestFile) {
+	t.Helper()
+	gw, err := GatewayClient(GatewayClientOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := InitBundle(gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseBundleFiles(t, files)
+}
+
+func parseBundleFiles(t *testing.T, files []File) ([]byte, []ManifestFile) {
+	t.Helper()
+	var k []byte
+	var out []ManifestFile
+	for _, f := range files {
+		if f.Name == KustomizationFile {
+			k = f.Data
+			continue
+		}
+		objs, err := ParseManifests(f.Data)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		out = append(out, ManifestFile{Name: f.Name, Objects: objs})
+	}
+	return k, out
+}
+
+const fromServer = `apiVersion: networking.liqo.io/v1beta1
+kind: Configuration
+metadata:
+  name: cluster-b
+  namespace: liqo-tenant-cluster-a
+  labels:
+    liqo.io/remote-cluster-id: cluster-b
+  uid: 0d5e7b7e-2a43-4f53-9e0a-4b7e1f0c9f11
+  resourceVersion: "42"
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: "{}"
+spec:
+  remote:
+    cidr:
+      pod: [10.244.0.0/24]
+      external: [10.70.0.0/16]
+status:
+  remote:
+    cidr:
+      pod: [10.71.0.0/24]
+---
+apiVersion: networking.liqo.io/v1beta1
+kind: PublicKey
+metadata:
+  name: cluster-b
+  namespace: liqo-tenant-cluster-a
+  labels:
+    liqo.io/remote-cluster-id: cluster-b
+    networking.liqo.io/gateway-resource: "true"
+spec:
+  publicKey: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
+---
+apiVersion: networking.liqo.io/v1beta1
+kind: GatewayClient
+metadata:
+  name: cluster-b
+  namespace: liqo-tenant-cluster-a
+  labels:
+    liqo.io/remote-cluster-id: cluster-b
+spec:
+  mtu: 1400
+  endpoint:
+    addresses: [172.18.0.3]
+    port: 30851
+    protocol: UDP
+`
+
+func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := ParseManifests([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestAddToBundle(t *testing.T) {
+	k, files := initClientBundle(t)
+	res, err := AddToBundle(k, files, mustParse(t, fromServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range res.Files {
+		got[f.Name] = string(f.Data)
+	}
+	if len(got) != 3 || got["configuration.yaml"] == "" || got["publickey.yaml"] == "" || got["gatewayclient.yaml"] == "" {
+		t.Fatalf("want configuration, publickey and gatewayclient files, got %v", res.Files)
+	}
+	conf := got["configuration.yaml"]
+	for _, unwanted := range []string{"uid", "resourceVersion", "status", "last-applied", "10.71.0.0"} {
+		if strings.Contains(conf, unwanted) {
+			t.Errorf("received Configuration keeps %q:\n%s", unwanted, conf)
+		}
+	}
+	if !strings.Contains(conf, "namespace: liqo-tenant-cluster-b") {
+		t.Errorf("received Configuration not moved to the bundle's namespace:\n%s", conf)
+	}
+	gw := got["gatewayclient.yaml"]
+	for _, want := range []string{"- 172.18.0.3", "port: 30851", "mtu: 1400", "name: custom-client"} {
+		if !strings.Contains(gw, want) {
+			t.Errorf("gatewayclient.yaml lacks %q:\n%s", want, gw)
+		}
+	}
+	notes := strings.Join(res.Notes, "\n")
+	if !strings.Contains(notes, "spec.mtu changed from 1340 to the server's 1400") || !strings.Contains(notes, "endpoint set to 172.18.0.3 port 30851") {
+		t.Errorf("notes do not report the endpoint and the MTU change:\n%s", notes)
+	}
+	if !strings.HasSuffix(string(res.Kustomization), "- namespace.yaml\n- gatewayclient.yaml\n- configuration.yaml\n- publickey.yaml\n") ||
+		!strings.HasPrefix(string(res.Kustomization), "# A peerlink peer bundle") {
+		t.Errorf("unexpected kustomization:\n%s", res.Kustomization)
+	}
+
+	// Adding the same file again to the result changes nothing.
+	var again []ManifestFile
+	for _, f := range files {
+		if f.Name != "gatewayclient.yaml" {
+			again = append(again, f)
+		}
+	}
+	_, written := parseBundleFiles(t, res.Files)
+	again = append(again, written...)
+	res2, err := AddToBundle(res.Kustomization, again, mustParse(t, fromServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res2.Kustomization) != string(res.Kustomization) {
+		t.Errorf("kustomization changed on the second add:\n%s", res2.Kustomization)
+	}
+	for _, f := range res2.Files {
+		if got[f.Name] != string(f.Data) {
+			t.Errorf("%s changed on the second add:\n%s", f.Name, f.Data)
+		}
+	}
+}
+
+func TestAddToBundleRefuses(t *testing.T) {
+	server, err := GatewayServer(GatewayServerOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverFiles, err := InitBundle(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		server   bool
+		received string
+		want     string
+	}{
+		{"a GatewayClient into a server bundle", true, fromServer, "document 3 (GatewayClient cluster-b): this bundle is the server side"},
+		{"another peer", false, strings.ReplaceAll(fromServer, "liqo.io/remote-cluster-id: cluster-b", "liqo.io/remote-cluster-id: cluster-c"),
+			`is "cluster-c" but this bundle is for peer "cluster-b"`},
+		{"a Secret", false, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gw-x\ndata:\n  privateKey: AAAA\n", "not Secret"},
+		{"a GatewayServer", false, "apiVersion: networking.liqo.io/v1beta1\nkind: GatewayServer\nmetadata:\n  name: x\n  labels:\n    liqo.io/remote-cluster-id: cluster-b\n", "not GatewayServer"},
+		{"an unknown field", false, strings.Replace(fromServer, "  mtu: 1400", "  mtuu: 1400", 1), `unknown field "spec.mtuu"`},
+		{"a short key", false, strings.Replace(fromServer, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAA", 1), "spec.publicKey"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, files := initClientBundle(t)
+			if tt.server {
+				k, files = parseBundleFiles(t, serverFiles)
+			}
+			_, err := AddToBundle(k, files, mustParse(t, tt.received))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want an error containing %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+func TestAddResourcesKeepsComments(t *testing.T) {
+	in := "# mine\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml # first\nnamePrefix: x-\n"
+	out, err := AddResources([]byte(in), "a.yaml", "b.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# mine\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml # first\n- b.yaml\nnamePrefix: x-\n"
+	if string(out) != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
+	}
+}

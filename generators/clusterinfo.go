@@ -1,0 +1,79 @@
+package generators
+
+import (
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// ClusterInfo are the facts one cluster publishes about itself, which it
+// hands to its peers.
+type ClusterInfo struct {
+	// ClusterID identifies the cluster to its peers.
+	ClusterID string
+	// PodCIDRs are the cluster's pod ranges.
+	PodCIDRs []netip.Prefix
+	// ServiceCIDR is the range of Service cluster IPs; zero when unknown.
+	ServiceCIDR netip.Prefix
+	// ExternalCIDR holds the addresses of non-pod endpoints.
+	ExternalCIDR netip.Prefix
+	// InternalCIDR holds the node-to-gateway overlay addresses.
+	InternalCIDR netip.Prefix
+}
+
+// ConfigurationForPeer builds the Configuration a cluster hands to its peer:
+// the local cluster's real CIDRs in spec.remote, named and labelled with the
+// local cluster ID, because the peer applies it. An empty namespace is
+// liqo-tenant-<local cluster ID>, the peer's tenant namespace for us.
+func ConfigurationForPeer(local ClusterInfo, namespace string) (*netv1beta1.Configuration, error) {
+	o := ConfigurationOptions{
+		Peer:     Peer{Namespace: namespace, RemoteClusterID: local.ClusterID},
+		PodCIDRs: local.PodCIDRs,
+	}
+	if local.ExternalCIDR.IsValid() {
+		o.ExternalCIDRs = []netip.Prefix{local.ExternalCIDR}
+	}
+	return Configuration(o)
+}
+
+// PublicKeyFromSecret builds the PublicKey a cluster hands to its peer from
+// the public half of a gateway key Secret; the private half is never read.
+// The object is named and labelled with the local cluster ID.
+func PublicKeyFromSecret(localClusterID, namespace string, secret *corev1.Secret) (*netv1beta1.PublicKey, error) {
+	key := secret.Data[netv1beta1.PublicKeyField]
+	if len(key) != KeyLength {
+		return nil, fmt.Errorf("secret %s/%s: data.%s is %d bytes, want %d",
+			secret.Namespace, secret.Name, netv1beta1.PublicKeyField, len(key), KeyLength)
+	}
+	return PublicKey(PublicKeyOptions{
+		Peer: Peer{Namespace: namespace, RemoteClusterID: localClusterID},
+		Key:  key,
+	})
+}
+
+// GatewayClientForPeer builds the GatewayClient a server cluster hands to
+// its peer: it points at the server's published endpoint and uses the
+// server's MTU, and is named and labelled with the server's cluster ID.
+func GatewayClientForPeer(localClusterID, namespace string, server *netv1beta1.GatewayServer) (*netv1beta1.GatewayClient, error) {
+	ep := server.Status.Endpoint
+	if ep == nil || len(ep.Addresses) == 0 || ep.Port == 0 {
+		return nil, fmt.Errorf("gatewayserver %s/%s: status.endpoint is not published yet", server.Namespace, server.Name)
+	}
+	mtu := server.Spec.MTU
+	if mtu == 0 {
+		mtu = netv1beta1.DefaultMTU
+	}
+	o := GatewayClientOptions{
+		Peer:      Peer{Namespace: namespace, RemoteClusterID: localClusterID},
+		Addresses: ep.Addresses,
+		Port:      ep.Port,
+		MTU:       mtu,
+	}
+	if ep.Protocol != nil {
+		o.Protocol = *ep.Protocol
+	}
+	return GatewayClient(o)
+}

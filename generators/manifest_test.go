@@ -1,0 +1,138 @@
+package generators
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestMarshalIsDeterministicAndClean(t *testing.T) {
+	build := func() []byte {
+		conf, err := Configuration(ConfigurationOptions{
+			Peer:          Peer{RemoteClusterID: "cluster-b"},
+			PodCIDRs:      mustCIDRs(t, "10.244.0.0/16", "10.245.0.0/16"),
+			ExternalCIDRs: mustCIDRs(t, "10.70.0.0/16"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := GatewayClient(GatewayClientOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, MTU: 1340})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Marshal(FormatYAML, conf, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	a, b := build(), build()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two builds differ:\n%s\n%s", a, b)
+	}
+	for _, unwanted := range []string{"creationTimestamp", "status", "{}", "null", "secretRef"} {
+		if bytes.Contains(a, []byte(unwanted)) {
+			t.Errorf("output holds %q:\n%s", unwanted, a)
+		}
+	}
+	if !bytes.Contains(a, []byte("\n---\n")) {
+		t.Errorf("two objects are not two documents:\n%s", a)
+	}
+}
+
+func TestMarshalJSONList(t *testing.T) {
+	out, err := Marshal(FormatJSON, Namespace("a"), Namespace("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ParseManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[0].GetName() != "a" || objs[1].GetName() != "b" {
+		t.Fatalf("the List did not round-trip: %s", out)
+	}
+}
+
+func TestParseManifests(t *testing.T) {
+	in := "---\n# a comment only\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\n\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: b\n"
+	objs, err := ParseManifests([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Fatalf("got %d objects, want 2", len(objs))
+	}
+	if _, err := ParseManifests([]byte("apiVersion: v1\nkind: [\n")); err == nil || !strings.Contains(err.Error(), "document 1") {
+		t.Fatalf("want an error naming document 1, got %v", err)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	objs, err := ParseManifests([]byte(`apiVersion: networking.liqo.io/v1beta1
+kind: GatewayServer
+metadata:
+  name: a
+spec:
+  mtuu: 1340
+  endpoint:
+    serviceType: NodePort
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, unknown, err := DecodeStrict(objs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 1 || !strings.Contains(unknown[0].Error(), `unknown field "spec.mtuu"`) {
+		t.Fatalf("want the unknown field spec.mtuu, got %v", unknown)
+	}
+	if obj.(interface{ GetName() string }).GetName() != "a" {
+		t.Fatal("the object was not decoded")
+	}
+
+	objs[0].SetAPIVersion("networking.liqo.io/v1alpha1")
+	if _, _, err := DecodeStrict(objs[0]); err == nil || !strings.Contains(err.Error(), "v1alpha1 is not served") {
+		t.Fatalf("want an error about the version, got %v", err)
+	}
+}
+
+func TestForPeer(t *testing.T) {
+	info := ClusterInfo{ClusterID: "cluster-a", PodCIDRs: mustCIDRs(t, "10.244.0.0/24"), ExternalCIDR: mustCIDRs(t, "10.70.0.0/16")[0]}
+	conf, err := ConfigurationForPeer(info, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf.Name != "cluster-a" || conf.Namespace != "liqo-tenant-cluster-a" || conf.Labels["liqo.io/remote-cluster-id"] != "cluster-a" ||
+		len(conf.Spec.Remote.CIDR.Pod) != 1 || conf.Spec.Remote.CIDR.External[0] != "10.70.0.0/16" {
+		t.Fatalf("unexpected configuration: %+v", conf)
+	}
+
+	secret := &corev1.Secret{Data: map[string][]byte{"publicKey": make([]byte, 32), "privateKey": bytes.Repeat([]byte{1}, 32)}}
+	pk, err := PublicKeyFromSecret("cluster-a", "", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pk.Spec.PublicKey, make([]byte, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" {
+		t.Fatalf("unexpected public key: %+v", pk)
+	}
+	out, err := Marshal(FormatYAML, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("AQEBAQEB")) {
+		t.Fatal("the private key leaked into the PublicKey")
+	}
+	secret.Data["publicKey"] = []byte("short")
+	if _, err := PublicKeyFromSecret("cluster-a", "", secret); err == nil || !strings.Contains(err.Error(), "data.publicKey is 5 bytes") {
+		t.Fatalf("want an error naming data.publicKey, got %v", err)
+	}
+
+	server := validServer()
+	if _, err := GatewayClientForPeer("cluster-b", "", server); err == nil {
+		t.Fatal("want an error while the endpoint is not published")
+	}
+}

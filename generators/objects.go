@@ -1,0 +1,209 @@
+package generators
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// Kinds of the objects this package builds.
+const (
+	KindConfiguration = "Configuration"
+	KindGatewayServer = "GatewayServer"
+	KindGatewayClient = "GatewayClient"
+	KindPublicKey     = "PublicKey"
+	KindConnection    = "Connection"
+	// KindServerTemplate and KindClientTemplate are the default template kinds
+	// a gateway refers to.
+	KindServerTemplate = "WgGatewayServerTemplate"
+	KindClientTemplate = "WgGatewayClientTemplate"
+)
+
+// Peer names the peer an object is for and where it goes.
+type Peer struct {
+	// Name of the object; empty: RemoteClusterID, as the reference CLI does.
+	Name string
+	// Namespace of the object; empty: liqo-tenant-<RemoteClusterID>.
+	Namespace string
+	// RemoteClusterID is the peer cluster the object belongs to; it becomes
+	// the liqo.io/remote-cluster-id label.
+	RemoteClusterID string
+}
+
+func (p Peer) objectMeta(extraLabels map[string]string) metav1.ObjectMeta {
+	name, ns := p.Name, p.Namespace
+	if name == "" {
+		name = p.RemoteClusterID
+	}
+	if ns == "" {
+		ns = TenantNamespace(p.RemoteClusterID)
+	}
+	labels := map[string]string{netv1beta1.RemoteClusterIDLabel: p.RemoteClusterID}
+	for k, v := range extraLabels {
+		labels[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: netv1beta1.GroupVersion.String(), Kind: kind}
+}
+
+// ConfigurationOptions are the inputs of Configuration.
+type ConfigurationOptions struct {
+	Peer
+	// PodCIDRs are the peer's real pod CIDRs.
+	PodCIDRs []netip.Prefix
+	// ExternalCIDRs are the peer's external CIDRs.
+	ExternalCIDRs []netip.Prefix
+}
+
+// Configuration builds the Configuration that declares a peer's network on
+// this cluster.
+func Configuration(o ConfigurationOptions) (*netv1beta1.Configuration, error) {
+	conf := &netv1beta1.Configuration{
+		TypeMeta:   typeMeta(KindConfiguration),
+		ObjectMeta: o.objectMeta(nil),
+		Spec: netv1beta1.ConfigurationSpec{
+			Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+				Pod:      cidrs(o.PodCIDRs),
+				External: cidrs(o.ExternalCIDRs),
+			}},
+		},
+	}
+	return conf, check(conf)
+}
+
+// GatewayServerOptions are the inputs of GatewayServer.
+type GatewayServerOptions struct {
+	Peer
+	// ServiceType exposes the gateway: NodePort, LoadBalancer or ClusterIP.
+	ServiceType corev1.ServiceType
+	// Port is the WireGuard port of the Service.
+	Port int32
+	// NodePort pins the node port; 0 lets Kubernetes allocate one.
+	NodePort int32
+	// LoadBalancerIP requests an address; the zero Addr requests none.
+	LoadBalancerIP netip.Addr
+	// MTU of the tunnel.
+	MTU int
+	// TemplateName and TemplateNamespace select the gateway template; an empty
+	// name is the default template, an empty namespace lets the controller use
+	// its own.
+	TemplateName, TemplateNamespace string
+}
+
+// GatewayServer builds the server side of a tunnel to a peer.
+func GatewayServer(o GatewayServerOptions) (*netv1beta1.GatewayServer, error) {
+	gw := &netv1beta1.GatewayServer{
+		TypeMeta:   typeMeta(KindGatewayServer),
+		ObjectMeta: o.objectMeta(nil),
+		Spec: netv1beta1.GatewayServerSpec{
+			ServerTemplateRef: templateRef(KindServerTemplate, netv1beta1.DefaultServerTemplateName, o.TemplateName, o.TemplateNamespace),
+			MTU:               o.MTU,
+			Endpoint: netv1beta1.Endpoint{
+				Port:        o.Port,
+				ServiceType: o.ServiceType,
+			},
+		},
+	}
+	if o.NodePort != 0 {
+		gw.Spec.Endpoint.NodePort = &o.NodePort
+	}
+	if o.LoadBalancerIP.IsValid() {
+		ip := o.LoadBalancerIP.String()
+		gw.Spec.Endpoint.LoadBalancerIP = &ip
+	}
+	return gw, check(gw)
+}
+
+// GatewayClientOptions are the inputs of GatewayClient.
+type GatewayClientOptions struct {
+	Peer
+	// Addresses of the server; empty while the peer has not sent them.
+	Addresses []string
+	// Port of the server; 0 while unknown.
+	Port int32
+	// Protocol of the tunnel; empty: UDP.
+	Protocol corev1.Protocol
+	// MTU of the tunnel.
+	MTU int
+	// TemplateName and TemplateNamespace select the gateway template.
+	TemplateName, TemplateNamespace string
+}
+
+// GatewayClient builds the client side of a tunnel to a peer. Without
+// addresses the client is a valid placeholder: the controller creates its
+// keys and reports WaitingForEndpoint.
+func GatewayClient(o GatewayClientOptions) (*netv1beta1.GatewayClient, error) {
+	protocol := o.Protocol
+	if protocol == "" {
+		protocol = corev1.ProtocolUDP
+	}
+	gw := &netv1beta1.GatewayClient{
+		TypeMeta:   typeMeta(KindGatewayClient),
+		ObjectMeta: o.objectMeta(nil),
+		Spec: netv1beta1.GatewayClientSpec{
+			ClientTemplateRef: templateRef(KindClientTemplate, netv1beta1.DefaultClientTemplateName, o.TemplateName, o.TemplateNamespace),
+			MTU:               o.MTU,
+			Endpoint: netv1beta1.GatewayClientEndpoint{
+				Addresses: append([]string(nil), o.Addresses...),
+				Port:      o.Port,
+				Protocol:  protocol,
+			},
+		},
+	}
+	return gw, check(gw)
+}
+
+// PublicKeyOptions are the inputs of PublicKey.
+type PublicKeyOptions struct {
+	// Peer names the object; RemoteClusterID is the cluster that owns the key.
+	Peer
+	// Key is the raw 32-byte public key.
+	Key []byte
+}
+
+// PublicKey builds the object that hands a gateway's public key to the peer.
+func PublicKey(o PublicKeyOptions) (*netv1beta1.PublicKey, error) {
+	pk := &netv1beta1.PublicKey{
+		TypeMeta:   typeMeta(KindPublicKey),
+		ObjectMeta: o.objectMeta(map[string]string{netv1beta1.GatewayResourceLabel: "true"}),
+		Spec:       netv1beta1.PublicKeySpec{PublicKey: append([]byte(nil), o.Key...)},
+	}
+	return pk, check(pk)
+}
+
+// Namespace builds a namespace for the objects of a peer.
+func Namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}
+}
+
+func templateRef(kind, defaultName, name, namespace string) corev1.ObjectReference {
+	if name == "" {
+		name = defaultName
+	}
+	return corev1.ObjectReference{
+		APIVersion: netv1beta1.GroupVersion.String(),
+		Kind:       kind,
+		Name:       name,
+		Namespace:  namespace,
+	}
+}
+
+func cidrs(prefixes []netip.Prefix) []netv1beta1.CIDR {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	out := make([]netv1beta1.CIDR, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = netv1beta1.CIDR(p.String())
+	}
+	return out
+}

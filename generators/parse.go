@@ -1,0 +1,78 @@
+package generators
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// KeyLength is the length of a WireGuard key in bytes.
+const KeyLength = 32
+
+// ParseCIDR parses a network in CIDR notation, refusing host bits
+// (10.244.0.1/16), with an error that says the value is meant as a CIDR.
+func ParseCIDR(s string) (netip.Prefix, error) {
+	p, err := cidr.ParseNetwork(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("invalid CIDR: %w", err)
+	}
+	return p, nil
+}
+
+// ParseCIDRList parses CIDRs given as repeated values, each of which may be a
+// comma-separated list, as flags and the cluster-info ConfigMap carry them.
+// Empty items are skipped.
+func ParseCIDRList(values ...string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		for item := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(item) == "" {
+				continue
+			}
+			p, err := ParseCIDR(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ParsePublicKey decodes a WireGuard public key written as `wg pubkey`
+// prints it: the standard base64 of 32 bytes.
+func ParsePublicKey(s string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("public key is not base64: %w", err)
+	}
+	if len(key) != KeyLength {
+		return nil, fmt.Errorf("public key is %d bytes, want %d", len(key), KeyLength)
+	}
+	return key, nil
+}
+
+// ValidatePort checks a TCP/UDP port number.
+func ValidatePort(port int32) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("port %d is out of range 1-65535", port)
+	}
+	return nil
+}
+
+// ValidateMTU checks a tunnel MTU against the bounds the API accepts.
+func ValidateMTU(mtu int) error {
+	if mtu < MinMTU || mtu > MaxMTU {
+		return fmt.Errorf("MTU %d is out of range %d-%d", mtu, MinMTU, MaxMTU)
+	}
+	return nil
+}
+
+// Bounds of the tunnel MTU, as the CRD schema enforces them.
+const (
+	MinMTU = 576
+	MaxMTU = 9000
+)

@@ -1,0 +1,257 @@
+package generators
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// InvalidError reports every field of a built or decoded object that the API
+// would refuse or that the controller could not use.
+type InvalidError struct {
+	// Kind, Namespace and Name identify the object.
+	Kind, Namespace, Name string
+	// Fields lists the problems, each naming its field path.
+	Fields field.ErrorList
+}
+
+func (e *InvalidError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Error()
+	}
+	return fmt.Sprintf("invalid %s %s/%s: %s", e.Kind, e.Namespace, e.Name, strings.Join(msgs, "; "))
+}
+
+// check returns an *InvalidError when Validate finds anything.
+func check(obj runtime.Object) error {
+	errs := Validate(obj)
+	if len(errs) == 0 {
+		return nil
+	}
+	e := &InvalidError{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Fields: errs}
+	if m, ok := obj.(interface{ GetName() string }); ok {
+		e.Name = m.GetName()
+	}
+	if m, ok := obj.(interface{ GetNamespace() string }); ok {
+		e.Namespace = m.GetNamespace()
+	}
+	return e
+}
+
+// Validate checks an object of the peering API beyond what its Go type
+// enforces: the mandatory label, CIDRs, ports, MTU, keys and the rules the
+// CRD expresses in CEL. A zero number means "not set" (the CRD default
+// applies), as it does after decoding. Other kinds are not checked.
+func Validate(obj runtime.Object) field.ErrorList {
+	switch o := obj.(type) {
+	case *netv1beta1.Configuration:
+		errs := validateLabels(o.Labels)
+		errs = append(errs, validateName(o.Name)...)
+		if o.Spec.Local != nil {
+			errs = append(errs, validateClusterConfig(*o.Spec.Local, field.NewPath("spec", "local"))...)
+		}
+		return append(errs, validateClusterConfig(o.Spec.Remote, field.NewPath("spec", "remote"))...)
+	case *netv1beta1.GatewayServer:
+		errs := validateLabels(o.Labels)
+		errs = append(errs, validateGatewayName(o.Name)...)
+		spec := field.NewPath("spec")
+		errs = append(errs, validateTemplateRef(o.Spec.ServerTemplateRef, KindServerTemplate, spec.Child("serverTemplateRef"))...)
+		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
+		return append(errs, validateServerEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
+	case *netv1beta1.GatewayClient:
+		errs := validateLabels(o.Labels)
+		errs = append(errs, validateGatewayName(o.Name)...)
+		spec := field.NewPath("spec")
+		errs = append(errs, validateTemplateRef(o.Spec.ClientTemplateRef, KindClientTemplate, spec.Child("clientTemplateRef"))...)
+		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
+		return append(errs, validateClientEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
+	case *netv1beta1.PublicKey:
+		errs := validateLabels(o.Labels)
+		errs = append(errs, validateName(o.Name)...)
+		if n := len(o.Spec.PublicKey); n != KeyLength {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "publicKey"), fmt.Sprintf("<%d bytes>", n),
+				fmt.Sprintf("must be the base64 of exactly %d bytes, as wg pubkey prints it", KeyLength)))
+		}
+		return errs
+	}
+	return nil
+}
+
+// RemoteClusterIDPath returns the field path of the liqo.io/remote-cluster-id
+// label, for messages about it.
+func RemoteClusterIDPath() *field.Path {
+	return field.NewPath("metadata", "labels").Key(netv1beta1.RemoteClusterIDLabel)
+}
+
+func validateLabels(labels map[string]string) field.ErrorList {
+	remoteClusterIDPath := RemoteClusterIDPath()
+	id, ok := labels[netv1beta1.RemoteClusterIDLabel]
+	if !ok || id == "" {
+		return field.ErrorList{field.Required(remoteClusterIDPath, "set it to the ID of the peer cluster")}
+	}
+	if msgs := validation.IsValidLabelValue(id); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(remoteClusterIDPath, id, strings.Join(msgs, "; "))}
+	}
+	return nil
+}
+
+func validateName(name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")}
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, strings.Join(msgs, "; "))}
+	}
+	return nil
+}
+
+func validateGatewayName(name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")}
+	}
+	if err := ValidateObjectName(name); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name,
+			"gw-<name> must be a valid Service name (DNS-1035 label, at most 63 characters)")}
+	}
+	return nil
+}
+
+func validateClusterConfig(c netv1beta1.ClusterConfig, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	cidrPath := path.Child("cidr")
+	if len(c.CIDR.Pod) == 0 {
+		errs = append(errs, field.Required(cidrPath.Child("pod"), "at least one pod CIDR"))
+	}
+	// Parsed prefixes and their paths, index-aligned, for the overlap check.
+	var prefixes []netip.Prefix
+	var paths []*field.Path
+	for _, list := range []struct {
+		path  *field.Path
+		cidrs []netv1beta1.CIDR
+	}{{cidrPath.Child("pod"), c.CIDR.Pod}, {cidrPath.Child("external"), c.CIDR.External}} {
+		for i, s := range list.cidrs {
+			p, err := ParseCIDR(string(s))
+			if err != nil {
+				errs = append(errs, field.Invalid(list.path.Index(i), string(s), err.Error()))
+			}
+			prefixes = append(prefixes, p)
+			paths = append(paths, list.path.Index(i))
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(prefixes); ok {
+		errs = append(errs, field.Invalid(paths[j], prefixes[j].String(), "overlaps "+paths[i].String()+" "+prefixes[i].String()))
+	}
+	return errs
+}
+
+func validateTemplateRef(ref corev1.ObjectReference, kind string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ref.APIVersion != "" && ref.APIVersion != netv1beta1.GroupVersion.String() {
+		errs = append(errs, field.NotSupported(path.Child("apiVersion"), ref.APIVersion, []string{netv1beta1.GroupVersion.String()}))
+	}
+	if ref.Kind != "" && ref.Kind != kind {
+		errs = append(errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{kind}))
+	}
+	return errs
+}
+
+func validateMTU(mtu int, path *field.Path) field.ErrorList {
+	if mtu == 0 {
+		return nil
+	}
+	if err := ValidateMTU(mtu); err != nil {
+		return field.ErrorList{field.Invalid(path, mtu, err.Error())}
+	}
+	return nil
+}
+
+// validatePortField accepts 0 as "not set".
+func validatePortField(port int32, path *field.Path) field.ErrorList {
+	if port == 0 {
+		return nil
+	}
+	if err := ValidatePort(port); err != nil {
+		return field.ErrorList{field.Invalid(path, port, err.Error())}
+	}
+	return nil
+}
+
+// ServiceTypes returns the Service types a GatewayServer may use.
+func ServiceTypes() []corev1.ServiceType {
+	return []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP}
+}
+
+// ParseServiceType accepts the Service types a GatewayServer may use.
+func ParseServiceType(s string) (corev1.ServiceType, error) {
+	for _, t := range ServiceTypes() {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown service type %q: use LoadBalancer, NodePort or ClusterIP", s)
+}
+
+func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {
+	errs := validatePortField(ep.Port, path.Child("port"))
+	// An empty type is the CRD default, LoadBalancer.
+	typ := ep.ServiceType
+	if typ == "" {
+		typ = corev1.ServiceTypeLoadBalancer
+	} else if _, err := ParseServiceType(string(typ)); err != nil {
+		errs = append(errs, field.NotSupported(path.Child("serviceType"), typ, ServiceTypes()))
+	}
+	if ep.NodePort != nil && *ep.NodePort != 0 {
+		np := path.Child("nodePort")
+		errs = append(errs, validatePortField(*ep.NodePort, np)...)
+		if typ == corev1.ServiceTypeClusterIP {
+			errs = append(errs, field.Forbidden(np, "only allowed with serviceType NodePort or LoadBalancer"))
+		}
+	}
+	if ep.LoadBalancerIP != nil {
+		lb := path.Child("loadBalancerIP")
+		if addr, err := netip.ParseAddr(*ep.LoadBalancerIP); err != nil || !addr.Is4() {
+			errs = append(errs, field.Invalid(lb, *ep.LoadBalancerIP, "must be an IPv4 address"))
+		}
+		if typ != corev1.ServiceTypeLoadBalancer {
+			errs = append(errs, field.Forbidden(lb, "only allowed with serviceType LoadBalancer"))
+		}
+	}
+	return errs
+}
+
+func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Path) field.ErrorList {
+	errs := validatePortField(ep.Port, path.Child("port"))
+	if ep.Protocol != "" && ep.Protocol != corev1.ProtocolUDP {
+		errs = append(errs, field.NotSupported(path.Child("protocol"), ep.Protocol, []corev1.Protocol{corev1.ProtocolUDP}))
+	}
+	for i, a := range ep.Addresses {
+		if err := ValidateAddress(a); err != nil {
+			errs = append(errs, field.Invalid(path.Child("addresses").Index(i), a, err.Error()))
+		}
+	}
+	if len(ep.Addresses) > 0 && ep.Port == 0 {
+		errs = append(errs, field.Required(path.Child("port"), "the addresses are set, so the server's port is needed too"))
+	}
+	return errs
+}
+
+// ValidateAddress accepts an IP address or a DNS name where a server endpoint
+// is expected.
+func ValidateAddress(a string) error {
+	if _, err := netip.ParseAddr(a); err == nil {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(a); len(msgs) > 0 {
+		return fmt.Errorf("%q is neither an IP address nor a DNS name", a)
+	}
+	return nil
+}

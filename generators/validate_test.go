@@ -1,0 +1,163 @@
+package generators
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+func validServer() *netv1beta1.GatewayServer {
+	gw, err := GatewayServer(GatewayServerOptions{
+		Peer:        Peer{RemoteClusterID: "cluster-a"},
+		ServiceType: corev1.ServiceTypeNodePort, Port: 51840, NodePort: 30851, MTU: 1340,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return gw
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey)
+		// want is the field path and a piece of the message; empty: valid.
+		want string
+	}{
+		{"valid", func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey) {}, ""},
+		{"missing label", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Labels = nil
+		}, "metadata.labels[liqo.io/remote-cluster-id]: Required"},
+		{"node port on ClusterIP", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Spec.Endpoint.ServiceType = corev1.ServiceTypeClusterIP
+		}, "spec.endpoint.nodePort: Forbidden"},
+		{"load balancer IP on NodePort", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Spec.Endpoint.LoadBalancerIP = ptr.To("192.0.2.1")
+		}, "spec.endpoint.loadBalancerIP: Forbidden"},
+		{"port out of range", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Spec.Endpoint.Port = 70000
+		}, "spec.endpoint.port: Invalid value: 70000"},
+		{"unknown service type", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Spec.Endpoint.ServiceType = "External"
+		}, "spec.endpoint.serviceType: Unsupported value"},
+		{"template kind", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			s.Spec.ServerTemplateRef.Kind = "WgGatewayClientTemplate"
+		}, "spec.serverTemplateRef.kind: Unsupported value"},
+		{"client MTU", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.MTU = 100
+		}, "spec.mtu: Invalid value: 100"},
+		{"client addresses without port", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Endpoint.Port = 0
+		}, "spec.endpoint.port: Required"},
+		{"client protocol", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Endpoint.Protocol = corev1.ProtocolTCP
+		}, "spec.endpoint.protocol: Unsupported value"},
+		{"client address", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Endpoint.Addresses = []string{"a b"}
+		}, "spec.endpoint.addresses[0]: Invalid value"},
+		{"no pod CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.Pod = nil
+		}, "spec.remote.cidr.pod: Required"},
+		{"bad CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"10.244.0.0/33"}
+		}, "spec.remote.cidr.pod[0]: Invalid value"},
+		{"host bits", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.70.0.1/16"}
+		}, "spec.remote.cidr.external[0]: Invalid value: \"10.70.0.1/16\": invalid CIDR: \"10.70.0.1/16\": host bits set"},
+		{"overlap", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.244.128.0/17"}
+		}, "spec.remote.cidr.external[0]: Invalid value: \"10.244.128.0/17\": overlaps spec.remote.cidr.pod[0]"},
+		{"local CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Local = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"x"}}}
+		}, "spec.local.cidr.pod[0]: Invalid value"},
+		{"short key", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
+			k.Spec.PublicKey = k.Spec.PublicKey[:31]
+		}, "spec.publicKey: Invalid value: \"<31 bytes>\""},
+		{"key name", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
+			k.Name = ""
+		}, "metadata.name: Required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := validServer()
+			client, err := GatewayClient(GatewayClientOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, Addresses: []string{"172.18.0.3"}, Port: 30851, MTU: 1340})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf, err := Configuration(ConfigurationOptions{Peer: Peer{RemoteClusterID: "cluster-b"},
+				PodCIDRs: mustCIDRs(t, "10.244.0.0/16")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := PublicKey(PublicKeyOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, Key: make([]byte, KeyLength)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(server, client, conf, key)
+			var msgs []string
+			for _, errs := range [][]string{errStrings(Validate(server)), errStrings(Validate(client)), errStrings(Validate(conf)), errStrings(Validate(key))} {
+				msgs = append(msgs, errs...)
+			}
+			if tt.want == "" {
+				if len(msgs) > 0 {
+					t.Fatalf("want no error, got %q", msgs)
+				}
+				return
+			}
+			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.want) {
+				t.Fatalf("want one error containing %q, got %q", tt.want, msgs)
+			}
+		})
+	}
+}
+
+func errStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+func mustCIDRs(t *testing.T, ss ...string) []netip.Prefix {
+	t.Helper()
+	ps, err := ParseCIDRList(ss...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func TestBuildersRefuseInvalidInput(t *testing.T) {
+	_, err := GatewayServer(GatewayServerOptions{Peer: Peer{RemoteClusterID: "a"}, ServiceType: corev1.ServiceTypeClusterIP, NodePort: 30000})
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Fields) != 1 || inv.Fields[0].Field != "spec.endpoint.nodePort" {
+		t.Fatalf("want an InvalidError on spec.endpoint.nodePort, got %v", err)
+	}
+	if got := err.Error(); !strings.HasPrefix(got, "invalid GatewayServer liqo-tenant-a/a: spec.endpoint.nodePort: Forbidden") {
+		t.Fatalf("error %q does not name the object and field", got)
+	}
+}
+
+func TestParsePublicKey(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", ""},
+		{"AAAA", "public key is 3 bytes, want 32"},
+		{"not base64", "public key is not base64"},
+	} {
+		_, err := ParsePublicKey(tt.in)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("ParsePublicKey(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
