@@ -31,7 +31,8 @@ func TestValidate(t *testing.T) {
 		// want is the field path and a piece of the message; empty: valid.
 		want string
 	}{
-		{"valid", func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey) {}, ""},
+		{"valid", func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey) {
+		}, ""},
 		{"missing label", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
 			s.Labels = nil
 		}, "metadata.labels[liqo.io/remote-cluster-id]: Required"},
