@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,45 +77,17 @@ func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 	return l
 }
 
-// echoPods lists the echo pods of a cluster.
-func echoPods(t *testing.T, ctx context.Context, n *node.Node) []corev1.Pod {
+// echoPods lists the echo pods of a cluster, which must be all there.
+func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) []corev1.Pod {
 	t.Helper()
-	cs, err := n.Clientset()
+	pods, err := l.EchoPods(ctx, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := cs.CoreV1().Pods(labctl.EchoNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + labctl.EchoDeployment})
-	if err != nil {
-		t.Fatalf("cluster %s: list echo pods: %v", n.ClusterID, err)
+	if len(pods) != labctl.EchoReplicas {
+		t.Fatalf("cluster %s: %d echo pods, want %d", n.ClusterID, len(pods), labctl.EchoReplicas)
 	}
-	if len(pods.Items) != labctl.EchoReplicas {
-		t.Fatalf("cluster %s: %d echo pods, want %d", n.ClusterID, len(pods.Items), labctl.EchoReplicas)
-	}
-	return pods.Items
-}
-
-// echoGot is what `echo get` prints.
-type echoGot struct {
-	URL   string `json:"url"`
-	From  string `json:"from"`
-	Reply struct {
-		Pod    string `json:"pod"`
-		PodIP  string `json:"podIP"`
-		Client string `json:"client"`
-	} `json:"reply"`
-}
-
-// get runs `echo get url` in a pod.
-func get(ctx context.Context, l *labctl.Lab, n *node.Node, pod, url string) (echoGot, error) {
-	var got echoGot
-	out, err := l.Kubectl(ctx, n, "-n", labctl.EchoNamespace, "exec", pod, "--", "/echo", "get", "--timeout=2s", url)
-	if err != nil {
-		return got, err
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		return got, fmt.Errorf("echo get %s: %w: %s", url, err, out)
-	}
-	return got, nil
+	return pods
 }
 
 // TestLab checks the ground every other test stands on: clusters with the
@@ -130,7 +101,7 @@ func TestLab(t *testing.T) {
 	a, b := l.Nodes[0], l.Nodes[1]
 	podRange := netip.MustParsePrefix(node.PodCIDR)
 
-	podsA, podsB := echoPods(t, ctx, a), echoPods(t, ctx, b)
+	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
 	ipsA := map[string]bool{}
 	for _, p := range podsA {
 		ip, err := netip.ParseAddr(p.Status.PodIP)
@@ -151,7 +122,7 @@ func TestLab(t *testing.T) {
 
 	// Pod to pod, and pod to a ClusterIP Service through kube-proxy.
 	src, dst := podsA[0], podsA[1]
-	got, err := get(ctx, l, a, src.Name, fmt.Sprintf("http://%s:%d/", dst.Status.PodIP, labctl.EchoPort))
+	got, err := l.EchoGet(ctx, a, src.Name, fmt.Sprintf("http://%s:%d/", dst.Status.PodIP, labctl.EchoPort))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +144,7 @@ func TestLab(t *testing.T) {
 	clusterURL := fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, labctl.EchoPort)
 	nodePortURL := fmt.Sprintf("http://%s:%d/", a.NodeIP(), svc.Spec.Ports[0].NodePort)
 	eventually(t, ctx, "ClusterIP "+clusterURL+" answers", func() error {
-		_, err := get(ctx, l, a, src.Name, clusterURL)
+		_, err := l.EchoGet(ctx, a, src.Name, clusterURL)
 		return err
 	})
 
@@ -181,7 +152,7 @@ func TestLab(t *testing.T) {
 	// node, masqueraded by the bridge plugin), and from the host.
 	podB := podsB[0]
 	eventually(t, ctx, "NodePort "+nodePortURL+" answers from "+b.ClusterID, func() error {
-		got, err := get(ctx, l, b, podB.Name, nodePortURL)
+		got, err := l.EchoGet(ctx, b, podB.Name, nodePortURL)
 		if err != nil {
 			return err
 		}

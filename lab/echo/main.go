@@ -27,38 +27,9 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
 )
-
-// Reply is what serve answers to every HTTP request.
-type Reply struct {
-	// Pod is the host name of the serving pod.
-	Pod string `json:"pod"`
-	// PodIP is the serving pod's own address.
-	PodIP string `json:"podIP"`
-	// Client is the caller's address as the server sees it.
-	Client string `json:"client"`
-}
-
-// Got is what get prints.
-type Got struct {
-	URL string `json:"url"`
-	// From is the local address the request left from.
-	From  string `json:"from"`
-	Reply Reply  `json:"reply"`
-}
-
-// Measured is what stream and rr print.
-type Measured struct {
-	Seconds float64 `json:"seconds"`
-	// Bytes is the payload sent (stream) or exchanged both ways (rr).
-	Bytes int64 `json:"bytes"`
-	// BitsPerSecond is the payload throughput.
-	BitsPerSecond float64 `json:"bitsPerSecond"`
-	// Exchanges is the number of request/response round trips (rr only).
-	Exchanges int64 `json:"exchanges,omitempty"`
-	// PerSecond is Exchanges per second (rr only).
-	PerSecond float64 `json:"perSecond,omitempty"`
-}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -102,7 +73,7 @@ func serve(ctx context.Context, args []string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(Reply{Pod: host, PodIP: podIP, Client: r.RemoteAddr})
+		_ = json.NewEncoder(w).Encode(echoapi.Reply{Pod: host, PodIP: podIP, Client: r.RemoteAddr})
 	})
 	srv := &http.Server{Addr: *httpAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 3)
@@ -185,7 +156,7 @@ func get(ctx context.Context, args []string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	got := Got{URL: url, From: from}
+	got := echoapi.Got{URL: url, From: from}
 	if err := json.NewDecoder(resp.Body).Decode(&got.Reply); err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
@@ -235,7 +206,7 @@ func stream(ctx context.Context, args []string) error {
 		}
 	}
 	secs := time.Since(start).Seconds()
-	return json.NewEncoder(os.Stdout).Encode(Measured{Seconds: secs, Bytes: sent, BitsPerSecond: float64(sent) * 8 / secs})
+	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{Seconds: secs, Bytes: sent, BitsPerSecond: float64(sent) * 8 / secs})
 }
 
 // requestResponse sends one message, waits for it to come back, and repeats
@@ -270,7 +241,7 @@ func requestResponse(ctx context.Context, args []string) error {
 	}
 	secs := time.Since(start).Seconds()
 	bytes := n * int64(2*size)
-	return json.NewEncoder(os.Stdout).Encode(Measured{
+	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{
 		Seconds: secs, Bytes: bytes, BitsPerSecond: float64(bytes) * 8 / secs,
 		Exchanges: n, PerSecond: float64(n) / secs,
 	})

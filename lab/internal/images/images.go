@@ -54,6 +54,7 @@ func Binaries(pauseImage string) []Binary {
 		{Package: "./lab/echo", Image: EchoImage},
 		{Package: "./lab/pause", Image: mirror(pauseImage)},
 		{Package: "./lab/registry"},
+		{Package: "./cmd/peerlink"},
 	}
 }
 

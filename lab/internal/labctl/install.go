@@ -11,18 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/lab/internal/images"
 	"github.com/peerlink/peerlink/lab/internal/node"
-)
-
-// Echo is how the lab deploys its echo server in every cluster.
-const (
-	EchoNamespace  = "default"
-	EchoDeployment = "echo"
-	EchoReplicas   = 2
-	EchoPort       = 8080
-	EchoSinkPort   = 9000
-	EchoRRPort     = 9001
 )
 
 // Kubectl runs the lab's kubectl against a cluster and returns its
@@ -102,52 +91,4 @@ func (l *Lab) writeOverlay(n *node.Node) (string, error) {
 		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
 	}
 	return dir, nil
-}
-
-// writeEcho writes the echo server's Deployment.
-func (l *Lab) writeEcho(n *node.Node) (string, error) {
-	labels := map[string]string{"app": EchoDeployment}
-	deploy := map[string]any{
-		"apiVersion": "apps/v1",
-		"kind":       "Deployment",
-		"metadata":   map[string]any{"name": EchoDeployment, "namespace": EchoNamespace, "labels": labels},
-		"spec": map[string]any{
-			"replicas": EchoReplicas,
-			"selector": map[string]any{"matchLabels": labels},
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": labels},
-				"spec": map[string]any{
-					"terminationGracePeriodSeconds": 1,
-					"containers": []any{map[string]any{
-						"name":            "echo",
-						"image":           images.EchoImage(l.State.Registry),
-						"imagePullPolicy": "IfNotPresent",
-						"args":            []string{"serve"},
-						"env": []any{map[string]any{
-							"name":      "POD_IP",
-							"valueFrom": map[string]any{"fieldRef": map[string]string{"fieldPath": "status.podIP"}},
-						}},
-						"ports": []any{
-							map[string]any{"name": "http", "containerPort": EchoPort},
-							map[string]any{"name": "sink", "containerPort": EchoSinkPort},
-							map[string]any{"name": "rr", "containerPort": EchoRRPort},
-						},
-						"readinessProbe": map[string]any{
-							"httpGet":       map[string]any{"path": "/", "port": EchoPort},
-							"periodSeconds": 1,
-						},
-					}},
-				},
-			},
-		},
-	}
-	b, err := yaml.Marshal(deploy)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(n.Dir, "echo.yaml")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s echo: %w", n.ClusterID, err)
-	}
-	return path, nil
 }

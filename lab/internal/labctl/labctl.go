@@ -140,7 +140,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("built peerlink-agent, echo, pause and registry")
+	p.Logf("built peerlink, peerlink-agent, echo, pause and registry")
 
 	for _, n := range l.Nodes {
 		n.BinDir = binDir

@@ -1,0 +1,36 @@
+// Package echoapi holds what the lab's echo program prints and answers, as
+// JSON, so that the program and the code reading its output agree on one
+// definition. It holds no behaviour.
+package echoapi
+
+// Reply is what `echo serve` answers to every HTTP request.
+type Reply struct {
+	// Pod is the host name of the serving pod.
+	Pod string `json:"pod"`
+	// PodIP is the serving pod's own address.
+	PodIP string `json:"podIP"`
+	// Client is the caller's address as the server sees it, after any NAT
+	// on the way.
+	Client string `json:"client"`
+}
+
+// Got is what `echo get` prints.
+type Got struct {
+	URL string `json:"url"`
+	// From is the local address the request left from.
+	From  string `json:"from"`
+	Reply Reply  `json:"reply"`
+}
+
+// Measured is what `echo stream` and `echo rr` print.
+type Measured struct {
+	Seconds float64 `json:"seconds"`
+	// Bytes is the payload sent (stream) or exchanged both ways (rr).
+	Bytes int64 `json:"bytes"`
+	// BitsPerSecond is the payload throughput.
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// Exchanges is the number of request/response round trips (rr only).
+	Exchanges int64 `json:"exchanges,omitempty"`
+	// PerSecond is Exchanges per second (rr only).
+	PerSecond float64 `json:"perSecond,omitempty"`
+}

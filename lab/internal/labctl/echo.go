@@ -1,0 +1,101 @@
+package labctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/images"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// Echo is how the lab deploys its echo server in every cluster.
+const (
+	EchoNamespace  = "default"
+	EchoDeployment = "echo"
+	EchoReplicas   = 2
+	EchoPort       = 8080
+	EchoSinkPort   = 9000
+	EchoRRPort     = 9001
+)
+
+// EchoPods lists the echo pods of a cluster.
+func (l *Lab) EchoPods(ctx context.Context, n *node.Node) ([]corev1.Pod, error) {
+	cs, err := n.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := cs.CoreV1().Pods(EchoNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + EchoDeployment})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: list echo pods: %w", n.ClusterID, err)
+	}
+	return pods.Items, nil
+}
+
+// EchoGet runs `echo get url` in an echo pod of cluster n.
+func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoapi.Got, error) {
+	var got echoapi.Got
+	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", "get", "--timeout=2s", url)
+	if err != nil {
+		return got, err
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		return got, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.ClusterID, url, err, out)
+	}
+	return got, nil
+}
+
+// writeEcho writes the echo server's Deployment.
+func (l *Lab) writeEcho(n *node.Node) (string, error) {
+	labels := map[string]string{"app": EchoDeployment}
+	deploy := map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": EchoDeployment, "namespace": EchoNamespace, "labels": labels},
+		"spec": map[string]any{
+			"replicas": EchoReplicas,
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"terminationGracePeriodSeconds": 1,
+					"containers": []any{map[string]any{
+						"name":            "echo",
+						"image":           images.EchoImage(l.State.Registry),
+						"imagePullPolicy": "IfNotPresent",
+						"args":            []string{"serve"},
+						"env": []any{map[string]any{
+							"name":      "POD_IP",
+							"valueFrom": map[string]any{"fieldRef": map[string]string{"fieldPath": "status.podIP"}},
+						}},
+						"ports": []any{
+							map[string]any{"name": "http", "containerPort": EchoPort},
+							map[string]any{"name": "sink", "containerPort": EchoSinkPort},
+							map[string]any{"name": "rr", "containerPort": EchoRRPort},
+						},
+						"readinessProbe": map[string]any{
+							"httpGet":       map[string]any{"path": "/", "port": EchoPort},
+							"periodSeconds": 1,
+						},
+					}},
+				},
+			},
+		},
+	}
+	b, err := yaml.Marshal(deploy)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(n.Dir, "echo.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", fmt.Errorf("cluster %s echo: %w", n.ClusterID, err)
+	}
+	return path, nil
+}

@@ -1,0 +1,158 @@
+package labctl
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// Client is a controller-runtime client of cluster n that knows
+// Kubernetes' and peerlink's kinds.
+func (l *Lab) Client(n *node.Node) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := netv1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s client: %w", n.ClusterID, err)
+	}
+	return c, nil
+}
+
+// PeerlinkBin is the peerlink CLI built from the repository.
+func (l *Lab) PeerlinkBin() string { return l.path("bin", "peerlink") }
+
+// Peerlink runs the peerlink CLI and returns its standard output; its
+// standard error (the progress lines) goes to the lab's output.
+func (l *Lab) Peerlink(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, l.PeerlinkBin(), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("peerlink %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// Connect peers two clusters the way the documentation tells a user holding
+// both kubeconfigs to: local is the gateway client, remote the server,
+// reachable through a NodePort.
+func (l *Lab) Connect(ctx context.Context, local, remote *node.Node) ([]byte, error) {
+	return l.Peerlink(ctx, "network", "connect",
+		"--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig(),
+		"--gw-server-service-type", "NodePort")
+}
+
+// ConnectionState is the status of the Connection of cluster n towards
+// peer, or "" while there is none.
+func (l *Lab) ConnectionState(ctx context.Context, n, peer *node.Node) (netv1beta1.ConnectionStatusValue, error) {
+	c, err := l.Client(n)
+	if err != nil {
+		return "", err
+	}
+	var conns netv1beta1.ConnectionList
+	if err := c.List(ctx, &conns, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
+		return "", fmt.Errorf("cluster %s: list connections to %s: %w", n.ClusterID, peer.ClusterID, err)
+	}
+	switch len(conns.Items) {
+	case 0:
+		return "", nil
+	case 1:
+		return conns.Items[0].Status.Value, nil
+	}
+	return "", fmt.Errorf("cluster %s: %d connections to %s, want one", n.ClusterID, len(conns.Items), peer.ClusterID)
+}
+
+// WaitConnected waits until the Connections of both clusters towards each
+// other are Connected.
+func (l *Lab) WaitConnected(ctx context.Context, a, b *node.Node) error {
+	for {
+		sa, errA := l.ConnectionState(ctx, a, b)
+		sb, errB := l.ConnectionState(ctx, b, a)
+		if errA == nil && errB == nil && sa == netv1beta1.Connected && sb == netv1beta1.Connected {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s and %s to be Connected (now %q, %q; errors %v, %v): %w",
+				a.ClusterID, b.ClusterID, sa, sb, errA, errB, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// PodCIDRView is how cluster n sees the pod range of peer: the peer's real
+// range and the local range it is remapped to, from n's Configuration for
+// peer.
+func (l *Lab) PodCIDRView(ctx context.Context, n, peer *node.Node) (real, remapped netip.Prefix, err error) {
+	c, err := l.Client(n)
+	if err != nil {
+		return real, remapped, err
+	}
+	var confs netv1beta1.ConfigurationList
+	if err := c.List(ctx, &confs, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
+		return real, remapped, fmt.Errorf("cluster %s: list configurations of %s: %w", n.ClusterID, peer.ClusterID, err)
+	}
+	if len(confs.Items) != 1 {
+		return real, remapped, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.ClusterID, len(confs.Items), peer.ClusterID)
+	}
+	conf := confs.Items[0]
+	if len(conf.Spec.Remote.CIDR.Pod) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.Pod) == 0 {
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped pod CIDR yet", n.ClusterID, conf.Namespace, conf.Name)
+	}
+	if real, err = cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.Pod[0])); err != nil {
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s spec.remote.cidr.pod[0]: %w", n.ClusterID, conf.Namespace, conf.Name, err)
+	}
+	if remapped, err = cidr.ParseNetwork(string(conf.Status.Remote.CIDR.Pod[0])); err != nil {
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s status.remote.cidr.pod[0]: %w", n.ClusterID, conf.Namespace, conf.Name, err)
+	}
+	return real, remapped, nil
+}
+
+// RemappedIP is the address under which cluster n reaches ip, an address of
+// peer's pod range.
+func (l *Lab) RemappedIP(ctx context.Context, n, peer *node.Node, ip string) (netip.Addr, error) {
+	real, remapped, err := l.PodCIDRView(ctx, n, peer)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("pod IP %q: %w", ip, err)
+	}
+	return cidr.Translate(addr, real, remapped)
+}
+
+// Reach sends a request from the echo pod from of cluster a to the echo pod
+// to of cluster b, at the address a knows it by.
+func (l *Lab) Reach(ctx context.Context, a *node.Node, from corev1.Pod, b *node.Node, to corev1.Pod) (echoapi.Got, error) {
+	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
+	if err != nil {
+		return echoapi.Got{}, err
+	}
+	return l.EchoGet(ctx, a, from.Name, fmt.Sprintf("http://%s:%d/", ip, EchoPort))
+}
