@@ -3,6 +3,7 @@
 // own network namespace, with pod CIDR 10.244.0.0/24 in every cluster.
 //
 //	go run ./lab up [--clusters=2] [--cluster-ids=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
+//	go run ./lab demo [--dir=...]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -14,6 +15,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,11 +75,7 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\nclusters:")
-			for _, c := range l.State.Clusters {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s  kubectl --kubeconfig %s get pods -A\n", c.ID, c.Kubeconfig)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "kubectl: %s\n", l.KubectlBin)
+			printClusters(cmd.OutOrStdout(), l)
 			return nil
 		},
 	}
@@ -108,6 +106,34 @@ func newRootCmd() *cobra.Command {
 			return labctl.Status(cmd.Context(), abs, cmd.OutOrStdout())
 		},
 	}
-	root.AddCommand(up, down, status)
+	demo := &cobra.Command{
+		Use:   "demo",
+		Short: "Peer the first two clusters with peerlink network connect and show traffic between their pods",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			l, err := labctl.Open(abs)
+			if err != nil {
+				return err
+			}
+			if err := l.Demo(cmd.Context(), cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			printClusters(cmd.OutOrStdout(), l)
+			return nil
+		},
+	}
+	root.AddCommand(up, demo, down, status)
 	return root
+}
+
+// printClusters tells how to reach the clusters, which keep running.
+func printClusters(out io.Writer, l *labctl.Lab) {
+	fmt.Fprintln(out, "\nThe clusters keep running (go run ./lab down removes them):")
+	for _, c := range l.State.Clusters {
+		fmt.Fprintf(out, "  %s  %s --kubeconfig %s get pods -A\n", c.ID, l.KubectlBin, c.Kubeconfig)
+	}
 }

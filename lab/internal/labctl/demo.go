@@ -1,0 +1,91 @@
+package labctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// Demo peers the first two clusters of the lab with `peerlink network
+// connect`, waits until both sides are Connected, and sends a request from
+// an echo pod of each cluster to one of the other through its remapped
+// address, printing what both ends saw.
+func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
+	if len(l.Nodes) < 2 {
+		return errors.New("the demo needs two clusters")
+	}
+	p := NewProgress(out)
+	a, b := l.Nodes[0], l.Nodes[1]
+	p.Logf("peerlink network connect --kubeconfig %s --remote-kubeconfig %s --gw-server-service-type NodePort",
+		a.Kubeconfig(), b.Kubeconfig())
+	cliOut, err := l.Connect(ctx, a, b)
+	if len(cliOut) > 0 {
+		fmt.Fprintf(out, "%s\n", strings.TrimRight(string(cliOut), "\n"))
+	}
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := l.WaitConnected(waitCtx, a, b); err != nil {
+		return err
+	}
+	p.Logf("Connected on both sides")
+	for _, dir := range [][2]*node.Node{{a, b}, {b, a}} {
+		got, from, err := l.reachEventually(ctx, dir[0], dir[1])
+		if err != nil {
+			return err
+		}
+		p.Logf("%s", describe(dir[0], from, dir[1], got))
+	}
+	return nil
+}
+
+// reachEventually retries Reach from the first echo pod of src to the first
+// of dst for a while: routes and NAT rules on every hop settle just after
+// Connected.
+func (l *Lab) reachEventually(ctx context.Context, src, dst *node.Node) (echoapi.Got, corev1.Pod, error) {
+	fromPods, err := l.EchoPods(ctx, src)
+	if err != nil {
+		return echoapi.Got{}, corev1.Pod{}, err
+	}
+	toPods, err := l.EchoPods(ctx, dst)
+	if err != nil {
+		return echoapi.Got{}, corev1.Pod{}, err
+	}
+	if len(fromPods) == 0 || len(toPods) == 0 {
+		return echoapi.Got{}, corev1.Pod{}, fmt.Errorf("no echo pods in %s or %s", src.ClusterID, dst.ClusterID)
+	}
+	from, to := fromPods[0], toPods[0]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := l.Reach(ctx, src, from, dst, to)
+		if err == nil {
+			return got, from, nil
+		}
+		if time.Now().After(deadline) {
+			return got, from, fmt.Errorf("from %s to %s: %w", src.ClusterID, dst.ClusterID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return got, from, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// describe tells what both ends of a request saw: the caller used the
+// callee's remapped address, the callee answered with its real one and saw
+// the caller under the caller's remapped address.
+func describe(src *node.Node, from corev1.Pod, dst *node.Node, got echoapi.Got) string {
+	return fmt.Sprintf("%s pod %s (%s) -> %s: answered by %s pod %s (real IP %s), which saw the caller as %s",
+		src.ClusterID, from.Name, from.Status.PodIP, got.URL, dst.ClusterID, got.Reply.Pod, got.Reply.PodIP, got.Reply.Client)
+}
