@@ -5,13 +5,16 @@
 //	echo get [--timeout=5s] URL
 //	echo stream [--duration=3s] [--size=131072] HOST:PORT
 //	echo rr [--duration=3s] [--size=64] HOST:PORT
+//	echo probe [--interval=200ms] [--duration=1m] [--timeout=1s] URL
 //
 // serve answers HTTP requests with a JSON Reply naming its pod IP and the
 // caller's address as it sees it (after any NAT on the way); it also accepts
 // TCP streams it discards (sink) and fixed-size request/response exchanges
 // (rr) for throughput and rate measurements. get prints, as JSON, the reply
 // of one request together with the address it was sent from. stream and rr
-// print, as JSON, what they measured against a serve instance.
+// print, as JSON, what they measured against a serve instance. probe sends a
+// request every interval, each on a new connection, and prints one JSON line
+// per request, so an outage shows as a gap between answers.
 package main
 
 import (
@@ -33,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|rr ...")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|rr|probe ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -48,8 +51,10 @@ func main() {
 		err = stream(ctx, args)
 	case "rr":
 		err = requestResponse(ctx, args)
+	case "probe":
+		err = probe(ctx, args)
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, get, stream or rr)", cmd)
+		err = fmt.Errorf("unknown command %q (want serve, get, stream, rr or probe)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
@@ -144,23 +149,11 @@ func get(ctx context.Context, args []string) error {
 			},
 		},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	reply, err := fetch(ctx, client, url)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	got := echoapi.Got{URL: url, From: from}
-	if err := json.NewDecoder(resp.Body).Decode(&got.Reply); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
-	}
-	return json.NewEncoder(os.Stdout).Encode(got)
+	return json.NewEncoder(os.Stdout).Encode(echoapi.Got{URL: url, From: from, Reply: reply})
 }
 
 func measureFlags(name string, args []string, size int) (addr string, d time.Duration, n int, err error) {
@@ -245,4 +238,63 @@ func requestResponse(ctx context.Context, args []string) error {
 		Seconds: secs, Bytes: bytes, BitsPerSecond: float64(bytes) * 8 / secs,
 		Exchanges: n, PerSecond: float64(n) / secs,
 	})
+}
+
+func probe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	interval := fs.Duration("interval", 200*time.Millisecond, "time between requests")
+	duration := fs.Duration("duration", time.Minute, "how long to probe")
+	timeout := fs.Duration("timeout", time.Second, "time limit of one request")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("probe: want exactly one URL")
+	}
+	url := fs.Arg(0)
+	// A new connection per request: a connection kept across an outage
+	// would measure TCP's retransmission backoff, not the path.
+	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	enc := json.NewEncoder(os.Stdout)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	end := time.Now().Add(*duration)
+	for time.Now().Before(end) {
+		line := echoapi.Probe{UnixMilli: time.Now().UnixMilli()}
+		reply, err := fetch(ctx, client, url)
+		if err != nil {
+			line.Error = err.Error()
+		} else {
+			line.OK, line.Reply = true, &reply
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+func fetch(ctx context.Context, client *http.Client, url string) (echoapi.Reply, error) {
+	var reply echoapi.Reply
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return reply, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return reply, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return reply, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		return reply, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return reply, nil
 }

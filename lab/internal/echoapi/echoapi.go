@@ -34,3 +34,15 @@ type Measured struct {
 	// PerSecond is Exchanges per second (rr only).
 	PerSecond float64 `json:"perSecond,omitempty"`
 }
+
+// Probe is one line `echo probe` prints per request it sends.
+type Probe struct {
+	// UnixMilli is when the request was sent.
+	UnixMilli int64 `json:"t"`
+	// OK is true when an answer came back in time.
+	OK bool `json:"ok"`
+	// Reply is the answer, when OK.
+	Reply *Reply `json:"reply,omitempty"`
+	// Error says why there was no answer.
+	Error string `json:"error,omitempty"`
+}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
@@ -50,6 +53,53 @@ func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoa
 		return got, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.ClusterID, url, err, out)
 	}
 	return got, nil
+}
+
+// StartProbe starts a pod in cluster n that runs `echo probe` against url
+// for the given time, so that traffic is measured from inside the cluster
+// even while its API server is down.
+func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, d time.Duration) error {
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name:            "probe",
+				Image:           images.EchoImage(l.State.Registry),
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Args:            []string{"probe", "--interval=200ms", "--timeout=1s", "--duration=" + d.String(), url},
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cluster %s: create probe pod %s: %w", n.ClusterID, name, err)
+	}
+	return nil
+}
+
+// ProbeResults reads what the probe pod name has printed so far.
+func (l *Lab) ProbeResults(ctx context.Context, n *node.Node, name string) ([]echoapi.Probe, error) {
+	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "logs", name)
+	if err != nil {
+		return nil, err
+	}
+	var probes []echoapi.Probe
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var p echoapi.Probe
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			return nil, fmt.Errorf("cluster %s: probe %s printed %q: %w", n.ClusterID, name, line, err)
+		}
+		probes = append(probes, p)
+	}
+	return probes, nil
 }
 
 // writeEcho writes the echo server's Deployment.

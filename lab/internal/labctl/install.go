@@ -14,6 +14,9 @@ import (
 	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
+// PeerlinkNamespace is where the install bundle puts peerlink.
+const PeerlinkNamespace = "peerlink"
+
 // Kubectl runs the lab's kubectl against a cluster and returns its
 // standard output.
 func (l *Lab) Kubectl(ctx context.Context, n *node.Node, args ...string) ([]byte, error) {

@@ -120,16 +120,9 @@ func (n *Node) Up(ctx context.Context) error {
 		return err
 	}
 	var running []*proc.Process
-	commands := n.commands()
 	start := func(names ...string) error {
 		for _, name := range names {
-			p, err := proc.Start(proc.Spec{
-				Name:    n.ClusterID + " " + name,
-				Argv:    commands[name],
-				Netns:   netns.Path(n.Namespace()),
-				Log:     n.Log(name),
-				PidFile: n.PidFile(name),
-			})
+			p, err := n.Start(name)
 			if err != nil {
 				return err
 			}
@@ -198,6 +191,34 @@ func (n *Node) Up(ctx context.Context) error {
 		}
 		return err == nil, err
 	})
+}
+
+// Start starts one component of the cluster in its namespace. Up starts
+// them all; Start alone restarts one that Stop ended.
+func (n *Node) Start(component string) (*proc.Process, error) {
+	argv, ok := n.commands()[component]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: no component %q", n.ClusterID, component)
+	}
+	return proc.Start(proc.Spec{
+		Name:    n.ClusterID + " " + component,
+		Argv:    argv,
+		Netns:   netns.Path(n.Namespace()),
+		Log:     n.Log(component),
+		PidFile: n.PidFile(component),
+	})
+}
+
+// Stop ends one component of the cluster, as a crash or an upgrade would.
+func (n *Node) Stop(component string) error {
+	pid, err := proc.ReadPidFile(n.PidFile(component))
+	if err != nil {
+		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+	}
+	if err := proc.Kill([]int{pid}, 5*time.Second); err != nil {
+		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+	}
+	return nil
 }
 
 // Ready reports whether the node is Ready, and if not, why.
