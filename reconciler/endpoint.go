@@ -182,8 +182,12 @@ func serviceEndpoint(svc *corev1.Service, node *corev1.Node) (*netv1beta1.Endpoi
 		}
 	default:
 		ip := svc.Spec.ClusterIP
-		if ip == "" || ip == corev1.ClusterIPNone {
-			o := progressing(ReasonWaitingForClusterIP, "service %s/%s has no cluster IP", svc.Namespace, svc.Name)
+		if ip == corev1.ClusterIPNone {
+			o := stalled(ReasonInvalidService, "service %s/%s is headless: it has no address to publish", svc.Namespace, svc.Name)
+			return nil, &o
+		}
+		if ip == "" {
+			o := progressing(ReasonWaitingForClusterIP, "service %s/%s has no cluster IP yet", svc.Namespace, svc.Name)
 			return nil, &o
 		}
 		ep.Addresses = []string{ip}

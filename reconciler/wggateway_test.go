@@ -1,0 +1,377 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/testcluster"
+)
+
+// waitTimeout bounds every wait for the controllers or the cluster.
+const waitTimeout = time.Minute
+
+// gatewayEnv is a control plane with kube-controller-manager (garbage
+// collector, Deployment and ReplicaSet controllers) and a manager running
+// the gateway reconcilers, whose log goes to logs.
+type gatewayEnv struct {
+	cluster *testcluster.Cluster
+	// c talks to the API server directly, without a cache.
+	c    client.Client
+	logs *syncBuffer
+
+	wgServer *WgGatewayServerReconciler
+	wgClient *WgGatewayClientReconciler
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// startGatewayEnv starts the cluster and the manager; both stop when t ends.
+func startGatewayEnv(t *testing.T) *gatewayEnv {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := netv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cluster := testcluster.Start(t,
+		testcluster.WithScheme(scheme),
+		testcluster.WithCRDDirs("../bundles/install/crds"),
+		// No kubelet posts node status here: the node lifecycle controller
+		// would mark the test's nodes unreachable and their pods not ready.
+		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
+	)
+	env := &gatewayEnv{cluster: cluster, c: cluster.Client, logs: &syncBuffer{}}
+
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme: scheme,
+		Logger: funcr.New(func(prefix, args string) {
+			fmt.Fprintln(env.logs, prefix, args)
+		}, funcr.Options{Verbosity: 10}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Other tests of the package run the same controllers in managers
+		// of their own.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.wgServer = &WgGatewayServerReconciler{}
+	env.wgClient = &WgGatewayClientReconciler{}
+	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient} {
+		if err := r.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("controller log:\n%s", env.logs.Bytes())
+		}
+	})
+	return env
+}
+
+// TestGateways runs the tests of the gateway reconcilers against one
+// control plane, each in a namespace of its own: starting one per test would
+// multiply the run time.
+func TestGateways(t *testing.T) {
+	e := startGatewayEnv(t)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *gatewayEnv)
+	}{
+		{"wg server node port", testWgServerNodePort},
+		{"wg server load balancer", testWgServerLoadBalancer},
+		{"wg server cluster ip", testWgServerClusterIP},
+		{"wg server user secret", testWgServerUserSecret},
+		{"wg client", testWgClient},
+		// Last, so that every other test's objects are searched too.
+		{"keys confined", testKeysConfined},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+	}
+}
+
+// namespace creates a namespace for one test.
+func (e *gatewayEnv) namespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.c.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// eventually polls cond until it returns nil, failing t with its last error
+// after waitTimeout.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+// get reads an object by namespace and name into obj.
+func (e *gatewayEnv) get(ctx context.Context, ns, name string, obj client.Object) error {
+	return e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+}
+
+// conditionIs checks that conds hold condType with status s and reason, for
+// generation gen.
+func conditionIs(conds []metav1.Condition, gen int64, condType string, s metav1.ConditionStatus, reason string) error {
+	c := meta.FindStatusCondition(conds, condType)
+	switch {
+	case c == nil:
+		return fmt.Errorf("no %s condition in %+v", condType, conds)
+	case c.Status != s || c.Reason != reason:
+		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", condType, c.Status, c.Reason, c.Message, s, reason)
+	case c.ObservedGeneration != gen:
+		return fmt.Errorf("%s describes generation %d, want %d", condType, c.ObservedGeneration, gen)
+	}
+	return nil
+}
+
+// gatewayPodTemplate is a Deployment running a gateway pod with the labels
+// the reconcilers select active gateway pods by.
+func gatewayPodTemplate(name string, args ...string) netv1beta1.DeploymentTemplate {
+	labels := map[string]string{
+		"app.kubernetes.io/name":      "peerlink-gateway",
+		GatewayNameLabel:              name,
+		netv1beta1.ActiveGatewayLabel: "true",
+	}
+	return netv1beta1.DeploymentTemplate{
+		Metadata: netv1beta1.TemplateMetadata{Labels: map[string]string{"app.kubernetes.io/name": "peerlink-gateway"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{GatewayNameLabel: name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:  "gateway",
+						Image: "ghcr.io/peerlink/peerlink-agent:latest",
+						Args:  args,
+					}},
+				},
+			},
+		},
+	}
+}
+
+// gatewayServiceTemplate is a Service of the given type exposing the gateway.
+func gatewayServiceTemplate(name string, typ corev1.ServiceType, nodePort int32) netv1beta1.ServiceTemplate {
+	return netv1beta1.ServiceTemplate{
+		Spec: corev1.ServiceSpec{
+			Type: typ,
+			Selector: map[string]string{
+				GatewayNameLabel:              name,
+				netv1beta1.ActiveGatewayLabel: "true",
+			},
+			Ports: []corev1.ServicePort{{
+				Name:       "wireguard",
+				Port:       netv1beta1.DefaultGatewayPort,
+				TargetPort: intstr.FromInt32(netv1beta1.DefaultGatewayPort),
+				Protocol:   corev1.ProtocolUDP,
+				NodePort:   nodePort,
+			}},
+		},
+	}
+}
+
+// runGatewayPod does what the scheduler and a kubelet would for the pod the
+// gateway Deployment gw-<name> created: binds it to node and reports it
+// Running and Ready with ip. It returns the pod's name.
+func (e *gatewayEnv) runGatewayPod(t *testing.T, ns, name, node, ip string) string {
+	t.Helper()
+	ctx := t.Context()
+	var pod corev1.Pod
+	eventually(t, "gateway pod created by its Deployment", func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{GatewayNameLabel: name}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d pods, want 1", len(pods.Items))
+		}
+		pod = pods.Items[0]
+		return nil
+	})
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := e.c.SubResource("binding").Create(ctx, &pod, binding); err != nil {
+		t.Fatalf("bind pod %s to node %s: %v", pod.Name, node, err)
+	}
+	if err := e.get(ctx, ns, pod.Name, &pod); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.PodIP = ip
+	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	pod.Status.StartTime = &now
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	if err := e.c.Status().Update(ctx, &pod); err != nil {
+		t.Fatalf("report pod %s running: %v", pod.Name, err)
+	}
+	return pod.Name
+}
+
+// createNode creates a Node with the given addresses, as a kubelet would.
+func (e *gatewayEnv) createNode(t *testing.T, name string, addrs ...corev1.NodeAddress) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	e.setNodeAddresses(t, name, addrs...)
+}
+
+// setNodeAddresses sets the addresses of a Node, as its kubelet would.
+func (e *gatewayEnv) setNodeAddresses(t *testing.T, name string, addrs ...corev1.NodeAddress) {
+	t.Helper()
+	// The controller manager annotates new nodes meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var node corev1.Node
+		if err := e.get(t.Context(), "", name, &node); err != nil {
+			return err
+		}
+		node.Status.Addresses = addrs
+		return e.c.Status().Update(t.Context(), &node)
+	})
+	if err != nil {
+		t.Fatalf("report addresses of node %s: %v", name, err)
+	}
+}
+
+// checkKeySecret checks that Secret ns/name holds a valid generated key pair
+// carrying the labels of a gateway key Secret, and returns it.
+func (e *gatewayEnv) checkKeySecret(t *testing.T, ns, name, clusterID string) *corev1.Secret {
+	t.Helper()
+	var s corev1.Secret
+	if err := e.get(t.Context(), ns, name, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateKeys(&s); err != nil {
+		t.Errorf("generated secret: %v", err)
+	}
+	if got := s.Labels[netv1beta1.RemoteClusterIDLabel]; got != clusterID {
+		t.Errorf("secret label %s = %q, want %q", netv1beta1.RemoteClusterIDLabel, got, clusterID)
+	}
+	if got := s.Labels[netv1beta1.GatewayResourceLabel]; got != "true" {
+		t.Errorf("secret label %s = %q, want true", netv1beta1.GatewayResourceLabel, got)
+	}
+	return &s
+}
+
+// objectMeta is the metadata naming ns/name.
+func objectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+// gatewayChildren are the objects made for gateway ns/name, empty but for
+// their names: Deployment, ServiceAccount, Role, RoleBinding, key Secret and,
+// for a server, Service.
+func gatewayChildren(ns, name string, server bool) []client.Object {
+	m := objectMeta(ns, "gw-"+name)
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: m},
+		&corev1.ServiceAccount{ObjectMeta: m},
+		&rbacv1.Role{ObjectMeta: m},
+		&rbacv1.RoleBinding{ObjectMeta: m},
+		&corev1.Secret{ObjectMeta: m},
+	}
+	if server {
+		objs = append(objs, &corev1.Service{ObjectMeta: m})
+	}
+	return objs
+}
+
+// can asks the API server whether user, a service account of namespace ns,
+// may do verb on a resource there.
+func (e *gatewayEnv) can(t *testing.T, user, ns, verb, group, resource, name string) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verb, Group: group, Resource: resource, Name: name,
+			},
+		},
+	}
+	if err := e.c.Create(t.Context(), sar); err != nil {
+		t.Fatalf("subject access review: %v", err)
+	}
+	return sar.Status.Allowed
+}
+
+// isGone reports nil once an object no longer exists.
+func (e *gatewayEnv) isGone(ctx context.Context, ns, name string, obj client.Object) error {
+	err := e.get(ctx, ns, name, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%T %s/%s still exists (deletionTimestamp %v, finalizers %v)",
+		obj, ns, name, obj.GetDeletionTimestamp(), obj.GetFinalizers())
+}
