@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   iproute2 nftables iptables iputils-ping ca-certificates git make
   containerd runc containernetworking-plugins conntrack util-linux
+  iperf3 wireguard-tools
 )
 missing=()
 for p in "${packages[@]}"; do

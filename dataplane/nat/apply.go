@@ -1,0 +1,231 @@
+package nat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Applier writes rulesets into the nftables of one network namespace.
+type Applier struct {
+	// conn reads the kernel's tables; writes go through a transaction.
+	conn *nftables.Conn
+	ns   netns.NsHandle
+}
+
+// NewApplier returns an applier for the namespace ns, or for the current one
+// when ns is netns.None().
+func NewApplier(ns netns.NsHandle) (*Applier, error) {
+	var opts []nftables.ConnOption
+	if ns.IsOpen() {
+		opts = append(opts, nftables.WithNetNSFd(int(ns)))
+	}
+	c, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("open nftables connection: %w", err)
+	}
+	return &Applier{conn: c, ns: ns}, nil
+}
+
+// Apply makes the kernel's table rs.Table equal to rs. When the table
+// differs in anything (missing, flushed, a rule edited by hand, other set
+// elements) it is deleted and written anew in a single transaction, so
+// packets see either the old or the new ruleset; when it matches nothing is
+// written. It reports whether it wrote.
+func (a *Applier) Apply(rs Ruleset) (bool, error) {
+	if err := rs.Validate(); err != nil {
+		return false, err
+	}
+	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyIPv4}
+	cur, err := a.conn.ListTableOfFamily(rs.Table, nftables.TableFamilyIPv4)
+	exists := err == nil && cur != nil
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return false, fmt.Errorf("look up table ip %s: %w", rs.Table, err)
+	}
+	tx, err := newTransaction()
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		same, err := a.matches(table, rs)
+		if err != nil {
+			return false, err
+		}
+		if same {
+			return false, nil
+		}
+		tx.DelTable(table)
+	}
+	if err := write(tx.Conn, table, rs); err != nil {
+		return false, err
+	}
+	maps := map[string]bool{}
+	for _, m := range rs.Maps {
+		maps[m.Name] = true
+	}
+	if err := tx.commit(a.ns, maps); err != nil {
+		return false, fmt.Errorf("write table ip %s: %w", rs.Table, err)
+	}
+	return true, nil
+}
+
+func write(c *nftables.Conn, table *nftables.Table, rs Ruleset) error {
+	c.AddTable(table)
+	sets := map[string]*nftables.Set{}
+	for _, s := range rs.Sets {
+		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, Interval: true}
+		if err := c.AddSet(set, setElements(s.Prefixes)); err != nil {
+			return fmt.Errorf("table ip %s: add set %s: %w", rs.Table, s.Name, err)
+		}
+		sets[s.Name] = set
+	}
+	for _, m := range rs.Maps {
+		set := &nftables.Set{Table: table, Name: m.Name, KeyType: nftables.TypeIPAddr, DataType: prefixRangeType, IsMap: true, Interval: true}
+		if err := c.AddSet(set, mapElements(m.Elements)); err != nil {
+			return fmt.Errorf("table ip %s: add map %s: %w", rs.Table, m.Name, err)
+		}
+		sets[m.Name] = set
+	}
+	for _, ch := range rs.Chains {
+		policy := nftables.ChainPolicyAccept
+		prio := nftables.ChainPriority(ch.Priority)
+		chain := c.AddChain(&nftables.Chain{
+			Name:     ch.Name,
+			Table:    table,
+			Type:     nftables.ChainType(ch.Type),
+			Hooknum:  hookNum(ch.Hook),
+			Priority: &prio,
+			Policy:   &policy,
+		})
+		for i, r := range ch.Rules {
+			ex, err := compileRule(r, sets)
+			if err != nil {
+				return fmt.Errorf("table ip %s: chain %s: rule %d: %w", rs.Table, ch.Name, i, err)
+			}
+			c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: ex, UserData: ruleUserData(r)})
+		}
+	}
+	return nil
+}
+
+func hookNum(h Hook) *nftables.ChainHook {
+	switch h {
+	case Prerouting:
+		return nftables.ChainHookRef(unix.NF_INET_PRE_ROUTING)
+	case Forward:
+		return nftables.ChainHookRef(unix.NF_INET_FORWARD)
+	default:
+		return nftables.ChainHookRef(unix.NF_INET_POST_ROUTING)
+	}
+}
+
+// matches compares the kernel's table with rs: chains with their hooks and
+// priorities, each rule by the fingerprint in its comment, each set and map
+// element by element.
+func (a *Applier) matches(table *nftables.Table, rs Ruleset) (bool, error) {
+	chains, err := a.conn.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return false, fmt.Errorf("list chains of table ip %s: %w", rs.Table, err)
+	}
+	var have []*nftables.Chain
+	for _, c := range chains {
+		if c.Table.Name == rs.Table {
+			have = append(have, c)
+		}
+	}
+	if len(have) != len(rs.Chains) {
+		return false, nil
+	}
+	for _, want := range rs.Chains {
+		i := slices.IndexFunc(have, func(c *nftables.Chain) bool { return c.Name == want.Name })
+		if i < 0 {
+			return false, nil
+		}
+		c := have[i]
+		if c.Type != nftables.ChainType(want.Type) || c.Hooknum == nil || *c.Hooknum != *hookNum(want.Hook) ||
+			c.Priority == nil || int(*c.Priority) != want.Priority {
+			return false, nil
+		}
+		rules, err := a.conn.GetRules(table, c)
+		if err != nil {
+			return false, fmt.Errorf("list rules of chain %s in table ip %s: %w", c.Name, rs.Table, err)
+		}
+		if len(rules) != len(want.Rules) {
+			return false, nil
+		}
+		for j, r := range rules {
+			if !bytes.Equal(r.UserData, ruleUserData(want.Rules[j])) {
+				return false, nil
+			}
+		}
+	}
+	sets, err := a.conn.GetSets(table)
+	if err != nil {
+		return false, fmt.Errorf("list sets of table ip %s: %w", rs.Table, err)
+	}
+	if len(sets) != len(rs.Sets)+len(rs.Maps) {
+		return false, nil
+	}
+	wantElems := map[string][]nftables.SetElement{}
+	for _, s := range rs.Sets {
+		wantElems[s.Name] = setElements(s.Prefixes)
+	}
+	for _, m := range rs.Maps {
+		wantElems[m.Name] = mapElements(m.Elements)
+	}
+	for _, s := range sets {
+		want, ok := wantElems[s.Name]
+		if !ok {
+			return false, nil
+		}
+		got, err := a.conn.GetSetElements(s)
+		if err != nil {
+			return false, fmt.Errorf("list elements of set %s in table ip %s: %w", s.Name, rs.Table, err)
+		}
+		if !sameElements(got, want) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func sameElements(got, want []nftables.SetElement) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	key := func(e nftables.SetElement) string {
+		end := "0"
+		if e.IntervalEnd {
+			end = "1"
+		}
+		return string(e.Key) + end + string(e.Val)
+	}
+	g := make([]string, len(got))
+	w := make([]string, len(want))
+	for i := range got {
+		g[i], w[i] = key(got[i]), key(want[i])
+	}
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w)
+}
+
+// Remove deletes the table name if it exists.
+func (a *Applier) Remove(name string) error {
+	if _, err := a.conn.ListTableOfFamily(name, nftables.TableFamilyIPv4); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("look up table ip %s: %w", name, err)
+	}
+	a.conn.DelTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
+	if err := a.conn.Flush(); err != nil {
+		return fmt.Errorf("delete table ip %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package nat
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Ruleset is one nftables table of family ip, owned entirely by peerlink.
+type Ruleset struct {
+	// Table is the table's name.
+	Table string
+	// Sets are named interval sets of prefixes.
+	Sets []Set
+	// Maps are named interval maps from a prefix to a prefix of the same
+	// length, for NAT that keeps host bits.
+	Maps []Map
+	// Chains are the base chains of the table.
+	Chains []Chain
+}
+
+// Set is an interval set of IPv4 prefixes.
+type Set struct {
+	Name     string
+	Prefixes []netip.Prefix
+}
+
+// Map is an interval map from IPv4 prefixes to IPv4 prefixes.
+type Map struct {
+	Name     string
+	Elements []MapElement
+}
+
+// MapElement maps the addresses of From onto To, host bits kept.
+type MapElement struct {
+	From, To netip.Prefix
+}
+
+// ChainType is the nftables type of a base chain.
+type ChainType string
+
+// Chain types.
+const (
+	Filter ChainType = "filter"
+	NAT    ChainType = "nat"
+)
+
+// Hook is the netfilter hook of a base chain.
+type Hook string
+
+// Hooks.
+const (
+	Prerouting  Hook = "prerouting"
+	Forward     Hook = "forward"
+	Postrouting Hook = "postrouting"
+)
+
+// Chain is a base chain with policy accept.
+type Chain struct {
+	Name     string
+	Type     ChainType
+	Hook     Hook
+	Priority int
+	Rules    []Rule
+}
+
+// Rule matches packets on every field set and then applies its one
+// statement.
+type Rule struct {
+	// Comment says what the rule is for; it is stored with the rule.
+	Comment string
+
+	// IIF matches packets that arrived on this link.
+	IIF string
+	// NotIIF matches packets that did not arrive on this link.
+	NotIIF string
+	// OIF matches packets leaving on this link.
+	OIF string
+	// SrcIn and SrcNotIn match the source address against a set.
+	SrcIn, SrcNotIn string
+	// DstIn matches the destination address against a set.
+	DstIn string
+	// TCPSYN matches TCP segments with the SYN flag.
+	TCPSYN bool
+
+	// DNATMap translates the destination through a prefix map, host bits
+	// kept; packets whose destination is not in the map are left alone.
+	DNATMap string
+	// SNATMap translates the source through a prefix map, host bits kept.
+	SNATMap string
+	// SNATKeepSource sets up a source NAT binding to the packet's own
+	// source: nothing changes on the wire, but NAT chains that come later
+	// (a CNI's masquerade) are no longer consulted for the connection.
+	SNATKeepSource bool
+	// SNATTo translates the source to this address.
+	SNATTo netip.Addr
+	// ClampMSS lowers the TCP MSS option to this value when it is larger.
+	ClampMSS uint16
+}
+
+// Validate reports a ruleset that cannot be written: a rule without exactly
+// one statement, a reference to a set or map the ruleset lacks, or a map
+// element whose prefixes differ in length.
+func (rs Ruleset) Validate() error {
+	sets := map[string]bool{}
+	for _, s := range rs.Sets {
+		sets[s.Name] = true
+		for _, p := range s.Prefixes {
+			if !p.Addr().Is4() {
+				return fmt.Errorf("table %s: set %s: %s is not IPv4", rs.Table, s.Name, p)
+			}
+		}
+		if a, b, ok := overlap(s.Prefixes); ok {
+			return fmt.Errorf("table %s: set %s: %s and %s overlap", rs.Table, s.Name, a, b)
+		}
+	}
+	maps := map[string]bool{}
+	for _, m := range rs.Maps {
+		maps[m.Name] = true
+		for _, e := range m.Elements {
+			if !e.From.Addr().Is4() || !e.To.Addr().Is4() || e.From.Bits() != e.To.Bits() {
+				return fmt.Errorf("table %s: map %s: element %s : %s must map IPv4 prefixes of the same length", rs.Table, m.Name, e.From, e.To)
+			}
+		}
+		keys := make([]netip.Prefix, len(m.Elements))
+		for i, e := range m.Elements {
+			keys[i] = e.From
+		}
+		if a, b, ok := overlap(keys); ok {
+			return fmt.Errorf("table %s: map %s: keys %s and %s overlap", rs.Table, m.Name, a, b)
+		}
+	}
+	for _, c := range rs.Chains {
+		for i, r := range c.Rules {
+			where := fmt.Sprintf("table %s: chain %s: rule %d", rs.Table, c.Name, i)
+			n := 0
+			for _, set := range []bool{r.DNATMap != "", r.SNATMap != "", r.SNATKeepSource, r.SNATTo.IsValid(), r.ClampMSS != 0} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("%s: has %d statements, want exactly one", where, n)
+			}
+			for _, name := range []string{r.SrcIn, r.SrcNotIn, r.DstIn} {
+				if name != "" && !sets[name] {
+					return fmt.Errorf("%s: set %s is not in the ruleset", where, name)
+				}
+			}
+			for _, name := range []string{r.DNATMap, r.SNATMap} {
+				if name != "" && !maps[name] {
+					return fmt.Errorf("%s: map %s is not in the ruleset", where, name)
+				}
+			}
+			if (r.DNATMap != "" || r.SNATMap != "" || r.SNATKeepSource || r.SNATTo.IsValid()) && c.Type != NAT {
+				return fmt.Errorf("%s: NAT statement in a %s chain", where, c.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// String renders the ruleset in nft syntax.
+func (rs Ruleset) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table ip %s {\n", rs.Table)
+	for _, s := range rs.Sets {
+		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags interval\n", s.Name)
+		var elems []string
+		for _, p := range s.Prefixes {
+			elems = append(elems, p.String())
+		}
+		writeElements(&b, elems)
+		b.WriteString("\t}\n")
+	}
+	for _, m := range rs.Maps {
+		fmt.Fprintf(&b, "\tmap %s {\n\t\ttype ipv4_addr : interval ipv4_addr\n\t\tflags interval\n", m.Name)
+		var elems []string
+		for _, e := range m.Elements {
+			elems = append(elems, e.From.String()+" : "+e.To.String())
+		}
+		writeElements(&b, elems)
+		b.WriteString("\t}\n")
+	}
+	for _, c := range rs.Chains {
+		fmt.Fprintf(&b, "\tchain %s {\n\t\ttype %s hook %s priority %d; policy accept;\n", c.Name, c.Type, c.Hook, c.Priority)
+		for _, r := range c.Rules {
+			fmt.Fprintf(&b, "\t\t%s\n", r)
+		}
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func writeElements(b *strings.Builder, elems []string) {
+	if len(elems) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\t\telements = { %s }\n", strings.Join(elems, ",\n\t\t\t     "))
+}
+
+// String renders the rule in nft syntax, without its comment.
+func (r Rule) String() string {
+	var parts []string
+	if r.IIF != "" {
+		parts = append(parts, fmt.Sprintf("iifname %q", r.IIF))
+	}
+	if r.NotIIF != "" {
+		parts = append(parts, fmt.Sprintf("iifname != %q", r.NotIIF))
+	}
+	if r.OIF != "" {
+		parts = append(parts, fmt.Sprintf("oifname %q", r.OIF))
+	}
+	if r.SrcIn != "" {
+		parts = append(parts, "ip saddr @"+r.SrcIn)
+	}
+	if r.SrcNotIn != "" {
+		parts = append(parts, "ip saddr != @"+r.SrcNotIn)
+	}
+	if r.DstIn != "" {
+		parts = append(parts, "ip daddr @"+r.DstIn)
+	}
+	if r.TCPSYN {
+		parts = append(parts, "tcp flags syn")
+	}
+	switch {
+	case r.DNATMap != "":
+		parts = append(parts, "dnat ip prefix to ip daddr map @"+r.DNATMap)
+	case r.SNATMap != "":
+		parts = append(parts, "snat ip prefix to ip saddr map @"+r.SNATMap)
+	case r.SNATKeepSource:
+		parts = append(parts, "snat to ip saddr")
+	case r.SNATTo.IsValid():
+		parts = append(parts, "snat to "+r.SNATTo.String())
+	case r.ClampMSS != 0:
+		parts = append(parts, fmt.Sprintf("tcp option maxseg size > %d tcp option maxseg size set %d", r.ClampMSS, r.ClampMSS))
+	}
+	return strings.Join(parts, " ")
+}
+
+// sortedPrefixes returns ps sorted by address, then length.
+func sortedPrefixes(ps []netip.Prefix) []netip.Prefix {
+	out := slices.Clone(ps)
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return out
+}
+
+// overlap returns two prefixes of ps that overlap: an interval set cannot
+// hold both.
+func overlap(ps []netip.Prefix) (netip.Prefix, netip.Prefix, bool) {
+	sorted := sortedPrefixes(ps)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i-1].Overlaps(sorted[i]) {
+			return sorted[i-1], sorted[i], true
+		}
+	}
+	return netip.Prefix{}, netip.Prefix{}, false
+}

@@ -1,0 +1,193 @@
+package overlay
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Kind is the encapsulation of the overlay.
+type Kind string
+
+// Encapsulations, and Auto for "Geneve when the kernel has it".
+const (
+	Auto   Kind = "auto"
+	Geneve Kind = "geneve"
+	VXLAN  Kind = "vxlan"
+)
+
+// Ports and identifiers of the overlay.
+const (
+	// GenevePort is the Geneve UDP port: not 6081, which CNIs use.
+	GenevePort = 6091
+	// VXLANPort is the VXLAN UDP port: not 4789 nor 8472, which CNIs use.
+	VXLANPort = 4790
+	// VNI is the tunnel identifier written on every overlay packet. A link
+	// in metadata mode accepts any VNI; a fixed one keeps captures readable.
+	VNI = 6091
+	// Overhead is what the encapsulation adds to an inner IPv4 packet: outer
+	// IPv4 (20) and UDP (8), Geneve or VXLAN header (8), inner Ethernet (14).
+	Overhead = 50
+)
+
+// ParseKind validates the value of the --overlay flag.
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(s); k {
+	case Auto, Geneve, VXLAN:
+		return k, nil
+	}
+	return "", fmt.Errorf("overlay %q: must be auto, geneve or vxlan", s)
+}
+
+// Port is the UDP port of the kind.
+func (k Kind) Port() int {
+	if k == Geneve {
+		return GenevePort
+	}
+	return VXLANPort
+}
+
+// ErrNotSupported reports that the kernel cannot create links of a kind.
+var ErrNotSupported = errors.New("overlay kind not supported by the kernel")
+
+// Detect resolves Auto to Geneve when the kernel can create a Geneve link
+// (found by creating a throwaway one), to VXLAN otherwise; other kinds are
+// checked the same way.
+func Detect(h *netlink.Handle, want Kind) (Kind, error) {
+	try := []Kind{want}
+	if want == Auto {
+		try = []Kind{Geneve, VXLAN}
+	}
+	var errs []error
+	for _, k := range try {
+		err := probe(h, k)
+		if err == nil {
+			return k, nil
+		}
+		if !errors.Is(err, ErrNotSupported) {
+			return "", err
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+func probe(h *netlink.Handle, k Kind) error {
+	var suffix [4]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return fmt.Errorf("probe %s: %w", k, err)
+	}
+	// Port 0 and no metadata mode: the probe binds no socket.
+	name := "plov" + hex.EncodeToString(suffix[:])
+	var l netlink.Link
+	switch k {
+	case Geneve:
+		l = &netlink.Geneve{LinkAttrs: netlink.LinkAttrs{Name: name}, ID: 1, Remote: net.IPv4(192, 0, 2, 1)}
+	case VXLAN:
+		l = &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name}, VxlanId: 1}
+	default:
+		return fmt.Errorf("probe overlay kind %q: unknown", k)
+	}
+	if err := h.LinkAdd(l); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			return fmt.Errorf("kernel has no %s link type: %w", k, ErrNotSupported)
+		}
+		return fmt.Errorf("probe %s: create link %s: %w", k, name, err)
+	}
+	if err := h.LinkDel(l); err != nil {
+		return fmt.Errorf("probe %s: delete link %s: %w", k, name, err)
+	}
+	return nil
+}
+
+// MAC is the MAC address of the overlay link of the host whose underlay
+// address is ip: locally administered, unicast, 02:50 followed by the four
+// bytes of the address.
+func MAC(ip netip.Addr) net.HardwareAddr {
+	a := ip.Unmap().As4()
+	return net.HardwareAddr{0x02, 0x50, a[0], a[1], a[2], a[3]}
+}
+
+// Link is the desired overlay link of a namespace.
+type Link struct {
+	// Name of the link.
+	Name string
+	// Kind of encapsulation.
+	Kind Kind
+	// Underlay is the address peers send overlay packets to; it names the
+	// link's MAC address.
+	Underlay netip.Addr
+}
+
+// Ensure creates the overlay link, or keeps it when a link of that name has
+// the right kind, port and MAC address (a restarted agent adopts it without
+// a gap); a link that differs is replaced. It reports whether it wrote
+// anything. MTU and IP settings are package route's.
+func Ensure(h *netlink.Handle, want Link) (bool, error) {
+	mac := MAC(want.Underlay)
+	cur, err := h.LinkByName(want.Name)
+	if err == nil {
+		if matches(cur, want) {
+			if cur.Attrs().HardwareAddr.String() == mac.String() {
+				return false, nil
+			}
+			if err := h.LinkSetHardwareAddr(cur, mac); err != nil {
+				return false, fmt.Errorf("set MAC address of overlay link %s: %w", want.Name, err)
+			}
+			return true, nil
+		}
+		if err := h.LinkDel(cur); err != nil {
+			return false, fmt.Errorf("delete overlay link %s (%s) to replace it: %w", want.Name, cur.Type(), err)
+		}
+	} else if !errors.As(err, new(netlink.LinkNotFoundError)) {
+		return false, fmt.Errorf("look up overlay link %s: %w", want.Name, err)
+	}
+	attrs := netlink.LinkAttrs{Name: want.Name, HardwareAddr: mac}
+	var l netlink.Link
+	switch want.Kind {
+	case Geneve:
+		l = &netlink.Geneve{LinkAttrs: attrs, Dport: GenevePort, FlowBased: true}
+	case VXLAN:
+		l = &netlink.Vxlan{LinkAttrs: attrs, Port: VXLANPort, FlowBased: true, Learning: false}
+	default:
+		return false, fmt.Errorf("create overlay link %s: kind %q is not geneve nor vxlan", want.Name, want.Kind)
+	}
+	if err := h.LinkAdd(l); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			return false, fmt.Errorf("create overlay link %s: kernel has no %s link type: %w", want.Name, want.Kind, ErrNotSupported)
+		}
+		return false, fmt.Errorf("create %s overlay link %s on port %d: %w", want.Kind, want.Name, want.Kind.Port(), err)
+	}
+	return true, nil
+}
+
+func matches(cur netlink.Link, want Link) bool {
+	switch l := cur.(type) {
+	case *netlink.Geneve:
+		return want.Kind == Geneve && l.FlowBased && l.Dport == GenevePort
+	case *netlink.Vxlan:
+		return want.Kind == VXLAN && l.FlowBased && l.Port == VXLANPort
+	}
+	return false
+}
+
+// Remove deletes the overlay link name if it exists.
+func Remove(h *netlink.Handle, name string) error {
+	cur, err := h.LinkByName(name)
+	if err != nil {
+		if errors.As(err, new(netlink.LinkNotFoundError)) {
+			return nil
+		}
+		return fmt.Errorf("look up overlay link %s: %w", name, err)
+	}
+	if err := h.LinkDel(cur); err != nil {
+		return fmt.Errorf("delete overlay link %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,456 @@
+package route
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// ErrLinkMissing reports that a link the state refers to does not exist;
+// the link's owner has to create it before the state can be applied.
+var ErrLinkMissing = errors.New("link missing")
+
+// Applier writes State into one network namespace.
+type Applier struct {
+	h   *netlink.Handle
+	ns  netns.NsHandle
+	cur netns.NsHandle
+	// encaps remembers the encapsulation last written for each route:
+	// the netlink library does not decode it when listing routes, so a
+	// route the kernel has is trusted to carry the encapsulation this
+	// applier gave it, and rewritten once after a restart.
+	encaps map[routeKey]ipEncap
+}
+
+type routeKey struct {
+	table int
+	dst   netip.Prefix
+}
+
+// NewApplier returns an applier for the namespace ns, or for the current one
+// when ns is netns.None().
+func NewApplier(ns netns.NsHandle) (*Applier, error) {
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return nil, fmt.Errorf("open netlink handle: %w", err)
+	}
+	a := &Applier{h: h, ns: ns, cur: netns.None(), encaps: map[routeKey]ipEncap{}}
+	if ns.IsOpen() {
+		// Sockets for raw requests are opened in ns from a thread that then
+		// returns to the namespace the process started in.
+		cur, err := netns.Get()
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("get current network namespace: %w", err)
+		}
+		a.cur = cur
+	}
+	return a, nil
+}
+
+// Close releases the applier's netlink handle.
+func (a *Applier) Close() {
+	a.h.Close()
+	if a.cur.IsOpen() {
+		a.cur.Close()
+	}
+}
+
+// Handle is the applier's netlink handle, for callers that subscribe to
+// changes or create links in the same namespace.
+func (a *Applier) Handle() *netlink.Handle { return a.h }
+
+// Apply brings the namespace to want and returns a description of each
+// change it made; nothing is written when the kernel already matches.
+func (a *Applier) Apply(want State) ([]string, error) {
+	var changes []string
+	note := func(format string, args ...any) { changes = append(changes, fmt.Sprintf(format, args...)) }
+
+	links := map[string]netlink.Link{}
+	link := func(name string) (netlink.Link, error) {
+		if l, ok := links[name]; ok {
+			return l, nil
+		}
+		l, err := a.h.LinkByName(name)
+		if err != nil {
+			if errors.As(err, new(netlink.LinkNotFoundError)) {
+				return nil, fmt.Errorf("link %s: %w", name, ErrLinkMissing)
+			}
+			return nil, fmt.Errorf("look up link %s: %w", name, err)
+		}
+		links[name] = l
+		return l, nil
+	}
+
+	for _, l := range want.Links {
+		nl, err := link(l.Name)
+		if err != nil {
+			return changes, err
+		}
+		if l.MTU != 0 && nl.Attrs().MTU != l.MTU {
+			if err := a.h.LinkSetMTU(nl, l.MTU); err != nil {
+				return changes, fmt.Errorf("set MTU of link %s to %d: %w", l.Name, l.MTU, err)
+			}
+			note("link %s: mtu %d", l.Name, l.MTU)
+		}
+		if nl.Attrs().Flags&net.FlagUp == 0 {
+			if err := a.h.LinkSetUp(nl); err != nil {
+				return changes, fmt.Errorf("set link %s up: %w", l.Name, err)
+			}
+			note("link %s: up", l.Name)
+		}
+		if l.Router {
+			conf, err := a.inetConf(nl.Attrs().Index)
+			if err != nil {
+				return changes, fmt.Errorf("read IPv4 settings of link %s: %w", l.Name, err)
+			}
+			diff := map[int]uint32{}
+			for k, v := range routerConf {
+				if k > len(conf) || conf[k-1] != v {
+					diff[k] = v
+				}
+			}
+			if len(diff) > 0 {
+				if err := a.setInetConf(nl.Attrs().Index, diff); err != nil {
+					return changes, fmt.Errorf("write IPv4 settings of link %s: %w", l.Name, err)
+				}
+				note("link %s: forwarding on, rp_filter and redirects off", l.Name)
+			}
+		}
+	}
+
+	for _, l := range want.Links {
+		nl, err := link(l.Name)
+		if err != nil {
+			return changes, err
+		}
+		c, err := a.syncAddresses(nl, want.Addresses)
+		changes = append(changes, c...)
+		if err != nil {
+			return changes, err
+		}
+		c, err = a.syncNeighbors(nl, want.Neighbors)
+		changes = append(changes, c...)
+		if err != nil {
+			return changes, err
+		}
+	}
+
+	c, err := a.syncRoutes(want, link)
+	changes = append(changes, c...)
+	if err != nil {
+		return changes, err
+	}
+	c, err = a.syncRules(want)
+	changes = append(changes, c...)
+	return changes, err
+}
+
+func (a *Applier) syncAddresses(l netlink.Link, want []Address) ([]string, error) {
+	var changes []string
+	name := l.Attrs().Name
+	have, err := a.h.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of link %s: %w", name, err)
+	}
+	wanted := map[netip.Prefix]bool{}
+	for _, w := range want {
+		if w.Link == name {
+			wanted[w.Prefix] = true
+		}
+	}
+	for _, h := range have {
+		p, ok := prefixOf(h.IPNet)
+		if ok && wanted[p] {
+			delete(wanted, p)
+			continue
+		}
+		if err := a.h.AddrDel(l, &h); err != nil {
+			return changes, fmt.Errorf("delete address %s of link %s: %w", h.IPNet, name, err)
+		}
+		changes = append(changes, fmt.Sprintf("address %s dev %s: deleted", h.IPNet, name))
+	}
+	for _, w := range want {
+		if w.Link != name || !wanted[w.Prefix] {
+			continue
+		}
+		if err := a.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(w.Prefix)}); err != nil {
+			return changes, fmt.Errorf("add address %s to link %s: %w", w.Prefix, name, err)
+		}
+		changes = append(changes, fmt.Sprintf("address %s: added", w))
+	}
+	return changes, nil
+}
+
+func (a *Applier) syncNeighbors(l netlink.Link, want []Neighbor) ([]string, error) {
+	var changes []string
+	name, index := l.Attrs().Name, l.Attrs().Index
+	have, err := a.h.NeighList(index, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("list neighbors of link %s: %w", name, err)
+	}
+	haveByIP := map[netip.Addr]netlink.Neigh{}
+	for _, n := range have {
+		if ip, ok := netip.AddrFromSlice(n.IP); ok {
+			haveByIP[ip.Unmap()] = n
+		}
+	}
+	wanted := map[netip.Addr]bool{}
+	for _, w := range want {
+		if w.Link != name {
+			continue
+		}
+		wanted[w.IP] = true
+		if n, ok := haveByIP[w.IP]; ok && n.State == netlink.NUD_PERMANENT && bytes.Equal(n.HardwareAddr, w.MAC) {
+			continue
+		}
+		err := a.h.NeighSet(&netlink.Neigh{
+			LinkIndex:    index,
+			Family:       netlink.FAMILY_V4,
+			State:        netlink.NUD_PERMANENT,
+			IP:           w.IP.AsSlice(),
+			HardwareAddr: w.MAC,
+		})
+		if err != nil {
+			return changes, fmt.Errorf("set neighbor %s: %w", w, err)
+		}
+		changes = append(changes, fmt.Sprintf("neighbor %s: set", w))
+	}
+	for ip, n := range haveByIP {
+		if wanted[ip] || n.State != netlink.NUD_PERMANENT {
+			continue
+		}
+		if err := a.h.NeighDel(&n); err != nil {
+			return changes, fmt.Errorf("delete neighbor %s of link %s: %w", ip, name, err)
+		}
+		changes = append(changes, fmt.Sprintf("neighbor %s dev %s: deleted", ip, name))
+	}
+	return changes, nil
+}
+
+func (a *Applier) syncRoutes(want State, link func(string) (netlink.Link, error)) ([]string, error) {
+	var changes []string
+	byTable := map[int][]Route{}
+	for _, r := range want.Routes {
+		byTable[r.Table] = append(byTable[r.Table], r)
+	}
+	for _, table := range want.Tables {
+		have, err := a.listTable(table)
+		if err != nil {
+			return changes, err
+		}
+		wanted := map[netip.Prefix]bool{}
+		for _, r := range byTable[table] {
+			wanted[r.Dst] = true
+			nr, err := toNetlinkRoute(r, link)
+			if err != nil {
+				return changes, err
+			}
+			key := routeKey{table, r.Dst}
+			if h, ok := have[r.Dst]; ok && sameRoute(h, nr) && a.sameEncap(key, nr) {
+				continue
+			}
+			if err := a.h.RouteReplace(nr); err != nil {
+				return changes, fmt.Errorf("write route %s: %w", r, err)
+			}
+			if e, ok := nr.Encap.(*ipEncap); ok {
+				a.encaps[key] = *e
+			} else {
+				delete(a.encaps, key)
+			}
+			changes = append(changes, fmt.Sprintf("route %s: written", r))
+		}
+		for dst, h := range have {
+			if wanted[dst] {
+				continue
+			}
+			if err := a.h.RouteDel(&h); err != nil {
+				return changes, fmt.Errorf("delete route %s from table %d: %w", dst, table, err)
+			}
+			delete(a.encaps, routeKey{table, dst})
+			changes = append(changes, fmt.Sprintf("route %s table %d: deleted", dst, table))
+		}
+	}
+	return changes, nil
+}
+
+func (a *Applier) listTable(table int) (map[netip.Prefix]netlink.Route, error) {
+	routes, err := a.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
+	}
+	out := map[netip.Prefix]netlink.Route{}
+	for _, r := range routes {
+		dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		if r.Dst != nil {
+			p, ok := prefixOf(r.Dst)
+			if !ok {
+				continue
+			}
+			dst = p
+		}
+		out[dst] = r
+	}
+	return out, nil
+}
+
+func toNetlinkRoute(r Route, link func(string) (netlink.Link, error)) (*netlink.Route, error) {
+	nr := &netlink.Route{Table: r.Table, Dst: ipNet(r.Dst), Family: netlink.FAMILY_V4}
+	if r.Unreachable {
+		nr.Type = unix.RTN_UNREACHABLE
+		return nr, nil
+	}
+	nr.Type = unix.RTN_UNICAST
+	l, err := link(r.Link)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", r, err)
+	}
+	nr.LinkIndex = l.Attrs().Index
+	nr.Scope = netlink.SCOPE_LINK
+	if r.Via.IsValid() {
+		nr.Gw = r.Via.AsSlice()
+		nr.Flags = int(netlink.FLAG_ONLINK)
+		nr.Scope = netlink.SCOPE_UNIVERSE
+	}
+	if r.Encap.IsValid() {
+		nr.Encap = &ipEncap{id: uint64(r.VNI), dst: r.Encap}
+	}
+	return nr, nil
+}
+
+func sameRoute(have netlink.Route, want *netlink.Route) bool {
+	if have.Type != want.Type {
+		return false
+	}
+	if want.Type == unix.RTN_UNREACHABLE {
+		return true
+	}
+	return have.LinkIndex == want.LinkIndex && have.Gw.Equal(want.Gw)
+}
+
+func (a *Applier) sameEncap(key routeKey, want *netlink.Route) bool {
+	last, ok := a.encaps[key]
+	e, wantEncap := want.Encap.(*ipEncap)
+	if !wantEncap {
+		return !ok
+	}
+	return ok && last == *e
+}
+
+func (a *Applier) syncRules(want State) ([]string, error) {
+	var changes []string
+	have, err := a.h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("list rules: %w", err)
+	}
+	owned := map[int]bool{}
+	for _, p := range want.RulePriorities {
+		owned[p] = true
+	}
+	matched := make([]bool, len(want.Rules))
+	for _, h := range have {
+		if !owned[h.Priority] {
+			continue
+		}
+		i := slices.IndexFunc(want.Rules, func(w Rule) bool { return sameRule(h, w) })
+		if i >= 0 && !matched[i] {
+			matched[i] = true
+			continue
+		}
+		if err := a.h.RuleDel(&h); err != nil {
+			return changes, fmt.Errorf("delete rule %d lookup %d: %w", h.Priority, h.Table, err)
+		}
+		changes = append(changes, fmt.Sprintf("rule %s: deleted", h))
+	}
+	for i, w := range want.Rules {
+		if matched[i] {
+			continue
+		}
+		r := netlink.NewRule()
+		r.Family = netlink.FAMILY_V4
+		r.Priority = w.Priority
+		r.Table = w.Table
+		r.IifName = w.IIF
+		if w.Src.IsValid() {
+			r.Src = ipNet(w.Src)
+		}
+		if err := a.h.RuleAdd(r); err != nil {
+			return changes, fmt.Errorf("add rule %s: %w", w, err)
+		}
+		changes = append(changes, fmt.Sprintf("rule %s: added", w))
+	}
+	return changes, nil
+}
+
+func sameRule(h netlink.Rule, w Rule) bool {
+	if h.Priority != w.Priority || h.Table != w.Table || h.IifName != w.IIF || h.OifName != "" || h.Invert {
+		return false
+	}
+	if h.Mark != 0 || h.Dst != nil {
+		return false
+	}
+	if !w.Src.IsValid() {
+		return h.Src == nil
+	}
+	p, ok := prefixOf(h.Src)
+	return ok && p == w.Src
+}
+
+// Remove deletes every route of the owned tables and every rule at the
+// owned priorities of s. Addresses and neighbors go with the links, which
+// their owners delete.
+func (a *Applier) Remove(s State) error {
+	var errs []error
+	have, err := a.h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list rules: %w", err))
+	}
+	for _, h := range have {
+		if slices.Contains(s.RulePriorities, h.Priority) {
+			if err := a.h.RuleDel(&h); err != nil {
+				errs = append(errs, fmt.Errorf("delete rule %d lookup %d: %w", h.Priority, h.Table, err))
+			}
+		}
+	}
+	for _, table := range s.Tables {
+		routes, err := a.listTable(table)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for dst, r := range routes {
+			if err := a.h.RouteDel(&r); err != nil {
+				errs = append(errs, fmt.Errorf("delete route %s from table %d: %w", dst, table, err))
+			}
+		}
+	}
+	clear(a.encaps)
+	return errors.Join(errs...)
+}
+
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	addr, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	bits, _ := n.Mask.Size()
+	addr = addr.Unmap()
+	if addr.Is4() && bits > 32 {
+		bits -= 96
+	}
+	return netip.PrefixFrom(addr, bits), true
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}

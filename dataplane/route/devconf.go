@@ -1,0 +1,145 @@
+package route
+
+import (
+	"encoding/binary"
+	"fmt"
+	"syscall"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// Indexes of IPv4 per-link settings (IPV4_DEVCONF_* in
+// include/uapi/linux/ip.h), the same as the files under
+// /proc/sys/net/ipv4/conf/<link>/.
+const (
+	devconfForwarding    = 1
+	devconfSendRedirects = 6
+	devconfRPFilter      = 8
+)
+
+// Nested attributes of IFLA_AF_SPEC for AF_INET.
+const iflaInetConf = 1
+
+// routerConf is what Link.Router sets.
+var routerConf = map[int]uint32{
+	devconfForwarding:    1,
+	devconfSendRedirects: 0,
+	devconfRPFilter:      0,
+}
+
+// The settings are written over netlink (RTM_SETLINK with IFLA_INET_CONF)
+// rather than /proc/sys, because a container that is not privileged sees
+// /proc/sys read-only while CAP_NET_ADMIN is enough for netlink.
+
+// inetConf reads the IPv4 settings of the link with the given index; the
+// value of setting i is at index i-1.
+func (a *Applier) inetConf(index int) ([]uint32, error) {
+	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, 0)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(index)
+	req.AddData(msg)
+	msgs, err := a.exchange(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		if m.Header.Type != unix.RTM_NEWLINK || len(m.Data) < unix.SizeofIfInfomsg {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m.Data[unix.SizeofIfInfomsg:])
+		if err != nil {
+			return nil, fmt.Errorf("parse link attributes: %w", err)
+		}
+		for _, attr := range attrs {
+			if attr.Attr.Type&nl.NLA_TYPE_MASK != unix.IFLA_AF_SPEC {
+				continue
+			}
+			families, err := nl.ParseRouteAttr(attr.Value)
+			if err != nil {
+				return nil, fmt.Errorf("parse IFLA_AF_SPEC: %w", err)
+			}
+			for _, fam := range families {
+				if fam.Attr.Type&nl.NLA_TYPE_MASK != unix.AF_INET {
+					continue
+				}
+				inet, err := nl.ParseRouteAttr(fam.Value)
+				if err != nil {
+					return nil, fmt.Errorf("parse AF_INET settings: %w", err)
+				}
+				for _, c := range inet {
+					if c.Attr.Type&nl.NLA_TYPE_MASK != iflaInetConf {
+						continue
+					}
+					vals := make([]uint32, len(c.Value)/4)
+					for i := range vals {
+						vals[i] = nl.NativeEndian().Uint32(c.Value[4*i:])
+					}
+					return vals, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("link %d reports no IPv4 settings", index)
+}
+
+// setInetConf writes IPv4 settings of the link with the given index.
+func (a *Applier) setInetConf(index int, conf map[int]uint32) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(index)
+	req.AddData(msg)
+	spec := nl.NewRtAttr(unix.IFLA_AF_SPEC|unix.NLA_F_NESTED, nil)
+	inet := spec.AddRtAttr(unix.AF_INET|unix.NLA_F_NESTED, nil)
+	c := inet.AddRtAttr(iflaInetConf|unix.NLA_F_NESTED, nil)
+	for k, v := range conf {
+		var b [4]byte
+		nl.NativeEndian().PutUint32(b[:], v)
+		c.AddRtAttr(k, b[:])
+	}
+	req.AddData(spec)
+	_, err := a.exchange(req)
+	return err
+}
+
+// exchange sends req on a route netlink socket of the applier's namespace
+// and returns the reply messages, or the error the kernel acknowledged.
+func (a *Applier) exchange(req *nl.NetlinkRequest) ([]syscall.NetlinkMessage, error) {
+	s, err := nl.GetNetlinkSocketAt(a.ns, a.cur, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("open route netlink socket: %w", err)
+	}
+	defer s.Close()
+	if err := s.Send(req); err != nil {
+		return nil, fmt.Errorf("send netlink request: %w", err)
+	}
+	var out []syscall.NetlinkMessage
+	for {
+		msgs, _, err := s.Receive()
+		if err != nil {
+			return nil, fmt.Errorf("receive netlink reply: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Seq != req.Seq {
+				continue
+			}
+			switch m.Header.Type {
+			case unix.NLMSG_ERROR:
+				if len(m.Data) < 4 {
+					return nil, fmt.Errorf("short netlink error message")
+				}
+				if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
+					return nil, syscall.Errno(-errno)
+				}
+				return out, nil
+			case unix.NLMSG_DONE:
+				return out, nil
+			default:
+				out = append(out, m)
+				if m.Header.Flags&unix.NLM_F_MULTI == 0 && req.Flags&unix.NLM_F_ACK == 0 {
+					return out, nil
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package route
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/peerlink/peerlink/dataplane/nstest"
+)
+
+func TestStrings(t *testing.T) {
+	r := Route{Table: 1801, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: netip.MustParseAddr("10.244.0.10"), Encap: netip.MustParseAddr("10.244.0.10"), VNI: 6091}
+	if got, want := r.String(), "10.71.0.0/16 encap ip id 6091 dst 10.244.0.10 via 10.244.0.10 dev ovl onlink table 1801"; got != want {
+		t.Errorf("Route.String() = %q, want %q", got, want)
+	}
+	u := Route{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true}
+	if got, want := u.String(), "unreachable 0.0.0.0/0 table 1801"; got != want {
+		t.Errorf("Route.String() = %q, want %q", got, want)
+	}
+	rule := Rule{Priority: 1801, IIF: "ovl", Table: 1801}
+	if got, want := rule.String(), "1801: from all iif ovl lookup 1801"; got != want {
+		t.Errorf("Rule.String() = %q, want %q", got, want)
+	}
+}
+
+func TestApply(t *testing.T) {
+	nstest.RequirePrivileged(t)
+	ns := nstest.New(t, "route")
+	peer := nstest.New(t, "peer")
+	if err := nstest.Veth(ns, "up0", peer, "down0"); err != nil {
+		t.Fatal(err)
+	}
+	ns.MustRun(t, "ip", "link", "add", "ovl", "type", "vxlan", "external", "dstport", "4790")
+
+	a, err := NewApplier(ns.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	gw := netip.MustParseAddr("10.244.0.10")
+	want := State{
+		Links:     []Link{{Name: "up0", MTU: 1400, Router: true}, {Name: "ovl", Router: true}},
+		Addresses: []Address{{Link: "up0", Prefix: netip.MustParsePrefix("169.254.18.1/30")}},
+		Neighbors: []Neighbor{{Link: "ovl", IP: gw, MAC: []byte{2, 0x50, 10, 244, 0, 10}}},
+		Routes: []Route{
+			{Table: 1801, Dst: netip.MustParsePrefix("10.244.0.0/16"), Link: "up0"},
+			{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true},
+			{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw, Encap: gw, VNI: 6091},
+		},
+		Rules: []Rule{
+			{Priority: 1801, IIF: "ovl", Table: 1801},
+			{Priority: 1802, Src: netip.MustParsePrefix("10.244.0.0/16"), Table: 1802},
+			{Priority: 1802, Src: netip.MustParsePrefix("10.245.0.0/16"), Table: 1802},
+		},
+		Tables:         []int{1801, 1802},
+		RulePriorities: []int{1801, 1802},
+	}
+	changes, err := a.Apply(want)
+	if err != nil {
+		t.Fatalf("Apply: %v (after %v)", err, changes)
+	}
+	if len(changes) == 0 {
+		t.Fatal("first Apply reported no change")
+	}
+	routes := ns.MustRun(t, "ip", "route", "show", "table", "1802")
+	if !strings.Contains(routes, "10.71.0.0/16  encap ip id 6091 src 0.0.0.0 dst 10.244.0.10") || !strings.Contains(routes, "via 10.244.0.10 dev ovl") {
+		t.Errorf("table 1802:\n%s", routes)
+	}
+	if conf := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.up0.forwarding", "net.ipv4.conf.up0.rp_filter", "net.ipv4.conf.up0.send_redirects"); conf != "1\n0\n0\n" {
+		t.Errorf("up0 forwarding, rp_filter, send_redirects = %q", conf)
+	}
+
+	if changes, err := a.Apply(want); err != nil || len(changes) != 0 {
+		t.Fatalf("second Apply = %v, %v; want nothing written", changes, err)
+	}
+
+	ns.MustRun(t, "ip", "route", "del", "10.244.0.0/16", "table", "1801")
+	ns.MustRun(t, "ip", "rule", "del", "priority", "1801")
+	ns.MustRun(t, "ip", "rule", "add", "priority", "1802", "from", "all", "lookup", "main")
+	ns.MustRun(t, "ip", "route", "add", "192.0.2.0/24", "dev", "up0", "table", "1801")
+	ns.MustRun(t, "ip", "addr", "add", "192.0.2.1/24", "dev", "up0")
+	changes, err = a.Apply(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"route 10.244.0.0/16 dev up0 table 1801: written", "route 192.0.2.0/24 table 1801: deleted", "rule 1801: from all iif ovl lookup 1801: added", "address 192.0.2.1/24 dev up0: deleted"} {
+		if !contains(changes, c) {
+			t.Errorf("Apply after hand edits: changes %q lack %q", changes, c)
+		}
+	}
+	if changes, err := a.Apply(want); err != nil || len(changes) != 0 {
+		t.Fatalf("Apply after repair = %v, %v; want nothing written", changes, err)
+	}
+
+	ns.MustRun(t, "ip", "rule", "add", "priority", "100", "from", "all", "lookup", "main")
+	if err := a.Remove(want); err != nil {
+		t.Fatal(err)
+	}
+	rules := ns.MustRun(t, "ip", "rule")
+	if strings.Contains(rules, "1801:") || strings.Contains(rules, "1802:") || !strings.Contains(rules, "100:") {
+		t.Errorf("rules after Remove:\n%s", rules)
+	}
+	if out := ns.MustRun(t, "ip", "route", "show", "table", "1801"); out != "" {
+		t.Errorf("table 1801 after Remove:\n%s", out)
+	}
+
+	missing := want
+	missing.Links = append(missing.Links, Link{Name: "nope"})
+	if _, err := a.Apply(missing); err == nil || !strings.Contains(err.Error(), "link nope") {
+		t.Errorf("Apply with a missing link = %v", err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

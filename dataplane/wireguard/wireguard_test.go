@@ -1,0 +1,183 @@
+package wireguard
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vishvananda/netlink"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane/nstest"
+)
+
+func mustKey(t *testing.T) wgtypes.Key {
+	t.Helper()
+	k, err := wgtypes.GeneratePrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestDiff(t *testing.T) {
+	priv, peer, other := mustKey(t), mustKey(t).PublicKey(), mustKey(t).PublicKey()
+	want := Config{
+		PrivateKey: priv,
+		ListenPort: 51840,
+		Peer: Peer{
+			PublicKey:           peer,
+			AllowedIPs:          []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("169.254.18.2/32")},
+			PersistentKeepalive: 25 * time.Second,
+		},
+	}
+	roamed := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 40000}
+	inSync := &wgtypes.Device{
+		PrivateKey: priv,
+		ListenPort: 51840,
+		Peers: []wgtypes.Peer{{
+			PublicKey:                   peer,
+			Endpoint:                    roamed,
+			PersistentKeepaliveInterval: 25 * time.Second,
+			AllowedIPs: []net.IPNet{
+				{IP: net.IPv4(169, 254, 18, 2).To4(), Mask: net.CIDRMask(32, 32)},
+				{IP: net.IPv4(10, 244, 0, 0).To4(), Mask: net.CIDRMask(16, 32)},
+			},
+		}},
+	}
+
+	if cfg, changed := Diff(inSync, want); changed {
+		t.Errorf("Diff of a device in sync = %+v, want no change (a learned endpoint is kept)", cfg)
+	}
+
+	empty := &wgtypes.Device{}
+	cfg, changed := Diff(empty, want)
+	if !changed || cfg.PrivateKey == nil || *cfg.PrivateKey != priv || cfg.ListenPort == nil || *cfg.ListenPort != 51840 {
+		t.Fatalf("Diff of an empty device = %+v, %v; want key and port written", cfg, changed)
+	}
+	if len(cfg.Peers) != 1 || cfg.Peers[0].Endpoint != nil || !cfg.Peers[0].ReplaceAllowedIPs || len(cfg.Peers[0].AllowedIPs) != 2 ||
+		cfg.Peers[0].PersistentKeepaliveInterval == nil || *cfg.Peers[0].PersistentKeepaliveInterval != 25*time.Second {
+		t.Errorf("Diff of an empty device wrote peer %+v", cfg.Peers)
+	}
+
+	client := want
+	client.ListenPort = 0
+	client.Peer.Endpoint = netip.MustParseAddrPort("192.0.2.1:51840")
+	cfg, changed = Diff(inSync, client)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].Endpoint.String() != "192.0.2.1:51840" || cfg.ListenPort != nil {
+		t.Errorf("Diff with a new endpoint = %+v, %v; want only the endpoint written", cfg, changed)
+	}
+
+	stale := *inSync
+	stale.Peers = append([]wgtypes.Peer{{PublicKey: other}}, inSync.Peers...)
+	cfg, changed = Diff(&stale, want)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != other || !cfg.Peers[0].Remove {
+		t.Errorf("Diff with a foreign peer = %+v, %v; want it removed and nothing else", cfg, changed)
+	}
+}
+
+func TestParseImplementation(t *testing.T) {
+	for _, ok := range []string{"auto", "kernel", "userspace"} {
+		if _, err := ParseImplementation(ok); err != nil {
+			t.Errorf("ParseImplementation(%q): %v", ok, err)
+		}
+	}
+	if _, err := ParseImplementation("boringtun"); err == nil {
+		t.Error("ParseImplementation accepted boringtun")
+	}
+}
+
+// TestUserspaceDevice runs wireguard-go in a fresh namespace: wgctrl and
+// `wg show` see it through the UAPI socket, Sync writes once then nothing,
+// and the device reports itself closed when its link is deleted by hand.
+func TestUserspaceDevice(t *testing.T) {
+	if !nstest.InNamespace(t) {
+		return
+	}
+	const name = "plwgtest0"
+	dev, err := Open(name, Userspace, 1340, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if dev.Implementation() != Userspace {
+		t.Errorf("Implementation() = %s", dev.Implementation())
+	}
+	link, err := netlink.LinkByName(name)
+	if err != nil || link.Attrs().MTU != 1340 {
+		t.Fatalf("link %s: %v, mtu %v; want mtu 1340", name, err, link)
+	}
+
+	want := Config{
+		PrivateKey: mustKey(t),
+		ListenPort: 51999,
+		Peer: Peer{
+			PublicKey:           mustKey(t).PublicKey(),
+			Endpoint:            netip.MustParseAddrPort("192.0.2.1:51840"),
+			AllowedIPs:          []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+			PersistentKeepalive: 25 * time.Second,
+		},
+	}
+	if changed, err := Sync(dev, want); err != nil || !changed {
+		t.Fatalf("first Sync = %v, %v; want a write", changed, err)
+	}
+	if changed, err := Sync(dev, want); err != nil || changed {
+		t.Fatalf("second Sync = %v, %v; want nothing written", changed, err)
+	}
+	if wg, err := exec.LookPath("wg"); err == nil {
+		out, err := exec.Command(wg, "show", name).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "listening port: 51999") || !strings.Contains(string(out), "endpoint: 192.0.2.1:51840") {
+			t.Errorf("wg show %s: %v\n%s", name, err, out)
+		}
+	}
+	if err := Rehandshake(dev, want); err != nil {
+		t.Fatalf("Rehandshake: %v", err)
+	}
+	if changed, err := Sync(dev, want); err != nil || changed {
+		t.Fatalf("Sync after Rehandshake = %v, %v; want the peer back as it was", changed, err)
+	}
+
+	if err := netlink.LinkDel(link); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := dev.Device()
+		if errors.Is(err, ErrClosed) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Device() after the link was deleted = %v, want ErrClosed", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestKernelUnavailableIsReported(t *testing.T) {
+	if !nstest.InNamespace(t) {
+		return
+	}
+	err := KernelAvailable()
+	if err == nil {
+		t.Skip("this kernel has WireGuard")
+	}
+	if !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("KernelAvailable() = %v, want ErrNotSupported", err)
+	}
+	if _, err := Open("plwgtest1", Kernel, 1340, logr.Discard()); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("Open(kernel) = %v, want ErrNotSupported", err)
+	}
+	dev, err := Open("plwgtest1", Auto, 1340, logr.Discard())
+	if err != nil {
+		t.Fatalf("Open(auto): %v", err)
+	}
+	defer dev.Close()
+	if dev.Implementation() != Userspace {
+		t.Errorf("Open(auto) chose %s, want userspace", dev.Implementation())
+	}
+}
