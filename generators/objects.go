@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // Kinds of the objects this package builds.
@@ -16,10 +17,6 @@ const (
 	KindGatewayClient = "GatewayClient"
 	KindPublicKey     = "PublicKey"
 	KindConnection    = "Connection"
-	// KindServerTemplate and KindClientTemplate are the default template kinds
-	// a gateway refers to.
-	KindServerTemplate = "WgGatewayServerTemplate"
-	KindClientTemplate = "WgGatewayClientTemplate"
 )
 
 // Peer names the peer an object is for and where it goes.
@@ -102,7 +99,7 @@ func GatewayServer(o GatewayServerOptions) (*netv1beta1.GatewayServer, error) {
 		TypeMeta:   typeMeta(KindGatewayServer),
 		ObjectMeta: o.objectMeta(nil),
 		Spec: netv1beta1.GatewayServerSpec{
-			ServerTemplateRef: templateRef(KindServerTemplate, netv1beta1.DefaultServerTemplateName, o.TemplateName, o.TemplateNamespace),
+			ServerTemplateRef: templateRef(templates.ServerTemplateKind, netv1beta1.DefaultServerTemplateName, o.TemplateName, o.TemplateNamespace),
 			MTU:               o.MTU,
 			Endpoint: netv1beta1.Endpoint{
 				Port:        o.Port,
@@ -147,7 +144,7 @@ func GatewayClient(o GatewayClientOptions) (*netv1beta1.GatewayClient, error) {
 		TypeMeta:   typeMeta(KindGatewayClient),
 		ObjectMeta: o.objectMeta(nil),
 		Spec: netv1beta1.GatewayClientSpec{
-			ClientTemplateRef: templateRef(KindClientTemplate, netv1beta1.DefaultClientTemplateName, o.TemplateName, o.TemplateNamespace),
+			ClientTemplateRef: templateRef(templates.ClientTemplateKind, netv1beta1.DefaultClientTemplateName, o.TemplateName, o.TemplateNamespace),
 			MTU:               o.MTU,
 			Endpoint: netv1beta1.GatewayClientEndpoint{
 				Addresses: append([]string(nil), o.Addresses...),

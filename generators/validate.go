@@ -12,6 +12,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // InvalidError reports every field of a built or decoded object that the API
@@ -64,14 +65,14 @@ func Validate(obj runtime.Object) field.ErrorList {
 		errs := validateLabels(o.Labels)
 		errs = append(errs, validateGatewayName(o.Name)...)
 		spec := field.NewPath("spec")
-		errs = append(errs, validateTemplateRef(o.Spec.ServerTemplateRef, KindServerTemplate, spec.Child("serverTemplateRef"))...)
+		errs = append(errs, validateTemplateRef(o.Spec.ServerTemplateRef, templates.ServerTemplateKind, spec.Child("serverTemplateRef"))...)
 		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
 		return append(errs, validateServerEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
 	case *netv1beta1.GatewayClient:
 		errs := validateLabels(o.Labels)
 		errs = append(errs, validateGatewayName(o.Name)...)
 		spec := field.NewPath("spec")
-		errs = append(errs, validateTemplateRef(o.Spec.ClientTemplateRef, KindClientTemplate, spec.Child("clientTemplateRef"))...)
+		errs = append(errs, validateTemplateRef(o.Spec.ClientTemplateRef, templates.ClientTemplateKind, spec.Child("clientTemplateRef"))...)
 		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
 		return append(errs, validateClientEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
 	case *netv1beta1.PublicKey:
