@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 // Ruleset is one nftables table of family ip, owned entirely by peerlink.
@@ -111,8 +113,8 @@ func (rs Ruleset) Validate() error {
 				return fmt.Errorf("table %s: set %s: %s is not IPv4", rs.Table, s.Name, p)
 			}
 		}
-		if a, b, ok := overlap(s.Prefixes); ok {
-			return fmt.Errorf("table %s: set %s: %s and %s overlap", rs.Table, s.Name, a, b)
+		if i, j, ok := cidr.FirstOverlap(s.Prefixes); ok {
+			return fmt.Errorf("table %s: set %s: %s and %s overlap", rs.Table, s.Name, s.Prefixes[i], s.Prefixes[j])
 		}
 	}
 	maps := map[string]bool{}
@@ -127,8 +129,8 @@ func (rs Ruleset) Validate() error {
 		for i, e := range m.Elements {
 			keys[i] = e.From
 		}
-		if a, b, ok := overlap(keys); ok {
-			return fmt.Errorf("table %s: map %s: keys %s and %s overlap", rs.Table, m.Name, a, b)
+		if i, j, ok := cidr.FirstOverlap(keys); ok {
+			return fmt.Errorf("table %s: map %s: keys %s and %s overlap", rs.Table, m.Name, keys[i], keys[j])
 		}
 	}
 	for _, c := range rs.Chains {
@@ -250,16 +252,4 @@ func sortedPrefixes(ps []netip.Prefix) []netip.Prefix {
 		return a.Bits() - b.Bits()
 	})
 	return out
-}
-
-// overlap returns two prefixes of ps that overlap: an interval set cannot
-// hold both.
-func overlap(ps []netip.Prefix) (netip.Prefix, netip.Prefix, bool) {
-	sorted := sortedPrefixes(ps)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i-1].Overlaps(sorted[i]) {
-			return sorted[i-1], sorted[i], true
-		}
-	}
-	return netip.Prefix{}, netip.Prefix{}, false
 }
