@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
@@ -24,20 +24,6 @@ import (
 // firstIndex numbers the test clusters apart from a lab started with
 // `make lab` (c1, c2...), so both can run at once.
 const firstIndex = 11
-
-// requireRoot skips a test that needs root, or fails it when CI demands
-// that privileged tests run.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	const why = "the lab needs root (network namespaces, cgroups, mounts)"
-	if os.Getenv("PEERLINK_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatal(why + ", and PEERLINK_REQUIRE_PRIVILEGED=1")
-	}
-	t.Skip(why)
-}
 
 // logWriter sends the lab's progress lines to the test log.
 type logWriter struct {
@@ -57,7 +43,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // that nothing is left, when the test ends.
 func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 	t.Helper()
-	requireRoot(t)
+	nstest.RequirePrivileged(t)
 	repo, err := labctl.FindRepo()
 	if err != nil {
 		t.Fatal(err)
