@@ -188,7 +188,11 @@ func (rs Ruleset) String() string {
 	for _, c := range rs.Chains {
 		fmt.Fprintf(&b, "\tchain %s {\n\t\ttype %s hook %s priority %d; policy accept;\n", c.Name, c.Type, c.Hook, c.Priority)
 		for _, r := range c.Rules {
-			fmt.Fprintf(&b, "\t\t%s\n", r)
+			if r.Comment != "" {
+				fmt.Fprintf(&b, "\t\t%s comment %q\n", r, r.Comment)
+			} else {
+				fmt.Fprintf(&b, "\t\t%s\n", r)
+			}
 		}
 		b.WriteString("\t}\n")
 	}

@@ -1,0 +1,95 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Names and numbers of the kernel objects peerlink owns.
+const (
+	// TunnelLink is the WireGuard link of a gateway.
+	TunnelLink = "liqo-tunnel"
+	// OverlayLink is the overlay link of a gateway pod and of a node.
+	OverlayLink = "peerlink-ovl"
+	// GatewayNFTable is the nftables table (family ip) of a gateway.
+	GatewayNFTable = "peerlink-gw"
+	// FabricNFTable is the nftables table (family ip) of a node.
+	FabricNFTable = "peerlink-fabric"
+
+	// TableToPeer holds, in a gateway, the peer's real ranges via the
+	// tunnel; traffic from the overlay is looked up there.
+	TableToPeer = 1801
+	// TableFromPeer holds, in a gateway, the route back to its node through
+	// the overlay; traffic from the tunnel is looked up there.
+	TableFromPeer = 1802
+	// TablePodSources holds, on a node, every remote range via the overlay
+	// to the gateway of its peer; pod sources are looked up there.
+	TablePodSources = 1803
+	// TableHostSources holds, on a node, every remote range via the node of
+	// the gateway of its peer; other sources are looked up there.
+	TableHostSources = 1804
+
+	// HealthPort is the UDP port of the tunnel's ping responder, on the
+	// tunnel addresses.
+	HealthPort = 12345
+)
+
+// Rule priorities equal the numbers of the tables they look up: after the
+// local table (0), before main (32766), and apart from the low numbers CNIs
+// use.
+const (
+	PriorityToPeer     = TableToPeer
+	PriorityFromPeer   = TableFromPeer
+	PriorityPodSources = TablePodSources
+	PriorityHostSource = TableHostSources
+)
+
+// Tunnel addresses: a /30 of link-local space, the server .1, the client .2.
+var (
+	TunnelPrefix  = netip.MustParsePrefix("169.254.18.0/30")
+	ServerAddress = netip.MustParseAddr("169.254.18.1")
+	ClientAddress = netip.MustParseAddr("169.254.18.2")
+)
+
+// Role is a gateway's side of the tunnel.
+type Role string
+
+// Roles.
+const (
+	Server Role = "server"
+	Client Role = "client"
+)
+
+// ParseRole validates the value of the --mode flag.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case Server, Client:
+		return r, nil
+	}
+	return "", fmt.Errorf("mode %q: must be server or client", s)
+}
+
+// TunnelAddress is the role's own address on the tunnel.
+func (r Role) TunnelAddress() netip.Addr {
+	if r == Server {
+		return ServerAddress
+	}
+	return ClientAddress
+}
+
+// PeerTunnelAddress is the other side's address on the tunnel.
+func (r Role) PeerTunnelAddress() netip.Addr {
+	if r == Server {
+		return ClientAddress
+	}
+	return ServerAddress
+}
+
+// RangeMapping is one range of the peer: Real as the peer routes it, Remapped
+// as this cluster sees it (equal when it collides with nothing here). The
+// pairs come index-aligned from a Configuration's spec.remote and
+// status.remote.
+type RangeMapping struct {
+	Real     netip.Prefix
+	Remapped netip.Prefix
+}

@@ -1,0 +1,198 @@
+package dataplane
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// FabricFacts are what a fabric agent knows about its node and the active
+// gateways of the cluster.
+type FabricFacts struct {
+	// Node is the node's own address, where gateways and other nodes send
+	// it overlay packets; it names the overlay link's MAC address.
+	Node netip.Addr
+	// OverlayKind is the encapsulation of the cluster's overlay.
+	OverlayKind overlay.Kind
+	// OverlayMTU is the MTU of the overlay link.
+	OverlayMTU int
+	// PodCIDRs are the cluster's pod ranges: their sources keep their
+	// address towards peers.
+	PodCIDRs []netip.Prefix
+	// UnknownSource is the address other sources are translated to: the
+	// first address of the cluster's external CIDR.
+	UnknownSource netip.Addr
+	// Gateways are the active gateway pods, one per peer.
+	Gateways []FabricGateway
+}
+
+// FabricGateway is an active gateway pod and the ranges of its peer.
+type FabricGateway struct {
+	// Name identifies the gateway in errors and comments (namespace/name).
+	Name string
+	// Address is the gateway pod's address.
+	Address netip.Addr
+	// Node is the address of the node running the gateway pod.
+	Node netip.Addr
+	// Local is true when the gateway pod runs on this node.
+	Local bool
+	// Ranges are the peer's ranges as this cluster sees them (remapped).
+	Ranges []netip.Prefix
+}
+
+// FabricPlan is the desired state of a node.
+type FabricPlan struct {
+	// Overlay is the overlay link.
+	Overlay overlay.Link
+	// Routes are neighbors, routes and rules.
+	Routes route.State
+	// NAT is the node's nftables table.
+	NAT nat.Ruleset
+}
+
+// Names of the fabric's nftables sets.
+const (
+	setPodCIDRs     = "pod_cidrs"
+	setRemoteRanges = "remote_ranges"
+	setHomeRanges   = "home_ranges"
+)
+
+// FabricNATPriority runs the fabric's source NAT just before the CNIs'
+// (iptables' nat POSTROUTING is at 100): netfilter consults no later NAT
+// chain for a connection once one has set up a binding, so the identity SNAT
+// bypasses the CNI's masquerade.
+const FabricNATPriority = 99
+
+// PlanFabric computes the desired state of a node from its facts. Gateways
+// with no ranges yet (their Configuration is not remapped) get no routes.
+func PlanFabric(f FabricFacts) (FabricPlan, error) {
+	if err := f.validate(); err != nil {
+		return FabricPlan{}, err
+	}
+	gws := slices.Clone(f.Gateways)
+	slices.SortFunc(gws, func(a, b FabricGateway) int { return cmp.Compare(a.Name, b.Name) })
+
+	p := FabricPlan{Overlay: overlay.Link{Name: OverlayLink, Kind: f.OverlayKind, Underlay: f.Node}}
+	rs := route.State{
+		Links:          []route.Link{{Name: OverlayLink, MTU: f.OverlayMTU, Router: true}},
+		Tables:         []int{TablePodSources, TableHostSources},
+		RulePriorities: []int{PriorityPodSources, PriorityHostSource},
+	}
+	neighbors := map[netip.Addr]bool{}
+	neighbor := func(a netip.Addr) {
+		if !neighbors[a] {
+			neighbors[a] = true
+			rs.Neighbors = append(rs.Neighbors, route.Neighbor{Link: OverlayLink, IP: a, MAC: overlay.MAC(a)})
+		}
+	}
+	via := func(table int, dst netip.Prefix, to netip.Addr) route.Route {
+		return route.Route{Table: table, Dst: dst, Link: OverlayLink, Via: to, Encap: to, VNI: overlay.VNI}
+	}
+	var remote, home []netip.Prefix
+	for _, g := range gws {
+		if len(g.Ranges) == 0 {
+			continue
+		}
+		neighbor(g.Address)
+		// Other sources go through the gateway's node, which translates
+		// them to the unknown-source address and receives the replies.
+		hostHop := g.Address
+		if !g.Local {
+			hostHop = g.Node
+			neighbor(g.Node)
+		}
+		for _, r := range g.Ranges {
+			rs.Routes = append(rs.Routes, via(TablePodSources, r, g.Address), via(TableHostSources, r, hostHop))
+			remote = append(remote, r)
+			if g.Local {
+				home = append(home, r)
+			}
+		}
+	}
+	for _, pod := range f.PodCIDRs {
+		rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityPodSources, Src: pod, Table: TablePodSources})
+	}
+	rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityHostSource, Table: TableHostSources})
+	p.Routes = rs.Sorted()
+
+	p.NAT = nat.Ruleset{
+		Table: FabricNFTable,
+		Sets: []nat.Set{
+			{Name: setPodCIDRs, Prefixes: f.PodCIDRs},
+			{Name: setRemoteRanges, Prefixes: remote},
+			{Name: setHomeRanges, Prefixes: home},
+		},
+		Chains: []nat.Chain{{
+			Name: "postrouting", Type: nat.NAT, Hook: nat.Postrouting, Priority: FabricNATPriority,
+			Rules: []nat.Rule{
+				{
+					Comment: "other sources leave through this node's gateway as the unknown source",
+					SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
+				},
+				{
+					Comment: "keep sources towards peers, bypassing the CNI's masquerade",
+					DstIn:   setRemoteRanges, SNATKeepSource: true,
+				},
+			},
+		}},
+	}
+	return p, nil
+}
+
+func (f FabricFacts) validate() error {
+	var errs []error
+	if !f.Node.Is4() {
+		errs = append(errs, fmt.Errorf("node address %v: must be an IPv4 address", f.Node))
+	}
+	if f.OverlayKind != overlay.Geneve && f.OverlayKind != overlay.VXLAN {
+		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.OverlayKind))
+	}
+	if f.OverlayMTU < minMTU {
+		errs = append(errs, fmt.Errorf("overlay MTU %d: must be at least %d", f.OverlayMTU, minMTU))
+	}
+	if len(f.PodCIDRs) == 0 {
+		errs = append(errs, errors.New("pod CIDRs: at least one is required"))
+	}
+	for _, p := range f.PodCIDRs {
+		if !p.Addr().Is4() || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("pod CIDR %s: must be an IPv4 network", p))
+		}
+	}
+	if !f.UnknownSource.Is4() {
+		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address", f.UnknownSource))
+	}
+	var all []netip.Prefix
+	for _, g := range f.Gateways {
+		if !g.Address.Is4() {
+			errs = append(errs, fmt.Errorf("gateway %s: address %v must be IPv4", g.Name, g.Address))
+		}
+		if !g.Local && !g.Node.Is4() {
+			errs = append(errs, fmt.Errorf("gateway %s: node address %v must be IPv4", g.Name, g.Node))
+		}
+		for _, r := range g.Ranges {
+			if !r.Addr().Is4() || r != r.Masked() {
+				errs = append(errs, fmt.Errorf("gateway %s: range %s must be an IPv4 network", g.Name, r))
+			}
+		}
+		all = append(all, g.Ranges...)
+	}
+	if i, j, ok := cidr.FirstOverlap(all); ok {
+		errs = append(errs, fmt.Errorf("remote ranges %s and %s of two gateways overlap", all[i], all[j]))
+	}
+	// Pod CIDRs are few: a direct check names the pair.
+	for _, r := range all {
+		for _, pod := range f.PodCIDRs {
+			if r.Overlaps(pod) {
+				errs = append(errs, fmt.Errorf("remote range %s overlaps pod CIDR %s", r, pod))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,232 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// GatewayFacts are what a gateway agent knows about its peering.
+type GatewayFacts struct {
+	// Role is the gateway's side of the tunnel.
+	Role Role
+	// PrivateKey is the gateway's own WireGuard key.
+	PrivateKey wgtypes.Key
+	// PeerPublicKey is the peer gateway's WireGuard public key.
+	PeerPublicKey wgtypes.Key
+	// ListenPort is the server's WireGuard port.
+	ListenPort int
+	// Endpoint is where a client finds the server; invalid while unknown.
+	Endpoint netip.AddrPort
+	// MTU of the tunnel.
+	MTU int
+	// Keepalive is the WireGuard persistent keepalive; 0 disables it.
+	Keepalive time.Duration
+	// Remote are the peer's ranges, pod ranges and external ranges alike.
+	Remote []RangeMapping
+	// Overlay is how the gateway pod meets the nodes of its cluster.
+	Overlay GatewayOverlay
+}
+
+// GatewayOverlay are the facts of a gateway pod's overlay endpoint.
+type GatewayOverlay struct {
+	// Kind is the encapsulation the cluster's fabric uses.
+	Kind overlay.Kind
+	// Address is the gateway pod's own address, where nodes send overlay
+	// packets; it names the overlay link's MAC address.
+	Address netip.Addr
+	// Node is the address of the node running the gateway pod, where
+	// traffic from the tunnel is sent. Invalid: that traffic follows the
+	// pod's own routes instead.
+	Node netip.Addr
+	// MTU of the overlay link: the pod link's MTU less the encapsulation.
+	MTU int
+}
+
+// GatewayPlan is the desired state of a gateway pod's network namespace.
+type GatewayPlan struct {
+	// WireGuard is the configuration of TunnelLink.
+	WireGuard wireguard.Config
+	// TunnelMTU is the MTU TunnelLink is created with.
+	TunnelMTU int
+	// Overlay is the overlay link.
+	Overlay overlay.Link
+	// Routes are addresses, neighbors, routes and rules.
+	Routes route.State
+	// NAT is the gateway's nftables table.
+	NAT nat.Ruleset
+}
+
+// Names of the gateway's nftables sets, maps and chains.
+const (
+	mapRemappedToReal = "remapped_to_real"
+	mapRealToRemapped = "real_to_remapped"
+)
+
+// tcpIPHeaders is what an MSS leaves out of an IPv4 packet: IPv4 and TCP
+// headers without options.
+const tcpIPHeaders = 40
+
+// Plan computes the desired state of a gateway from its facts. It fails,
+// naming the fact, when the facts cannot make a working tunnel.
+func Plan(f GatewayFacts) (GatewayPlan, error) {
+	if err := f.validate(); err != nil {
+		return GatewayPlan{}, err
+	}
+	var p GatewayPlan
+
+	peerRanges := []netip.Prefix{netip.PrefixFrom(f.Role.PeerTunnelAddress(), 32)}
+	for _, m := range f.Remote {
+		peerRanges = append(peerRanges, m.Real)
+	}
+	p.WireGuard = wireguard.Config{
+		PrivateKey: f.PrivateKey,
+		Peer: wireguard.Peer{
+			PublicKey:           f.PeerPublicKey,
+			AllowedIPs:          peerRanges,
+			PersistentKeepalive: f.Keepalive,
+		},
+	}
+	if f.Role == Server {
+		p.WireGuard.ListenPort = f.ListenPort
+	} else {
+		p.WireGuard.Peer.Endpoint = f.Endpoint
+	}
+	p.TunnelMTU = f.MTU
+	p.Overlay = overlay.Link{Name: OverlayLink, Kind: f.Overlay.Kind, Underlay: f.Overlay.Address}
+
+	rs := route.State{
+		Links: []route.Link{
+			{Name: TunnelLink, MTU: f.MTU, Router: true},
+			{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
+		},
+		Addresses:      []route.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(f.Role.TunnelAddress(), TunnelPrefix.Bits())}},
+		Tables:         []int{TableToPeer, TableFromPeer},
+		RulePriorities: []int{PriorityToPeer, PriorityFromPeer},
+	}
+	// Whatever arrives from the overlay is for the peer: after the DNAT its
+	// destination is in the peer's real ranges, and anything else is
+	// rejected rather than leaked through the pod's default route.
+	for _, m := range f.Remote {
+		rs.Routes = append(rs.Routes, route.Route{Table: TableToPeer, Dst: m.Real, Link: TunnelLink})
+	}
+	rs.Routes = append(rs.Routes, route.Route{Table: TableToPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true})
+	rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityToPeer, IIF: OverlayLink, Table: TableToPeer})
+	if n := f.Overlay.Node; n.IsValid() {
+		rs.Neighbors = append(rs.Neighbors, route.Neighbor{Link: OverlayLink, IP: n, MAC: overlay.MAC(n)})
+		rs.Routes = append(rs.Routes, route.Route{
+			Table: TableFromPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"),
+			Link: OverlayLink, Via: n, Encap: n, VNI: overlay.VNI,
+		})
+		rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
+	}
+	p.Routes = rs.Sorted()
+
+	toReal := nat.Map{Name: mapRemappedToReal}
+	toRemapped := nat.Map{Name: mapRealToRemapped}
+	for _, m := range f.Remote {
+		if m.Real == m.Remapped {
+			continue
+		}
+		toReal.Elements = append(toReal.Elements, nat.MapElement{From: m.Remapped, To: m.Real})
+		toRemapped.Elements = append(toRemapped.Elements, nat.MapElement{From: m.Real, To: m.Remapped})
+	}
+	mss := uint16(f.MTU - tcpIPHeaders)
+	p.NAT = nat.Ruleset{
+		Table: GatewayNFTable,
+		Maps:  []nat.Map{toReal, toRemapped},
+		Chains: []nat.Chain{
+			{Name: "prerouting", Type: nat.NAT, Hook: nat.Prerouting, Priority: -100, Rules: []nat.Rule{{
+				Comment: "to the peer: remapped destination to its real range",
+				IIF:     OverlayLink, DNATMap: mapRemappedToReal,
+			}}},
+			{Name: "postrouting", Type: nat.NAT, Hook: nat.Postrouting, Priority: 100, Rules: []nat.Rule{{
+				Comment: "from the peer: real source to its remapped range",
+				IIF:     TunnelLink, SNATMap: mapRealToRemapped,
+			}}},
+			{Name: "forward", Type: nat.Filter, Hook: nat.Forward, Priority: -150, Rules: []nat.Rule{
+				{Comment: "clamp MSS into the tunnel", OIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
+				{Comment: "clamp MSS out of the tunnel", IIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
+			}},
+		},
+	}
+	return p, nil
+}
+
+// Tunnel MTU bounds, as the API validates them.
+const (
+	minMTU = 576
+	maxMTU = 9000
+)
+
+func (f GatewayFacts) validate() error {
+	var errs []error
+	if f.Role != Server && f.Role != Client {
+		errs = append(errs, fmt.Errorf("role %q: must be server or client", f.Role))
+	}
+	if f.PrivateKey == (wgtypes.Key{}) {
+		errs = append(errs, errors.New("private key: missing"))
+	}
+	if f.PeerPublicKey == (wgtypes.Key{}) {
+		errs = append(errs, errors.New("peer public key: missing"))
+	}
+	if f.Role == Server && (f.ListenPort < 1 || f.ListenPort > 65535) {
+		errs = append(errs, fmt.Errorf("listen port %d: must be in 1-65535", f.ListenPort))
+	}
+	if f.MTU < minMTU || f.MTU > maxMTU {
+		errs = append(errs, fmt.Errorf("MTU %d: must be in %d-%d", f.MTU, minMTU, maxMTU))
+	}
+	if f.Keepalive < 0 {
+		errs = append(errs, fmt.Errorf("keepalive %v: must not be negative", f.Keepalive))
+	}
+	if f.Overlay.Kind != overlay.Geneve && f.Overlay.Kind != overlay.VXLAN {
+		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.Overlay.Kind))
+	}
+	if !f.Overlay.Address.Is4() {
+		errs = append(errs, fmt.Errorf("overlay address %v: must be an IPv4 address", f.Overlay.Address))
+	}
+	if f.Overlay.Node.IsValid() && !f.Overlay.Node.Is4() {
+		errs = append(errs, fmt.Errorf("overlay node address %v: must be an IPv4 address", f.Overlay.Node))
+	}
+	if f.Overlay.MTU < minMTU {
+		errs = append(errs, fmt.Errorf("overlay MTU %d: must be at least %d", f.Overlay.MTU, minMTU))
+	}
+	errs = append(errs, validateRemote(f.Remote)...)
+	return errors.Join(errs...)
+}
+
+func validateRemote(remote []RangeMapping) []error {
+	var errs []error
+	var real, remapped []netip.Prefix
+	for i, m := range remote {
+		where := fmt.Sprintf("remote range %d (%s -> %s)", i, m.Real, m.Remapped)
+		switch {
+		case !m.Real.IsValid() || !m.Remapped.IsValid():
+			errs = append(errs, fmt.Errorf("%s: real and remapped ranges are both required", where))
+		case !m.Real.Addr().Is4() || !m.Remapped.Addr().Is4():
+			errs = append(errs, fmt.Errorf("%s: only IPv4 ranges are supported", where))
+		case m.Real != m.Real.Masked() || m.Remapped != m.Remapped.Masked():
+			errs = append(errs, fmt.Errorf("%s: host bits set", where))
+		case m.Real.Bits() != m.Remapped.Bits():
+			errs = append(errs, fmt.Errorf("%s: a remapped range must have the length of the real one", where))
+		}
+		real = append(real, m.Real)
+		remapped = append(remapped, m.Remapped)
+	}
+	if i, j, ok := cidr.FirstOverlap(real); ok {
+		errs = append(errs, fmt.Errorf("remote ranges %s and %s overlap", real[i], real[j]))
+	}
+	if i, j, ok := cidr.FirstOverlap(remapped); ok {
+		errs = append(errs, fmt.Errorf("remapped ranges %s and %s overlap", remapped[i], remapped[j]))
+	}
+	return errs
+}

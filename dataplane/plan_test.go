@@ -1,0 +1,246 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane/overlay"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/dataplane")
+
+const goldenDir = "../testdata/dataplane"
+
+// gatewayFactsFile is the JSON form of GatewayFacts in the golden cases.
+type gatewayFactsFile struct {
+	Role          Role   `json:"role"`
+	PrivateKey    string `json:"privateKey"`
+	PeerPublicKey string `json:"peerPublicKey"`
+	ListenPort    int    `json:"listenPort"`
+	Endpoint      string `json:"endpoint"`
+	MTU           int    `json:"mtu"`
+	Keepalive     string `json:"keepalive"`
+	Remote        []struct {
+		Real     string `json:"real"`
+		Remapped string `json:"remapped"`
+	} `json:"remote"`
+	Overlay struct {
+		Kind    string `json:"kind"`
+		Address string `json:"address"`
+		Node    string `json:"node"`
+		MTU     int    `json:"mtu"`
+	} `json:"overlay"`
+}
+
+func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
+	t.Helper()
+	f := GatewayFacts{Role: j.Role, ListenPort: j.ListenPort, MTU: j.MTU}
+	var err error
+	if f.PrivateKey, err = wgtypes.ParseKey(j.PrivateKey); err != nil {
+		t.Fatal(err)
+	}
+	if f.PeerPublicKey, err = wgtypes.ParseKey(j.PeerPublicKey); err != nil {
+		t.Fatal(err)
+	}
+	if j.Endpoint != "" {
+		f.Endpoint = netip.MustParseAddrPort(j.Endpoint)
+	}
+	if f.Keepalive, err = time.ParseDuration(j.Keepalive); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range j.Remote {
+		f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix(r.Real), Remapped: netip.MustParsePrefix(r.Remapped)})
+	}
+	f.Overlay = GatewayOverlay{Kind: overlay.Kind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
+	if j.Overlay.Node != "" {
+		f.Overlay.Node = netip.MustParseAddr(j.Overlay.Node)
+	}
+	return f
+}
+
+// fabricFactsFile is the JSON form of FabricFacts in the golden cases.
+type fabricFactsFile struct {
+	Node          string   `json:"node"`
+	OverlayKind   string   `json:"overlayKind"`
+	OverlayMTU    int      `json:"overlayMTU"`
+	PodCIDRs      []string `json:"podCIDRs"`
+	UnknownSource string   `json:"unknownSource"`
+	Gateways      []struct {
+		Name    string   `json:"name"`
+		Address string   `json:"address"`
+		Node    string   `json:"node"`
+		Local   bool     `json:"local"`
+		Ranges  []string `json:"ranges"`
+	} `json:"gateways"`
+}
+
+func (j fabricFactsFile) facts() FabricFacts {
+	f := FabricFacts{
+		Node:          netip.MustParseAddr(j.Node),
+		OverlayKind:   overlay.Kind(j.OverlayKind),
+		OverlayMTU:    j.OverlayMTU,
+		UnknownSource: netip.MustParseAddr(j.UnknownSource),
+	}
+	for _, p := range j.PodCIDRs {
+		f.PodCIDRs = append(f.PodCIDRs, netip.MustParsePrefix(p))
+	}
+	for _, g := range j.Gateways {
+		fg := FabricGateway{Name: g.Name, Address: netip.MustParseAddr(g.Address), Node: netip.MustParseAddr(g.Node), Local: g.Local}
+		for _, r := range g.Ranges {
+			fg.Ranges = append(fg.Ranges, netip.MustParsePrefix(r))
+		}
+		f.Gateways = append(f.Gateways, fg)
+	}
+	return f
+}
+
+func TestPlanGolden(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(goldenDir, "*", "facts.json"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases in %s: %v", goldenDir, err)
+	}
+	for _, factsFile := range dirs {
+		dir := filepath.Dir(factsFile)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(factsFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if strings.HasPrefix(filepath.Base(dir), "fabric-") {
+				var j fabricFactsFile
+				if err := json.Unmarshal(raw, &j); err != nil {
+					t.Fatal(err)
+				}
+				p, err := PlanFabric(j.facts())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = p.String()
+			} else {
+				var j gatewayFactsFile
+				if err := json.Unmarshal(raw, &j); err != nil {
+					t.Fatal(err)
+				}
+				p, err := Plan(j.facts(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = p.String()
+			}
+			golden := filepath.Join(dir, "plan.golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("plan differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func validGatewayFacts(t *testing.T) GatewayFacts {
+	raw, err := os.ReadFile(filepath.Join(goldenDir, "gateway-server-remap", "facts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j gatewayFactsFile
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	return j.facts(t)
+}
+
+func TestPlanRejectsBadFacts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*GatewayFacts)
+		want   string
+	}{
+		"no role":         {func(f *GatewayFacts) { f.Role = "" }, `role ""`},
+		"no private key":  {func(f *GatewayFacts) { f.PrivateKey = wgtypes.Key{} }, "private key: missing"},
+		"no peer key":     {func(f *GatewayFacts) { f.PeerPublicKey = wgtypes.Key{} }, "peer public key: missing"},
+		"server, no port": {func(f *GatewayFacts) { f.ListenPort = 0 }, "listen port 0"},
+		"tiny MTU":        {func(f *GatewayFacts) { f.MTU = 100 }, "MTU 100"},
+		"length mismatch": {func(f *GatewayFacts) { f.Remote[0].Remapped = netip.MustParsePrefix("10.71.0.0/24") }, "length of the real one"},
+		"host bits":       {func(f *GatewayFacts) { f.Remote[0].Real = netip.MustParsePrefix("10.244.1.0/16") }, "host bits set"},
+		"overlap": {func(f *GatewayFacts) {
+			f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix("10.244.7.0/24"), Remapped: netip.MustParsePrefix("10.80.7.0/24")})
+		}, "remote ranges 10.244.0.0/16 and 10.244.7.0/24 overlap"},
+		"IPv6": {func(f *GatewayFacts) {
+			f.Remote[0] = RangeMapping{Real: netip.MustParsePrefix("fd00::/64"), Remapped: netip.MustParsePrefix("fd01::/64")}
+		}, "only IPv4"},
+		"no overlay kind": {func(f *GatewayFacts) { f.Overlay.Kind = overlay.Auto }, `overlay kind "auto"`},
+	} {
+		f := validGatewayFacts(t)
+		tc.mutate(&f)
+		_, err := Plan(f)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Plan error = %v, want one containing %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestPlanClientWithoutEndpointWaits(t *testing.T) {
+	f := validGatewayFacts(t)
+	f.Role = Client
+	f.Endpoint = netip.AddrPort{}
+	p, err := Plan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WireGuard.Peer.Endpoint.IsValid() || p.WireGuard.ListenPort != 0 {
+		t.Errorf("client without endpoint: wireguard %+v", p.WireGuard)
+	}
+	if got := p.Routes.Addresses[0].Prefix.String(); got != "169.254.18.2/30" {
+		t.Errorf("client tunnel address = %s", got)
+	}
+}
+
+func TestPlanFabricRejectsBadFacts(t *testing.T) {
+	base := FabricFacts{
+		Node: netip.MustParseAddr("172.18.0.2"), OverlayKind: overlay.VXLAN, OverlayMTU: 1450,
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, UnknownSource: netip.MustParseAddr("10.70.0.1"),
+	}
+	gw := func(name string, ranges ...string) FabricGateway {
+		g := FabricGateway{Name: name, Address: netip.MustParseAddr("10.244.0.10"), Local: true}
+		for _, r := range ranges {
+			g.Ranges = append(g.Ranges, netip.MustParsePrefix(r))
+		}
+		return g
+	}
+	for name, tc := range map[string]struct {
+		gws  []FabricGateway
+		want string
+	}{
+		"two peers, one range": {[]FabricGateway{gw("a", "10.71.0.0/16"), gw("b", "10.71.0.0/24")}, "of two gateways overlap"},
+		"range in pod CIDR":    {[]FabricGateway{gw("a", "10.244.5.0/24")}, "overlaps pod CIDR 10.244.0.0/16"},
+		"remote gateway, no node": {[]FabricGateway{{Name: "c", Address: netip.MustParseAddr("10.244.3.9"),
+			Ranges: []netip.Prefix{netip.MustParsePrefix("10.73.0.0/16")}}}, "gateway c: node address"},
+	} {
+		f := base
+		f.Gateways = tc.gws
+		_, err := PlanFabric(f)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: PlanFabric error = %v, want one containing %q", name, err, tc.want)
+		}
+	}
+	f := base
+	f.PodCIDRs = nil
+	if _, err := PlanFabric(f); err == nil || !strings.Contains(err.Error(), "pod CIDRs") {
+		t.Errorf("PlanFabric without pod CIDRs: %v", err)
+	}
+}
