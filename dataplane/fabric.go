@@ -133,7 +133,7 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 			Name: "postrouting", Type: nat.NAT, Hook: nat.Postrouting, Priority: FabricNATPriority,
 			Rules: []nat.Rule{
 				{
-					Comment: "other sources leave through this node's gateway as the unknown source",
+					Comment:  "other sources leave through this node's gateway as the unknown source",
 					SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
 				},
 				{
