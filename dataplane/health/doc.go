@@ -1,0 +1,11 @@
+// Package health measures a tunnel from its inside: each gateway answers
+// UDP pings on its tunnel address and pings the peer's at a fixed interval,
+// so a reply proves that keys, routes and NAT work end to end, not only that
+// WireGuard completed a handshake. A Prober reports, after each interval,
+// whether the tunnel is Connecting (never answered), Connected (answered,
+// with the round-trip time) or in Error (a number of pings in a row
+// unanswered).
+//
+// It does not write the Connection object nor export metrics (the gateway
+// agent does, from the reports).
+package health

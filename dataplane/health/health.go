@@ -1,0 +1,152 @@
+package health
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// State is the health of a tunnel.
+type State string
+
+// States, as a Connection's status.value spells them.
+const (
+	Connecting State = "Connecting"
+	Connected  State = "Connected"
+	Error      State = "Error"
+)
+
+// Report is the outcome of one interval.
+type Report struct {
+	// State of the tunnel.
+	State State
+	// RTT is the round-trip time of the last answered ping; zero before
+	// the first.
+	RTT time.Duration
+	// Misses counts the pings in a row that went unanswered.
+	Misses int
+}
+
+// Wire format: magic, kind, sequence number.
+const (
+	magic      = "PLHC"
+	kindPing   = 1
+	kindPong   = 2
+	packetSize = len(magic) + 1 + 8
+)
+
+// Prober pings a peer and answers the peer's pings on one UDP socket.
+type Prober struct {
+	// Conn is the socket, bound to the health port.
+	Conn net.PacketConn
+	// Peer is the peer's health address.
+	Peer netip.AddrPort
+	// Interval between pings; a ping unanswered at the next is a miss.
+	Interval time.Duration
+	// MaxMisses is the number of misses in a row that makes the state Error.
+	MaxMisses int
+
+	mu      sync.Mutex
+	seq     uint64
+	sent    time.Time
+	pending bool
+	rtt     time.Duration
+	state   State
+	misses  int
+}
+
+// Run pings until ctx ends, calling report after each interval (from one
+// goroutine), and answers pings meanwhile. It closes Conn when it returns.
+func (p *Prober) Run(ctx context.Context, report func(Report)) error {
+	p.state = Connecting
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.receive()
+	}()
+	defer func() {
+		p.Conn.Close()
+		wg.Wait()
+	}()
+	peer := net.UDPAddrFromAddrPort(p.Peer)
+	tick := time.NewTicker(p.Interval)
+	defer tick.Stop()
+	p.ping(peer)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		report(p.settle())
+		p.ping(peer)
+	}
+}
+
+// settle closes the interval: an unanswered ping counts as a miss.
+func (p *Prober) settle() Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending {
+		p.misses++
+		if p.misses >= p.MaxMisses {
+			p.state = Error
+		}
+	}
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses}
+}
+
+func (p *Prober) ping(peer *net.UDPAddr) {
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.sent = time.Now()
+	p.pending = true
+	p.mu.Unlock()
+	// A send that fails (no route while the tunnel is being rebuilt) is a
+	// ping that will not be answered: it counts as a miss.
+	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
+}
+
+func packet(kind byte, seq uint64) []byte {
+	b := make([]byte, packetSize)
+	copy(b, magic)
+	b[len(magic)] = kind
+	binary.BigEndian.PutUint64(b[len(magic)+1:], seq)
+	return b
+}
+
+func (p *Prober) receive() {
+	buf := make([]byte, 64)
+	for {
+		n, from, err := p.Conn.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if n != packetSize || string(buf[:len(magic)]) != magic {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(buf[len(magic)+1:])
+		switch buf[len(magic)] {
+		case kindPing:
+			_, _ = p.Conn.WriteTo(packet(kindPong, seq), from)
+		case kindPong:
+			p.mu.Lock()
+			if p.pending && seq == p.seq {
+				p.pending = false
+				p.rtt = time.Since(p.sent)
+				p.misses = 0
+				p.state = Connected
+			}
+			p.mu.Unlock()
+		}
+	}
+}

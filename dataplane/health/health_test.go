@@ -1,0 +1,84 @@
+package health
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func listen(t *testing.T) (net.PacketConn, netip.AddrPort) {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// TestProbers runs two probers against each other, then silences one and
+// watches the other go to Error after MaxMisses intervals.
+func TestProbers(t *testing.T) {
+	ca, aAddr := listen(t)
+	cb, bAddr := listen(t)
+	a := &Prober{Conn: ca, Peer: bAddr, Interval: 20 * time.Millisecond, MaxMisses: 3}
+	b := &Prober{Conn: cb, Peer: aAddr, Interval: 20 * time.Millisecond, MaxMisses: 3}
+
+	ctxB, stopB := context.WithCancel(context.Background())
+	doneB := make(chan error, 1)
+	go func() { doneB <- b.Run(ctxB, func(Report) {}) }()
+
+	reports := make(chan Report, 100)
+	ctxA, stopA := context.WithCancel(context.Background())
+	defer stopA()
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Run(ctxA, func(r Report) { reports <- r }) }()
+
+	waitFor := func(want State) Report {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case r := <-reports:
+				if r.State == want {
+					return r
+				}
+			case <-deadline:
+				t.Fatalf("no report with state %s", want)
+			}
+		}
+	}
+	r := waitFor(Connected)
+	if r.RTT <= 0 || r.Misses != 0 {
+		t.Errorf("connected report %+v: want an RTT and no misses", r)
+	}
+
+	stopB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	r = waitFor(Error)
+	if r.Misses < 3 {
+		t.Errorf("error report %+v: want at least 3 misses", r)
+	}
+	stopA()
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
+	c, _ := listen(t)
+	silent, _ := listen(t)
+	defer silent.Close()
+	p := &Prober{Conn: c, Peer: silent.LocalAddr().(*net.UDPAddr).AddrPort(), Interval: 10 * time.Millisecond, MaxMisses: 5}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan Report, 10)
+	go p.Run(ctx, func(r Report) { got <- r })
+	r := <-got
+	cancel()
+	if r.State != Connecting || r.Misses != 1 {
+		t.Errorf("first report without a peer = %+v, want Connecting with one miss", r)
+	}
+}
