@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,15 +23,6 @@ const (
 	ReasonInvalidKeys = "InvalidKeys"
 )
 
-// keySecretName is the name of the Secret holding a gateway's key pair: the
-// one spec.secretRef names, else the generated gw-<gateway>.
-func keySecretName(ref corev1.LocalObjectReference, gatewayName string) string {
-	if ref.Name != "" {
-		return ref.Name
-	}
-	return childName(gatewayName)
-}
-
 // ensureKeys makes sure the key Secret of a gateway exists and holds a valid
 // key pair, and returns a reference to it.
 //
@@ -42,10 +34,14 @@ func keySecretName(ref corev1.LocalObjectReference, gatewayName string) string {
 // The Secret is read live through reader because Secrets are watched by
 // metadata only, so that key material stays out of the controller's cache.
 // Nothing derived from the private key but the Secret itself is ever built
-// here: errors name fields and lengths, never values.
+// here: errors name fields and lengths, never values, and nothing is logged.
 func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key types.NamespacedName,
 	generated bool, labels map[string]string, owner metav1.OwnerReference) (*corev1.ObjectReference, error) {
 	ref := &corev1.ObjectReference{Name: key.Name, Namespace: key.Namespace}
+	// client-go logs request and response bodies through the context's
+	// logger at verbosity 8 and above, and a key Secret's body holds its
+	// private key: its requests go without a logger.
+	ctx = logr.NewContext(ctx, logr.Discard())
 	var secret corev1.Secret
 	err := reader.Get(ctx, key, &secret)
 	switch {

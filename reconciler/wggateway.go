@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // childName is the name of everything a gateway produces: gw-<gateway>.
@@ -61,7 +62,7 @@ type wgGateway struct {
 // Deployment. It returns the reference to the key Secret.
 func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g wgGateway) (*corev1.ObjectReference, error) {
 	name, ns := g.obj.GetName(), g.obj.GetNamespace()
-	secretName := keySecretName(g.secretRef, name)
+	secretName := templates.KeySecretName(name, g.secretRef)
 	labels := childLabels(g.obj)
 	for _, child := range gatewayIdentity(name, ns, g.gatewayResource, secretName, labels, g.owner) {
 		if err := applyTyped(ctx, c, child); err != nil {

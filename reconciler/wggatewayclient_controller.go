@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // WgGatewayClientReconciler runs the gateway of a WgGatewayClient: its
@@ -120,7 +121,7 @@ func (r *WgGatewayClientReconciler) forSecret(ctx context.Context, secret client
 	}
 	var reqs []reconcile.Request
 	for _, wg := range list.Items {
-		if keySecretName(wg.Spec.SecretRef, wg.Name) == secret.GetName() {
+		if templates.KeySecretName(wg.Name, wg.Spec.SecretRef) == secret.GetName() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wg)})
 		}
 	}

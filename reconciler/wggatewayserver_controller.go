@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // WgGatewayServerReconciler runs the gateway of a WgGatewayServer: its
@@ -144,7 +145,7 @@ func (r *WgGatewayServerReconciler) forSecret(ctx context.Context, secret client
 	}
 	var reqs []reconcile.Request
 	for _, wg := range list.Items {
-		if keySecretName(wg.Spec.SecretRef, wg.Name) == secret.GetName() {
+		if templates.KeySecretName(wg.Name, wg.Spec.SecretRef) == secret.GetName() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wg)})
 		}
 	}
