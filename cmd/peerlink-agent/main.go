@@ -18,6 +18,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newControllerCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/reconciler"
+)
+
+// leaderElectionID names the Lease the controller replicas compete for.
+const leaderElectionID = "peerlink-controller"
+
+// controllerOptions are the flags of `peerlink-agent controller`.
+type controllerOptions struct {
+	kubeconfig   string
+	leaderElect  bool
+	probeAddr    string
+	metricsAddr  string
+	verbosity    int
+	kubeAPIQPS   float32
+	kubeAPIBurst int
+
+	clusterID    string
+	podCIDRs     []string
+	serviceCIDR  string
+	externalCIDR string
+	internalCIDR string
+	reserved     []string
+	pools        []string
+	namespace    string
+}
+
+func newControllerCommand() *cobra.Command {
+	var o controllerOptions
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the reconcilers of the networking.liqo.io API",
+		Long: `Run the peerlink controller: it remaps the CIDRs of each peer's Configuration
+into free local ranges, runs the gateways of WgGatewayServer and WgGatewayClient
+objects, and publishes this cluster's ID and ranges in the ConfigMap
+peerlink-cluster-info of its namespace.
+
+Repeatable CIDR flags also take comma-separated lists.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			facts, err := o.facts()
+			if err != nil {
+				return err
+			}
+			return runController(o, facts)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines the flags of the command in f.
+func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease in --namespace, so that replicas can stand by")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	f.IntVar(&o.verbosity, "v", 0, "log verbosity")
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 100, "steady rate of requests to the API server per second")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "burst of requests to the API server")
+
+	f.StringVar(&o.clusterID, "cluster-id", "", "ID of this cluster, as its peers know it (required)")
+	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (required, repeatable)")
+	f.StringVar(&o.serviceCIDR, "service-cidr", "", "service CIDR of this cluster (required)")
+	f.StringVar(&o.externalCIDR, "external-cidr", "10.70.0.0/16", "CIDR under which peers see this cluster's non-pod endpoints")
+	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR of the overlay between nodes and gateways")
+	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster, never given to a peer (repeatable)")
+	f.StringSliceVar(&o.pools, "ipam-pool", nil, "CIDR peers' ranges are remapped into, searched in order (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16)")
+	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
+}
+
+// facts parses and validates the flags of the local facts. Errors name the
+// flags.
+func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
+	var errs []error
+	one := func(flag, s string) netip.Prefix {
+		if s == "" {
+			return netip.Prefix{}
+		}
+		p, err := cidr.ParseNetwork(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+		return p
+	}
+	many := func(flag string, ss []string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			// An empty value is an empty list, so that a manifest can
+			// pass --reserved-cidr=$(RESERVED_CIDRS) with nothing in it.
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, one(flag, s))
+			}
+		}
+		return out
+	}
+	f := reconciler.ClusterFacts{
+		ClusterID:     o.clusterID,
+		PodCIDRs:      many("pod-cidr", o.podCIDRs),
+		ServiceCIDR:   one("service-cidr", o.serviceCIDR),
+		ExternalCIDR:  one("external-cidr", o.externalCIDR),
+		InternalCIDR:  one("internal-cidr", o.internalCIDR),
+		ReservedCIDRs: many("reserved-cidr", o.reserved),
+		Pools:         many("ipam-pool", o.pools),
+		Namespace:     o.namespace,
+	}
+	if len(errs) > 0 {
+		return reconciler.ClusterFacts{}, errors.Join(errs...)
+	}
+	if err := f.Validate(); err != nil {
+		return reconciler.ClusterFacts{}, err
+	}
+	return f, nil
+}
+
+// restConfig returns the client configuration from a kubeconfig file when
+// path is set, else from the KUBECONFIG variable, the in-cluster config or
+// ~/.kube/config, in that order.
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find a kubeconfig (set --kubeconfig or KUBECONFIG outside a cluster): %w", err)
+	}
+	return cfg, nil
+}
+
+// runController builds the manager, registers the reconcilers and runs until
+// SIGTERM or SIGINT.
+func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
+	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbosity)))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
+	scheme, err := reconciler.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: facts.Namespace,
+		// The process exits right after the manager stops, so giving up
+		// the Lease then lets a standby take over at once.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	if err := reconciler.SetupAll(mgr, facts); err != nil {
+		return err
+	}
+	log.Info("starting controller", "clusterID", facts.ClusterID, "namespace", facts.Namespace)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}

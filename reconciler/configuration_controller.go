@@ -1,0 +1,427 @@
+package reconciler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/reconciler/ipam"
+)
+
+// Reasons of the conditions of a Configuration.
+const (
+	// ReasonMissingRemoteClusterID: the liqo.io/remote-cluster-id label is
+	// missing or empty.
+	ReasonMissingRemoteClusterID = "MissingRemoteClusterID"
+	// ReasonOwnClusterID: the label names this cluster.
+	ReasonOwnClusterID = "OwnClusterID"
+	// ReasonDuplicateRemoteClusterID: an older Configuration declares the
+	// same peer.
+	ReasonDuplicateRemoteClusterID = "DuplicateRemoteClusterID"
+	// ReasonInvalidCIDR: a CIDR of spec.remote is not a network.
+	ReasonInvalidCIDR = "InvalidCIDR"
+	// ReasonOverlappingCIDRs: two CIDRs of spec.remote overlap.
+	ReasonOverlappingCIDRs = "OverlappingCIDRs"
+	// ReasonPoolExhausted: the pools have no free block for a CIDR that must
+	// be remapped. Retried every poolExhaustedRetry, as another peer's
+	// deletion may free one.
+	ReasonPoolExhausted = "PoolExhausted"
+)
+
+const (
+	// poolExhaustedRetry is how often a Configuration waiting for a free
+	// range is tried again.
+	poolExhaustedRetry = time.Minute
+	// remoteClusterIDIndex indexes Configurations by their peer's ID.
+	remoteClusterIDIndex = "metadata.labels.remoteClusterID"
+)
+
+// ConfigurationReconciler gives each peer's CIDRs, declared in a
+// Configuration's spec.remote, the local ranges they are seen under, and
+// records them in status.remote, index-aligned with spec.remote.
+//
+// The ranges are persisted in status.remote only. The reconciler keeps them
+// in an ipam.Ledger in memory, which it rebuilds from the status of every
+// Configuration before its first reconcile answers (see loadLedger), so a
+// restarted controller or a new leader holds exactly the ranges the API
+// shows. Deleting a Configuration frees its ranges: its reconcile finds it
+// gone and releases them, and a controller that was not running when it went
+// simply never reads them back. No finalizer is needed, so deleting a
+// Configuration never hangs, whether or not a controller runs.
+type ConfigurationReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	// Defaults to the manager's client.
+	Client client.Client
+	// Facts are this cluster's own ranges, which no peer range may overlap.
+	Facts ClusterFacts
+	// Recorder emits events. Defaults to one of the manager.
+	Recorder record.EventRecorder
+
+	// mu guards ledger and loaded: workers may reconcile concurrently.
+	mu     sync.Mutex
+	ledger *ipam.Ledger
+	loaded bool
+}
+
+// Reconcile brings the ranges held for one Configuration in line with its
+// spec and records them and the outcome in its status.
+func (r *ConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.loadLedger(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	var conf netv1beta1.Configuration
+	if err := r.Client.Get(ctx, req.NamespacedName, &conf); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.release(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !conf.DeletionTimestamp.IsZero() {
+		// Going away (another party's finalizer holds it): it no longer
+		// needs its ranges, and its status is of no further use.
+		r.release(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	before := conf.DeepCopy()
+	o, err := conclude(r.reconcile(ctx, &conf))
+	setKstatus(&conf.Status.CommonStatus, conf.Generation, o)
+	setCIDRsConfigured(&conf, o)
+	status := func(c *netv1beta1.Configuration) any { return c.Status }
+	changed := !equality.Semantic.DeepEqual(before.Status, conf.Status)
+	if perr := patchStatus(ctx, r.Client, before, &conf, status); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if changed {
+		r.event(&conf, o)
+	}
+	var res ctrl.Result
+	if o.reason == ReasonPoolExhausted {
+		res.RequeueAfter = poolExhaustedRetry
+	}
+	return res, err
+}
+
+// reconcile runs the steps for a Configuration that exists: check who the
+// peer is, read its CIDRs, give them ranges and write those into status.
+func (r *ConfigurationReconciler) reconcile(ctx context.Context, conf *netv1beta1.Configuration) (outcome, error) {
+	key := client.ObjectKeyFromObject(conf)
+	wants, err := r.checkInput(ctx, conf)
+	var se *stallError
+	if errors.As(err, &se) {
+		// A Configuration that cannot be served holds no ranges, so none is
+		// kept for a peer that cannot be connected.
+		r.release(key)
+		conf.Status.Remote = nil
+	}
+	if err != nil {
+		return outcome{}, err
+	}
+	got, err := r.assign(key, wants)
+	if err != nil {
+		conf.Status.Remote = nil
+		return outcome{}, err
+	}
+	pods := len(conf.Spec.Remote.CIDR.Pod)
+	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+		Pod:      toCIDRs(got[:pods]),
+		External: toCIDRs(got[pods:]),
+	}}
+	return ready(describeRanges(conf)), nil
+}
+
+// checkInput checks the peer's ID and CIDRs and returns the CIDRs, pod CIDRs
+// first, then external ones.
+func (r *ConfigurationReconciler) checkInput(ctx context.Context, conf *netv1beta1.Configuration) ([]netip.Prefix, error) {
+	id := conf.Labels[netv1beta1.RemoteClusterIDLabel]
+	switch {
+	case id == "":
+		return nil, stall(ReasonMissingRemoteClusterID,
+			"metadata.labels[%s] is missing: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel)
+	case id == r.Facts.ClusterID:
+		return nil, stall(ReasonOwnClusterID,
+			"metadata.labels[%s] is %q, the ID of this cluster: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel, id)
+	}
+	if err := r.checkUnique(ctx, conf, id); err != nil {
+		return nil, err
+	}
+	return parseRemoteCIDRs(conf.Spec.Remote.CIDR)
+}
+
+// checkUnique stalls conf when an older Configuration (by creation time,
+// then name, then namespace) declares the same peer: that one is the peer's.
+func (r *ConfigurationReconciler) checkUnique(ctx context.Context, conf *netv1beta1.Configuration, id string) error {
+	var list netv1beta1.ConfigurationList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{remoteClusterIDIndex: id}); err != nil {
+		return fmt.Errorf("list configurations of remote cluster %s: %w", id, err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID != conf.UID && other.DeletionTimestamp.IsZero() && older(other, conf) {
+			return stall(ReasonDuplicateRemoteClusterID,
+				"Configuration %s/%s already declares remote cluster %s: delete one of the two",
+				other.Namespace, other.Name, id)
+		}
+	}
+	return nil
+}
+
+// older orders Configurations by creation time, then name, then namespace.
+func older(a, b *netv1beta1.Configuration) bool {
+	return compareAge(a, b) < 0
+}
+
+func compareAge(a, b *netv1beta1.Configuration) int {
+	return cmp.Or(
+		a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time),
+		strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Namespace, b.Namespace))
+}
+
+// parseRemoteCIDRs parses the peer's pod and external CIDRs, which must be
+// networks (no host bits) and must not overlap each other. Errors name the
+// field.
+func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR) ([]netip.Prefix, error) {
+	var (
+		out   []netip.Prefix
+		field []string
+	)
+	for _, l := range []struct {
+		name  string
+		cidrs []netv1beta1.CIDR
+	}{{"pod", c.Pod}, {"external", c.External}} {
+		for i, s := range l.cidrs {
+			f := fmt.Sprintf("spec.remote.cidr.%s[%d]", l.name, i)
+			p, err := cidr.ParseNetwork(string(s))
+			if err != nil {
+				return nil, stall(ReasonInvalidCIDR, "%s: %q is not a network in CIDR notation: %v", f, s, err)
+			}
+			out = append(out, p)
+			field = append(field, f)
+		}
+	}
+	if len(c.Pod) == 0 {
+		return nil, stall(ReasonInvalidCIDR, "spec.remote.cidr.pod: at least one CIDR is required")
+	}
+	if i, j, ok := cidr.FirstOverlap(out); ok {
+		return nil, stall(ReasonOverlappingCIDRs, "%s %s overlaps %s %s: a peer's CIDRs must be disjoint",
+			field[j], out[j], field[i], out[i])
+	}
+	return out, nil
+}
+
+// assign makes the ledger hold a range for each of wants for the
+// Configuration key.
+func (r *ConfigurationReconciler) assign(key types.NamespacedName, wants []netip.Prefix) ([]netip.Prefix, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got, err := r.ledger.Assign(key.String(), wants)
+	if errors.Is(err, ipam.ErrExhausted) {
+		return nil, stall(ReasonPoolExhausted, "%v: delete a peer or add a pool (--ipam-pool)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("assign ranges: %w", err)
+	}
+	return got, nil
+}
+
+// release frees the ranges held for the Configuration key.
+func (r *ConfigurationReconciler) release(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ledger.Release(key.String())
+}
+
+// loadLedger rebuilds the ledger, once, from the status.remote of every
+// Configuration, oldest first, so the ranges held are those the API shows.
+// It runs before the first reconcile answers; the cache it reads is synced
+// by then, and nothing was written by this process yet.
+//
+// status.remote[i] is paired with spec.remote[i], as the API defines. Should
+// the spec have changed while no controller ran, a range stays paired with
+// the CIDR now at its position when their lengths agree (the next reconcile
+// keeps it) and is otherwise held until that reconcile releases it.
+func (r *ConfigurationReconciler) loadLedger(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.loaded {
+		return nil
+	}
+	var list netv1beta1.ConfigurationList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return fmt.Errorf("list configurations to rebuild the ipam: %w", err)
+	}
+	confs := make([]*netv1beta1.Configuration, 0, len(list.Items))
+	for i := range list.Items {
+		if c := &list.Items[i]; c.Status.Remote != nil && c.DeletionTimestamp.IsZero() {
+			confs = append(confs, c)
+		}
+	}
+	slices.SortFunc(confs, compareAge)
+	log := ctrl.LoggerFrom(ctx)
+	for _, c := range confs {
+		entries := recordedEntries(c)
+		if kept := r.ledger.Restore(client.ObjectKeyFromObject(c).String(), entries); len(kept) != len(entries) {
+			log.Info("recorded ranges overlap local ranges or older peers; they get new ones",
+				"configuration", client.ObjectKeyFromObject(c), "recorded", len(entries), "kept", len(kept))
+		}
+	}
+	r.loaded = true
+	log.Info("rebuilt ipam from configuration status", "configurations", len(confs))
+	return nil
+}
+
+// recordedEntries pairs the ranges in a Configuration's status.remote with
+// the CIDRs at the same position of its spec.remote.
+func recordedEntries(c *netv1beta1.Configuration) []ipam.Entry {
+	var out []ipam.Entry
+	pair := func(spec, status []netv1beta1.CIDR) {
+		for i, s := range status {
+			got, err := cidr.ParseNetwork(string(s))
+			if err != nil {
+				continue
+			}
+			var want netip.Prefix
+			if i < len(spec) {
+				if w, err := cidr.ParseNetwork(string(spec[i])); err == nil && w.Bits() == got.Bits() {
+					want = w
+				}
+			}
+			out = append(out, ipam.Entry{Want: want, Got: got})
+		}
+	}
+	pair(c.Spec.Remote.CIDR.Pod, c.Status.Remote.CIDR.Pod)
+	pair(c.Spec.Remote.CIDR.External, c.Status.Remote.CIDR.External)
+	return out
+}
+
+// setCIDRsConfigured sets the NetworkCIDRsConfigured condition of the Liqo
+// API, which follows Ready.
+func setCIDRsConfigured(conf *netv1beta1.Configuration, o outcome) {
+	s := metav1.ConditionFalse
+	if o.state == stateReady {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&conf.Status.Conditions, metav1.Condition{
+		Type:               netv1beta1.ConditionNetworkCIDRsConfigured,
+		Status:             s,
+		Reason:             o.reason,
+		Message:            o.message,
+		ObservedGeneration: conf.Generation,
+	})
+}
+
+// event reports a changed outcome on the Configuration.
+func (r *ConfigurationReconciler) event(conf *netv1beta1.Configuration, o outcome) {
+	kind := corev1.EventTypeNormal
+	if o.state != stateReady {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Event(conf, kind, o.reason, o.message)
+}
+
+// describeRanges says how the peer's CIDRs are seen, for the Ready message.
+func describeRanges(conf *netv1beta1.Configuration) string {
+	var parts []string
+	add := func(spec, status []netv1beta1.CIDR) {
+		for i := range spec {
+			if spec[i] == status[i] {
+				parts = append(parts, fmt.Sprintf("%s kept", spec[i]))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s remapped to %s", spec[i], status[i]))
+			}
+		}
+	}
+	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
+	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
+	return "remote CIDRs " + strings.Join(parts, ", ")
+}
+
+func toCIDRs(ps []netip.Prefix) []netv1beta1.CIDR {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]netv1beta1.CIDR, len(ps))
+	for i, p := range ps {
+		out[i] = netv1beta1.CIDR(p.String())
+	}
+	return out
+}
+
+// SetupWithManager registers the reconciler with mgr: an index of
+// Configurations by peer ID, and watches that bring back the other
+// Configurations of a peer when one of them comes, goes or changes peer.
+func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor("peerlink-controller")
+	}
+	alloc, err := ipam.New(r.Facts.IPAMPools(), r.Facts.Taken())
+	if err != nil {
+		return fmt.Errorf("ipam of the local facts: %w", err)
+	}
+	r.ledger = ipam.NewLedger(alloc)
+
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &netv1beta1.Configuration{}, remoteClusterIDIndex,
+		func(o client.Object) []string {
+			if id := o.GetLabels()[netv1beta1.RemoteClusterIDLabel]; id != "" {
+				return []string{id}
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("index configurations by remote cluster id: %w", err)
+	}
+	// Status updates, the controller's own writes, are not worth a
+	// reconcile: only spec and label changes are.
+	changes := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("configuration").
+		For(&netv1beta1.Configuration{}, changes).
+		Watches(&netv1beta1.Configuration{}, handler.EnqueueRequestsFromMapFunc(r.samePeer), changes).
+		Complete(r)
+}
+
+// samePeer maps a Configuration to the others of the same peer, so that
+// when the older one goes away or changes peer, the next one takes over.
+func (r *ConfigurationReconciler) samePeer(ctx context.Context, o client.Object) []reconcile.Request {
+	id := o.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+	if id == "" {
+		return nil
+	}
+	var list netv1beta1.ConfigurationList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{remoteClusterIDIndex: id}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list configurations of the same remote cluster", "remoteClusterID", id)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, c := range list.Items {
+		if c.UID != o.GetUID() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+	}
+	return reqs
+}

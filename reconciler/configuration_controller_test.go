@@ -1,0 +1,481 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/testcluster"
+)
+
+// confWaitTimeout bounds every wait for the controller.
+const confWaitTimeout = time.Minute
+
+// testFacts are the local facts of the tests: the peer uses the same pod
+// CIDR and the same default external CIDR.
+func testFacts() ClusterFacts {
+	return ClusterFacts{
+		ClusterID:    "local",
+		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
+		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
+		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+		Namespace:    "peerlink",
+	}
+}
+
+// confEnv is a control plane and the controller, as SetupAll registers it,
+// running in a manager of this process.
+type confEnv struct {
+	cluster *testcluster.Cluster
+	facts   ClusterFacts
+
+	// stop stops the running manager.
+	stop func() error
+
+	mu   sync.Mutex
+	logs bytes.Buffer
+}
+
+func (e *confEnv) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.logs.Write(p)
+}
+
+// startController runs a new manager with SetupAll against the cluster. It
+// runs until stopController or the end of the test.
+func (e *confEnv) startController(t *testing.T) {
+	t.Helper()
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cluster.Config), ctrl.Options{
+		Scheme: scheme,
+		Logger: funcr.New(func(prefix, args string) {
+			fmt.Fprintln(e, prefix, args)
+		}, funcr.Options{Verbosity: 1}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// The tests start the same controllers again, in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetupAll(mgr, e.facts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	e.stop = func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// stopController stops the running manager and waits for it to return.
+func (e *confEnv) stopController(t *testing.T) {
+	t.Helper()
+	if e.stop == nil {
+		return
+	}
+	if err := e.stop(); err != nil {
+		t.Errorf("manager: %v", err)
+	}
+	e.stop = nil
+}
+
+func (e *confEnv) createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.cluster.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newConf builds a Configuration of peer id (no label when id is empty).
+func newConf(ns, name, id string, pod []string, external ...string) *netv1beta1.Configuration {
+	c := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if id != "" {
+		c.Labels = map[string]string{netv1beta1.RemoteClusterIDLabel: id}
+	}
+	for _, p := range pod {
+		c.Spec.Remote.CIDR.Pod = append(c.Spec.Remote.CIDR.Pod, netv1beta1.CIDR(p))
+	}
+	for _, p := range external {
+		c.Spec.Remote.CIDR.External = append(c.Spec.Remote.CIDR.External, netv1beta1.CIDR(p))
+	}
+	return c
+}
+
+func (e *confEnv) create(t *testing.T, c *netv1beta1.Configuration) {
+	t.Helper()
+	if err := e.cluster.Client.Create(t.Context(), c); err != nil {
+		t.Fatalf("create configuration %s/%s: %v", c.Namespace, c.Name, err)
+	}
+}
+
+func (e *confEnv) get(t *testing.T, ns, name string) *netv1beta1.Configuration {
+	t.Helper()
+	var c netv1beta1.Configuration
+	if err := e.cluster.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// waitConf polls Configuration ns/name until check accepts it, for its
+// current generation.
+func (e *confEnv) waitConf(t *testing.T, ns, name, what string, check func(*netv1beta1.Configuration) error) *netv1beta1.Configuration {
+	t.Helper()
+	var (
+		c    netv1beta1.Configuration
+		last error
+	)
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &c); err != nil {
+			last = err
+			return false, nil
+		}
+		if c.Status.ObservedGeneration != c.Generation {
+			last = fmt.Errorf("status describes generation %d, want %d", c.Status.ObservedGeneration, c.Generation)
+			return false, nil
+		}
+		last = check(&c)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("configuration %s/%s %s: %v (last: %v)", ns, name, what, err, last)
+	}
+	return &c
+}
+
+// waitRemapped waits until ns/name is Ready with the pod and external
+// ranges given in status.remote.
+func (e *confEnv) waitRemapped(t *testing.T, ns, name string, pod []string, external ...string) *netv1beta1.Configuration {
+	t.Helper()
+	return e.waitConf(t, ns, name, fmt.Sprintf("ready with pod %v external %v", pod, external), func(c *netv1beta1.Configuration) error {
+		for _, ct := range []string{netv1beta1.ConditionReady, netv1beta1.ConditionNetworkCIDRsConfigured} {
+			if err := condIs(c, ct, metav1.ConditionTrue, ReasonReconciled); err != nil {
+				return err
+			}
+		}
+		for _, ct := range []string{netv1beta1.ConditionReconciling, netv1beta1.ConditionStalled} {
+			if cond := meta.FindStatusCondition(c.Status.Conditions, ct); cond != nil {
+				return fmt.Errorf("%s condition present on a ready object: %+v", ct, cond)
+			}
+		}
+		r := c.Status.Remote
+		if r == nil {
+			return fmt.Errorf("no status.remote")
+		}
+		if got := cidrStrings(r.CIDR.Pod); !slices.Equal(got, pod) {
+			return fmt.Errorf("status.remote.cidr.pod %v, want %v", got, pod)
+		}
+		if got := cidrStrings(r.CIDR.External); !slices.Equal(got, external) {
+			return fmt.Errorf("status.remote.cidr.external %v, want %v", got, external)
+		}
+		return nil
+	})
+}
+
+// waitStalled waits until ns/name is Stalled for reason, with a message
+// containing msg, and holds no ranges.
+func (e *confEnv) waitStalled(t *testing.T, ns, name, reason, msg string) *netv1beta1.Configuration {
+	t.Helper()
+	return e.waitConf(t, ns, name, "stalled with reason "+reason, func(c *netv1beta1.Configuration) error {
+		for _, ct := range []string{netv1beta1.ConditionStalled, netv1beta1.ConditionReady, netv1beta1.ConditionNetworkCIDRsConfigured} {
+			want := metav1.ConditionFalse
+			if ct == netv1beta1.ConditionStalled {
+				want = metav1.ConditionTrue
+			}
+			if err := condIs(c, ct, want, reason); err != nil {
+				return err
+			}
+		}
+		if m := meta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionStalled).Message; !strings.Contains(m, msg) {
+			return fmt.Errorf("stalled message %q does not contain %q", m, msg)
+		}
+		if c.Status.Remote != nil {
+			return fmt.Errorf("status.remote %+v on a stalled object", c.Status.Remote)
+		}
+		return nil
+	})
+}
+
+// condIs checks one condition of c, for its current generation.
+func condIs(c *netv1beta1.Configuration, condType string, s metav1.ConditionStatus, reason string) error {
+	cond := meta.FindStatusCondition(c.Status.Conditions, condType)
+	switch {
+	case cond == nil:
+		return fmt.Errorf("no %s condition in %+v", condType, c.Status.Conditions)
+	case cond.Status != s || cond.Reason != reason:
+		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", condType, cond.Status, cond.Reason, cond.Message, s, reason)
+	case cond.ObservedGeneration != c.Generation:
+		return fmt.Errorf("%s describes generation %d, want %d", condType, cond.ObservedGeneration, c.Generation)
+	}
+	return nil
+}
+
+func cidrStrings(cs []netv1beta1.CIDR) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+func (e *confEnv) delete(t *testing.T, ns, name string) {
+	t.Helper()
+	c := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := e.cluster.Client.Delete(t.Context(), c); err != nil {
+		t.Fatalf("delete configuration %s/%s: %v", ns, name, err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
+		err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("configuration %s/%s still there after delete: %v", ns, name, err)
+	}
+}
+
+// snapshot maps every Configuration to its resourceVersion and status.
+func (e *confEnv) snapshot(t *testing.T) map[string]netv1beta1.Configuration {
+	t.Helper()
+	var list netv1beta1.ConfigurationList
+	if err := e.cluster.Client.List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]netv1beta1.Configuration, len(list.Items))
+	for _, c := range list.Items {
+		out[c.Namespace+"/"+c.Name] = c
+	}
+	return out
+}
+
+// TestConfigurationReconciler runs the Configuration controller against a
+// real API server through one story: the steps build on each other, since
+// the ranges handed out depend on what earlier peers hold.
+func TestConfigurationReconciler(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &confEnv{
+		cluster: testcluster.Start(t, testcluster.WithScheme(scheme), testcluster.WithCRDDirs("../bundles/install/crds")),
+		facts:   testFacts(),
+	}
+	for _, ns := range []string{"peerlink", "peers", "others"} {
+		e.createNamespace(t, ns)
+	}
+	e.startController(t)
+	t.Cleanup(func() {
+		e.stopController(t)
+		if t.Failed() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			t.Logf("controller log:\n%s", e.logs.String())
+		}
+	})
+	const ns = "peers"
+	pod16 := []string{"10.244.0.0/16"}
+
+	t.Run("cluster info", func(t *testing.T) {
+		var cm corev1.ConfigMap
+		err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
+			return e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: ClusterInfoName}, &cm) == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("configmap %s not published: %v", ClusterInfoName, err)
+		}
+		want := map[string]string{
+			"clusterID": "local", "podCIDRs": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12",
+			"externalCIDR": "10.70.0.0/16", "internalCIDR": "10.80.0.0/16",
+		}
+		for k, v := range want {
+			if cm.Data[k] != v {
+				t.Errorf("configmap key %s = %q, want %q", k, cm.Data[k], v)
+			}
+		}
+	})
+
+	t.Run("same pod and external CIDRs as this cluster are remapped", func(t *testing.T) {
+		e.create(t, newConf(ns, "peer-a", "peer-a", pod16, "10.70.0.0/16"))
+		e.waitRemapped(t, ns, "peer-a", []string{"10.0.0.0/16"}, "10.1.0.0/16")
+	})
+
+	t.Run("free CIDRs are kept", func(t *testing.T) {
+		e.create(t, newConf(ns, "peer-b", "peer-b", []string{"10.245.0.0/16"}, "10.71.0.0/16"))
+		e.waitRemapped(t, ns, "peer-b", []string{"10.245.0.0/16"}, "10.71.0.0/16")
+	})
+
+	t.Run("three peers with the same CIDR get three ranges", func(t *testing.T) {
+		for _, name := range []string{"peer-c", "peer-d", "peer-e"} {
+			e.create(t, newConf(ns, name, name, pod16))
+		}
+		var got []string
+		for _, name := range []string{"peer-c", "peer-d", "peer-e"} {
+			c := e.waitConf(t, ns, name, "ready", func(c *netv1beta1.Configuration) error {
+				return condIs(c, netv1beta1.ConditionReady, metav1.ConditionTrue, ReasonReconciled)
+			})
+			got = append(got, string(c.Status.Remote.CIDR.Pod[0]))
+		}
+		slices.Sort(got)
+		if want := []string{"10.2.0.0/16", "10.3.0.0/16", "10.4.0.0/16"}; !slices.Equal(got, want) {
+			t.Errorf("remapped pod CIDRs %v, want %v", got, want)
+		}
+	})
+
+	t.Run("kubectl get conf shows desired and remapped pod CIDRs", func(t *testing.T) {
+		out, stderr, err := e.cluster.Kubectl("get", "conf", "-n", ns, "peer-a")
+		if err != nil {
+			t.Fatalf("%v: %s", err, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("kubectl get conf printed %q", out)
+		}
+		for _, h := range []string{"DESIRED POD CIDR", "REMAPPED POD CIDR"} {
+			if !strings.Contains(lines[0], h) {
+				t.Errorf("header %q lacks column %s", lines[0], h)
+			}
+		}
+		desired := strings.Index(lines[0], "DESIRED POD CIDR")
+		remapped := strings.Index(lines[0], "REMAPPED POD CIDR")
+		if row := lines[1]; len(row) < remapped || !strings.Contains(row[desired:remapped], "10.244.0.0/16") ||
+			!strings.Contains(row[remapped:], "10.0.0.0/16") {
+			t.Errorf("row %q does not show 10.244.0.0/16 remapped to 10.0.0.0/16", row)
+		}
+	})
+
+	t.Run("a reconcile that changes nothing writes nothing", func(t *testing.T) {
+		c := e.get(t, ns, "peer-a")
+		// A label change brings a reconcile but changes neither spec nor
+		// status.
+		c.Labels["team"] = "blue"
+		if err := e.cluster.Client.Update(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		rv := c.ResourceVersion
+		// The controller works through its queue in order: once a later
+		// Configuration is Ready, peer-a was reconciled.
+		e.create(t, newConf(ns, "marker-1", "marker-1", []string{"10.246.0.0/16"}))
+		e.waitRemapped(t, ns, "marker-1", []string{"10.246.0.0/16"})
+		if got := e.get(t, ns, "peer-a").ResourceVersion; got != rv {
+			t.Errorf("resourceVersion of peer-a went from %s to %s", rv, got)
+		}
+	})
+
+	t.Run("a new controller rebuilds the same ranges", func(t *testing.T) {
+		before := e.snapshot(t)
+		e.stopController(t)
+		e.startController(t)
+		// Were the ranges not rebuilt from status, this peer would get
+		// 10.0.0.0/16, which peer-a holds.
+		e.create(t, newConf(ns, "peer-f", "peer-f", pod16))
+		e.waitRemapped(t, ns, "peer-f", []string{"10.5.0.0/16"})
+		after := e.snapshot(t)
+		for key, b := range before {
+			a, ok := after[key]
+			if !ok {
+				t.Errorf("%s is gone", key)
+				continue
+			}
+			if a.ResourceVersion != b.ResourceVersion {
+				t.Errorf("%s: resourceVersion went from %s to %s: %+v", key, b.ResourceVersion, a.ResourceVersion, a.Status)
+			}
+		}
+	})
+
+	t.Run("a deleted peer's range goes to the next peer", func(t *testing.T) {
+		d := e.get(t, ns, "peer-d")
+		freed := string(d.Status.Remote.CIDR.Pod[0])
+		e.delete(t, ns, "peer-d")
+		e.create(t, newConf(ns, "peer-g", "peer-g", pod16))
+		e.waitRemapped(t, ns, "peer-g", []string{freed})
+	})
+
+	t.Run("a replaced CIDR gets a new range and the others keep theirs", func(t *testing.T) {
+		c := e.get(t, ns, "peer-a")
+		c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.72.0.0/16"}
+		if err := e.cluster.Client.Update(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		e.waitRemapped(t, ns, "peer-a", []string{"10.0.0.0/16"}, "10.72.0.0/16")
+		// The range of the replaced CIDR is free again.
+		e.create(t, newConf(ns, "peer-h", "peer-h", pod16))
+		e.waitRemapped(t, ns, "peer-h", []string{"10.1.0.0/16"})
+	})
+
+	t.Run("bad input stalls and holds nothing", func(t *testing.T) {
+		e.create(t, newConf(ns, "no-label", "", pod16))
+		e.waitStalled(t, ns, "no-label", ReasonMissingRemoteClusterID, "metadata.labels[liqo.io/remote-cluster-id]")
+
+		e.create(t, newConf(ns, "self", "local", pod16))
+		e.waitStalled(t, ns, "self", ReasonOwnClusterID, `"local"`)
+
+		e.create(t, newConf(ns, "host-bits", "host-bits", []string{"10.244.1.0/16"}))
+		e.waitStalled(t, ns, "host-bits", ReasonInvalidCIDR, "spec.remote.cidr.pod[0]")
+
+		e.create(t, newConf(ns, "overlap", "overlap", pod16, "10.70.0.0/16", "10.244.128.0/17"))
+		e.waitStalled(t, ns, "overlap", ReasonOverlappingCIDRs, "spec.remote.cidr.external[1] 10.244.128.0/17 overlaps spec.remote.cidr.pod[0] 10.244.0.0/16")
+
+		// A second Configuration of peer-b, newer, in another namespace.
+		e.create(t, newConf("others", "peer-b", "peer-b", pod16))
+		e.waitStalled(t, "others", "peer-b", ReasonDuplicateRemoteClusterID, "Configuration peers/peer-b already declares remote cluster peer-b")
+
+		// None of them holds a range: the next peer gets the lowest free.
+		e.create(t, newConf(ns, "peer-i", "peer-i", pod16))
+		e.waitRemapped(t, ns, "peer-i", []string{"10.6.0.0/16"})
+	})
+
+	t.Run("a ready peer made invalid releases its ranges", func(t *testing.T) {
+		c := e.get(t, ns, "peer-h")
+		c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.244.0.0/24"}
+		if err := e.cluster.Client.Update(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		e.waitStalled(t, ns, "peer-h", ReasonOverlappingCIDRs, "spec.remote.cidr.external[0]")
+		e.create(t, newConf(ns, "peer-j", "peer-j", pod16))
+		e.waitRemapped(t, ns, "peer-j", []string{"10.1.0.0/16"})
+		// Fixed again, it gets a range again.
+		c = e.get(t, ns, "peer-h")
+		c.Spec.Remote.CIDR.External = nil
+		if err := e.cluster.Client.Update(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		e.waitRemapped(t, ns, "peer-h", []string{"10.7.0.0/16"})
+	})
+
+	t.Run("the newer duplicate takes over when the older goes", func(t *testing.T) {
+		e.delete(t, ns, "peer-b")
+		e.waitRemapped(t, "others", "peer-b", []string{"10.8.0.0/16"})
+		// peer-b's 10.245.0.0/16 is free again and kept by whoever asks.
+		e.create(t, newConf(ns, "peer-k", "peer-k", []string{"10.245.0.0/16"}))
+		e.waitRemapped(t, ns, "peer-k", []string{"10.245.0.0/16"})
+	})
+}

@@ -1,0 +1,110 @@
+package reconciler
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/reconciler/ipam"
+)
+
+// ClusterFacts are what the controller knows of its own cluster: its ID and
+// the ranges it uses, which the IPAM must never hand to a peer. They come
+// from the flags of `peerlink-agent controller`, whose names the errors of
+// Validate use.
+type ClusterFacts struct {
+	// ClusterID identifies this cluster to its peers (--cluster-id).
+	ClusterID string
+	// PodCIDRs are the ranges of this cluster's pods (--pod-cidr).
+	PodCIDRs []netip.Prefix
+	// ServiceCIDR is the range of this cluster's Services (--service-cidr).
+	ServiceCIDR netip.Prefix
+	// ExternalCIDR holds the addresses of non-pod endpoints as the peers see
+	// them (--external-cidr).
+	ExternalCIDR netip.Prefix
+	// InternalCIDR holds the overlay addresses between nodes and gateways
+	// (--internal-cidr).
+	InternalCIDR netip.Prefix
+	// ReservedCIDRs are further ranges in use here (--reserved-cidr).
+	ReservedCIDRs []netip.Prefix
+	// Namespace is the controller's namespace, where it publishes the
+	// cluster-info ConfigMap and holds its leader lease (--namespace).
+	Namespace string
+	// Pools are the ranges remapped peer CIDRs are taken from, searched in
+	// order (--ipam-pool). Empty means ipam.DefaultPools.
+	Pools []netip.Prefix
+}
+
+// namedRange is a local range and the flag it comes from.
+type namedRange struct {
+	flag   string
+	prefix netip.Prefix
+}
+
+// ranges lists the local ranges, each named by its flag.
+func (f ClusterFacts) ranges() []namedRange {
+	var out []namedRange
+	for _, p := range f.PodCIDRs {
+		out = append(out, namedRange{"--pod-cidr", p})
+	}
+	out = append(out,
+		namedRange{"--service-cidr", f.ServiceCIDR},
+		namedRange{"--external-cidr", f.ExternalCIDR},
+		namedRange{"--internal-cidr", f.InternalCIDR})
+	for _, p := range f.ReservedCIDRs {
+		out = append(out, namedRange{"--reserved-cidr", p})
+	}
+	return out
+}
+
+// Taken returns every local range: the ranges a peer's CIDR must not collide
+// with to be kept as is.
+func (f ClusterFacts) Taken() []netip.Prefix {
+	rs := f.ranges()
+	out := make([]netip.Prefix, len(rs))
+	for i, r := range rs {
+		out[i] = r.prefix
+	}
+	return out
+}
+
+// IPAMPools returns Pools, or the default pools when none are set.
+func (f ClusterFacts) IPAMPools() []netip.Prefix {
+	if len(f.Pools) == 0 {
+		return ipam.DefaultPools()
+	}
+	return f.Pools
+}
+
+// Validate checks that the facts are complete and consistent: a cluster ID, a
+// namespace, at least one pod CIDR, every range a valid network, and no two
+// local ranges overlapping. Errors name the flags involved.
+func (f ClusterFacts) Validate() error {
+	var errs []error
+	if f.ClusterID == "" {
+		errs = append(errs, errors.New("--cluster-id is required"))
+	}
+	if f.Namespace == "" {
+		errs = append(errs, errors.New("--namespace is required"))
+	}
+	if len(f.PodCIDRs) == 0 {
+		errs = append(errs, errors.New("--pod-cidr is required"))
+	}
+	rs := f.ranges()
+	for _, r := range rs {
+		if !r.prefix.IsValid() {
+			errs = append(errs, fmt.Errorf("%s is required", r.flag))
+		} else if r.prefix != r.prefix.Masked() {
+			errs = append(errs, fmt.Errorf("%s %s: %w (the network is %s)", r.flag, r.prefix, cidr.ErrHostBits, r.prefix.Masked()))
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(f.Taken()); ok {
+		errs = append(errs, fmt.Errorf("%s %s overlaps %s %s: local ranges must be disjoint",
+			rs[i].flag, rs[i].prefix, rs[j].flag, rs[j].prefix))
+	}
+	if _, err := ipam.New(f.IPAMPools(), nil); err != nil {
+		errs = append(errs, fmt.Errorf("--ipam-pool: %w", err))
+	}
+	return errors.Join(errs...)
+}
