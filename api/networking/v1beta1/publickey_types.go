@@ -6,8 +6,13 @@ import (
 
 // PublicKeySpec carries a WireGuard public key.
 type PublicKeySpec struct {
+	// The length is checked on the text, by a pattern matching exactly the
+	// standard base64 of 32 bytes, and not by a CEL rule on the bytes: CEL
+	// decodes format-byte strings with the URL alphabet, so such a rule
+	// rejects every key whose base64 holds + or /, most keys.
+
 	// PublicKey is the 32-byte key; in YAML its base64, as `wg pubkey` prints it.
-	// +kubebuilder:validation:XValidation:rule="size(self) == 32",message="spec.publicKey must be exactly 32 bytes: the base64 of a WireGuard public key, as wg pubkey prints it"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$`
 	PublicKey []byte `json:"publicKey"`
 }
 
