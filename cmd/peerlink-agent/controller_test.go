@@ -3,11 +3,18 @@ package main
 import (
 	"io"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/peerlink/peerlink/internal/kbuild"
+	"github.com/peerlink/peerlink/reconciler"
 )
 
 // runControllerArgs runs `peerlink-agent controller` with args and returns
@@ -112,5 +119,82 @@ func TestControllerFacts(t *testing.T) {
 	}
 	if len(facts.ReservedCIDRs) != 0 || len(facts.Pools) != 0 {
 		t.Errorf("reserved %v and pools %v, want none", facts.ReservedCIDRs, facts.Pools)
+	}
+}
+
+// TestControllerBundleArgs builds bundles/install/controller and runs the
+// controller's flag parsing on the Deployment's arguments, with $(VAR)
+// expanded from the generated facts ConfigMap as the kubelet would: the
+// manifest and the command must agree.
+func TestControllerBundleArgs(t *testing.T) {
+	objs, err := kbuild.Build("../../bundles/install/controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		dep appsv1.Deployment
+		cm  corev1.ConfigMap
+	)
+	for _, u := range objs {
+		var err error
+		switch {
+		case u.GetKind() == "Deployment" && u.GetName() == "peerlink-controller":
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &dep)
+		case u.GetKind() == "ConfigMap" && strings.HasPrefix(u.GetName(), "peerlink-facts"):
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dep.Name == "" || cm.Name == "" {
+		t.Fatalf("the bundle lacks the Deployment peerlink-controller or the ConfigMap peerlink-facts")
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != cm.Name {
+		t.Fatalf("container envFrom %+v does not reference the generated ConfigMap %s", c.EnvFrom, cm.Name)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "controller" {
+		t.Fatalf("container args %q do not run the controller", c.Args)
+	}
+
+	parse := func(env map[string]string) (reconciler.ClusterFacts, error) {
+		t.Helper()
+		args := make([]string, len(c.Args)-1)
+		for i, a := range c.Args[1:] {
+			args[i] = os.Expand(strings.NewReplacer("$(", "${", ")", "}").Replace(a), func(k string) string {
+				v, ok := env[k]
+				if !ok {
+					t.Errorf("argument %q uses $(%s), which is not in the environment", a, k)
+				}
+				return v
+			})
+		}
+		var o controllerOptions
+		fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatalf("the Deployment's args %q: %v", args, err)
+		}
+		if !o.leaderElect {
+			t.Error("the Deployment does not elect a leader")
+		}
+		return o.facts()
+	}
+	env := map[string]string{"POD_NAMESPACE": "peerlink"}
+	for k, v := range cm.Data {
+		env[k] = v
+	}
+	if _, err := parse(env); err == nil || !strings.Contains(err.Error(), "--cluster-id is required") {
+		t.Errorf("with the default facts: %v, want --cluster-id is required", err)
+	}
+	env["CLUSTER_ID"] = "cluster-1"
+	facts, err := parse(env)
+	if err != nil {
+		t.Fatalf("with a cluster ID: %v", err)
+	}
+	if facts.ClusterID != "cluster-1" || facts.Namespace != "peerlink" || len(facts.PodCIDRs) != 1 ||
+		facts.PodCIDRs[0].String() != cm.Data["POD_CIDRS"] || facts.ServiceCIDR.String() != cm.Data["SERVICE_CIDR"] {
+		t.Errorf("facts %+v do not match the ConfigMap %v", facts, cm.Data)
 	}
 }
