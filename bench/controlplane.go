@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/reconciler"
+)
+
+const (
+	// benchPeers is the number of Configurations the control plane gets.
+	benchPeers = 1000
+	// readyGoal is the ceiling of the time for all of them to be Ready.
+	readyGoal = 30 * time.Second
+	// memoryGoal is the ceiling of the controller's peak resident memory.
+	memoryGoal = 200 << 20
+	// restartGoal is the ceiling of the time a restarted controller takes
+	// to serve a new peer while holding benchPeers.
+	restartGoal = 10 * time.Second
+	// benchTimeout bounds each wait of the control-plane table.
+	benchTimeout = 5 * time.Minute
+	// creators is the number of goroutines creating Configurations.
+	creators = 8
+)
+
+// controlPlaneTable runs `peerlink-agent controller` as a process of its own
+// against a real kube-apiserver and etcd, gives it benchPeers Configurations
+// that all collide with the local ranges, and measures the time until all
+// are Ready and the controller's peak memory (VmHWM); then restarts it and
+// measures how soon it serves a new peer.
+func controlPlaneTable(ctx context.Context) (*table, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join("bin", "k8s", "current")
+	}
+	crds := filepath.Join("bundles", "install", "crds")
+	for _, p := range []string{filepath.Join(assets, "kube-apiserver"), filepath.Join(assets, "etcd"), crds} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("control plane table: %w (run from the repository root after `make testbin`, or use `make bench`)", err)
+		}
+	}
+	work, err := os.MkdirTemp("", "peerlink-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	agent := filepath.Join(work, "peerlink-agent")
+	gobin := os.Getenv("GO")
+	if gobin == "" {
+		gobin = "go"
+	}
+	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", agent, "./cmd/peerlink-agent").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build peerlink-agent: %w\n%s", err, out)
+	}
+
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() { _ = env.Stop() }()
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return nil, err
+	}
+
+	b, err := newControlPlaneBench(cfg, agent, kubeconfig, work)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range []string{"peerlink", "peers"} {
+		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+
+	ctrlProc, err := b.startController(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ctrlProc.stop()
+
+	start := time.Now()
+	if err := b.createPeers(ctx, 0, benchPeers); err != nil {
+		return nil, err
+	}
+	if err := b.waitReady(ctx, benchPeers); err != nil {
+		return nil, fmt.Errorf("%w; controller log: %s", err, ctrlProc.logPath)
+	}
+	ready := time.Since(start)
+	hwm, err := peakMemory(ctrlProc.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkRanges(ctx); err != nil {
+		return nil, err
+	}
+
+	if err := ctrlProc.stop(); err != nil {
+		return nil, fmt.Errorf("stop controller: %w", err)
+	}
+	start = time.Now()
+	ctrlProc, err = b.startController(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ctrlProc.stop()
+	if err := b.createPeers(ctx, benchPeers, benchPeers+1); err != nil {
+		return nil, err
+	}
+	if err := b.waitReady(ctx, benchPeers+1); err != nil {
+		return nil, fmt.Errorf("after restart: %w; controller log: %s", err, ctrlProc.logPath)
+	}
+	restart := time.Since(start)
+	if err := b.checkRanges(ctx); err != nil {
+		return nil, fmt.Errorf("after restart: %w", err)
+	}
+
+	return &table{
+		title: fmt.Sprintf("Control plane (peerlink-agent controller as a process, real kube-apiserver, %s peers)", number(benchPeers)),
+		rows: []row{
+			{name: fmt.Sprintf("%s Configurations created to all Ready", number(benchPeers)), measured: ready.Seconds(), goal: readyGoal.Seconds(), unit: "s", dir: atMost},
+			{name: "controller peak memory (VmHWM)", measured: float64(hwm) / (1 << 20), goal: memoryGoal / (1 << 20), unit: "MiB", dir: atMost},
+			{name: "controller restart to a new peer Ready", measured: restart.Seconds(), goal: restartGoal.Seconds(), unit: "s", dir: atMost},
+		},
+		notes: []string{
+			"every peer declares pod 10.244.0.0/24 and external 10.70.0.0/24, both colliding with the local ranges",
+			"the restart includes the process start, the cache sync, the rebuild of the IPAM from status and a pass over every peer",
+		},
+	}, nil
+}
+
+// controlPlaneBench drives one control plane.
+type controlPlaneBench struct {
+	c          client.Client
+	agent      string
+	kubeconfig string
+	dir        string
+	facts      []string
+	runs       int
+}
+
+func newControlPlaneBench(cfg *rest.Config, agent, kubeconfig, dir string) (*controlPlaneBench, error) {
+	cfg = rest.CopyConfig(cfg)
+	// No client-side rate limit: the bench must not be what is measured.
+	cfg.QPS = -1
+	scheme, err := reconciler.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return &controlPlaneBench{
+		c: c, agent: agent, kubeconfig: kubeconfig, dir: dir,
+		facts: []string{"--cluster-id=bench-local", "--pod-cidr=10.244.0.0/16", "--service-cidr=10.96.0.0/12", "--namespace=peerlink"},
+	}, nil
+}
+
+// controllerProcess is a running `peerlink-agent controller`.
+type controllerProcess struct {
+	cmd     *exec.Cmd
+	logPath string
+	once    sync.Once
+	err     error
+}
+
+// stop sends SIGTERM and waits for the process to exit.
+func (p *controllerProcess) stop() error {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.err = p.cmd.Wait()
+	})
+	return p.err
+}
+
+// startController starts the controller and waits until it has published
+// its cluster-info ConfigMap, a sign that it runs.
+func (b *controlPlaneBench) startController(ctx context.Context) (*controllerProcess, error) {
+	b.runs++
+	logPath := filepath.Join(b.dir, fmt.Sprintf("controller-%d.log", b.runs))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	args := append([]string{"controller", "--kubeconfig=" + b.kubeconfig,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, b.facts...)
+	cmd := exec.Command(b.agent, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start controller: %w", err)
+	}
+	p := &controllerProcess{cmd: cmd, logPath: logPath}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, benchTimeout, true, func(ctx context.Context) (bool, error) {
+		var cm corev1.ConfigMap
+		return b.c.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: reconciler.ClusterInfoName}, &cm) == nil, nil
+	})
+	if err != nil {
+		_ = p.stop()
+		return nil, fmt.Errorf("controller did not publish %s: %w (log: %s)", reconciler.ClusterInfoName, err, tailFile(logPath, 20))
+	}
+	return p, nil
+}
+
+// createPeers creates the Configurations of peers from to to-1.
+func (b *controlPlaneBench) createPeers(ctx context.Context, from, to int) error {
+	next := make(chan int)
+	errs := make(chan error, creators)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				id := fmt.Sprintf("peer-%04d", i)
+				conf := &netv1beta1.Configuration{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "peers", Name: id,
+						Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: id}},
+					Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+						Pod: []netv1beta1.CIDR{"10.244.0.0/24"}, External: []netv1beta1.CIDR{"10.70.0.0/24"},
+					}}},
+				}
+				if err := b.c.Create(ctx, conf); err != nil {
+					errs <- fmt.Errorf("create configuration %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := from; i < to; i++ {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err = <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// waitReady waits until n Configurations are Ready for their generation.
+func (b *controlPlaneBench) waitReady(ctx context.Context, n int) error {
+	var last int
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, benchTimeout, true, func(ctx context.Context) (bool, error) {
+		var list netv1beta1.ConfigurationList
+		if err := b.c.List(ctx, &list); err != nil {
+			return false, nil
+		}
+		last = 0
+		for _, c := range list.Items {
+			cond := meta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionReady)
+			if cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.Generation {
+				last++
+			}
+		}
+		return last >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d configurations ready: %w", last, n, err)
+	}
+	return nil
+}
+
+// checkRanges checks that the ranges in status overlap neither each other
+// nor the local ranges: a fast wrong answer is not a result.
+func (b *controlPlaneBench) checkRanges(ctx context.Context) error {
+	var list netv1beta1.ConfigurationList
+	if err := b.c.List(ctx, &list); err != nil {
+		return err
+	}
+	ranges := []netip.Prefix{
+		netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.96.0.0/12"),
+		netip.MustParsePrefix("10.70.0.0/16"), netip.MustParsePrefix("10.80.0.0/16"),
+	}
+	for _, c := range list.Items {
+		if c.Status.Remote == nil {
+			return fmt.Errorf("configuration %s has no status.remote", c.Name)
+		}
+		for _, s := range append(c.Status.Remote.CIDR.Pod, c.Status.Remote.CIDR.External...) {
+			p, err := cidr.ParseNetwork(string(s))
+			if err != nil {
+				return fmt.Errorf("configuration %s: status.remote: %w", c.Name, err)
+			}
+			ranges = append(ranges, p)
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(ranges); ok {
+		return fmt.Errorf("ranges %s and %s overlap", ranges[i], ranges[j])
+	}
+	return nil
+}
+
+// peakMemory returns the peak resident memory of a process, in bytes.
+func peakMemory(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read peak memory: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmHWM %q: %w", v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.Join(sc.Err(), errors.New("no VmHWM in /proc status"))
+}
+
+// tailFile returns the last n lines of a file.
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
