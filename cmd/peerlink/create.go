@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+// defaultTimeout bounds each wait of the commands that wait.
+const defaultTimeout = 120 * time.Second
+
+func newCreateCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create a peering object, or print its manifest with -o",
+		Long: `Create a Configuration, GatewayServer, GatewayClient or PublicKey for a peer.
+
+With -o yaml|json the manifest is printed and nothing else happens: no cluster
+is needed. Without -o the object is applied to the cluster (server-side apply,
+field manager peerlink), creating its namespace when needed; --wait then waits
+until the controller reports it Ready.
+
+Objects are named after the peer (--remote-cluster-id) unless NAME is given, and
+go to the namespace liqo-tenant-<remote cluster id> unless -n is given.`,
+		Example: `  # Print a GatewayServer for peer cluster-a, to review or commit
+  peerlink create gatewayserver --remote-cluster-id cluster-a --service-type NodePort -o yaml
+
+  # Apply a Configuration for peer cluster-b and wait until it is Ready
+  peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
+	}
+	cmd.AddCommand(
+		newCreateConfigurationCmd(g),
+		newCreateGatewayServerCmd(g),
+		newCreateGatewayClientCmd(g),
+		newCreatePublicKeyCmd(g),
+	)
+	return cmd
+}
+
+// createCommon are the flags every create subcommand has.
+type createCommon struct {
+	remoteClusterID string
+	output          string
+	wait            bool
+	timeout         time.Duration
+}
+
+func (c *createCommon) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.remoteClusterID, "remote-cluster-id", "", "ID of the peer cluster the object is for (required)")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
+	addOutputFlag(cmd, &c.output, "")
+	cmd.Flags().BoolVar(&c.wait, "wait", false, "wait until the object is Ready (without -o)")
+	cmd.Flags().DurationVar(&c.timeout, "timeout", defaultTimeout, "how long --wait waits")
+}
+
+// peer checks the flags naming the object and returns where it goes.
+func (c *createCommon) peer(g *globalOptions, args []string) (generators.Peer, error) {
+	if err := generators.ValidateClusterID(c.remoteClusterID); err != nil {
+		return generators.Peer{}, fmt.Errorf("--remote-cluster-id: %w", err)
+	}
+	p := generators.Peer{RemoteClusterID: c.remoteClusterID, Namespace: g.Namespace}
+	if len(args) > 0 {
+		p.Name = args[0]
+	}
+	if g.Namespace != "" {
+		if err := generators.ValidateNamespace(g.Namespace); err != nil {
+			return generators.Peer{}, fmt.Errorf("--namespace: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// commonFieldFlags name the flags behind the fields every object has.
+func commonFieldFlags() map[string]string {
+	return map[string]string{
+		"metadata.name": "NAME",
+		generators.RemoteClusterIDPath().String(): "--remote-cluster-id",
+	}
+}
+
+// finish prints the object with -o, or applies it and, with --wait, waits
+// until it is Ready.
+func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.Object) error {
+	if c.output != "" {
+		return printObjects(cmd.OutOrStdout(), c.output, obj)
+	}
+	ctx := cmd.Context()
+	cl, err := g.local().client()
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, cl, obj.GetNamespace()); err != nil {
+		return err
+	}
+	if err := apply(ctx, cl, obj); err != nil {
+		return err
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	ref := fmt.Sprintf("%s %s", kind, objectRef(obj.GetNamespace(), obj.GetName()))
+	p := progress{out: cmd.OutOrStdout(), timeout: c.timeout}
+	p.infof("%s applied", ref)
+	if !c.wait {
+		return nil
+	}
+	if kind == generators.KindPublicKey {
+		p.infof("%s has no status to wait for: the gateway agent reads it", ref)
+		return nil
+	}
+	state, err := p.wait(ctx, ref+" to be Ready", func(ctx context.Context) (bool, string, error) {
+		return objectReady(ctx, cl, obj)
+	})
+	if err != nil {
+		return err
+	}
+	p.infof("%s is ready: %s", ref, state)
+	return nil
+}
+
+// objectReady reads obj's kind and name from the cluster and tells whether
+// it is Ready for its current generation.
+func objectReady(ctx context.Context, cl client.Client, obj client.Object) (bool, string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+		return false, "", fmt.Errorf("get %s %s: %w", u.GetKind(), objectRef(obj.GetNamespace(), obj.GetName()), err)
+	}
+	done, state := readyState(u)
+	return done, state, nil
+}
+
+func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
+	var c createCommon
+	var pod, external []string
+	cmd := &cobra.Command{
+		Use:   "configuration [NAME]",
+		Short: "Declare the network of a peer cluster",
+		Example: `  # Print the Configuration of peer cluster-b, to commit or apply elsewhere
+  peerlink create configuration --remote-cluster-id cluster-b \
+    --pod-cidr 10.244.0.0/16 --external-cidr 10.70.0.0/16 -o yaml
+
+  # Apply it and wait until the controller has mapped the peer's CIDRs
+  peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := c.peer(g, args)
+			if err != nil {
+				return err
+			}
+			pods, err := generators.ParseCIDRList(pod...)
+			if err != nil {
+				return fmt.Errorf("--pod-cidr: %w", err)
+			}
+			if len(pods) == 0 {
+				return fmt.Errorf("--pod-cidr: at least one pod CIDR of the peer is needed")
+			}
+			ext, err := generators.ParseCIDRList(external...)
+			if err != nil {
+				return fmt.Errorf("--external-cidr: %w", err)
+			}
+			conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: pods, ExternalCIDRs: ext})
+			if err != nil {
+				flags := commonFieldFlags()
+				for i := range pods {
+					flags[fmt.Sprintf("spec.remote.cidr.pod[%d]", i)] = "--pod-cidr"
+				}
+				for i := range ext {
+					flags[fmt.Sprintf("spec.remote.cidr.external[%d]", i)] = "--external-cidr"
+				}
+				return flagErrors(err, flags)
+			}
+			return c.finish(cmd, g, conf)
+		},
+	}
+	c.addFlags(cmd)
+	cmd.Flags().StringArrayVar(&pod, "pod-cidr", nil, "pod CIDR of the peer (repeatable, or a comma-separated list)")
+	cmd.Flags().StringArrayVar(&external, "external-cidr", nil, "external CIDR of the peer (repeatable, or a comma-separated list)")
+	return cmd
+}
+
+func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
+	var c createCommon
+	var serviceType, lbIP, tmplName, tmplNS string
+	var port, nodePort int32
+	var mtu int
+	cmd := &cobra.Command{
+		Use:     "gatewayserver [NAME]",
+		Aliases: []string{"gws", "gwserver"},
+		Short:   "Create the server side of the tunnel to a peer",
+		Example: `  # A server exposed on a fixed node port, printed for review
+  peerlink create gatewayserver --remote-cluster-id cluster-a \
+    --service-type NodePort --node-port 30851 -o yaml
+
+  # Apply a LoadBalancer server and wait until it publishes its endpoint
+  peerlink create gatewayserver --remote-cluster-id cluster-a --wait`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := c.peer(g, args)
+			if err != nil {
+				return err
+			}
+			typ, err := generators.ParseServiceType(serviceType)
+			if err != nil {
+				return fmt.Errorf("--service-type: %w", err)
+			}
+			if err := generators.ValidatePort(port); err != nil {
+				return fmt.Errorf("--port: %w", err)
+			}
+			if cmd.Flags().Changed("node-port") {
+				if err := generators.ValidatePort(nodePort); err != nil {
+					return fmt.Errorf("--node-port: %w", err)
+				}
+			}
+			if err := generators.ValidateMTU(mtu); err != nil {
+				return fmt.Errorf("--mtu: %w", err)
+			}
+			o := generators.GatewayServerOptions{
+				Peer: p, ServiceType: typ, Port: port, NodePort: nodePort, MTU: mtu,
+				TemplateName: tmplName, TemplateNamespace: tmplNS,
+			}
+			if lbIP != "" {
+				addr, err := netip.ParseAddr(lbIP)
+				if err != nil || !addr.Is4() {
+					return fmt.Errorf("--load-balancer-ip: %q is not an IPv4 address", lbIP)
+				}
+				o.LoadBalancerIP = addr
+			}
+			gw, err := generators.GatewayServer(o)
+			if err != nil {
+				flags := commonFieldFlags()
+				flags["spec.endpoint.nodePort"] = "--node-port"
+				flags["spec.endpoint.loadBalancerIP"] = "--load-balancer-ip"
+				return flagErrors(err, flags)
+			}
+			return c.finish(cmd, g, gw)
+		},
+	}
+	c.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&serviceType, "service-type", string(corev1.ServiceTypeLoadBalancer), "type of the gateway Service: LoadBalancer, NodePort or ClusterIP")
+	f.Int32Var(&port, "port", netv1beta1.DefaultGatewayPort, "WireGuard port of the gateway Service")
+	f.Int32Var(&nodePort, "node-port", 0, "pin the node port (NodePort or LoadBalancer); default: allocated by Kubernetes")
+	f.StringVar(&lbIP, "load-balancer-ip", "", "address to request from the load balancer (LoadBalancer)")
+	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
+	f.StringVar(&tmplName, "template-name", netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate")
+	f.StringVar(&tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+	_ = cmd.RegisterFlagCompletionFunc("service-type", cobra.FixedCompletions(
+		[]string{"LoadBalancer", "NodePort", "ClusterIP"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func newCreateGatewayClientCmd(g *globalOptions) *cobra.Command {
+	var c createCommon
+	var addresses []string
+	var protocol, tmplName, tmplNS string
+	var port int32
+	var mtu int
+	cmd := &cobra.Command{
+		Use:     "gatewayclient [NAME]",
+		Aliases: []string{"gwc", "gwclient"},
+		Short:   "Create the client side of the tunnel to a peer",
+		Long: `Create the client side of the tunnel to a peer.
+
+--addresses and --port are where the peer's GatewayServer is reachable (its
+status.endpoint). Without --addresses the client is a placeholder: the
+controller creates its keys and reports WaitingForEndpoint until the endpoint
+is filled in.`,
+		Example: `  # A client of the server the peer published at 172.18.0.3:30851
+  peerlink create gatewayclient --remote-cluster-id cluster-b \
+    --addresses 172.18.0.3 --port 30851 -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := c.peer(g, args)
+			if err != nil {
+				return err
+			}
+			if err := generators.ValidatePort(port); err != nil {
+				return fmt.Errorf("--port: %w", err)
+			}
+			if err := generators.ValidateMTU(mtu); err != nil {
+				return fmt.Errorf("--mtu: %w", err)
+			}
+			if corev1.Protocol(protocol) != corev1.ProtocolUDP {
+				return fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", protocol)
+			}
+			addrs := splitList(addresses)
+			for _, a := range addrs {
+				if err := generators.ValidateAddress(a); err != nil {
+					return fmt.Errorf("--addresses: %w", err)
+				}
+			}
+			gw, err := generators.GatewayClient(generators.GatewayClientOptions{
+				Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: mtu,
+				TemplateName: tmplName, TemplateNamespace: tmplNS,
+			})
+			if err != nil {
+				return flagErrors(err, commonFieldFlags())
+			}
+			return c.finish(cmd, g, gw)
+		},
+	}
+	c.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&addresses, "addresses", nil, "addresses of the peer's gateway server (repeatable, or a comma-separated list)")
+	f.Int32Var(&port, "port", netv1beta1.DefaultGatewayPort, "port of the peer's gateway server")
+	f.StringVar(&protocol, "protocol", string(corev1.ProtocolUDP), "transport protocol of the tunnel: UDP")
+	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
+	f.StringVar(&tmplName, "template-name", netv1beta1.DefaultClientTemplateName, "name of the WgGatewayClientTemplate")
+	f.StringVar(&tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+	return cmd
+}
+
+func newCreatePublicKeyCmd(g *globalOptions) *cobra.Command {
+	var c createCommon
+	var key string
+	cmd := &cobra.Command{
+		Use:     "publickey [NAME]",
+		Aliases: []string{"pk", "pkey"},
+		Short:   "Hand the public key of a peer's gateway to this cluster",
+		Long: `Create the PublicKey of a peer's gateway. --remote-cluster-id is the peer, the
+cluster that owns the key; --public-key is the key as wg pubkey prints it (the
+base64 of 32 bytes).`,
+		Example: `  peerlink create publickey --remote-cluster-id cluster-b \
+    --public-key 'jP7cM1l5b7nJ8a9N0fQ8nL2S0yq3q8c1b2Yx3cQmE2M=' -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := c.peer(g, args)
+			if err != nil {
+				return err
+			}
+			raw, err := generators.ParsePublicKey(key)
+			if err != nil {
+				return fmt.Errorf("--public-key: %w", err)
+			}
+			pk, err := generators.PublicKey(generators.PublicKeyOptions{Peer: p, Key: raw})
+			if err != nil {
+				return flagErrors(err, commonFieldFlags())
+			}
+			return c.finish(cmd, g, pk)
+		},
+	}
+	c.addFlags(cmd)
+	cmd.Flags().StringVar(&key, "public-key", "", "the peer gateway's public key, base64 as wg pubkey prints it (required)")
+	_ = cmd.MarkFlagRequired("public-key")
+	return cmd
+}

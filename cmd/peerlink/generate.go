@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+func newGenerateCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Print the manifests this cluster hands to a peer",
+		Long: `Print, from what this cluster publishes, the manifests a peer applies: this
+cluster's Configuration and the PublicKey of one of its gateways. They are
+named and labelled with this cluster's ID and placed in
+liqo-tenant-<this cluster's id>, the peer's tenant namespace for us.`,
+		Example: `  peerlink generate configuration > my-configuration.yaml
+  peerlink generate publickey --gateway-type server --gateway-name cluster-a > my-publickey.yaml`,
+	}
+	cmd.AddCommand(newGenerateConfigurationCmd(g), newGeneratePublicKeyCmd(g))
+	return cmd
+}
+
+func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
+	var output, remoteNS string
+	cmd := &cobra.Command{
+		Use:   "configuration",
+		Short: "Print this cluster's Configuration, to be applied on the peer",
+		Example: `  # On cluster A: what cluster B must apply to know A's network
+  peerlink generate configuration --kubeconfig a.kubeconfig > a-configuration.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := generators.ParseFormat(output); err != nil {
+				return fmt.Errorf("--output: %w", err)
+			}
+			cl, err := g.local().client()
+			if err != nil {
+				return err
+			}
+			info, err := readClusterInfo(cmd.Context(), cl, g.PeerlinkNamespace)
+			if err != nil {
+				return err
+			}
+			conf, err := generators.ConfigurationForPeer(info, remoteNS)
+			if err != nil {
+				return err
+			}
+			return printObjects(cmd.OutOrStdout(), output, conf)
+		},
+	}
+	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	addRemoteNamespaceFlag(cmd, &remoteNS)
+	return cmd
+}
+
+func addRemoteNamespaceFlag(cmd *cobra.Command, dst *string) {
+	cmd.Flags().StringVar(dst, "remote-namespace", "", "namespace of the printed object on the peer (default: liqo-tenant-<this cluster's id>)")
+}
+
+func newGeneratePublicKeyCmd(g *globalOptions) *cobra.Command {
+	var output, remoteNS, gwType, gwName string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "publickey",
+		Short: "Print the PublicKey of one of this cluster's gateways, to be applied on the peer",
+		Long: `Print the PublicKey of a gateway of this cluster, read from the public half
+(data.publicKey) of its key Secret. The private key never leaves the cluster.
+
+The gateway is looked up in -n, by default liqo-tenant-<gateway name> (the CLI
+names gateways after the peer). A gateway just created has no key yet: the
+command waits for it up to --timeout, saying so on stderr.`,
+		Example: `  # On cluster B, the server side of the peering with cluster-a
+  peerlink generate publickey --gateway-type server --gateway-name cluster-a > b-publickey.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := generators.ParseFormat(output); err != nil {
+				return fmt.Errorf("--output: %w", err)
+			}
+			role, err := generators.ParseRole(gwType)
+			if err != nil {
+				return fmt.Errorf("--gateway-type: %w", err)
+			}
+			if err := generators.ValidateObjectName(gwName); err != nil {
+				return fmt.Errorf("--gateway-name: %w", err)
+			}
+			ns := g.Namespace
+			if ns == "" {
+				ns = generators.TenantNamespace(gwName)
+			}
+			ctx := cmd.Context()
+			cl, err := g.local().client()
+			if err != nil {
+				return err
+			}
+			info, err := readClusterInfo(ctx, cl, g.PeerlinkNamespace)
+			if err != nil {
+				return err
+			}
+			s := &side{c: cl, info: info, p: progress{out: cmd.ErrOrStderr(), timeout: timeout}}
+			secret, err := waitKeySecret(ctx, s, role, client.ObjectKey{Namespace: ns, Name: gwName})
+			if err != nil {
+				return err
+			}
+			pk, err := generators.PublicKeyFromSecret(info.ClusterID, remoteNS, secret)
+			if err != nil {
+				return err
+			}
+			return printObjects(cmd.OutOrStdout(), output, pk)
+		},
+	}
+	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	addRemoteNamespaceFlag(cmd, &remoteNS)
+	cmd.Flags().StringVar(&gwType, "gateway-type", "", "role of the gateway: server or client (required)")
+	cmd.Flags().StringVar(&gwName, "gateway-name", "", "name of the GatewayServer or GatewayClient (required)")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait for the controller to generate the gateway's key")
+	_ = cmd.MarkFlagRequired("gateway-type")
+	_ = cmd.MarkFlagRequired("gateway-name")
+	_ = cmd.RegisterFlagCompletionFunc("gateway-type", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// errKeyPending says a gateway's key Secret does not exist yet: the
+// controller creates it once it has reconciled the gateway.
+var errKeyPending = errors.New("not created yet by the controller")
+
+// gatewayKeySecret reads the key Secret of a gateway: the one its status
+// names, else the one its spec names, else the generated gw-<name>.
+func gatewayKeySecret(ctx context.Context, cl client.Client, role generators.Role, key client.ObjectKey) (*corev1.Secret, error) {
+	var specRef corev1.LocalObjectReference
+	var statusRef *corev1.ObjectReference
+	kind := generators.KindGatewayClient
+	if role == generators.RoleServer {
+		kind = generators.KindGatewayServer
+		var gw netv1beta1.GatewayServer
+		if err := cl.Get(ctx, key, &gw); err != nil {
+			return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
+		}
+		specRef, statusRef = gw.Spec.SecretRef, gw.Status.SecretRef
+	} else {
+		var gw netv1beta1.GatewayClient
+		if err := cl.Get(ctx, key, &gw); err != nil {
+			return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
+		}
+		specRef, statusRef = gw.Spec.SecretRef, gw.Status.SecretRef
+	}
+	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: generators.GatewayObjectName(key.Name)}
+	switch {
+	case statusRef != nil && statusRef.Name != "":
+		secretKey.Name = statusRef.Name
+		if statusRef.Namespace != "" {
+			secretKey.Namespace = statusRef.Namespace
+		}
+	case specRef.Name != "":
+		secretKey.Name = specRef.Name
+	}
+	var secret corev1.Secret
+	if err := cl.Get(ctx, secretKey, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("key secret %s of %s %s: %w", secretKey, kind, key, errKeyPending)
+		}
+		return nil, fmt.Errorf("get key secret %s of %s %s: %w", secretKey, kind, key, err)
+	}
+	return &secret, nil
+}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/resource"
+	kusttypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/kbuild"
+)
+
+// originAnnotation is where kustomize records the file an object came from
+// when the kustomization asks for buildMetadata: [originAnnotations].
+const originAnnotation = "config.kubernetes.io/origin"
+
+func newLintCmd() *cobra.Command {
+	var peerBundle string
+	cmd := &cobra.Command{
+		Use:   "lint DIR",
+		Short: "Check a peer bundle before it is committed or applied",
+		Long: `Build the peer bundle DIR with kustomize and check what it produces:
+  - every networking.liqo.io object decodes strictly into the API (unknown
+    fields are errors) and has valid CIDRs, ports, MTU and 32-byte keys;
+  - the liqo.io/remote-cluster-id labels agree, and there is one gateway;
+  - no private key: no Secret with data.privateKey, no privateKey field at all.
+With --peer-bundle, the peer's bundle of the same peering is checked too, and
+across both: a pinned server port matches the client's port, and the MTUs
+are equal.
+
+Each finding names the file, the object and the field. The exit code is 1
+when there is any finding.`,
+		Example: `  peerlink lint bundles/cluster-b
+  peerlink lint clusters/a/peers/cluster-b --peer-bundle clusters/b/peers/cluster-a`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			findings := lintBundle(args[0])
+			if peerBundle != "" {
+				findings = append(findings, lintBundle(peerBundle)...)
+				findings = append(findings, lintPair(args[0], peerBundle)...)
+			}
+			if err := printFindings(cmd.OutOrStdout(), findings); err != nil {
+				return err
+			}
+			if len(findings) > 0 {
+				return fmt.Errorf("%d finding(s)", len(findings))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "no findings")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&peerBundle, "peer-bundle", "", "the peer's bundle of the same peering, for the checks across both sides")
+	return cmd
+}
+
+// finding is one problem in a bundle.
+type finding struct {
+	// file is the manifest, as a path under the bundle directory.
+	file string
+	// object is "Kind namespace/name"; empty for a problem of the bundle.
+	object string
+	// field is the field path; empty for a problem of the whole object.
+	field string
+	msg   string
+}
+
+func (f finding) String() string {
+	parts := []string{f.file}
+	if f.object != "" {
+		parts = append(parts, f.object)
+	}
+	if f.field != "" {
+		parts = append(parts, f.field)
+	}
+	return strings.Join(append(parts, f.msg), ": ")
+}
+
+func printFindings(w io.Writer, findings []finding) error {
+	for _, f := range findings {
+		if _, err := fmt.Fprintln(w, f.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bundleObject is an object of a built bundle with the file it came from.
+type bundleObject struct {
+	file string
+	u    *unstructured.Unstructured
+}
+
+func (o bundleObject) ref() string {
+	return fmt.Sprintf("%s %s", o.u.GetKind(), objectRef(o.u.GetNamespace(), o.u.GetName()))
+}
+
+func (o bundleObject) finding(path, msg string) finding {
+	return finding{file: o.file, object: o.ref(), field: path, msg: msg}
+}
+
+// buildBundle runs kustomize on dir, with origin annotations so every object
+// names its file.
+func buildBundle(dir string) ([]bundleObject, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := kbuild.BuildFS(originFS{FileSystem: filesys.MakeFsOnDisk(), root: abs}, abs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bundleObject, len(objs))
+	for i, u := range objs {
+		file := dir
+		annotations := u.GetAnnotations()
+		var origin resource.Origin
+		if s, ok := annotations[originAnnotation]; ok && yaml.Unmarshal([]byte(s), &origin) == nil && origin.Path != "" {
+			file = filepath.Join(dir, origin.Path)
+		}
+		delete(annotations, originAnnotation)
+		if len(annotations) == 0 {
+			annotations = nil
+		}
+		u.SetAnnotations(annotations)
+		out[i] = bundleObject{file: file, u: u}
+	}
+	return out, nil
+}
+
+// originFS is the disk, except that the root kustomization asks kustomize
+// to record where each object came from.
+type originFS struct {
+	filesys.FileSystem
+	root string
+}
+
+func (f originFS) ReadFile(path string) ([]byte, error) {
+	data, err := f.FileSystem.ReadFile(path)
+	if err != nil || filepath.Dir(path) != f.root || !slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
+		return data, err
+	}
+	root, err := kyaml.Parse(string(data))
+	if err != nil {
+		return data, nil // kustomize reports the syntax error itself
+	}
+	list, err := root.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "buildMetadata"))
+	if err != nil {
+		return data, nil
+	}
+	list.YNode().Content = append(list.YNode().Content, &kyaml.Node{Kind: kyaml.ScalarNode, Value: kusttypes.OriginAnnotations})
+	s, err := root.String()
+	if err != nil {
+		return data, nil
+	}
+	return []byte(s), nil
+}
+
+// lintBundle checks one bundle.
+func lintBundle(dir string) []finding {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return []finding{buildFinding(dir, err)}
+	}
+	var findings []finding
+	var typed []typedObject
+	for _, o := range objs {
+		findings = append(findings, privateKeyFindings(o)...)
+		if !generators.IsPeeringKind(o.u) {
+			continue
+		}
+		t, fs := checkPeeringObject(o)
+		findings = append(findings, fs...)
+		if t.obj != nil {
+			typed = append(typed, t)
+		}
+	}
+	return append(findings, bundleFindings(typed)...)
+}
+
+// buildFinding reports a bundle kustomize cannot build, with paths relative
+// to the bundle so the message reads the same on every machine.
+func buildFinding(dir string, err error) finding {
+	msg := err.Error()
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		msg = strings.TrimPrefix(msg, "kustomize build "+abs+": ")
+		msg = strings.ReplaceAll(msg, abs+string(filepath.Separator), "")
+	}
+	return finding{file: filepath.Join(dir, generators.KustomizationFile), msg: "kustomize build failed: " + msg}
+}
+
+// typedObject is a peering object decoded into its Go type.
+type typedObject struct {
+	bundleObject
+	obj interface{ GetLabels() map[string]string }
+}
+
+func (t typedObject) peer() string {
+	return t.obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+}
+
+// checkPeeringObject decodes a networking.liqo.io object strictly and
+// validates it.
+func checkPeeringObject(o bundleObject) (typedObject, []finding) {
+	if o.u.GetKind() == generators.KindPublicKey {
+		// A key that is not base64 would fail decoding with a message naming
+		// no field, so it is checked first, on the raw value.
+		if s, ok, _ := unstructured.NestedString(o.u.Object, "spec", "publicKey"); ok {
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				return typedObject{}, []finding{o.finding("spec.publicKey", "not base64: a public key is written as wg pubkey prints it")}
+			}
+		}
+	}
+	obj, unknown, err := generators.DecodeStrict(o.u)
+	if err != nil {
+		path := ""
+		if !generators.IsPeeringKind(o.u) || o.u.GroupVersionKind().Version != netv1beta1.GroupVersion.Version {
+			path = "apiVersion"
+		}
+		return typedObject{}, []finding{o.finding(path, err.Error())}
+	}
+	var findings []finding
+	for _, u := range unknown {
+		findings = append(findings, strictFinding(o, u))
+	}
+	for _, e := range generators.Validate(obj) {
+		findings = append(findings, o.finding(e.Field, e.ErrorBody()))
+	}
+	labelled, ok := obj.(interface{ GetLabels() map[string]string })
+	if !ok {
+		return typedObject{}, findings
+	}
+	return typedObject{bundleObject: o, obj: labelled}, findings
+}
+
+// strictFinding reports a field the schema does not have, or has twice,
+// with its path in the field slot: `unknown field "spec.mtuu"` names
+// spec.mtuu.
+func strictFinding(o bundleObject, err error) finding {
+	msg := err.Error()
+	for _, kind := range []string{"unknown field", "duplicate field"} {
+		if rest, ok := strings.CutPrefix(msg, kind+` "`); ok {
+			if path, _, ok := strings.Cut(rest, `"`); ok {
+				return o.finding(path, kind+": not in the "+netv1beta1.GroupVersion.String()+" "+o.u.GetKind()+" schema")
+			}
+		}
+	}
+	return o.finding("", msg)
+}
+
+// privateKeyFindings refuses private keys in any object: keys are generated
+// in the cluster and only public keys travel.
+func privateKeyFindings(o bundleObject) []finding {
+	var findings []finding
+	if o.u.GetKind() == "Secret" && o.u.GetAPIVersion() == "v1" {
+		for _, section := range []string{"data", "stringData"} {
+			if _, ok, _ := unstructured.NestedFieldNoCopy(o.u.Object, section, netv1beta1.PrivateKeyField); ok {
+				findings = append(findings, o.finding(section+"."+netv1beta1.PrivateKeyField,
+					"a gateway private key must not be in a manifest: leave the gateway's spec.secretRef empty and the controller generates the key pair in the cluster"))
+			}
+		}
+		return findings
+	}
+	walkFields(o.u.Object, nil, func(path []string) {
+		if strings.EqualFold(path[len(path)-1], netv1beta1.PrivateKeyField) {
+			findings = append(findings, o.finding(strings.Join(path, "."),
+				"a privateKey field must not be in a manifest: private keys never leave the cluster that generated them"))
+		}
+	})
+	return findings
+}
+
+// walkFields calls fn with the path of every map key, depth first, in
+// sorted order so findings are stable.
+func walkFields(v any, path []string, fn func([]string)) {
+	switch node := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(node))
+		for k := range node {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := append(slices.Clone(path), k)
+			fn(p)
+			walkFields(node[k], p, fn)
+		}
+	case []any:
+		for i, item := range node {
+			if len(path) == 0 {
+				continue
+			}
+			p := slices.Clone(path)
+			p[len(p)-1] = fmt.Sprintf("%s[%d]", p[len(p)-1], i)
+			walkFields(item, p, fn)
+		}
+	}
+}
+
+// bundleFindings checks the objects of one bundle together: one gateway,
+// one peer.
+func bundleFindings(objs []typedObject) []finding {
+	var findings []finding
+	var gateway *typedObject
+	for i := range objs {
+		o := &objs[i]
+		switch o.obj.(type) {
+		case *netv1beta1.GatewayServer, *netv1beta1.GatewayClient:
+			if gateway != nil {
+				findings = append(findings, o.finding("", fmt.Sprintf(
+					"a second gateway for the peer, besides %s in %s: a bundle holds one GatewayServer or one GatewayClient", gateway.ref(), gateway.file)))
+				continue
+			}
+			gateway = o
+		}
+	}
+	// The gateway names the peer; without one, the first labelled object.
+	var ref *typedObject
+	if gateway != nil && gateway.peer() != "" {
+		ref = gateway
+	}
+	for i := range objs {
+		if ref == nil && objs[i].peer() != "" {
+			ref = &objs[i]
+		}
+	}
+	if ref == nil {
+		return findings
+	}
+	for _, o := range objs {
+		if id := o.peer(); id != "" && id != ref.peer() {
+			findings = append(findings, o.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+				"%q does not match %q of %s in %s: every object of a bundle is for the same peer", id, ref.peer(), ref.ref(), ref.file)))
+		}
+	}
+	return findings
+}
+
+// lintPair checks the two sides of one peering against each other.
+func lintPair(dirA, dirB string) []finding {
+	a, errA := bundleGateway(dirA)
+	b, errB := bundleGateway(dirB)
+	if errA != nil || errB != nil || a == nil || b == nil {
+		// Build and decoding problems are already reported by lintBundle.
+		return nil
+	}
+	if a.peer() == b.peer() {
+		return []finding{b.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+			"both bundles are for peer %q: --peer-bundle is the other cluster's bundle, whose label names this cluster", a.peer()))}
+	}
+	server, okS := a.obj.(*netv1beta1.GatewayServer)
+	client, okC := b.obj.(*netv1beta1.GatewayClient)
+	serverSide, clientSide := a, b
+	if !okS || !okC {
+		server, okS = b.obj.(*netv1beta1.GatewayServer)
+		client, okC = a.obj.(*netv1beta1.GatewayClient)
+		serverSide, clientSide = b, a
+	}
+	if !okS || !okC {
+		return []finding{b.finding("", fmt.Sprintf("%s and %s cannot peer: one side needs a GatewayServer and the other a GatewayClient", a.ref(), b.ref()))}
+	}
+	var findings []finding
+	if want, path, known := serverPort(server); known && client.Spec.Endpoint.Port != 0 && client.Spec.Endpoint.Port != want {
+		findings = append(findings, clientSide.finding("spec.endpoint.port", fmt.Sprintf(
+			"%d does not match %s %d of %s in %s", client.Spec.Endpoint.Port, path, want, serverSide.ref(), serverSide.file)))
+	}
+	if sm, cm := mtuOrDefault(server.Spec.MTU), mtuOrDefault(client.Spec.MTU); sm != cm {
+		findings = append(findings, clientSide.finding("spec.mtu", fmt.Sprintf(
+			"%d differs from %d of %s in %s: both sides of a tunnel must use the same MTU", cm, sm, serverSide.ref(), serverSide.file)))
+	}
+	return findings
+}
+
+// bundleGateway builds a bundle and returns its one gateway, if any.
+func bundleGateway(dir string) (*typedObject, error) {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if k := o.u.GetKind(); !generators.IsPeeringKind(o.u) || (k != generators.KindGatewayServer && k != generators.KindGatewayClient) {
+			continue
+		}
+		obj, _, err := generators.DecodeStrict(o.u)
+		if err != nil {
+			return nil, err
+		}
+		t := typedObject{bundleObject: o, obj: obj.(interface{ GetLabels() map[string]string })}
+		return &t, nil
+	}
+	return nil, nil
+}
+
+// serverPort is the port a client must use for a server, when the server's
+// spec fixes it: the pinned node port of a NodePort service, else the
+// service port. An unpinned node port is only known once allocated.
+func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
+	ep := s.Spec.Endpoint
+	port := ep.Port
+	if port == 0 {
+		port = netv1beta1.DefaultGatewayPort
+	}
+	if ep.ServiceType == corev1.ServiceTypeNodePort {
+		if ep.NodePort == nil || *ep.NodePort == 0 {
+			return 0, "", false
+		}
+		return *ep.NodePort, "the pinned spec.endpoint.nodePort", true
+	}
+	return port, "spec.endpoint.port", true
+}
+
+func mtuOrDefault(mtu int) int {
+	if mtu == 0 {
+		return netv1beta1.DefaultMTU
+	}
+	return mtu
+}
