@@ -147,8 +147,8 @@
 //
 // A template may produce any kind: set spec.objectKind to it and write the
 // object's metadata and spec under spec.template. The template object itself
-// is a WgGatewayServerTemplate or WgGatewayClientTemplate (or a kind of
-// one's own with the same spec), referenced from the gateway:
+// stays a WgGatewayServerTemplate (or WgGatewayClientTemplate), referenced
+// from the gateway:
 //
 //	apiVersion: networking.liqo.io/v1beta1
 //	kind: WgGatewayServerTemplate
