@@ -184,11 +184,11 @@ func (r *renderer) metadata(v any) (map[string]any, error) {
 				return nil, fmt.Errorf("metadata: unknown field %q: a template sets only name, namespace, labels and annotations", k)
 			}
 		}
-		rendered, err := r.value("metadata", "metadata", m, metadataType, false)
+		rendered, err := r.object("metadata", "metadata", m, metadataType)
 		if err != nil {
 			return nil, err
 		}
-		md = rendered.(map[string]any)
+		md = rendered
 	}
 	for _, f := range []struct{ field, want, variable string }{
 		{"name", r.data.Name, ".Name"},

@@ -207,5 +207,8 @@ func (e *templateError) Unwrap() error { return e.err }
 func cleanError(err error) error {
 	msg := strings.Replace(err.Error(), "template: "+templateName+":", "", 1)
 	msg = strings.Replace(msg, "executing \""+templateName+"\" ", "", 1)
+	// The step counter is the engine's, not the template's: its name would
+	// only puzzle the reader.
+	msg = strings.Replace(msg, "at <"+stepFunc+">: error calling "+stepFunc+": ", "", 1)
 	return &templateError{msg: strings.TrimSpace(msg), err: err}
 }
