@@ -54,12 +54,14 @@ type checkFunc func(ctx context.Context) (done bool, state string, err error)
 // state seen; an error of check ends it at once.
 func (p progress) wait(ctx context.Context, what string, check checkFunc) (string, error) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	// The timeout bounds the polling, not each read: a read started just
+	// before the deadline completes, and an error from it is a real one.
+	pollCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	lastReport := start
 	reported := false
 	var state string
-	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(pollCtx, pollInterval, true, func(context.Context) (bool, error) {
 		done, s, err := check(ctx)
 		if err != nil {
 			return false, err
@@ -77,16 +79,13 @@ func (p progress) wait(ctx context.Context, what string, check checkFunc) (strin
 		}
 		return false, nil
 	})
-	// A check cut short by the end of the wait fails with an error of its
-	// own (the client's rate limiter, a cancelled request): the end of the
-	// wait is the cause worth reporting.
 	switch {
 	case err == nil:
 		return state, nil
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return state, fmt.Errorf("timed out after %s waiting for %s (--timeout): last seen: %s", p.timeout, what, state)
 	case ctx.Err() != nil:
 		return state, fmt.Errorf("interrupted while waiting for %s: run the command again to resume", what)
+	case errors.Is(pollCtx.Err(), context.DeadlineExceeded) && wait.Interrupted(err):
+		return state, fmt.Errorf("timed out after %s waiting for %s (--timeout): last seen: %s", p.timeout, what, state)
 	}
 	return state, err
 }
