@@ -60,7 +60,9 @@ gets an empty endpoint, which is valid; the controller still creates its keys
 and reports WaitingForEndpoint until bundle add fills the endpoint in.
 
 Running init again with the same flags changes nothing; with other flags it
-refuses to overwrite unless --force.`,
+refuses to overwrite the gateway unless --force (which also empties an
+endpoint bundle add filled in). An existing kustomization.yaml is kept, with
+the files of init added to its resources when missing.`,
 		Example: `  # Client side, on cluster A, peering with cluster-b
   peerlink bundle init peers/cluster-b --peer cluster-b --role client
 
@@ -156,6 +158,9 @@ refuses to overwrite unless --force.`,
 			if err != nil {
 				return err
 			}
+			if files, err = keepKustomization(args[0], files); err != nil {
+				return err
+			}
 			return writeBundleFiles(cmd.OutOrStdout(), args[0], files, force)
 		},
 	}
@@ -175,6 +180,38 @@ refuses to overwrite unless --force.`,
 	f.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// keepKustomization replaces the new kustomization.yaml among files by the
+// one dir already has, with the missing files added to its resources: what
+// bundle add listed there, and the user's own changes, stay.
+func keepKustomization(dir string, files []generators.File) ([]generators.File, error) {
+	path := filepath.Join(dir, generators.KustomizationFile)
+	old, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return files, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var names []string
+	for _, f := range files {
+		if f.Name != generators.KustomizationFile {
+			names = append(names, f.Name)
+		}
+	}
+	merged, err := generators.AddResources(old, names...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	out := make([]generators.File, 0, len(files))
+	for _, f := range files {
+		if f.Name == generators.KustomizationFile {
+			f.Data = merged
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // writeBundleFiles writes files into dir. A file already there with the
