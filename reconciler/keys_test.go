@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -202,14 +201,25 @@ func walkStrings(v any, f func(string)) {
 func testKeysConfined(t *testing.T, e *gatewayEnv) {
 	ctx := t.Context()
 	ns := e.namespace(t, "keys-confined")
-	wg := newWgServer(ns, "peer", gatewayServiceTemplate("peer", corev1.ServiceTypeNodePort, 0))
-	if err := e.c.Create(ctx, wg); err != nil {
+	server := newGatewayServer(ns, "server", "remote-s", corev1.ServiceTypeNodePort, nil)
+	if err := e.c.Create(ctx, server); err != nil {
+		t.Fatal(err)
+	}
+	client := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "client", Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "remote-c2"},
+	}}
+	if err := e.c.Create(ctx, client); err != nil {
 		t.Fatal(err)
 	}
 	e.createNode(t, "node-keys", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.20"})
-	e.runGatewayPod(t, ns, "peer", "node-keys", "10.244.0.20")
-	e.waitWgServer(t, ns, "peer", metav1.ConditionTrue, ReasonReconciled, nil)
-	var secret corev1.Secret
-	eventually(t, "key secret", func(ctx context.Context) error { return e.get(ctx, ns, "gw-peer", &secret) })
-	e.checkPrivateKeyConfined(t, &secret)
+	e.runGatewayPod(t, ns, "server", "node-keys", "10.244.0.20")
+	e.waitGatewayServer(t, ns, "server", metav1.ConditionTrue, ReasonReconciled, nil)
+	e.waitGatewayClient(t, ns, "client", metav1.ConditionFalse, netv1beta1.ReasonWaitingForEndpoint, nil)
+	for _, name := range []string{"gw-server", "gw-client"} {
+		var secret corev1.Secret
+		if err := e.get(ctx, ns, name, &secret); err != nil {
+			t.Fatal(err)
+		}
+		e.checkPrivateKeyConfined(t, &secret)
+	}
 }

@@ -42,5 +42,11 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := (&WgGatewayClientReconciler{}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up wggatewayclient reconciler: %w", err)
 	}
+	if err := (&GatewayServerReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up gatewayserver reconciler: %w", err)
+	}
+	if err := (&GatewayClientReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up gatewayclient reconciler: %w", err)
+	}
 	return nil
 }

@@ -3,7 +3,13 @@ package reconciler
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,11 +22,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +39,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // waitTimeout bounds every wait for the controllers or the cluster.
@@ -46,6 +56,14 @@ type gatewayEnv struct {
 
 	wgServer *WgGatewayServerReconciler
 	wgClient *WgGatewayClientReconciler
+	gwServer *GatewayServerReconciler
+	gwClient *GatewayClientReconciler
+}
+
+// gatewayFacts are the facts of the cluster the gateway tests run in; the
+// default templates live in its namespace.
+func gatewayFacts() ClusterFacts {
+	return ClusterFacts{ClusterID: "local", Namespace: templates.InstallNamespace}
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -66,6 +84,46 @@ func (b *syncBuffer) Bytes() []byte {
 	return bytes.Clone(b.buf.Bytes())
 }
 
+// decodeHexDumps adds to a log line's key/value list, for each value that is
+// a hex dump (as client-go logs binary bodies), the bytes it shows, in
+// plain hex: a secret in a dump would otherwise escape a search of the log.
+func decodeHexDumps(kvs []any) []any {
+	out := kvs
+	for i := 1; i < len(kvs); i += 2 {
+		s, ok := kvs[i].(string)
+		if !ok {
+			continue
+		}
+		if b := parseHexDump(s); len(b) > 0 {
+			out = append(out, fmt.Sprint(kvs[i-1], "-decoded"), hex.EncodeToString(b))
+		}
+	}
+	return out
+}
+
+// parseHexDump returns the bytes shown by the lines of s in the format of
+// encoding/hex.Dump, nil when there are none.
+func parseHexDump(s string) []byte {
+	var out []byte
+	for _, line := range strings.Split(s, "\n") {
+		end := strings.Index(line, "  |")
+		if len(line) < 10 || end < 0 {
+			continue
+		}
+		if _, err := hex.DecodeString(line[:8]); err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(line[8:end]) {
+			b, err := hex.DecodeString(f)
+			if err != nil || len(b) != 1 {
+				break
+			}
+			out = append(out, b[0])
+		}
+	}
+	return out
+}
+
 // startGatewayEnv starts the cluster and the manager; both stop when t ends.
 func startGatewayEnv(t *testing.T) *gatewayEnv {
 	t.Helper()
@@ -82,14 +140,41 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 		// No kubelet posts node status here: the node lifecycle controller
 		// would mark the test's nodes unreachable and their pods not ready.
 		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
+		// As strict as clusters that check who may block an owner's deletion.
+		testcluster.WithAPIServerFlag("enable-admission-plugins", "OwnerReferencesPermissionEnforcement"),
 	)
 	env := &gatewayEnv{cluster: cluster, c: cluster.Client, logs: &syncBuffer{}}
+	env.namespace(t, gatewayFacts().Namespace)
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tmpl := range defaults {
+		if err := env.c.Create(t.Context(), tmpl); err != nil {
+			t.Fatalf("install default template %s: %v", tmpl.GetName(), err)
+		}
+	}
 
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+	// The reconcilers run as the controller's service account, with the
+	// RBAC of the install bundle: what they need must be granted there.
+	for _, f := range []string{"rbac.yaml", "rbac-gateways.yaml"} {
+		for _, obj := range readManifests(t, filepath.Join("..", "bundles", "install", "controller", f)) {
+			if err := env.c.Create(t.Context(), obj); err != nil {
+				t.Fatalf("install %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + gatewayFacts().Namespace + ":peerlink-controller",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + gatewayFacts().Namespace, "system:authenticated"},
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
+		// Verbose enough for client-go to log request and response bodies.
 		Logger: funcr.New(func(prefix, args string) {
 			fmt.Fprintln(env.logs, prefix, args)
-		}, funcr.Options{Verbosity: 10}),
+		}, funcr.Options{Verbosity: 10, RenderArgsHook: decodeHexDumps}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Other tests of the package run the same controllers in managers
@@ -101,7 +186,9 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 	}
 	env.wgServer = &WgGatewayServerReconciler{}
 	env.wgClient = &WgGatewayClientReconciler{}
-	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient} {
+	env.gwServer = &GatewayServerReconciler{Facts: gatewayFacts()}
+	env.gwClient = &GatewayClientReconciler{Facts: gatewayFacts()}
+	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient, env.gwServer, env.gwClient} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}
@@ -132,14 +219,44 @@ func TestGateways(t *testing.T) {
 		run  func(*testing.T, *gatewayEnv)
 	}{
 		{"wg server node port", testWgServerNodePort},
-		{"wg server load balancer", testWgServerLoadBalancer},
 		{"wg server cluster ip", testWgServerClusterIP},
 		{"wg server user secret", testWgServerUserSecret},
 		{"wg client", testWgClient},
+		{"gateway server node port", testGatewayServerNodePort},
+		{"gateway server load balancer", testGatewayServerLoadBalancer},
+		{"gateway server template change", testGatewayServerTemplateChange},
+		{"gateway server bad input", testGatewayServerBadInput},
+		{"gateway server deletion", testGatewayServerDeletion},
+		{"gateway client", testGatewayClient},
 		// Last, so that every other test's objects are searched too.
 		{"keys confined", testKeysConfined},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+	}
+}
+
+// readManifests reads the objects of a multi-document YAML file.
+func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("read %s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
 	}
 }
 

@@ -138,32 +138,6 @@ func testWgServerNodePort(t *testing.T, e *gatewayEnv) {
 		append(gatewayChildren(ns, "peer", true), &netv1beta1.WgGatewayServer{ObjectMeta: objectMeta(ns, "peer")})...)
 }
 
-func testWgServerLoadBalancer(t *testing.T, e *gatewayEnv) {
-	ctx := t.Context()
-	ns := e.namespace(t, "wg-server-lb")
-	wg := newWgServer(ns, "peer", gatewayServiceTemplate("peer", corev1.ServiceTypeLoadBalancer, 0))
-	if err := e.c.Create(ctx, wg); err != nil {
-		t.Fatal(err)
-	}
-	e.waitWgServer(t, ns, "peer", metav1.ConditionFalse, ReasonWaitingForLoadBalancer, nil)
-
-	// A load balancer reports a host name and an IP: the IP comes first.
-	var svc corev1.Service
-	if err := e.get(ctx, ns, "gw-peer", &svc); err != nil {
-		t.Fatal(err)
-	}
-	if svc.Spec.Ports[0].NodePort == 0 {
-		t.Errorf("no node port allocated to the LoadBalancer service")
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "gw.example.org"}, {IP: "203.0.113.7"}}
-	if err := e.c.Status().Update(ctx, &svc); err != nil {
-		t.Fatal(err)
-	}
-	e.waitWgServer(t, ns, "peer", metav1.ConditionFalse, ReasonWaitingForGatewayPod, func(s *netv1beta1.WgGatewayServerStatus) error {
-		return endpointIs(s.Endpoint, netv1beta1.DefaultGatewayPort, "203.0.113.7", "gw.example.org")
-	})
-}
-
 func testWgServerClusterIP(t *testing.T, e *gatewayEnv) {
 	ctx := t.Context()
 	ns := e.namespace(t, "wg-server-clusterip")

@@ -1,0 +1,241 @@
+package reconciler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+// Reasons of the conditions of a GatewayServer or GatewayClient.
+const (
+	// ReasonDuplicateGateway: an older gateway already connects the peer.
+	ReasonDuplicateGateway = "DuplicateGateway"
+	// ReasonTemplateNotFound: the referenced template does not exist.
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonInvalidTemplate: the template does not render.
+	ReasonInvalidTemplate = "InvalidTemplate"
+	// ReasonWaitingForStatus: the rendered object has not reported on its
+	// current generation yet.
+	ReasonWaitingForStatus = "WaitingForStatus"
+)
+
+// gatewayRemoteClusterID returns the peer a gateway connects to, from its
+// mandatory remote-cluster-id label, which must not name this cluster.
+func gatewayRemoteClusterID(gw metav1.Object, ownClusterID string) (string, error) {
+	id := gw.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+	switch {
+	case id == "":
+		return "", stall(ReasonMissingRemoteClusterID,
+			"metadata.labels[%s] is missing: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel)
+	case id == ownClusterID:
+		return "", stall(ReasonOwnClusterID,
+			"metadata.labels[%s] is %q, the ID of this cluster: set it to the ID of the peer cluster",
+			netv1beta1.RemoteClusterIDLabel, id)
+	}
+	return id, nil
+}
+
+// peerGateway is a GatewayServer or GatewayClient seen by its kind and
+// metadata, to compare gateways of both kinds.
+type peerGateway struct {
+	kind string
+	meta metav1.Object
+}
+
+// checkUniqueGateway stalls gw when an older gateway, server or client, in
+// any namespace, connects the same peer: two tunnels to one peer would
+// fight over its routes. The oldest (by creation time, then kind, namespace
+// and name) keeps the peer.
+func checkUniqueGateway(ctx context.Context, c client.Reader, gw peerGateway, id string) error {
+	others, err := peerGateways(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		if o.meta.GetUID() != gw.meta.GetUID() && o.meta.GetDeletionTimestamp() == nil && compareGateways(o, gw) < 0 {
+			return stall(ReasonDuplicateGateway, "%s %s/%s already connects remote cluster %s: delete one of the two",
+				o.kind, o.meta.GetNamespace(), o.meta.GetName(), id)
+		}
+	}
+	return nil
+}
+
+// peerGateways lists the GatewayServers and GatewayClients of peer id.
+func peerGateways(ctx context.Context, c client.Reader, id string) ([]peerGateway, error) {
+	sameID := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: id}
+	var servers netv1beta1.GatewayServerList
+	if err := c.List(ctx, &servers, sameID); err != nil {
+		return nil, fmt.Errorf("list gatewayservers of remote cluster %s: %w", id, err)
+	}
+	var clients netv1beta1.GatewayClientList
+	if err := c.List(ctx, &clients, sameID); err != nil {
+		return nil, fmt.Errorf("list gatewayclients of remote cluster %s: %w", id, err)
+	}
+	var out []peerGateway
+	for i := range servers.Items {
+		out = append(out, peerGateway{"GatewayServer", &servers.Items[i]})
+	}
+	for i := range clients.Items {
+		out = append(out, peerGateway{"GatewayClient", &clients.Items[i]})
+	}
+	return out, nil
+}
+
+// compareGateways orders gateways by creation time, kind, namespace, name.
+func compareGateways(a, b peerGateway) int {
+	return cmp.Or(
+		a.meta.GetCreationTimestamp().Compare(b.meta.GetCreationTimestamp().Time),
+		strings.Compare(a.kind, b.kind),
+		strings.Compare(a.meta.GetNamespace(), b.meta.GetNamespace()),
+		strings.Compare(a.meta.GetName(), b.meta.GetName()))
+}
+
+// samePeerMapper maps a gateway of either kind to the gateways of kind
+// connecting the same peer, so that when one of two goes, the other takes
+// the peer over.
+func samePeerMapper(c client.Reader, kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		id := obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+		if id == "" {
+			return nil
+		}
+		gws, err := peerGateways(ctx, c, id)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list the gateways of a peer", "remoteClusterID", id)
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, g := range gws {
+			if g.kind == kind {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.meta.GetNamespace(), Name: g.meta.GetName()}})
+			}
+		}
+		return reqs
+	}
+}
+
+// fetchTemplate reads the template ref names, of any kind, as unstructured.
+// field is the path of ref in the gateway, for messages.
+func fetchTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectReference, field string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, stall(ReasonTemplateNotFound, "%s: %s %s/%s not found", field, ref.Kind, ref.Namespace, ref.Name)
+	case meta.IsNoMatchError(err):
+		return nil, stall(ReasonTemplateNotFound, "%s: kind %s of %s is not served by the API server", field, ref.Kind, ref.APIVersion)
+	case err != nil:
+		return nil, fmt.Errorf("get %s %s %s/%s: %w", field, ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	return u, nil
+}
+
+// applyRendered applies the object rendered for a gateway, owned by it and
+// labelled with the peer's ID, and replaces obj with the API server's answer.
+func applyRendered(ctx context.Context, c client.Client, obj *unstructured.Unstructured, owner metav1.OwnerReference, clusterID string) error {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[netv1beta1.RemoteClusterIDLabel] = clusterID
+	obj.SetLabels(labels)
+	obj.SetOwnerReferences([]metav1.OwnerReference{owner})
+	return applyUnstructured(ctx, c, obj)
+}
+
+// objectRef is the status reference to an object.
+func objectRef(u *unstructured.Unstructured) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: u.GetAPIVersion(),
+		Kind:       u.GetKind(),
+		Name:       u.GetName(),
+		Namespace:  u.GetNamespace(),
+	}
+}
+
+// isObject tells whether ref names u.
+func isObject(ref *corev1.ObjectReference, u *unstructured.Unstructured) bool {
+	return ref != nil && ref.APIVersion == u.GetAPIVersion() && ref.Kind == u.GetKind() &&
+		ref.Name == u.GetName() && ref.Namespace == u.GetNamespace()
+}
+
+// deleteRendered deletes the object ref names (nil: none) when gw controls
+// it: an object rendered for gw that must no longer run, such as the gateway
+// of a kind the template no longer renders, which would otherwise run
+// beside the new one until gw goes.
+func deleteRendered(ctx context.Context, c client.Client, ref *corev1.ObjectReference, gw metav1.Object) error {
+	if ref == nil {
+		return nil
+	}
+	old := &unstructured.Unstructured{}
+	old.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, old)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get previously rendered %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	if !metav1.IsControlledBy(old, gw) {
+		return nil
+	}
+	if err := c.Delete(ctx, old, client.Preconditions{UID: ptr.To(old.GetUID())}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete previously rendered %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	return nil
+}
+
+// renderedStatus reads the status of a rendered object. Every rendered kind
+// peerlink runs reports the fields of a WgGatewayServer's status, or a
+// subset of them.
+func renderedStatus(u *unstructured.Unstructured) (netv1beta1.WgGatewayServerStatus, error) {
+	var s netv1beta1.WgGatewayServerStatus
+	m, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return s, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &s); err != nil {
+		return s, fmt.Errorf("read status of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return s, nil
+}
+
+// renderedOutcome is the outcome of a gateway whose rendered object u
+// reports s: the gateway is Ready when that object is, Stalled when it is,
+// and otherwise waits for what it waits for.
+func renderedOutcome(u *unstructured.Unstructured, s netv1beta1.WgGatewayServerStatus) outcome {
+	name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+	if s.ObservedGeneration != u.GetGeneration() {
+		return progressing(ReasonWaitingForStatus, "%s has not reported on generation %d yet", name, u.GetGeneration())
+	}
+	if c := meta.FindStatusCondition(s.Conditions, netv1beta1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		return stalled(c.Reason, "%s: %s", name, c.Message)
+	}
+	c := meta.FindStatusCondition(s.Conditions, netv1beta1.ConditionReady)
+	switch {
+	case c == nil:
+		return progressing(ReasonWaitingForStatus, "%s has no Ready condition yet", name)
+	case c.Status == metav1.ConditionTrue:
+		return ready(fmt.Sprintf("%s: %s", name, c.Message))
+	default:
+		return progressing(c.Reason, "%s: %s", name, c.Message)
+	}
+}
