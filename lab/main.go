@@ -4,6 +4,7 @@
 //
 //	go run ./lab up [--clusters=2] [--cluster-ids=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
+//	go run ./lab bench [--json] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -14,11 +15,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -126,7 +130,48 @@ func newRootCmd() *cobra.Command {
 			return nil
 		},
 	}
-	root.AddCommand(up, demo, down, status)
+	var benchDir string
+	var asJSON bool
+	bench := &cobra.Command{
+		Use:   "bench",
+		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			repo, err := labctl.FindRepo()
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(benchDir)
+			if err != nil {
+				return err
+			}
+			// Progress goes to stderr: stdout carries the figures.
+			progress := cmd.ErrOrStderr()
+			defer func() {
+				if derr := labctl.Down(abs, progress); derr != nil && err == nil {
+					err = derr
+				}
+			}()
+			l, err := labctl.Up(cmd.Context(), labctl.Options{
+				Dir: abs, IDs: []string{"bench-a", "bench-b"}, FirstIndex: benchFirstIndex, Repo: repo, Out: progress,
+			})
+			if err != nil {
+				return err
+			}
+			f, err := l.Bench(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(f)
+			}
+			printFigures(cmd.OutOrStdout(), f)
+			return nil
+		},
+	}
+	bench.Flags().StringVar(&benchDir, "bench-dir", labctl.DefaultDir+"-bench", "directory of the benchmark's own lab")
+	bench.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	root.AddCommand(up, demo, bench, down, status)
 	return root
 }
 
@@ -135,5 +180,23 @@ func printClusters(out io.Writer, l *labctl.Lab) {
 	fmt.Fprintln(out, "\nThe clusters keep running (go run ./lab down removes them):")
 	for _, c := range l.State.Clusters {
 		fmt.Fprintf(out, "  %s  %s --kubeconfig %s get pods -A\n", c.ID, l.KubectlBin, c.Kubeconfig)
+	}
+}
+
+// benchFirstIndex numbers the benchmark's clusters apart from those of
+// `lab up` and of the end-to-end tests, so that all can run at once.
+const benchFirstIndex = 21
+
+func printFigures(out io.Writer, f labctl.Figures) {
+	fmt.Fprintf(out, "last manifest applied -> Connected on both sides: %.2fs\n", f.ConnectSeconds)
+	for _, id := range slices.Sorted(maps.Keys(f.RecoverySeconds)) {
+		fmt.Fprintf(out, "gateway pod of %s deleted -> longest time without traffic: %.2fs\n", id, f.RecoverySeconds[id])
+	}
+	for _, p := range []struct {
+		name string
+		p    labctl.Path
+	}{{"through the peering", f.Tunnel}, {"over the node network", f.Bare}} {
+		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",
+			p.name, p.p.BitsPerSecond/1e6, p.p.ExchangesPerSecond)
 	}
 }

@@ -58,7 +58,7 @@ func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoa
 // StartProbe starts a pod in cluster n that runs `echo probe` against url
 // for the given time, so that traffic is measured from inside the cluster
 // even while its API server is down.
-func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, d time.Duration) error {
+func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, interval, d time.Duration) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, d 
 				Name:            "probe",
 				Image:           images.EchoImage(l.State.Registry),
 				ImagePullPolicy: corev1.PullIfNotPresent,
-				Args:            []string{"probe", "--interval=200ms", "--timeout=1s", "--duration=" + d.String(), url},
+				Args:            []string{"probe", "--interval=" + interval.String(), "--timeout=1s", "--duration=" + d.String(), url},
 			}},
 		},
 	}
@@ -100,6 +100,26 @@ func (l *Lab) ProbeResults(ctx context.Context, n *node.Node, name string) ([]ec
 		probes = append(probes, p)
 	}
 	return probes, nil
+}
+
+// LongestGap is the longest time in [from, until) without an answer to a
+// probe: between two answers, between from and the first answer, or
+// between the last answer and until.
+func LongestGap(probes []echoapi.Probe, from, until time.Time) time.Duration {
+	last := from
+	var longest time.Duration
+	for _, p := range probes {
+		at := time.UnixMilli(p.UnixMilli)
+		if !p.OK || at.Before(from) {
+			continue
+		}
+		if !at.Before(until) {
+			break
+		}
+		longest = max(longest, at.Sub(last))
+		last = at
+	}
+	return max(longest, until.Sub(last))
 }
 
 // writeEcho writes the echo server's Deployment.

@@ -81,10 +81,24 @@ func (l *Lab) writeOverlay(n *node.Node) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
 	}
+	// The local facts, as docs/install.md tells users to set them. The
+	// node network holds the node addresses and the lab registry: no peer
+	// range may be remapped onto it.
 	k := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"resources":  []string{base},
+		"configMapGenerator": []any{map[string]any{
+			"name":      "peerlink-facts",
+			"namespace": PeerlinkNamespace,
+			"behavior":  "merge",
+			"literals": []string{
+				"CLUSTER_ID=" + n.ClusterID,
+				"POD_CIDRS=" + node.PodCIDR,
+				"SERVICE_CIDR=" + node.ServiceCIDR,
+				"RESERVED_CIDRS=" + node.NodeNetwork,
+			},
+		}},
 	}
 	b, err := yaml.Marshal(k)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 const (
 	PodCIDR     = "10.244.0.0/24"
 	ServiceCIDR = "10.96.0.0/16"
+	// NodeNetwork holds every cluster's veth subnet, 172.30.<index>.0/24.
+	NodeNetwork = "172.30.0.0/16"
 	// APIServiceIP is the ClusterIP of the kubernetes Service, the first
 	// address of ServiceCIDR.
 	APIServiceIP = "10.96.0.1"

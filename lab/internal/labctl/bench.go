@@ -1,0 +1,206 @@
+package labctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// Figures are the whole-system measurements of a peering in the lab.
+type Figures struct {
+	// ConnectSeconds runs from the moment `peerlink network connect` has
+	// applied its last manifest to both sides reporting Connected.
+	ConnectSeconds float64 `json:"connectSeconds"`
+	// RecoverySeconds is, for the gateway pod of each side (by cluster ID),
+	// the longest time without an answer to a probe sent every
+	// probeInterval after the pod is deleted.
+	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
+	// Tunnel and Bare are pod-to-pod figures between the same pods, through
+	// the peering and through a NodePort over the node network.
+	Tunnel Path `json:"tunnel"`
+	Bare   Path `json:"bare"`
+}
+
+// Path is what one path between two pods carries.
+type Path struct {
+	// BitsPerSecond is the throughput of one TCP stream.
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// ExchangesPerSecond is the rate of 64-byte request/response round
+	// trips on one TCP connection.
+	ExchangesPerSecond float64 `json:"exchangesPerSecond"`
+}
+
+const (
+	// probeInterval is the resolution of the recovery figures.
+	probeInterval = 100 * time.Millisecond
+	// measureFor is how long each throughput and rate measurement runs.
+	measureFor = 5 * time.Second
+	// recoveryWatch is how long traffic is watched after a gateway pod is
+	// deleted.
+	recoveryWatch = 20 * time.Second
+)
+
+// Bench peers the first two clusters of a fresh lab and measures it.
+func (l *Lab) Bench(ctx context.Context) (Figures, error) {
+	f := Figures{RecoverySeconds: map[string]float64{}}
+	if len(l.Nodes) < 2 {
+		return f, errors.New("the benchmark needs two clusters")
+	}
+	a, b := l.Nodes[0], l.Nodes[1]
+	if _, err := l.Connect(ctx, a, b); err != nil {
+		return f, err
+	}
+	applied := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := l.WaitConnected(wctx, a, b); err != nil {
+		return f, err
+	}
+	f.ConnectSeconds = time.Since(applied).Seconds()
+	l.progress.Logf("Connected %.2fs after the last manifest", f.ConnectSeconds)
+
+	src, err := l.EchoPods(ctx, a)
+	if err != nil {
+		return f, err
+	}
+	dst, err := l.EchoPods(ctx, b)
+	if err != nil {
+		return f, err
+	}
+	if len(src) == 0 || len(dst) == 0 {
+		return f, errors.New("no echo pods")
+	}
+	from, to := src[0], dst[0]
+	remapped, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
+	if err != nil {
+		return f, err
+	}
+	// The traffic must flow before it is measured.
+	if _, _, err := l.reachEventually(ctx, a, b); err != nil {
+		return f, err
+	}
+	nodePorts, err := l.exposeEcho(ctx, b, to)
+	if err != nil {
+		return f, err
+	}
+	paths := []struct {
+		path     *Path
+		sink, rr string
+		name     string
+	}{
+		{&f.Bare, fmt.Sprintf("%s:%d", b.NodeIP(), nodePorts[EchoSinkPort]), fmt.Sprintf("%s:%d", b.NodeIP(), nodePorts[EchoRRPort]), "node network"},
+		{&f.Tunnel, fmt.Sprintf("%s:%d", remapped, EchoSinkPort), fmt.Sprintf("%s:%d", remapped, EchoRRPort), "peering"},
+	}
+	for _, p := range paths {
+		stream, err := l.measure(ctx, a, from.Name, "stream", p.sink)
+		if err != nil {
+			return f, err
+		}
+		rr, err := l.measure(ctx, a, from.Name, "rr", p.rr)
+		if err != nil {
+			return f, err
+		}
+		p.path.BitsPerSecond, p.path.ExchangesPerSecond = stream.BitsPerSecond, rr.PerSecond
+		l.progress.Logf("%s: %.0f Mbit/s, %.0f exchanges/s", p.name, stream.BitsPerSecond/1e6, rr.PerSecond)
+	}
+
+	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
+	for _, n := range []*node.Node{b, a} {
+		gap, err := l.recovery(ctx, a, url, n)
+		if err != nil {
+			return f, err
+		}
+		f.RecoverySeconds[n.ClusterID] = gap.Seconds()
+		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.ClusterID, gap.Seconds())
+	}
+	return f, nil
+}
+
+// recovery deletes the gateway pod of cluster n while a probe in cluster
+// src sends requests to url, and returns the longest time without answer.
+func (l *Lab) recovery(ctx context.Context, src *node.Node, url string, n *node.Node) (time.Duration, error) {
+	name := "bench-probe-" + n.ClusterID
+	if err := l.StartProbe(ctx, src, name, url, probeInterval, recoveryWatch+30*time.Second); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res, err := l.ProbeResults(ctx, src, name)
+		if err == nil && len(res) > 0 && res[len(res)-1].OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("probe %s: no answer before the gateway pod is deleted (%v)", name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	deleted := time.Now()
+	if _, err := l.Kubectl(ctx, n, "delete", "pods", "-A", "-l", netv1beta1.ActiveGatewayLabel, "--wait=false"); err != nil {
+		return 0, err
+	}
+	time.Sleep(recoveryWatch)
+	res, err := l.ProbeResults(ctx, src, name)
+	if err != nil {
+		return 0, err
+	}
+	return LongestGap(res, deleted, deleted.Add(recoveryWatch)), nil
+}
+
+// measure runs `echo stream` or `echo rr` in a pod of n against addr.
+func (l *Lab) measure(ctx context.Context, n *node.Node, pod, mode, addr string) (echoapi.Measured, error) {
+	var m echoapi.Measured
+	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", mode, "--duration="+measureFor.String(), addr)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		return m, fmt.Errorf("cluster %s: echo %s %s: %w: %s", n.ClusterID, mode, addr, err, out)
+	}
+	return m, nil
+}
+
+// exposeEcho makes the sink and request/response ports of pod a NodePort
+// Service of cluster n, so that the same pod is measured over the node
+// network as through the peering; it returns the node port of each.
+func (l *Lab) exposeEcho(ctx context.Context, n *node.Node, pod corev1.Pod) (map[int]int32, error) {
+	const target = "lab.peerlink.io/bench-target"
+	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "label", "pod", pod.Name, target+"=true"); err != nil {
+		return nil, err
+	}
+	cs, err := n.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-bench", Namespace: EchoNamespace},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeNodePort,
+			Selector: map[string]string{target: "true"},
+		},
+	}
+	for _, port := range []int{EchoSinkPort, EchoRRPort} {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: strconv.Itoa(port), Port: int32(port), TargetPort: intstr.FromInt(port), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	created, err := cs.CoreV1().Services(EchoNamespace).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: create service echo-bench: %w", n.ClusterID, err)
+	}
+	out := map[int]int32{}
+	for _, p := range created.Spec.Ports {
+		out[int(p.Port)] = p.NodePort
+	}
+	return out, nil
+}
