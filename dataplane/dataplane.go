@@ -93,3 +93,9 @@ type RangeMapping struct {
 	Real     netip.Prefix
 	Remapped netip.Prefix
 }
+
+// UnknownSource is the unknown-source address of a cluster whose external
+// CIDR is external: its first address.
+func UnknownSource(external netip.Prefix) netip.Addr {
+	return external.Masked().Addr()
+}

@@ -19,6 +19,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newControllerCommand())
+	root.AddCommand(newGatewayCommand())
+	root.AddCommand(newFabricCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

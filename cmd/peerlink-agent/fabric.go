@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerlink/peerlink/dataplane/fabric"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/reconciler"
+)
+
+// fabricFlags are the flags of `peerlink-agent fabric`.
+type fabricFlags struct {
+	kubeconfig, probeAddr, metricsAddr string
+	verbosity                          int
+	nodeName, nodeIP                   string
+	namespace, gatewayNamespace        string
+	overlayKind                        string
+	mtu                                int
+	resync                             time.Duration
+}
+
+func newFabricCommand() *cobra.Command {
+	var f fabricFlags
+	cmd := &cobra.Command{
+		Use:   "fabric",
+		Short: "Run the fabric of one node, in the node's network namespace",
+		Long: `Run the fabric agent on a node (host network): an overlay link towards the
+cluster's active gateway pods (Geneve on UDP 6091 where the kernel has it,
+VXLAN on UDP 4790 otherwise), routes for every peer's remapped ranges in
+peerlink's tables, and the NAT that keeps pod source addresses towards peers
+and sends other sources out as the cluster's unknown-source address.
+
+It needs CAP_NET_ADMIN.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := f.options()
+			if err != nil {
+				return err
+			}
+			return runFabric(f, opts)
+		},
+	}
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":6092", `address of the /healthz and /readyz endpoints, on the host network; "0" disables them`)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `address of the Prometheus /metrics endpoint, on the host network; "0" disables it`)
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default: the NODE_NAME variable)")
+	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of this node where overlay packets arrive (default: the NODE_IP variable)")
+	fs.StringVar(&f.namespace, "namespace", "peerlink", "namespace of the ConfigMap peerlink-cluster-info")
+	fs.StringVar(&f.gatewayNamespace, "gateway-namespace", "", "namespace of the gateways and Configurations; empty: all namespaces")
+	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the gateways': auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
+	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the overlay link; 0: the node link's MTU less the encapsulation")
+	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
+}
+
+func (f *fabricFlags) options() (fabric.Options, error) {
+	kind, err := overlay.ParseKind(f.overlayKind)
+	if err != nil {
+		return fabric.Options{}, fmt.Errorf("--overlay: %w", err)
+	}
+	o := fabric.Options{
+		NodeName:         f.nodeName,
+		Namespace:        f.namespace,
+		GatewayNamespace: f.gatewayNamespace,
+		Overlay:          kind,
+		MTU:              f.mtu,
+		ResyncInterval:   f.resync,
+	}
+	if f.nodeIP != "" {
+		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
+			return fabric.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
+		}
+	}
+	return o, o.Validate()
+}
+
+// runFabric runs the fabric agent until SIGTERM or SIGINT. Its cache holds
+// only gateway pods and the cluster-info ConfigMap, not every pod and
+// ConfigMap of the cluster.
+func runFabric(f fabricFlags, opts fabric.Options) error {
+	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity))).WithValues("node", opts.NodeName)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := reconciler.NewScheme()
+	if err != nil {
+		return err
+	}
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{fabric.GatewayAppLabel: fabric.GatewayAppValue})},
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{opts.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", fabric.ClusterInfoName),
+		},
+	}}
+	if opts.GatewayNamespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.GatewayNamespace: {}}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		Cache:                  cacheOpts,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	agent, err := fabric.New(opts, mgr.GetClient(), mgr.GetCache(), log)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("dataplane", agent.Ready); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	if err := mgr.Add(agent); err != nil {
+		return fmt.Errorf("add fabric agent: %w", err)
+	}
+	log.Info("starting fabric agent", "nodeIP", opts.NodeIP)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}

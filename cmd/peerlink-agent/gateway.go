@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/gateway"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/reconciler"
+)
+
+// gatewayFlags are the flags of `peerlink-agent gateway`.
+type gatewayFlags struct {
+	kubeconfig  string
+	probeAddr   string
+	metricsAddr string
+	verbosity   int
+
+	name, namespace, clusterID, mode, uid string
+	mtu, listenPort, endpointPort         int
+	endpointAddresses                     string
+	keyDir                                string
+	keepalive, pingInterval, resync       time.Duration
+	wireguardImpl, overlayKind, nodeIP    string
+}
+
+func newGatewayCommand() *cobra.Command {
+	var f gatewayFlags
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run the gateway of one peering, in the gateway pod",
+		Long: `Run the gateway agent in the network namespace of a gateway pod: the
+WireGuard link liqo-tunnel (kernel WireGuard when the kernel has it, the
+embedded wireguard-go otherwise), the overlay link to the cluster's nodes,
+the NAT between the peer's real and remapped ranges, routes, health pings
+over the tunnel and the Connection gw-<name>.
+
+It needs CAP_NET_ADMIN, and /dev/net/tun for the userspace WireGuard.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := f.options()
+			if err != nil {
+				return err
+			}
+			return runGateway(f, opts)
+		},
+	}
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8082", `address of the Prometheus /metrics endpoint; "0" disables it`)
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+
+	fs.StringVar(&f.name, "name", "", "name of the GatewayServer or GatewayClient (required)")
+	fs.StringVar(&f.namespace, "namespace", "", "namespace of the gateway object (required)")
+	fs.StringVar(&f.clusterID, "remote-cluster-id", "", "cluster ID of the peer (required)")
+	fs.StringVar(&f.mode, "mode", "", "server or client (required)")
+	fs.StringVar(&f.uid, "gateway-uid", "", "UID of the gateway object, for the Connection's owner reference")
+	fs.IntVar(&f.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; 0 takes the gateway object's spec.mtu")
+	fs.IntVar(&f.listenPort, "listen-port", 0, "WireGuard port of a server")
+	fs.StringVar(&f.endpointAddresses, "endpoint-address", "", "comma-separated addresses of the server, for a client; empty: read them from the GatewayClient")
+	fs.IntVar(&f.endpointPort, "endpoint-port", 0, "port of the server, for a client; 0: read it from the GatewayClient")
+	fs.StringVar(&f.keyDir, "key-dir", "/etc/peerlink/keys", "directory of the mounted key Secret (files privateKey and publicKey)")
+	fs.DurationVar(&f.keepalive, "keepalive", 25*time.Second, "WireGuard persistent keepalive; 0 disables it")
+	fs.DurationVar(&f.pingInterval, "ping-interval", 2*time.Second, "interval of the health pings over the tunnel")
+	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
+	fs.StringVar(&f.wireguardImpl, "wireguard-implementation", string(wireguard.Auto), "auto, kernel or userspace")
+	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the fabric's: auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
+	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of the node running the pod (default: the NODE_IP variable); traffic from the tunnel goes to it through the overlay")
+}
+
+// gatewayMaxMisses is how many unanswered pings in a row make a tunnel's
+// Connection Error.
+const gatewayMaxMisses = 5
+
+// options parses the flags; errors name them.
+func (f *gatewayFlags) options() (gateway.Options, error) {
+	role, err := dataplane.ParseRole(f.mode)
+	if err != nil {
+		return gateway.Options{}, fmt.Errorf("--mode: %w", err)
+	}
+	impl, err := wireguard.ParseImplementation(f.wireguardImpl)
+	if err != nil {
+		return gateway.Options{}, fmt.Errorf("--wireguard-implementation: %w", err)
+	}
+	kind, err := overlay.ParseKind(f.overlayKind)
+	if err != nil {
+		return gateway.Options{}, fmt.Errorf("--overlay: %w", err)
+	}
+	o := gateway.Options{
+		Name:            f.name,
+		Namespace:       f.namespace,
+		RemoteClusterID: f.clusterID,
+		Role:            role,
+		GatewayUID:      types.UID(f.uid),
+		MTU:             f.mtu,
+		ListenPort:      f.listenPort,
+		EndpointPort:    f.endpointPort,
+		KeyDir:          f.keyDir,
+		Keepalive:       f.keepalive,
+		PingInterval:    f.pingInterval,
+		MaxMisses:       gatewayMaxMisses,
+		WireGuard:       impl,
+		Overlay:         kind,
+		ResyncInterval:  f.resync,
+	}
+	for _, a := range strings.Split(f.endpointAddresses, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			o.EndpointAddresses = append(o.EndpointAddresses, a)
+		}
+	}
+	if f.nodeIP != "" {
+		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
+			return gateway.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
+		}
+	}
+	return o, o.Validate()
+}
+
+// runGateway runs the gateway agent under a manager whose cache sees only
+// the gateway's namespace, until SIGTERM or SIGINT.
+func runGateway(f gatewayFlags, opts gateway.Options) error {
+	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity))).
+		WithValues("gateway", opts.Namespace+"/"+opts.Name)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := reconciler.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// The agent writes its Connection and never reads it back.
+			DisableFor: []client.Object{&netv1beta1.Connection{}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	agent, err := gateway.New(opts, mgr.GetClient(), mgr.GetCache(), log)
+	if err != nil {
+		return err
+	}
+	if err := ctrlmetrics.Registry.Register(agent.Collector()); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("dataplane", agent.Ready); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	if err := mgr.Add(agent); err != nil {
+		return fmt.Errorf("add gateway agent: %w", err)
+	}
+	log.Info("starting gateway agent", "mode", opts.Role, "remoteClusterID", opts.RemoteClusterID)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}

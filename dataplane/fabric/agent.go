@@ -1,0 +1,436 @@
+package fabric
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// The ConfigMap the controller publishes the cluster's facts in, and the
+// keys the fabric reads.
+const (
+	ClusterInfoName         = "peerlink-cluster-info"
+	clusterInfoPodCIDRs     = "podCIDRs"
+	clusterInfoExternalCIDR = "externalCIDR"
+)
+
+// Labels of an active gateway pod.
+const (
+	GatewayAppLabel = "app.kubernetes.io/name"
+	GatewayAppValue = "peerlink-gateway"
+)
+
+// Options configure the fabric agent; the command line sets them.
+type Options struct {
+	// NodeName is the node the agent runs on.
+	NodeName string
+	// NodeIP is the node's address: gateways and other nodes send it overlay
+	// packets there.
+	NodeIP netip.Addr
+	// Namespace holds the ConfigMap peerlink-cluster-info.
+	Namespace string
+	// GatewayNamespace limits the gateways to one namespace; empty: all.
+	GatewayNamespace string
+	// Overlay chooses the encapsulation; it must match the gateways'.
+	Overlay overlay.Kind
+	// MTU of the overlay link; 0: the MTU of the node's link less the
+	// encapsulation.
+	MTU int
+	// ResyncInterval is how often the kernel is compared with the plan.
+	ResyncInterval time.Duration
+}
+
+// Validate reports options that cannot work, naming the flag.
+func (o Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name: required"))
+	}
+	if !o.NodeIP.Is4() {
+		errs = append(errs, fmt.Errorf("--node-ip %v: an IPv4 address is required", o.NodeIP))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace: required"))
+	}
+	if o.MTU < 0 {
+		errs = append(errs, fmt.Errorf("--mtu %d: must not be negative", o.MTU))
+	}
+	if o.ResyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--resync-interval %v: must be positive", o.ResyncInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent runs the fabric of one node. It is a controller-runtime Runnable.
+type Agent struct {
+	opts      Options
+	client    client.Client
+	informers cache.Informers
+	log       logr.Logger
+
+	handle     *netlink.Handle
+	routes     *route.Applier
+	nat        *nat.Applier
+	kind       overlay.Kind
+	mtu        int
+	waitReason string
+	lastError  string
+
+	trigger chan struct{}
+
+	mu       sync.Mutex
+	notReady error
+}
+
+// New returns an agent reading the API through c, notified by informers.
+func New(opts Options, c client.Client, informers cache.Informers, log logr.Logger) (*Agent, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{
+		opts: opts, client: c, informers: informers, log: log,
+		trigger:  make(chan struct{}, 1),
+		notReady: errors.New("starting"),
+	}, nil
+}
+
+// Ready is the readiness check: the last sync succeeded.
+func (a *Agent) Ready(*http.Request) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.notReady
+}
+
+func (a *Agent) setReady(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notReady = err
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the agent until ctx ends, then removes what it created.
+func (a *Agent) Start(ctx context.Context) error {
+	if err := a.initKernel(); err != nil {
+		return err
+	}
+	defer a.routes.Close()
+	if err := a.watchAPI(ctx); err != nil {
+		return err
+	}
+	a.watchKernel(ctx)
+	tick := time.NewTicker(a.opts.ResyncInterval)
+	defer tick.Stop()
+	notify(a.trigger)
+	for {
+		select {
+		case <-ctx.Done():
+			a.cleanup()
+			return nil
+		case <-tick.C:
+		case <-a.trigger:
+		}
+		a.sync(ctx)
+	}
+}
+
+func (a *Agent) initKernel() error {
+	var err error
+	if a.routes, err = route.NewApplier(netns.None()); err != nil {
+		return err
+	}
+	a.handle = a.routes.Handle()
+	if a.nat, err = nat.NewApplier(netns.None()); err != nil {
+		return err
+	}
+	if a.kind, err = overlay.Detect(a.handle, a.opts.Overlay); err != nil {
+		return fmt.Errorf("choose the overlay encapsulation: %w", err)
+	}
+	a.mtu = a.opts.MTU
+	if a.mtu == 0 {
+		underlay, err := linkMTU(a.handle, a.opts.NodeIP)
+		if err != nil {
+			return err
+		}
+		a.mtu = underlay - overlay.Overhead
+	}
+	a.log.Info("overlay", "kind", a.kind, "port", a.kind.Port(), "nodeIP", a.opts.NodeIP, "mtu", a.mtu)
+	return nil
+}
+
+// linkMTU is the MTU of the link that holds addr.
+func linkMTU(h *netlink.Handle, addr netip.Addr) (int, error) {
+	links, err := h.LinkList()
+	if err != nil {
+		return 0, fmt.Errorf("list links: %w", err)
+	}
+	for _, l := range links {
+		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+				return l.Attrs().MTU, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("--node-ip %s is not an address of this node's network namespace", addr)
+}
+
+func (a *Agent) watchAPI(ctx context.Context) error {
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(a.trigger) },
+		UpdateFunc: func(any, any) { notify(a.trigger) },
+		DeleteFunc: func(any) { notify(a.trigger) },
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{}} {
+		inf, err := a.informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watch %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("watch %T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) watchKernel(ctx context.Context) {
+	links := make(chan netlink.LinkUpdate, 64)
+	routes := make(chan netlink.RouteUpdate, 256)
+	onErr := func(err error) { a.log.V(1).Info("netlink subscription", "error", err.Error()) }
+	if err := netlink.LinkSubscribeWithOptions(links, ctx.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
+		a.log.Info("no link notifications; relying on the resync interval", "error", err.Error())
+	}
+	if err := netlink.RouteSubscribeWithOptions(routes, ctx.Done(), netlink.RouteSubscribeOptions{ErrorCallback: onErr}); err != nil {
+		a.log.Info("no route notifications; relying on the resync interval", "error", err.Error())
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-links:
+				if !ok {
+					return
+				}
+			case _, ok := <-routes:
+				if !ok {
+					return
+				}
+			}
+			notify(a.trigger)
+		}
+	}()
+}
+
+func (a *Agent) sync(ctx context.Context) {
+	facts, err := a.gatherFacts(ctx)
+	if err == nil {
+		var plan dataplane.FabricPlan
+		if plan, err = dataplane.PlanFabric(facts); err == nil {
+			err = a.apply(plan)
+		}
+	}
+	switch {
+	case err == nil:
+		a.waitReason, a.lastError = "", ""
+	case isWaiting(err):
+		if err.Error() != a.waitReason {
+			a.log.Info("not configuring the node yet", "reason", err.Error())
+			a.waitReason = err.Error()
+		}
+	default:
+		if err.Error() != a.lastError {
+			a.log.Error(err, "sync the node; retrying")
+			a.lastError = err.Error()
+		}
+	}
+	a.setReady(err)
+}
+
+func (a *Agent) apply(plan dataplane.FabricPlan) error {
+	ovl, err := overlay.Ensure(a.handle, plan.Overlay)
+	if err != nil {
+		return err
+	}
+	changes, err := a.routes.Apply(plan.Routes)
+	if err != nil {
+		return err
+	}
+	natChanged, err := a.nat.Apply(plan.NAT)
+	if err != nil {
+		return err
+	}
+	if ovl {
+		changes = append(changes, "overlay link "+dataplane.OverlayLink+" created")
+	}
+	if natChanged {
+		changes = append(changes, "nftables table "+dataplane.FabricNFTable+" written")
+	}
+	if len(changes) > 0 {
+		a.log.Info("applied", "changes", strings.Join(changes, "; "))
+	}
+	return nil
+}
+
+// waiting reports a fact that is not available yet.
+type waiting struct{ reason string }
+
+func (w waiting) Error() string { return "waiting: " + w.reason }
+
+func isWaiting(err error) bool {
+	var w waiting
+	return errors.As(err, &w)
+}
+
+// gatherFacts reads the cluster's ranges, the active gateway pods and their
+// peers' remapped ranges.
+func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
+	f := dataplane.FabricFacts{Node: a.opts.NodeIP, OverlayKind: a.kind, OverlayMTU: a.mtu}
+	var cm corev1.ConfigMap
+	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: ClusterInfoName}
+	if err := a.client.Get(ctx, key, &cm); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return f, waiting{fmt.Sprintf("ConfigMap %s not found", key)}
+		}
+		return f, fmt.Errorf("get ConfigMap %s: %w", key, err)
+	}
+	for _, s := range strings.Split(cm.Data[clusterInfoPodCIDRs], ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := cidr.ParseNetwork(s)
+		if err != nil {
+			return f, fmt.Errorf("data.%s of ConfigMap %s: %w", clusterInfoPodCIDRs, key, err)
+		}
+		f.PodCIDRs = append(f.PodCIDRs, p)
+	}
+	ext, err := cidr.ParseNetwork(cm.Data[clusterInfoExternalCIDR])
+	if err != nil {
+		return f, fmt.Errorf("data.%s of ConfigMap %s: %w", clusterInfoExternalCIDR, key, err)
+	}
+	f.UnknownSource = dataplane.UnknownSource(ext)
+
+	var opts []client.ListOption
+	if a.opts.GatewayNamespace != "" {
+		opts = append(opts, client.InNamespace(a.opts.GatewayNamespace))
+	}
+	var pods corev1.PodList
+	podOpts := append(slices.Clone(opts), client.MatchingLabels{GatewayAppLabel: GatewayAppValue, netv1beta1.ActiveGatewayLabel: "true"})
+	if err := a.client.List(ctx, &pods, podOpts...); err != nil {
+		return f, fmt.Errorf("list gateway pods: %w", err)
+	}
+	var confs netv1beta1.ConfigurationList
+	if err := a.client.List(ctx, &confs, opts...); err != nil {
+		return f, fmt.Errorf("list Configurations: %w", err)
+	}
+	f.Gateways = a.gateways(pods.Items, confs.Items)
+	return f, nil
+}
+
+// peerKey identifies a peer within a namespace.
+type peerKey struct{ namespace, clusterID string }
+
+// gateways pairs each peer's active gateway pod with the remapped ranges of
+// the peer's Configuration in the same namespace. Of two active pods for one
+// peer (a rollout), the older carries traffic until it goes.
+func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration) []dataplane.FabricGateway {
+	ranges := map[peerKey][]netip.Prefix{}
+	for _, c := range confs {
+		id := c.Labels[netv1beta1.RemoteClusterIDLabel]
+		if id == "" || c.Status.Remote == nil {
+			continue
+		}
+		var rs []netip.Prefix
+		for _, s := range append(slices.Clone(c.Status.Remote.CIDR.Pod), c.Status.Remote.CIDR.External...) {
+			p, err := cidr.ParseNetwork(string(s))
+			if err != nil {
+				a.log.Info("skipping a remapped range", "configuration", c.Namespace+"/"+c.Name, "range", s, "error", err.Error())
+				continue
+			}
+			rs = append(rs, p)
+		}
+		ranges[peerKey{c.Namespace, id}] = rs
+	}
+	slices.SortFunc(pods, func(x, y corev1.Pod) int {
+		if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	seen := map[peerKey]bool{}
+	var out []dataplane.FabricGateway
+	for _, p := range pods {
+		k := peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}
+		if k.clusterID == "" || p.DeletionTimestamp != nil || seen[k] {
+			continue
+		}
+		podIP, err1 := netip.ParseAddr(p.Status.PodIP)
+		hostIP, err2 := netip.ParseAddr(p.Status.HostIP)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		seen[k] = true
+		out = append(out, dataplane.FabricGateway{
+			Name:    p.Namespace + "/" + p.Name,
+			Address: podIP,
+			Node:    hostIP,
+			Local:   p.Spec.NodeName == a.opts.NodeName,
+			Ranges:  ranges[k],
+		})
+	}
+	return out
+}
+
+// cleanup removes the nftables table, routes, rules and the overlay link.
+func (a *Agent) cleanup() {
+	var errs []error
+	if err := a.nat.Remove(dataplane.FabricNFTable); err != nil {
+		errs = append(errs, err)
+	}
+	owned := route.State{
+		Tables:         []int{dataplane.TablePodSources, dataplane.TableHostSources},
+		RulePriorities: []int{dataplane.PriorityPodSources, dataplane.PriorityHostSource},
+	}
+	if err := a.routes.Remove(owned); err != nil {
+		errs = append(errs, err)
+	}
+	if err := overlay.Remove(a.handle, dataplane.OverlayLink); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		a.log.Error(err, "clean up")
+		return
+	}
+	a.log.Info("removed the overlay link, routes, rules and nftables table")
+}

@@ -1,0 +1,13 @@
+// Package fabric is the fabric agent: one process per node, in the node's
+// network namespace. It watches the active gateway pods of the cluster, the
+// Configurations of their peers and the cluster's own ranges (ConfigMap
+// peerlink-cluster-info), plans the node's kernel state with
+// dataplane.PlanFabric and applies it: the node's overlay link, one route
+// per remote range in peerlink's tables (one longest-prefix-match lookup per
+// packet, whatever the number of peers), two policy rules, and an nftables
+// table whose sets keep pod sources intact towards peers and send other
+// sources out as the cluster's unknown-source address. It re-applies within
+// a second whatever changes under it, and removes it all on SIGTERM.
+//
+// It does not run gateways (package gateway) nor plan (package dataplane).
+package fabric

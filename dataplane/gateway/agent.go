@@ -1,0 +1,555 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/dataplane/wireguard"
+)
+
+// Agent runs one gateway. It is a controller-runtime Runnable: Start runs
+// it until its context ends, then removes what it created.
+type Agent struct {
+	opts      Options
+	client    client.Client
+	informers cache.Informers
+	log       logr.Logger
+	now       func() time.Time
+	metrics   *metrics
+
+	// Kernel state, touched only by the goroutine of Start.
+	handle       *netlink.Handle
+	routes       *route.Applier
+	nat          *nat.Applier
+	dev          wireguard.Device
+	overlayFacts dataplane.GatewayOverlay
+	applied      *dataplane.GatewayPlan
+	waitReason   string
+	lastError    string
+	lastForced   time.Time
+	// peerEndpoint is the server's last known endpoint of the client,
+	// written into a device that was created anew.
+	peerEndpoint netip.AddrPort
+	conn         *connectionWriter
+
+	trigger     chan struct{}
+	rehandshake chan struct{}
+	reports     chan health.Report
+
+	mu         sync.Mutex
+	gatewayUID types.UID
+	notReady   error
+}
+
+// New returns an agent that reads the API through c and is notified of
+// changes by informers (both from a manager whose cache is limited to the
+// gateway's namespace).
+func New(opts Options, c client.Client, informers cache.Informers, log logr.Logger) (*Agent, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{
+		opts:        opts,
+		client:      c,
+		informers:   informers,
+		log:         log,
+		now:         time.Now,
+		metrics:     newMetrics(time.Now),
+		trigger:     make(chan struct{}, 1),
+		rehandshake: make(chan struct{}, 1),
+		reports:     make(chan health.Report, 1),
+		gatewayUID:  opts.GatewayUID,
+		notReady:    errors.New("starting"),
+	}, nil
+}
+
+// Collector exports the agent's metrics.
+func (a *Agent) Collector() prometheus.Collector { return a.metrics }
+
+// Ready is the readiness check: the plan is applied and the last sync
+// succeeded. It does not wait for the peer to answer: the server's Service
+// only sends it traffic once it is ready.
+func (a *Agent) Ready(*http.Request) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.notReady
+}
+
+func (a *Agent) setReady(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notReady = err
+}
+
+func (a *Agent) setGatewayUID(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if uid != "" {
+		a.gatewayUID = uid
+	}
+}
+
+func (a *Agent) gatewayRef() (string, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.opts.Role == dataplane.Server {
+		return "GatewayServer", string(a.gatewayUID)
+	}
+	return "GatewayClient", string(a.gatewayUID)
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the agent until ctx ends.
+func (a *Agent) Start(ctx context.Context) error {
+	if err := a.initKernel(); err != nil {
+		return err
+	}
+	defer a.routes.Close()
+	if err := a.watchAPI(ctx); err != nil {
+		return err
+	}
+	a.watchKernel(ctx)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	defer stopHealth()
+	prober := false
+	a.conn = &connectionWriter{
+		c:          a.client,
+		name:       netv1beta1.GatewayObjectPrefix + a.opts.Name,
+		ns:         a.opts.Namespace,
+		clusterID:  a.opts.RemoteClusterID,
+		role:       a.opts.Role,
+		gatewayRef: a.gatewayRef,
+		now:        a.now,
+	}
+	conn := a.conn
+	if a.opts.Role == dataplane.Server {
+		ep, err := conn.lastEndpoint(ctx)
+		if err != nil {
+			a.log.Error(err, "read the client's last endpoint")
+		}
+		a.peerEndpoint = ep
+	}
+
+	tick := time.NewTicker(a.opts.ResyncInterval)
+	defer tick.Stop()
+	notify(a.trigger)
+	for {
+		select {
+		case <-ctx.Done():
+			stopHealth()
+			a.cleanup()
+			return nil
+		case <-tick.C:
+		case <-a.trigger:
+		case <-a.rehandshake:
+			a.forceHandshake()
+			continue
+		}
+		if !a.sync(ctx) || prober {
+			continue
+		}
+		// The first configured tunnel starts the health measurement and the
+		// Connection; both live as long as the agent.
+		if err := conn.ensure(ctx); err != nil {
+			a.log.Error(err, "create the Connection; retrying")
+			continue
+		}
+		if err := conn.report(ctx, health.Report{State: health.Connecting}); err != nil {
+			a.log.Error(err, "write the Connection's status")
+		}
+		if err := a.startProber(healthCtx, &wg); err != nil {
+			a.log.Error(err, "start the health prober; retrying")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.writeReports(healthCtx, conn)
+		}()
+		prober = true
+	}
+}
+
+// initKernel opens the netlink and nftables appliers in the current network
+// namespace, picks the overlay kind and finds the pod's own address.
+func (a *Agent) initKernel() error {
+	var err error
+	if a.routes, err = route.NewApplier(netns.None()); err != nil {
+		return err
+	}
+	a.handle = a.routes.Handle()
+	if a.nat, err = nat.NewApplier(netns.None()); err != nil {
+		return err
+	}
+	kind, err := overlay.Detect(a.handle, a.opts.Overlay)
+	if err != nil {
+		return fmt.Errorf("choose the overlay encapsulation: %w", err)
+	}
+	addr, mtu, err := podUnderlay(a.handle)
+	if err != nil {
+		return err
+	}
+	a.overlayFacts = dataplane.GatewayOverlay{Kind: kind, Address: addr, Node: a.opts.NodeIP, MTU: mtu - overlay.Overhead}
+	a.log.Info("overlay", "kind", kind, "port", kind.Port(), "podAddress", addr, "mtu", a.overlayFacts.MTU, "node", a.opts.NodeIP)
+	if !a.opts.NodeIP.IsValid() {
+		a.log.Info("no node address (--node-ip or NODE_IP): traffic from the tunnel follows the pod's own routes instead of the overlay")
+	}
+	return nil
+}
+
+// podUnderlay returns the pod's address and the MTU of its link: those of
+// the link of the default route.
+func podUnderlay(h *netlink.Handle) (netip.Addr, int, error) {
+	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return netip.Addr{}, 0, fmt.Errorf("list routes of the main table: %w", err)
+	}
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.String() != "0.0.0.0/0" {
+			continue
+		}
+		link, err := h.LinkByIndex(r.LinkIndex)
+		if err != nil {
+			return netip.Addr{}, 0, fmt.Errorf("look up the link of the default route: %w", err)
+		}
+		addrs, err := h.AddrList(link, netlink.FAMILY_V4)
+		if err != nil {
+			return netip.Addr{}, 0, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
+		}
+		for _, ad := range addrs {
+			if ip, ok := netip.AddrFromSlice(ad.IP); ok && ip.Unmap().IsGlobalUnicast() {
+				return ip.Unmap(), link.Attrs().MTU, nil
+			}
+		}
+		return netip.Addr{}, 0, fmt.Errorf("link %s of the default route has no IPv4 address", link.Attrs().Name)
+	}
+	return netip.Addr{}, 0, errors.New("the pod has no default route: cannot tell its own address")
+}
+
+// watchAPI asks for a sync on any change of the objects the facts come from.
+func (a *Agent) watchAPI(ctx context.Context) error {
+	gateway := client.Object(&netv1beta1.GatewayClient{})
+	if a.opts.Role == dataplane.Server {
+		gateway = &netv1beta1.GatewayServer{}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(a.trigger) },
+		UpdateFunc: func(any, any) { notify(a.trigger) },
+		DeleteFunc: func(any) { notify(a.trigger) },
+	}
+	for _, obj := range []client.Object{gateway, &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}} {
+		inf, err := a.informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watch %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("watch %T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// watchKernel asks for a sync when links or routes change, so that a link
+// or route deleted by hand comes back at once; the resync ticker catches
+// the rest (nftables edits).
+func (a *Agent) watchKernel(ctx context.Context) {
+	links := make(chan netlink.LinkUpdate, 64)
+	routes := make(chan netlink.RouteUpdate, 256)
+	onErr := func(err error) { a.log.V(1).Info("netlink subscription", "error", err.Error()) }
+	if err := netlink.LinkSubscribeWithOptions(links, ctx.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
+		a.log.Info("no link notifications; relying on the resync interval", "error", err.Error())
+	}
+	if err := netlink.RouteSubscribeWithOptions(routes, ctx.Done(), netlink.RouteSubscribeOptions{ErrorCallback: onErr}); err != nil {
+		a.log.Info("no route notifications; relying on the resync interval", "error", err.Error())
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-links:
+				if !ok {
+					return
+				}
+			case _, ok := <-routes:
+				if !ok {
+					return
+				}
+			}
+			notify(a.trigger)
+		}
+	}()
+}
+
+// sync gathers the facts, plans and applies. It reports whether the tunnel
+// is configured.
+func (a *Agent) sync(ctx context.Context) bool {
+	facts, err := a.gatherFacts(ctx)
+	if err == nil {
+		var plan dataplane.GatewayPlan
+		if plan, err = dataplane.Plan(facts); err == nil {
+			err = a.apply(plan)
+		}
+	}
+	switch {
+	case err == nil:
+		a.waitReason, a.lastError = "", ""
+		a.setReady(nil)
+		return true
+	case isWaiting(err):
+		if err.Error() != a.waitReason {
+			a.log.Info("not configuring the tunnel yet", "reason", err.Error())
+			a.waitReason = err.Error()
+		}
+	default:
+		if err.Error() != a.lastError {
+			a.log.Error(err, "sync the gateway; retrying")
+			a.lastError = err.Error()
+		}
+	}
+	a.setReady(err)
+	return a.applied != nil
+}
+
+// apply writes the plan, each part compared with the kernel first.
+func (a *Agent) apply(plan dataplane.GatewayPlan) error {
+	if err := a.ensureDevice(plan.TunnelMTU); err != nil {
+		return err
+	}
+	wgChanged, err := wireguard.Sync(a.dev, a.withKnownEndpoint(plan.WireGuard))
+	if err != nil {
+		return err
+	}
+	ovlChanged, err := overlay.Ensure(a.handle, plan.Overlay)
+	if err != nil {
+		return err
+	}
+	changes, err := a.routes.Apply(plan.Routes)
+	if err != nil {
+		return err
+	}
+	natChanged, err := a.nat.Apply(plan.NAT)
+	if err != nil {
+		return err
+	}
+	if wgChanged {
+		changes = append(changes, "wireguard configuration written")
+	}
+	if ovlChanged {
+		changes = append(changes, "overlay link "+dataplane.OverlayLink+" created")
+	}
+	if natChanged {
+		changes = append(changes, "nftables table "+dataplane.GatewayNFTable+" written")
+	}
+	if len(changes) > 0 {
+		a.log.Info("applied", "changes", strings.Join(changes, "; "))
+	}
+	if dev, err := a.dev.Device(); err == nil {
+		var peer *wgtypes.Peer
+		for i := range dev.Peers {
+			if dev.Peers[i].PublicKey == plan.WireGuard.Peer.PublicKey {
+				peer = &dev.Peers[i]
+			}
+		}
+		a.metrics.observe(a.dev.Implementation(), peer)
+		a.rememberEndpoint(peer)
+	}
+	a.applied = &plan
+	return nil
+}
+
+// withKnownEndpoint gives a server's device that knows no endpoint for its
+// client (it was just created) the last one known, so that it starts the
+// handshake at once. An endpoint the device reports is never replaced: the
+// client may have roamed.
+func (a *Agent) withKnownEndpoint(cfg wireguard.Config) wireguard.Config {
+	if a.opts.Role != dataplane.Server || !a.peerEndpoint.IsValid() {
+		return cfg
+	}
+	dev, err := a.dev.Device()
+	if err != nil {
+		return cfg
+	}
+	for _, p := range dev.Peers {
+		if p.PublicKey == cfg.Peer.PublicKey && p.Endpoint != nil {
+			return cfg
+		}
+	}
+	cfg.Peer.Endpoint = a.peerEndpoint
+	return cfg
+}
+
+// rememberEndpoint keeps a server's view of its client's endpoint, in
+// memory and on the Connection for the next run.
+func (a *Agent) rememberEndpoint(peer *wgtypes.Peer) {
+	if a.opts.Role != dataplane.Server || peer == nil || peer.Endpoint == nil {
+		return
+	}
+	ep := peer.Endpoint.AddrPort()
+	ep = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
+	if ep == a.peerEndpoint {
+		return
+	}
+	a.peerEndpoint = ep
+	// A write that fails is retried with the next change; the endpoint in
+	// memory serves until then.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.conn.persistEndpoint(ctx, ep); err != nil {
+		a.log.Error(err, "record the client's endpoint on the Connection")
+	}
+}
+
+// ensureDevice opens the WireGuard device, again when its link went away.
+func (a *Agent) ensureDevice(mtu int) error {
+	if a.dev != nil {
+		if _, err := a.handle.LinkByName(dataplane.TunnelLink); err == nil {
+			return nil
+		}
+		a.log.Info("the tunnel link is gone; creating it again", "link", dataplane.TunnelLink)
+		if err := a.dev.Close(); err != nil {
+			a.log.V(1).Info("close the old device", "error", err.Error())
+		}
+		a.dev = nil
+	}
+	dev, err := wireguard.Open(dataplane.TunnelLink, a.opts.WireGuard, mtu, a.log)
+	if err != nil {
+		return fmt.Errorf("open the WireGuard device %s: %w", dataplane.TunnelLink, err)
+	}
+	a.dev = dev
+	a.log.Info("WireGuard device ready", "link", dataplane.TunnelLink, "implementation", dev.Implementation())
+	return nil
+}
+
+// startProber binds the health port and starts pinging the peer.
+func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
+	conn, err := net.ListenPacket("udp4", fmt.Sprintf(":%d", dataplane.HealthPort))
+	if err != nil {
+		return fmt.Errorf("listen on UDP port %d: %w", dataplane.HealthPort, err)
+	}
+	p := &health.Prober{
+		Conn:      conn,
+		Peer:      netip.AddrPortFrom(a.opts.Role.PeerTunnelAddress(), dataplane.HealthPort),
+		Interval:  a.opts.PingInterval,
+		MaxMisses: a.opts.MaxMisses,
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = p.Run(ctx, a.onReport)
+	}()
+	return nil
+}
+
+// onReport runs after each ping interval.
+func (a *Agent) onReport(r health.Report) {
+	if r.State == health.Connected && r.Misses == 0 {
+		a.metrics.latency.Observe(r.RTT.Seconds())
+	}
+	// A client whose pings go unanswered while WireGuard believes in its
+	// session asks for a new handshake: the server's device may have been
+	// recreated (a restarted userspace gateway) and would otherwise drop
+	// the old session's packets until WireGuard's own 15-second timeout.
+	if a.opts.Role == dataplane.Client && r.Misses >= 1 {
+		notify(a.rehandshake)
+	}
+	select {
+	case <-a.reports:
+	default:
+	}
+	a.reports <- r
+}
+
+// forceHandshake re-adds the peer, at most once per two ping intervals.
+func (a *Agent) forceHandshake() {
+	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < 2*a.opts.PingInterval {
+		return
+	}
+	a.lastForced = a.now()
+	if err := wireguard.Rehandshake(a.dev, a.applied.WireGuard); err != nil {
+		a.log.Error(err, "force a new handshake")
+		return
+	}
+	a.log.V(1).Info("forced a new handshake: health pings unanswered")
+}
+
+// writeReports writes the Connection's status from the health reports.
+func (a *Agent) writeReports(ctx context.Context, conn *connectionWriter) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-a.reports:
+			if err := conn.report(ctx, r); err != nil && ctx.Err() == nil {
+				a.log.Error(err, "update the Connection")
+			}
+		}
+	}
+}
+
+// cleanup removes what the agent created: the nftables table, the routes
+// and rules, the overlay link and the tunnel link.
+func (a *Agent) cleanup() {
+	var errs []error
+	if err := a.nat.Remove(dataplane.GatewayNFTable); err != nil {
+		errs = append(errs, err)
+	}
+	owned := route.State{
+		Tables:         []int{dataplane.TableToPeer, dataplane.TableFromPeer},
+		RulePriorities: []int{dataplane.PriorityToPeer, dataplane.PriorityFromPeer},
+	}
+	if err := a.routes.Remove(owned); err != nil {
+		errs = append(errs, err)
+	}
+	if err := overlay.Remove(a.handle, dataplane.OverlayLink); err != nil {
+		errs = append(errs, err)
+	}
+	if a.dev != nil {
+		if err := a.dev.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if link, err := a.handle.LinkByName(dataplane.TunnelLink); err == nil {
+		if err := a.handle.LinkDel(link); err != nil {
+			errs = append(errs, fmt.Errorf("delete link %s: %w", dataplane.TunnelLink, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		a.log.Error(err, "clean up")
+		return
+	}
+	a.log.Info("removed the tunnel, overlay link, routes, rules and nftables table")
+}

@@ -1,0 +1,225 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/health"
+)
+
+// FieldManager is the server-side apply field manager of the Connection.
+const FieldManager = "peerlink"
+
+// latencyPeriod is the most often a changed latency alone is written.
+const latencyPeriod = 10 * time.Second
+
+// PeerEndpointAnnotation, on a server's Connection, is the client's last
+// endpoint as WireGuard reported it. A restarted server (a new userspace
+// device knows no endpoint) writes it back into its fresh device, which then
+// starts the handshake itself instead of waiting for the client to notice.
+const PeerEndpointAnnotation = "peerlink.io/peer-endpoint"
+
+// connectionWriter keeps the Connection gw-<gateway> up to date from the
+// health reports, writing only what changed: the value at once, the latency
+// at most every latencyPeriod.
+type connectionWriter struct {
+	c          client.Client
+	name, ns   string
+	clusterID  string
+	role       dataplane.Role
+	gatewayRef func() (kind string, uid string)
+	now        func() time.Time
+
+	mu             sync.Mutex
+	created        bool
+	endpoint       netip.AddrPort
+	generation     int64
+	value          health.State
+	transition     time.Time
+	latency        string
+	latencyWritten time.Time
+}
+
+func (w *connectionWriter) gatewayKind() string {
+	if w.role == dataplane.Server {
+		return "GatewayServer"
+	}
+	return "GatewayClient"
+}
+
+// ensure applies the Connection's metadata and spec once.
+func (w *connectionWriter) ensure(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.created {
+		return nil
+	}
+	return w.apply(ctx)
+}
+
+// persistEndpoint records the peer's endpoint on the Connection when it
+// changed.
+func (w *connectionWriter) persistEndpoint(ctx context.Context, ep netip.AddrPort) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ep == w.endpoint {
+		return nil
+	}
+	old := w.endpoint
+	w.endpoint = ep
+	if !w.created {
+		// ensure writes it with the rest.
+		return nil
+	}
+	if err := w.apply(ctx); err != nil {
+		w.endpoint = old
+		return err
+	}
+	return nil
+}
+
+// lastEndpoint reads the endpoint a previous run recorded; invalid when
+// there is none.
+func (w *connectionWriter) lastEndpoint(ctx context.Context) (netip.AddrPort, error) {
+	var conn netv1beta1.Connection
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, &conn); err != nil {
+		return netip.AddrPort{}, client.IgnoreNotFound(err)
+	}
+	s, ok := conn.Annotations[PeerEndpointAnnotation]
+	if !ok {
+		return netip.AddrPort{}, nil
+	}
+	ep, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("annotation %s of Connection %s/%s: %w", PeerEndpointAnnotation, w.ns, w.name, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.endpoint = ep
+	return ep, nil
+}
+
+// apply writes the Connection's metadata and spec; w.mu is held.
+func (w *connectionWriter) apply(ctx context.Context) error {
+	kind, uid := w.gatewayRef()
+	connType := netv1beta1.ConnectionTypeClient
+	if w.role == dataplane.Server {
+		connType = netv1beta1.ConnectionTypeServer
+	}
+	gatewayName := w.name[len(netv1beta1.GatewayObjectPrefix):]
+	metadata := map[string]any{
+		"name":      w.name,
+		"namespace": w.ns,
+		"labels":    map[string]any{netv1beta1.RemoteClusterIDLabel: w.clusterID},
+	}
+	if w.endpoint.IsValid() {
+		metadata["annotations"] = map[string]any{PeerEndpointAnnotation: w.endpoint.String()}
+	}
+	if uid != "" {
+		metadata["ownerReferences"] = []any{map[string]any{
+			"apiVersion": netv1beta1.GroupVersion.String(),
+			"kind":       kind,
+			"name":       gatewayName,
+			"uid":        uid,
+		}}
+	}
+	ref := map[string]any{
+		"apiVersion": netv1beta1.GroupVersion.String(),
+		"kind":       kind,
+		"name":       gatewayName,
+		"namespace":  w.ns,
+	}
+	if uid != "" {
+		ref["uid"] = uid
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": netv1beta1.GroupVersion.String(),
+		"kind":       "Connection",
+		"metadata":   metadata,
+		"spec":       map[string]any{"type": string(connType), "gatewayRef": ref},
+	}}
+	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)
+	}
+	w.generation = u.GetGeneration()
+	w.created = true
+	return nil
+}
+
+// report writes the status a health report calls for, if any.
+func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
+	if err := w.ensure(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	latency := ""
+	if r.RTT > 0 {
+		latency = r.RTT.Round(10 * time.Microsecond).String()
+	}
+	valueChanged := r.State != w.value
+	latencyDue := latency != w.latency && now.Sub(w.latencyWritten) >= latencyPeriod
+	if !valueChanged && !latencyDue {
+		return nil
+	}
+	if valueChanged {
+		w.transition = now
+	}
+	if err := w.writeStatus(ctx, r.State, latency, now); err != nil {
+		return err
+	}
+	w.value = r.State
+	w.latency, w.latencyWritten = latency, now
+	return nil
+}
+
+func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, latency string, now time.Time) error {
+	ready := map[string]any{
+		"type":               netv1beta1.ConditionReady,
+		"observedGeneration": w.generation,
+		"lastTransitionTime": w.transition.UTC().Format(time.RFC3339),
+	}
+	reconciling := map[string]any{
+		"type":               netv1beta1.ConditionReconciling,
+		"observedGeneration": w.generation,
+		"lastTransitionTime": w.transition.UTC().Format(time.RFC3339),
+	}
+	switch value {
+	case health.Connected:
+		ready["status"], ready["reason"], ready["message"] = "True", "Connected", "health pings through the tunnel are answered"
+		reconciling["status"], reconciling["reason"], reconciling["message"] = "False", "Connected", "the tunnel is up"
+	case health.Error:
+		ready["status"], ready["reason"], ready["message"] = "False", "PingsUnanswered", "health pings through the tunnel go unanswered"
+		reconciling["status"], reconciling["reason"], reconciling["message"] = "True", "PingsUnanswered", "the gateway keeps trying"
+	default:
+		ready["status"], ready["reason"], ready["message"] = "False", "Connecting", "no health ping has been answered yet"
+		reconciling["status"], reconciling["reason"], reconciling["message"] = "True", "Connecting", "waiting for the peer"
+	}
+	status := map[string]any{
+		"observedGeneration": w.generation,
+		"value":              string(value),
+		"conditions":         []any{ready, reconciling},
+	}
+	if latency != "" {
+		status["latency"] = map[string]any{"value": latency, "timestamp": now.UTC().Format(time.RFC3339)}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": netv1beta1.GroupVersion.String(),
+		"kind":       "Connection",
+		"metadata":   map[string]any{"name": w.name, "namespace": w.ns},
+		"status":     status,
+	}}
+	if err := w.c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write status of Connection %s/%s: %w", w.ns, w.name, err)
+	}
+	return nil
+}

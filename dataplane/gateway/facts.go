@@ -1,0 +1,227 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// waiting reports a fact that is not available yet: the agent configures
+// nothing and tries again when something changes.
+type waiting struct{ reason string }
+
+func (w waiting) Error() string { return "waiting: " + w.reason }
+
+func isWaiting(err error) bool {
+	var w waiting
+	return errors.As(err, &w)
+}
+
+// gatherFacts reads what the plan needs from the key directory and the API.
+// The overlay facts come from the kernel, found at start.
+func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error) {
+	f := dataplane.GatewayFacts{
+		Role:       a.opts.Role,
+		ListenPort: a.opts.ListenPort,
+		MTU:        a.opts.MTU,
+		Keepalive:  a.opts.Keepalive,
+		Overlay:    a.overlayFacts,
+	}
+	var err error
+	if f.PrivateKey, err = readKey(a.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {
+		return f, err
+	}
+
+	addresses, port, err := a.readGateway(ctx, &f)
+	if err != nil {
+		return f, err
+	}
+	if f.PeerPublicKey, err = a.peerKey(ctx); err != nil {
+		return f, err
+	}
+	if f.Remote, err = a.remoteRanges(ctx); err != nil {
+		return f, err
+	}
+	if a.opts.Role == dataplane.Client {
+		f.Endpoint, err = resolveEndpoint(ctx, addresses, port)
+		if err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// readKey reads a raw 32-byte WireGuard key from the mounted key Secret.
+func readKey(dir, name string) (wgtypes.Key, error) {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return wgtypes.Key{}, waiting{fmt.Sprintf("key file %s does not exist yet", path)}
+	}
+	if err != nil {
+		return wgtypes.Key{}, fmt.Errorf("read key file %s: %w", path, err)
+	}
+	k, err := wgtypes.NewKey(b)
+	if err != nil {
+		return wgtypes.Key{}, fmt.Errorf("key file %s: %d bytes, want the 32 raw bytes of a WireGuard key", path, len(b))
+	}
+	return k, nil
+}
+
+// readGateway reads the gateway object: the MTU when no flag set it, and a
+// client's server endpoint when no flag set it. It also learns the object's
+// kind for the Connection.
+func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]string, int, error) {
+	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: a.opts.Name}
+	addresses, port := a.opts.EndpointAddresses, a.opts.EndpointPort
+	if a.opts.Role == dataplane.Server {
+		var gw netv1beta1.GatewayServer
+		if err := a.client.Get(ctx, key, &gw); err != nil {
+			return nil, 0, fmt.Errorf("get GatewayServer %s: %w", key, err)
+		}
+		if f.MTU == 0 {
+			f.MTU = gw.Spec.MTU
+		}
+		a.setGatewayUID(gw.UID)
+		return nil, 0, nil
+	}
+	var gw netv1beta1.GatewayClient
+	if err := a.client.Get(ctx, key, &gw); err != nil {
+		return nil, 0, fmt.Errorf("get GatewayClient %s: %w", key, err)
+	}
+	if f.MTU == 0 {
+		f.MTU = gw.Spec.MTU
+	}
+	a.setGatewayUID(gw.UID)
+	if len(addresses) == 0 {
+		addresses = gw.Spec.Endpoint.Addresses
+	}
+	if port == 0 {
+		port = int(gw.Spec.Endpoint.Port)
+	}
+	return addresses, port, nil
+}
+
+// peerKey finds the PublicKey of the peer in the namespace. Several are an
+// error: the agent cannot tell which one the peer uses.
+func (a *Agent) peerKey(ctx context.Context) (wgtypes.Key, error) {
+	var list netv1beta1.PublicKeyList
+	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
+		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
+		return wgtypes.Key{}, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return wgtypes.Key{}, waiting{fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
+	case 1:
+	default:
+		var names []string
+		for _, pk := range list.Items {
+			names = append(names, pk.Name)
+		}
+		slices.Sort(names)
+		return wgtypes.Key{}, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+	}
+	pk := list.Items[0]
+	k, err := wgtypes.NewKey(pk.Spec.PublicKey)
+	if err != nil {
+		return wgtypes.Key{}, fmt.Errorf("spec.publicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.PublicKey))
+	}
+	return k, nil
+}
+
+// remoteRanges pairs the peer's real ranges (spec.remote) with their
+// remapped counterparts (status.remote). Ranges the controller has not
+// remapped yet are left out: traffic to them could not be translated.
+func (a *Agent) remoteRanges(ctx context.Context) ([]dataplane.RangeMapping, error) {
+	var list netv1beta1.ConfigurationList
+	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
+		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
+		return nil, fmt.Errorf("list Configurations of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("%d Configurations in namespace %s are labelled %s=%s: keep one", len(list.Items), a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+	}
+	return RangeMappings(&list.Items[0])
+}
+
+// RangeMappings pairs the index-aligned entries of a Configuration's
+// spec.remote and status.remote, pod ranges then external ranges. Entries
+// without a status counterpart yet are skipped.
+func RangeMappings(conf *netv1beta1.Configuration) ([]dataplane.RangeMapping, error) {
+	var status netv1beta1.ClusterConfigCIDR
+	if conf.Status.Remote != nil {
+		status = conf.Status.Remote.CIDR
+	}
+	var out []dataplane.RangeMapping
+	pair := func(field string, real, remapped []netv1beta1.CIDR) error {
+		for i, r := range real {
+			if i >= len(remapped) || remapped[i] == "" {
+				continue
+			}
+			rp, err := cidr.ParseNetwork(string(r))
+			if err != nil {
+				return fmt.Errorf("spec.remote.cidr.%s[%d] of Configuration %s/%s: %w", field, i, conf.Namespace, conf.Name, err)
+			}
+			mp, err := cidr.ParseNetwork(string(remapped[i]))
+			if err != nil {
+				return fmt.Errorf("status.remote.cidr.%s[%d] of Configuration %s/%s: %w", field, i, conf.Namespace, conf.Name, err)
+			}
+			out = append(out, dataplane.RangeMapping{Real: rp, Remapped: mp})
+		}
+		return nil
+	}
+	if err := pair("pod", conf.Spec.Remote.CIDR.Pod, status.Pod); err != nil {
+		return nil, err
+	}
+	if err := pair("external", conf.Spec.Remote.CIDR.External, status.External); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// resolveEndpoint returns the first of a client's server addresses that is
+// an IPv4 address or resolves to one.
+func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.AddrPort, error) {
+	if len(addresses) == 0 || port == 0 {
+		return netip.AddrPort{}, waiting{"the server's endpoint (address and port) is not known yet"}
+	}
+	if port < 1 || port > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("server port %d: must be in 1-65535", port)
+	}
+	var errs []error
+	for _, host := range addresses {
+		if ip, err := netip.ParseAddr(host); err == nil {
+			if ip.Unmap().Is4() {
+				return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
+			}
+			errs = append(errs, fmt.Errorf("server address %s: not IPv4", host))
+			continue
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+		if err != nil || len(ips) == 0 {
+			errs = append(errs, fmt.Errorf("resolve server address %s: %w", host, err))
+			continue
+		}
+		return netip.AddrPortFrom(ips[0].Unmap(), uint16(port)), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("no usable server address among %v (port %s): %w", addresses, strconv.Itoa(port), errors.Join(errs...))
+}

@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane/wireguard"
+)
+
+// metrics are the gateway's Prometheus metrics. Byte counts and handshake
+// age come from the last WireGuard device snapshot the agent took.
+type metrics struct {
+	latency prometheus.Histogram
+
+	mu             sync.Mutex
+	implementation wireguard.Implementation
+	peer           *wgtypes.Peer
+	now            func() time.Time
+
+	received, transmitted, handshakeAge, impl *prometheus.Desc
+}
+
+func newMetrics(now func() time.Time) *metrics {
+	return &metrics{
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "peerlink_gateway_latency_seconds",
+			Help:    "Round-trip time of the health pings through the tunnel.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		now: now,
+		received: prometheus.NewDesc("peerlink_gateway_received_bytes_total",
+			"Bytes received from the peer through the tunnel, as WireGuard counts them.", nil, nil),
+		transmitted: prometheus.NewDesc("peerlink_gateway_transmitted_bytes_total",
+			"Bytes sent to the peer through the tunnel, as WireGuard counts them.", nil, nil),
+		handshakeAge: prometheus.NewDesc("peerlink_gateway_last_handshake_seconds",
+			"Seconds since the last WireGuard handshake with the peer; absent before the first.", nil, nil),
+		impl: prometheus.NewDesc("peerlink_gateway_wireguard_implementation",
+			"The WireGuard back-end in use (1 for the one in the label).", []string{"implementation"}, nil),
+	}
+}
+
+// observe records a device snapshot.
+func (m *metrics) observe(impl wireguard.Implementation, peer *wgtypes.Peer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.implementation = impl
+	m.peer = peer
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.latency.Describe(ch)
+	ch <- m.received
+	ch <- m.transmitted
+	ch <- m.handshakeAge
+	ch <- m.impl
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.latency.Collect(ch)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.implementation != "" {
+		ch <- prometheus.MustNewConstMetric(m.impl, prometheus.GaugeValue, 1, string(m.implementation))
+	}
+	if m.peer == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(m.received, prometheus.CounterValue, float64(m.peer.ReceiveBytes))
+	ch <- prometheus.MustNewConstMetric(m.transmitted, prometheus.CounterValue, float64(m.peer.TransmitBytes))
+	if !m.peer.LastHandshakeTime.IsZero() {
+		ch <- prometheus.MustNewConstMetric(m.handshakeAge, prometheus.GaugeValue, m.now().Sub(m.peer.LastHandshakeTime).Seconds())
+	}
+}

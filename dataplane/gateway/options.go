@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/wireguard"
+)
+
+// Options configure the agent; the command line sets them.
+type Options struct {
+	// Name and Namespace of the GatewayServer or GatewayClient.
+	Name, Namespace string
+	// RemoteClusterID is the peer's cluster ID: the label value that finds
+	// its PublicKey and Configuration.
+	RemoteClusterID string
+	// Role is the gateway's side.
+	Role dataplane.Role
+	// GatewayUID is the UID of the gateway object, for the Connection's
+	// gatewayRef and owner reference.
+	GatewayUID types.UID
+	// MTU of the tunnel; 0 takes the gateway object's spec.mtu.
+	MTU int
+	// ListenPort is the server's WireGuard port.
+	ListenPort int
+	// EndpointAddresses and EndpointPort are where a client finds the
+	// server; empty addresses are read from the GatewayClient.
+	EndpointAddresses []string
+	EndpointPort      int
+	// KeyDir holds the files privateKey and publicKey of the key Secret.
+	KeyDir string
+	// Keepalive is the WireGuard persistent keepalive.
+	Keepalive time.Duration
+	// PingInterval is the interval of the health pings.
+	PingInterval time.Duration
+	// MaxMisses is the number of unanswered pings in a row that mean Error.
+	MaxMisses int
+	// WireGuard chooses the WireGuard back-end.
+	WireGuard wireguard.Implementation
+	// Overlay chooses the overlay encapsulation; it must match the fabric's.
+	Overlay overlay.Kind
+	// NodeIP is the address of the node running the pod, where traffic
+	// from the tunnel is sent through the overlay; invalid: that traffic
+	// follows the pod's own routes.
+	NodeIP netip.Addr
+	// ResyncInterval is how often the kernel state is compared with the
+	// plan even when nothing was notified.
+	ResyncInterval time.Duration
+}
+
+// Validate reports options that cannot work, naming the flag.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Name == "" {
+		errs = append(errs, errors.New("--name: required"))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace: required"))
+	}
+	if o.RemoteClusterID == "" {
+		errs = append(errs, errors.New("--remote-cluster-id: required"))
+	}
+	if o.Role != dataplane.Server && o.Role != dataplane.Client {
+		errs = append(errs, fmt.Errorf("--mode %q: must be server or client", o.Role))
+	}
+	if o.Role == dataplane.Server && (o.ListenPort < 1 || o.ListenPort > 65535) {
+		errs = append(errs, fmt.Errorf("--listen-port %d: a server needs a port in 1-65535", o.ListenPort))
+	}
+	if o.EndpointPort < 0 || o.EndpointPort > 65535 {
+		errs = append(errs, fmt.Errorf("--endpoint-port %d: must be in 1-65535", o.EndpointPort))
+	}
+	if o.MTU < 0 {
+		errs = append(errs, fmt.Errorf("--mtu %d: must not be negative", o.MTU))
+	}
+	if o.KeyDir == "" {
+		errs = append(errs, errors.New("--key-dir: required"))
+	}
+	if o.Keepalive < 0 {
+		errs = append(errs, fmt.Errorf("--keepalive %v: must not be negative", o.Keepalive))
+	}
+	if o.PingInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--ping-interval %v: must be positive", o.PingInterval))
+	}
+	if o.MaxMisses < 1 {
+		errs = append(errs, fmt.Errorf("max misses %d: must be at least 1", o.MaxMisses))
+	}
+	if o.ResyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("resync interval %v: must be positive", o.ResyncInterval))
+	}
+	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
+		errs = append(errs, fmt.Errorf("--node-ip %s: must be an IPv4 address", o.NodeIP))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,111 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/peerlink/peerlink/dataplane/nstest"
+)
+
+// BuildAgent builds peerlink-agent into dir and returns its path.
+func BuildAgent(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "peerlink-agent")
+	gobin := os.Getenv("GO")
+	if gobin == "" {
+		gobin = "go"
+	}
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/peerlink/peerlink/cmd/peerlink-agent")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build peerlink-agent: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Process is an agent running in a network namespace.
+type Process struct {
+	// Log is the file of its standard output and error.
+	Log  string
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// privateWireguardDir gives the process a /run/wireguard of its own (a
+// tmpfs in the mount namespace `ip netns exec` creates), as a pod has: two
+// userspace gateways on one machine would otherwise both serve
+// /var/run/wireguard/liqo-tunnel.sock.
+const privateWireguardDir = `mkdir -p /run/wireguard && mount -t tmpfs tmpfs /run/wireguard && exec "$0" "$@"`
+
+// Start runs bin with args in ns, its output appended to logPath.
+func Start(ns *nstest.NS, logPath, bin string, args ...string) (*Process, error) {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, "sh", "-c", privateWireguardDir, bin}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s in %s: %w", filepath.Base(bin), ns.Name, err)
+	}
+	p := &Process{Log: logPath, cmd: cmd, done: make(chan error, 1)}
+	go func() {
+		// `ip netns exec` and sh exec the agent: the process waited for is
+		// the agent itself.
+		p.done <- cmd.Wait()
+		log.Close()
+	}()
+	return p, nil
+}
+
+// Kill sends SIGKILL and waits for the process to end.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- errors.New("killed")
+}
+
+// Stop sends SIGTERM and waits up to timeout for the process to end, then
+// kills it. It returns the process's exit error, if any.
+func (p *Process) Stop(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("did not stop within %v of SIGTERM", timeout)
+	}
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string {
+	data, err := os.ReadFile(p.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,23 @@
+// Package testbed builds two peered clusters out of network namespaces, for
+// the dataplane's end-to-end tests and benchmarks. Each side has a node
+// namespace (where the fabric agent runs, as on a node's host network), a
+// gateway pod namespace (where the gateway agent runs) and pod namespaces,
+// with the same pod CIDR on both sides; the two gateway namespaces are joined
+// by a veth standing for the internet.
+//
+// The agents are the real peerlink-agent binary, started in their namespace
+// with `ip netns exec`, against the API server of their side. An API server
+// of the test control plane listens on the host's loopback, which a process
+// in another network namespace cannot reach; the testbed therefore listens
+// on 127.0.0.1 inside each agent's namespace (a socket opened from a thread
+// that entered it) and splices every connection to the API server on the
+// host's loopback. The agent's kubeconfig names 127.0.0.1, which the API
+// server's certificate covers, so TLS is verified as usual and nothing of
+// the test network is exposed on the host.
+//
+// It also writes the objects the controller would have made for each side
+// (gateway, Configuration with its remapped status, the peer's PublicKey, the
+// gateway pod, the cluster-info ConfigMap) and the gateway's key files.
+//
+// It is not used by the agents.
+package testbed

@@ -1,0 +1,161 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/fabric"
+)
+
+// ControllerNamespace holds the cluster-info ConfigMap.
+const ControllerNamespace = "peerlink"
+
+// Peering is one side's view of the peering, as the controller would have
+// declared it in that side's API.
+type Peering struct {
+	// LocalID and PeerID are the cluster IDs of this side and of the peer.
+	LocalID, PeerID string
+	// Role of this side's gateway.
+	Role dataplane.Role
+	// Remapped are how this side sees the peer's PodCIDR and ExternalCIDR.
+	RemappedPod, RemappedExternal netip.Prefix
+	// PrivateKey is this side's gateway key; PeerPublicKey the peer's.
+	PrivateKey, PeerPublicKey wgtypes.Key
+	// Server is where a client reaches the server.
+	Server netip.AddrPort
+	// NodeName and NodeIP are the node running the gateway pod.
+	NodeName string
+	NodeIP   netip.Addr
+}
+
+// Namespace is the tenant namespace of the peer.
+func (p Peering) Namespace() string { return netv1beta1.TenantNamespacePrefix + p.PeerID }
+
+// GatewayName is the name of the gateway object: the peer's ID.
+func (p Peering) GatewayName() string { return p.PeerID }
+
+// Install creates in c the objects of the peering, with the Configuration's
+// remapped status and the gateway pod's addresses, and returns the gateway
+// object's UID.
+func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
+	ns := p.Namespace()
+	labels := map[string]string{netv1beta1.RemoteClusterIDLabel: p.PeerID}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fabric.ClusterInfoName, Namespace: ControllerNamespace},
+			Data: map[string]string{
+				"clusterID":    p.LocalID,
+				"podCIDRs":     PodCIDR.String(),
+				"externalCIDR": ExternalCIDR.String(),
+				"internalCIDR": "10.80.0.0/16",
+			},
+		},
+		&netv1beta1.PublicKey{
+			ObjectMeta: metav1.ObjectMeta{Name: p.PeerID, Namespace: ns, Labels: map[string]string{
+				netv1beta1.RemoteClusterIDLabel: p.PeerID, netv1beta1.GatewayResourceLabel: "true",
+			}},
+			Spec: netv1beta1.PublicKeySpec{PublicKey: p.PeerPublicKey[:]},
+		},
+	}
+	var gateway client.Object
+	if p.Role == dataplane.Server {
+		gateway = &netv1beta1.GatewayServer{
+			ObjectMeta: metav1.ObjectMeta{Name: p.GatewayName(), Namespace: ns, Labels: labels},
+			Spec: netv1beta1.GatewayServerSpec{
+				MTU:      netv1beta1.DefaultMTU,
+				Endpoint: netv1beta1.Endpoint{Port: int32(p.Server.Port()), ServiceType: corev1.ServiceTypeNodePort},
+			},
+		}
+	} else {
+		gateway = &netv1beta1.GatewayClient{
+			ObjectMeta: metav1.ObjectMeta{Name: p.GatewayName(), Namespace: ns, Labels: labels},
+			Spec: netv1beta1.GatewayClientSpec{
+				MTU:      netv1beta1.DefaultMTU,
+				Endpoint: netv1beta1.GatewayClientEndpoint{Addresses: []string{p.Server.Addr().String()}, Port: int32(p.Server.Port())},
+			},
+		}
+	}
+	objs = append(objs, gateway)
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+
+	conf := &netv1beta1.Configuration{
+		ObjectMeta: metav1.ObjectMeta{Name: p.PeerID, Namespace: ns, Labels: labels},
+		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+			Pod: []netv1beta1.CIDR{netv1beta1.CIDR(PodCIDR.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(ExternalCIDR.String())},
+		}}},
+	}
+	if err := c.Create(ctx, conf); err != nil {
+		return "", fmt.Errorf("create Configuration %s: %w", conf.Name, err)
+	}
+	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+		Pod: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedPod.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedExternal.String())},
+	}}
+	if err := c.Status().Update(ctx, conf); err != nil {
+		return "", fmt.Errorf("set status of Configuration %s: %w", conf.Name, err)
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: netv1beta1.GatewayObjectPrefix + p.GatewayName() + "-0", Namespace: ns, Labels: map[string]string{
+			fabric.GatewayAppLabel:            fabric.GatewayAppValue,
+			netv1beta1.ActiveGatewayLabel:     "true",
+			netv1beta1.RemoteClusterIDLabel:   p.PeerID,
+			"networking.liqo.io/gateway-name": p.GatewayName(),
+		}},
+		Spec: corev1.PodSpec{
+			NodeName:   p.NodeName,
+			Containers: []corev1.Container{{Name: "gateway", Image: "ghcr.io/peerlink/peerlink-agent:latest"}},
+		},
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		return "", fmt.Errorf("create Pod %s: %w", pod.Name, err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: GatewayPodIP.String(), HostIP: p.NodeIP.String()}
+	if err := c.Status().Update(ctx, pod); err != nil {
+		return "", fmt.Errorf("set status of Pod %s: %w", pod.Name, err)
+	}
+	return string(gateway.GetUID()), nil
+}
+
+// SetRemapped changes how this side sees the peer's ranges.
+func SetRemapped(ctx context.Context, c client.Client, p Peering) error {
+	var conf netv1beta1.Configuration
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace(), Name: p.PeerID}, &conf); err != nil {
+		return fmt.Errorf("get Configuration %s: %w", p.PeerID, err)
+	}
+	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+		Pod: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedPod.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedExternal.String())},
+	}}
+	if err := c.Status().Update(ctx, &conf); err != nil {
+		return fmt.Errorf("set status of Configuration %s: %w", conf.Name, err)
+	}
+	return nil
+}
+
+// WriteKeys writes the files of a mounted key Secret into dir.
+func WriteKeys(dir string, private wgtypes.Key) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	pub := private.PublicKey()
+	if err := os.WriteFile(filepath.Join(dir, netv1beta1.PrivateKeyField), private[:], 0o400); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, netv1beta1.PublicKeyField), pub[:], 0o444)
+}

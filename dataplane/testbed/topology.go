@@ -1,0 +1,148 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peerlink/peerlink/dataplane/nstest"
+)
+
+// Addresses shared by both sides: the same pod CIDR and the same pod
+// addresses on purpose, the case remapping exists for.
+var (
+	PodCIDR      = netip.MustParsePrefix("10.244.0.0/16")
+	ExternalCIDR = netip.MustParsePrefix("10.70.0.0/16")
+	GatewayPodIP = netip.MustParseAddr("10.244.0.10")
+	PodIPs       = []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("10.244.2.7")}
+	// podGateway is the on-link next hop of every pod, answered by the node
+	// (as Calico does).
+	podGateway = netip.MustParseAddr("169.254.1.1")
+)
+
+// Side is one cluster: a node, its gateway pod and its pods.
+type Side struct {
+	// Name is "a" or "b".
+	Name string
+	// Node is the node's network namespace.
+	Node *nstest.NS
+	// Gateway is the gateway pod's network namespace.
+	Gateway *nstest.NS
+	// Pods are the pods' network namespaces, with addresses PodIPs.
+	Pods []*nstest.NS
+	// NodeIP is the node's own address.
+	NodeIP netip.Addr
+	// WAN is the gateway's address on the internet link.
+	WAN netip.Addr
+}
+
+// Topology is two sides joined by their gateways' internet link.
+type Topology struct {
+	A, B *Side
+	all  []*nstest.NS
+}
+
+// Build creates the namespaces and links of two sides. Close deletes them.
+func Build() (*Topology, error) {
+	t := &Topology{}
+	var err error
+	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1")); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2")); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	if err := nstest.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	for _, s := range []*Side{t.A, t.B} {
+		if _, err := s.Gateway.Run("ip", "addr", "add", s.WAN.String()+"/24", "dev", "wan0"); err != nil {
+			return nil, errors.Join(err, t.Close())
+		}
+	}
+	return t, nil
+}
+
+func (t *Topology) create(prefix string) (*nstest.NS, error) {
+	ns, err := nstest.Create(prefix)
+	if err != nil {
+		return nil, err
+	}
+	t.all = append(t.all, ns)
+	return ns, nil
+}
+
+// side builds a node with the gateway pod and the pods wired to it.
+func (t *Topology) side(name string, nodeIP, wan netip.Addr) (*Side, error) {
+	s := &Side{Name: name, NodeIP: nodeIP, WAN: wan}
+	var err error
+	if s.Node, err = t.create(name + "-node"); err != nil {
+		return nil, err
+	}
+	run := func(ns *nstest.NS, args ...string) {
+		if err == nil {
+			_, err = ns.Run(args[0], args[1:]...)
+		}
+	}
+	run(s.Node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	run(s.Node, "ip", "addr", "add", nodeIP.String()+"/32", "dev", "lo")
+	if err != nil {
+		return nil, err
+	}
+	if s.Gateway, err = t.create(name + "-gw"); err != nil {
+		return nil, err
+	}
+	if err := plugPod(s.Node, s.Gateway, "vgw", GatewayPodIP); err != nil {
+		return nil, err
+	}
+	for i, ip := range PodIPs {
+		pod, err := t.create(fmt.Sprintf("%s-pod%d", name, i+1))
+		if err != nil {
+			return nil, err
+		}
+		if err := plugPod(s.Node, pod, fmt.Sprintf("vpod%d", i+1), ip); err != nil {
+			return nil, err
+		}
+		s.Pods = append(s.Pods, pod)
+	}
+	return s, nil
+}
+
+// plugPod wires a pod namespace to the node as a CNI would: a veth, the
+// pod's address as a /32, a default route through an on-link address the
+// node answers for, and a host route to the pod on the node.
+func plugPod(node, pod *nstest.NS, hostSide string, ip netip.Addr) error {
+	if err := nstest.Veth(node, hostSide, pod, "eth0"); err != nil {
+		return err
+	}
+	out, err := node.Run("cat", "/sys/class/net/"+hostSide+"/address")
+	if err != nil {
+		return err
+	}
+	mac := strings.TrimSpace(out)
+	for _, args := range [][]string{
+		{"ip", "addr", "add", ip.String() + "/32", "dev", "eth0"},
+		{"ip", "route", "add", podGateway.String(), "dev", "eth0", "scope", "link"},
+		{"ip", "route", "add", "default", "via", podGateway.String(), "dev", "eth0"},
+		{"ip", "neigh", "add", podGateway.String(), "lladdr", mac, "dev", "eth0", "nud", "permanent"},
+	} {
+		if _, err := pod.Run(args[0], args[1:]...); err != nil {
+			return err
+		}
+	}
+	_, err = node.Run("ip", "route", "add", ip.String()+"/32", "dev", hostSide)
+	return err
+}
+
+// Close deletes every namespace of the topology.
+func (t *Topology) Close() error {
+	var errs []error
+	for _, ns := range t.all {
+		if err := ns.Delete(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	t.all = nil
+	return errors.Join(errs...)
+}
