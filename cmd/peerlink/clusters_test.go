@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/templates"
+)
+
+// peerCluster is a test control plane running the peerlink controller
+// in-process, with one Node and, in place of the kubelet and the gateway
+// agent that do not run here, goroutines that report gateway pods Running
+// and tunnels Connected.
+type peerCluster struct {
+	id     string
+	nodeIP string
+	tc     *testcluster.Cluster
+	c      client.Client
+}
+
+// startPeerCluster starts a cluster with pod CIDR 10.244.0.0/24, the same on
+// every test cluster, as in the lab: the peers' ranges must be remapped.
+func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
+	t.Helper()
+	scheme, err := reconciler.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := testcluster.Start(t,
+		testcluster.WithScheme(scheme),
+		testcluster.WithCRDDirs(filepath.Join(repoRoot, "bundles", "install", "crds")),
+		// No kubelet posts node status here: the node lifecycle controller
+		// would mark the node unreachable and its pods not ready.
+		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
+	)
+	p := &peerCluster{id: id, nodeIP: nodeIP, tc: tc, c: tc.Client}
+	ctx := t.Context()
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: templates.InstallNamespace}}
+	if err := p.c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tmpl := range defaults {
+		if err := p.c.Create(ctx, tmpl); err != nil {
+			t.Fatalf("create default template %s: %v", tmpl.GetName(), err)
+		}
+	}
+	p.createNode(t)
+
+	mgr, err := ctrl.NewManager(tc.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Each test cluster runs the same controllers in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := reconciler.ClusterFacts{
+		ClusterID:    id,
+		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")},
+		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
+		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
+		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+		Namespace:    templates.InstallNamespace,
+	}
+	if err := reconciler.SetupAll(mgr, facts); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(runCtx); err != nil {
+			t.Errorf("cluster %s: manager: %v", id, err)
+		}
+	}()
+	go func() { defer wg.Done(); p.runKubelet(t, runCtx) }()
+	go func() { defer wg.Done(); p.runAgent(t, runCtx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	eventually(t, "cluster "+id+" publishes its facts", func(ctx context.Context) error {
+		_, err := readClusterInfo(ctx, p.c, templates.InstallNamespace)
+		return err
+	})
+	return p
+}
+
+// createNode creates the cluster's Node with its address, as a kubelet would.
+func (p *peerCluster) createNode(t *testing.T) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + p.id}}
+	if err := p.c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	// The controller manager annotates new nodes meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := p.c.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: p.nodeIP}}
+		return p.c.Status().Update(t.Context(), node)
+	})
+	if err != nil {
+		t.Fatalf("report the address of node %s: %v", node.Name, err)
+	}
+}
+
+// loop calls step every 100ms until ctx ends; errors are retried, since
+// objects come and go under the step's feet.
+func loop(ctx context.Context, step func(context.Context) error) {
+	for {
+		_ = step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// runKubelet binds every pending pod to the node and reports it Running and
+// Ready with an address in the pod CIDR, and removes pods being deleted.
+func (p *peerCluster) runKubelet(t *testing.T, ctx context.Context) {
+	next := 10
+	loop(ctx, func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := p.c.List(ctx, &pods); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if pod.DeletionTimestamp != nil {
+				// The containers are stopped: the kubelet confirms the deletion.
+				if err := p.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+				continue
+			}
+			if pod.Status.Phase == corev1.PodRunning {
+				continue
+			}
+			if pod.Spec.NodeName == "" {
+				binding := &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: "node-" + p.id},
+				}
+				if err := p.c.SubResource("binding").Create(ctx, pod, binding); err != nil {
+					return err
+				}
+				if err := p.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+					return err
+				}
+			}
+			ip := fmt.Sprintf("10.244.0.%d", next)
+			now := metav1.Now()
+			pod.Status.Phase = corev1.PodRunning
+			pod.Status.HostIP = p.nodeIP
+			pod.Status.PodIP = ip
+			pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+			pod.Status.StartTime = &now
+			pod.Status.Conditions = []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}
+			if err := p.c.Status().Update(ctx, pod); err != nil {
+				return err
+			}
+			next++
+		}
+		return nil
+	})
+}
+
+// runAgent does what the gateway agent reports: for every gateway whose
+// peer's PublicKey is present, a Connection gw-<gateway> owned by the
+// gateway, Connected.
+func (p *peerCluster) runAgent(t *testing.T, ctx context.Context) {
+	loop(ctx, func(ctx context.Context) error {
+		var servers netv1beta1.GatewayServerList
+		var clients netv1beta1.GatewayClientList
+		if err := p.c.List(ctx, &servers); err != nil {
+			return err
+		}
+		if err := p.c.List(ctx, &clients); err != nil {
+			return err
+		}
+		var gateways []client.Object
+		for i := range servers.Items {
+			gateways = append(gateways, &servers.Items[i])
+		}
+		for i := range clients.Items {
+			gateways = append(gateways, &clients.Items[i])
+		}
+		for _, gw := range gateways {
+			if err := p.connect(ctx, gw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (p *peerCluster) connect(ctx context.Context, gw client.Object) error {
+	if gw.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	peer := gw.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+	var keys netv1beta1.PublicKeyList
+	if err := p.c.List(ctx, &keys, client.InNamespace(gw.GetNamespace()), client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}); err != nil {
+		return err
+	}
+	if len(keys.Items) == 0 {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: gw.GetNamespace(), Name: generators.GatewayObjectName(gw.GetName())}
+	var conn netv1beta1.Connection
+	err := p.c.Get(ctx, key, &conn)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	kind, typ := generators.KindGatewayServer, netv1beta1.ConnectionTypeServer
+	if _, ok := gw.(*netv1beta1.GatewayClient); ok {
+		kind, typ = generators.KindGatewayClient, netv1beta1.ConnectionTypeClient
+	}
+	conn = netv1beta1.Connection{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: key.Name, Namespace: key.Namespace,
+			Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: peer},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), UID: gw.GetUID(),
+			}},
+		},
+		Spec: netv1beta1.ConnectionSpec{Type: typ, GatewayRef: corev1.ObjectReference{
+			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), Namespace: gw.GetNamespace(), UID: gw.GetUID(),
+		}},
+	}
+	if err := p.c.Create(ctx, &conn); err != nil {
+		return err
+	}
+	conn.Status.Value = netv1beta1.Connected
+	conn.Status.Latency = netv1beta1.ConnectionLatency{Value: "1.2ms", Timestamp: metav1.Now()}
+	return p.c.Status().Update(ctx, &conn)
+}
+
+// event is a change of a peering object, as a watch reported it.
+type event struct {
+	rv    int64
+	kind  string
+	name  string
+	typ   watch.EventType
+	ready bool
+}
+
+// recorder records the changes of the peering kinds of one cluster, to
+// check in which order they happened: resource versions of one cluster are
+// ordered like the writes.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (p *peerCluster) record(t *testing.T) *recorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(p.tc.Config, client.Options{Scheme: p.c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for _, l := range []client.ObjectList{
+		&netv1beta1.ConfigurationList{}, &netv1beta1.GatewayServerList{},
+		&netv1beta1.GatewayClientList{}, &netv1beta1.PublicKeyList{},
+	} {
+		w, err := wc.Watch(ctx, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					r.add(ev)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return r
+}
+
+func (r *recorder) add(ev watch.Event) {
+	obj, ok := ev.Object.(client.Object)
+	if !ok {
+		return
+	}
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	e := event{rv: rv, name: obj.GetName(), typ: ev.Type}
+	switch o := obj.(type) {
+	case *netv1beta1.Configuration:
+		e.kind = generators.KindConfiguration
+		c := meta.FindStatusCondition(o.Status.Conditions, netv1beta1.ConditionReady)
+		e.ready = c != nil && c.Status == metav1.ConditionTrue && o.Status.ObservedGeneration == o.Generation
+	case *netv1beta1.GatewayServer:
+		e.kind = generators.KindGatewayServer
+	case *netv1beta1.GatewayClient:
+		e.kind = generators.KindGatewayClient
+	case *netv1beta1.PublicKey:
+		e.kind = generators.KindPublicKey
+	}
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// first returns the resource version of the first event matching, or -1.
+func (r *recorder) first(match func(event) bool) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := int64(-1)
+	for _, e := range r.events {
+		if match(e) && (first < 0 || e.rv < first) {
+			first = e.rv
+		}
+	}
+	return first
+}
+
+func added(kind string) func(event) bool {
+	return func(e event) bool { return e.kind == kind && e.typ == watch.Added }
+}
+
+// eventually retries check until it passes or the deadline.
+func eventually(t *testing.T, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := check(t.Context())
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// get reads an object, reporting it absent as an error that names it.
+func (p *peerCluster) get(ctx context.Context, ns, name string, obj client.Object) error {
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return fmt.Errorf("cluster %s: %T %s/%s: %w", p.id, obj, ns, name, err)
+	}
+	return nil
+}
+
+// absent fails unless the object is gone.
+func (p *peerCluster) absent(ctx context.Context, ns, name string, obj client.Object) error {
+	err := p.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("cluster %s: %T %s/%s still there", p.id, obj, ns, name)
+}
+
+// keySecretPublic returns data.publicKey of a gateway's key Secret.
+func (p *peerCluster) keySecretPublic(t *testing.T, ns, gateway string) []byte {
+	t.Helper()
+	var s corev1.Secret
+	if err := p.get(t.Context(), ns, generators.GatewayObjectName(gateway), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Data[netv1beta1.PublicKeyField]
+}
