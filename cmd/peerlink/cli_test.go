@@ -154,6 +154,7 @@ func TestBadInput(t *testing.T) {
 		{"missing kubeconfig", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "10.244.0.0/16", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 		{"unreadable kubeconfig", []string{"generate", "configuration", "--kubeconfig", garbage}, "--kubeconfig"},
 		{"unreadable remote kubeconfig", []string{"network", "connect", "--kubeconfig", garbage, "--remote-kubeconfig", garbage}, "--kubeconfig"},
+		{"network with a namespace", []string{"network", "disconnect", "-n", "x", "--remote-kubeconfig", garbage}, "--namespace"},
 		{"missing remote kubeconfig", []string{"network", "reset", "--kubeconfig", garbage}, "--remote-kubeconfig"},
 		{"connect with bad service type", []string{"network", "connect", "--remote-kubeconfig", garbage, "--gw-server-service-type", "Foo"}, "--gw-server-service-type"},
 		{"bundle role", []string{"bundle", "init", t.TempDir(), "--peer", "b", "--role", "both"}, "--role"},

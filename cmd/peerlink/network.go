@@ -79,6 +79,9 @@ type side struct {
 
 // sides connects to both clusters and reads what they publish.
 func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*side, *side, error) {
+	if o.g.Namespace != "" {
+		return nil, nil, errors.New("--namespace: the network commands use the tenant namespaces, liqo-tenant-<peer id> on each cluster")
+	}
 	if o.remoteKubeconfig == "" && o.remoteContext == "" {
 		return nil, nil, errors.New("--remote-kubeconfig or --remote-context is required: the remote cluster is the gateway server side")
 	}
