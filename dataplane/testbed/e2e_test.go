@@ -213,6 +213,20 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		}
 	})
 
+	t.Run("a node's own traffic leaves as the unknown source", func(t *testing.T) {
+		got, err := ObserveTCP(bed.B.Side.Pods[1], bed.A.Side.Node, bFromA, 8082)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unknown, err := cidr.Translate(dataplane.UnknownSource(ExternalCIDR), ExternalCIDR, differentRemaps.BOfA[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != unknown {
+			t.Errorf("B's pod saw A's node from %s, want %s (A's unknown-source address %s as B sees it)", got, unknown, dataplane.UnknownSource(ExternalCIDR))
+		}
+	})
+
 	t.Run("tunnel link deleted", func(t *testing.T) {
 		bed.B.Side.Gateway.MustRun(t, "ip", "link", "del", dataplane.TunnelLink)
 		took, err := WaitPing(ctx, a1, bFromA, 30*time.Second)
