@@ -46,14 +46,14 @@ type ManifestFile struct {
 	Objects []*unstructured.Unstructured
 }
 
-// FileName is the bundle file of an object of the given kind: one object of
+// fileName is the bundle file of an object of the given kind: one object of
 // each kind per peer, so the kind alone names it.
-func FileName(kind string) string {
+func fileName(kind string) string {
 	return strings.ToLower(kind) + ".yaml"
 }
 
-// NewKustomization returns a kustomization.yaml listing resources.
-func NewKustomization(resources ...string) []byte {
+// newKustomization returns a kustomization.yaml listing resources.
+func newKustomization(resources ...string) []byte {
 	var b strings.Builder
 	b.WriteString("# A peerlink peer bundle: the objects of one peering on this cluster.\n")
 	b.WriteString("# Check it with `peerlink lint`, preview it with `peerlink render`.\n")
@@ -113,9 +113,9 @@ func InitBundle(gateway runtime.Object) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	nsFile, gwFile := FileName("Namespace"), FileName(kind)
+	nsFile, gwFile := fileName("Namespace"), fileName(kind)
 	return []File{
-		{Name: KustomizationFile, Data: NewKustomization(nsFile, gwFile)},
+		{Name: KustomizationFile, Data: newKustomization(nsFile, gwFile)},
 		{Name: nsFile, Data: nsData},
 		{Name: gwFile, Data: gwData},
 	}, nil
@@ -209,7 +209,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			changed[loc.file] = true
 			continue
 		}
-		name := FileName(obj.GetKind())
+		name := fileName(obj.GetKind())
 		if _, taken := content[name]; taken {
 			name = strings.ToLower(obj.GetKind()) + "-" + obj.GetName() + ".yaml"
 		}

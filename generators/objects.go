@@ -16,7 +16,6 @@ const (
 	KindGatewayServer = "GatewayServer"
 	KindGatewayClient = "GatewayClient"
 	KindPublicKey     = "PublicKey"
-	KindConnection    = "Connection"
 )
 
 // Peer names the peer an object is for and where it goes.

@@ -186,14 +186,14 @@ func validatePortField(port int32, path *field.Path) field.ErrorList {
 	return nil
 }
 
-// ServiceTypes returns the Service types a GatewayServer may use.
-func ServiceTypes() []corev1.ServiceType {
+// serviceTypes returns the Service types a GatewayServer may use.
+func serviceTypes() []corev1.ServiceType {
 	return []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP}
 }
 
 // ParseServiceType accepts the Service types a GatewayServer may use.
 func ParseServiceType(s string) (corev1.ServiceType, error) {
-	for _, t := range ServiceTypes() {
+	for _, t := range serviceTypes() {
 		if string(t) == s {
 			return t, nil
 		}
@@ -208,7 +208,7 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 	if typ == "" {
 		typ = corev1.ServiceTypeLoadBalancer
 	} else if _, err := ParseServiceType(string(typ)); err != nil {
-		errs = append(errs, field.NotSupported(path.Child("serviceType"), typ, ServiceTypes()))
+		errs = append(errs, field.NotSupported(path.Child("serviceType"), typ, serviceTypes()))
 	}
 	if ep.NodePort != nil && *ep.NodePort != 0 {
 		np := path.Child("nodePort")
