@@ -68,8 +68,9 @@ bench: testbin ## Print the benchmark tables (ratios measured side by side in on
 	$(GO) run ./bench
 
 .PHONY: lab
-lab: ## Bring up the lab (two real clusters on this machine, as root) with peerlink installed; see docs/lab.md.
+lab: ## Bring up the lab (two real clusters on this machine, as root) and peer them; see docs/lab.md.
 	$(GO) run ./lab up
+	$(GO) run ./lab demo
 
 .PHONY: lab-down
 lab-down: ## Remove the lab and everything it made on this machine.

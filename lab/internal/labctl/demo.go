@@ -40,6 +40,13 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 	}
 	p.Logf("Connected on both sides")
 	for _, dir := range [][2]*node.Node{{a, b}, {b, a}} {
+		real, remapped, err := l.PodCIDRView(ctx, dir[0], dir[1])
+		if err != nil {
+			return err
+		}
+		p.Logf("%s reaches the pods of %s (%s) at %s", dir[0].ClusterID, dir[1].ClusterID, real, remapped)
+	}
+	for _, dir := range [][2]*node.Node{{a, b}, {b, a}} {
 		got, from, err := l.reachEventually(ctx, dir[0], dir[1])
 		if err != nil {
 			return err
@@ -64,7 +71,15 @@ func (l *Lab) reachEventually(ctx context.Context, src, dst *node.Node) (echoapi
 	if len(fromPods) == 0 || len(toPods) == 0 {
 		return echoapi.Got{}, corev1.Pod{}, fmt.Errorf("no echo pods in %s or %s", src.ClusterID, dst.ClusterID)
 	}
+	// A destination whose address differs from the source's own shows
+	// that the answer comes from the other cluster.
 	from, to := fromPods[0], toPods[0]
+	for _, p := range toPods {
+		if p.Status.PodIP != from.Status.PodIP {
+			to = p
+			break
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got, err := l.Reach(ctx, src, from, dst, to)

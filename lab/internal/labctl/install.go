@@ -61,7 +61,14 @@ func (l *Lab) install(ctx context.Context, n *node.Node) error {
 	if last != nil {
 		return last
 	}
-	l.progress.Logf("%s: peerlink installed (kubectl apply -k %s)", n.ClusterID, overlay)
+	// Ready means the controller and the fabric agent run: a peering
+	// applied from now on is acted upon at once.
+	for _, workload := range []string{"deployment/peerlink-controller", "daemonset/peerlink-fabric"} {
+		if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "rollout", "status", workload, "--timeout=3m"); err != nil {
+			return err
+		}
+	}
+	l.progress.Logf("%s: peerlink installed and running (kubectl apply -k %s)", n.ClusterID, overlay)
 	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
 		return err
 	}

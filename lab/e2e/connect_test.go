@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// TestOneCommand is the path of an admin holding both kubeconfigs: connect,
+// traffic both ways with each side seeing the other under its remapped
+// addresses, disconnect (traffic stops, Configurations stay), reset
+// (nothing of the peering is left).
+func TestOneCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l := newLab(t, ctx, "one-a", "one-b")
+	a, b := l.Nodes[0], l.Nodes[1]
+
+	if out, err := l.Connect(ctx, a, b); err != nil {
+		t.Fatalf("connect: %v\n%s", err, out)
+	}
+	waitConnected(t, ctx, l, a, b)
+	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
+	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[1])
+	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[1])
+
+	peerlink(t, ctx, l, "network", "disconnect", "--skip-confirm", "--kubeconfig", a.Kubeconfig(), "--remote-kubeconfig", b.Kubeconfig())
+	eventually(t, ctx, "traffic stops after disconnect", func() error {
+		if got, err := l.Reach(ctx, a, podsA[0], b, podsB[0]); err == nil {
+			return fmt.Errorf("%s still reaches %s: %+v", a.ClusterID, b.ClusterID, got)
+		}
+		return nil
+	})
+	for _, side := range [][2]*node.Node{{a, b}, {b, a}} {
+		if _, _, err := l.PodCIDRView(ctx, side[0], side[1]); err != nil {
+			t.Errorf("after disconnect the Configurations should stay: %v", err)
+		}
+		// The gateways' children go by garbage collection, just after.
+		eventually(t, ctx, "cluster "+side[0].ClusterID+" has no gateway after disconnect", func() error {
+			if left := peeringObjects(t, ctx, l, side[0], side[1], gatewayKinds()); len(left) > 0 {
+				return fmt.Errorf("left: %v", left)
+			}
+			return nil
+		})
+	}
+
+	peerlink(t, ctx, l, "network", "reset", "--skip-confirm", "--kubeconfig", a.Kubeconfig(), "--remote-kubeconfig", b.Kubeconfig())
+	for _, side := range [][2]*node.Node{{a, b}, {b, a}} {
+		eventually(t, ctx, "cluster "+side[0].ClusterID+" has nothing of the peering after reset", func() error {
+			if left := peeringObjects(t, ctx, l, side[0], side[1], append(gatewayKinds(), "configurations")); len(left) > 0 {
+				return fmt.Errorf("left: %v", left)
+			}
+			return nil
+		})
+	}
+}
+
+// peerlink runs the CLI and fails the test when it fails.
+func peerlink(t *testing.T, ctx context.Context, l *labctl.Lab, args ...string) []byte {
+	t.Helper()
+	out, err := l.Peerlink(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitConnected waits until both sides report Connected and logs how long
+// that took.
+func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) {
+	t.Helper()
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := l.WaitConnected(wctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s and %s Connected %.1fs after the last manifest", a.ClusterID, b.ClusterID, time.Since(start).Seconds())
+}
+
+// checkTraffic sends a request from pod from of cluster src to pod to of
+// cluster dst at the address src knows it by, and checks both ends: the
+// request reached that very pod, and the pod saw the caller's own address
+// remapped into dst's view of src (no masquerading on the way).
+func checkTraffic(t *testing.T, ctx context.Context, l *labctl.Lab, src *node.Node, from corev1.Pod, dst *node.Node, to corev1.Pod) {
+	t.Helper()
+	wantClient, err := l.RemappedIP(ctx, dst, src, from.Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, fmt.Sprintf("%s/%s reaches %s/%s", src.ClusterID, from.Name, dst.ClusterID, to.Name), func() error {
+		got, err := l.Reach(ctx, src, from, dst, to)
+		if err != nil {
+			return err
+		}
+		if got.Reply.PodIP != to.Status.PodIP || got.Reply.Pod != to.Name {
+			return fmt.Errorf("answered by %s (%s), want %s (%s)", got.Reply.Pod, got.Reply.PodIP, to.Name, to.Status.PodIP)
+		}
+		host, _, err := net.SplitHostPort(got.Reply.Client)
+		if err != nil {
+			return err
+		}
+		if host != wantClient.String() {
+			t.Errorf("%s saw the caller %s (%s) as %s, want %s", dst.ClusterID, from.Name, from.Status.PodIP, host, wantClient)
+		}
+		t.Logf("%s %s -> %s: answered by %s (%s), caller seen as %s", src.ClusterID, from.Status.PodIP, got.URL,
+			got.Reply.Pod, got.Reply.PodIP, got.Reply.Client)
+		return nil
+	})
+}
+
+// gatewayKinds are the kinds of the per-peer objects a gateway brings.
+func gatewayKinds() []string {
+	return []string{"gatewayservers", "gatewayclients", "wggatewayservers", "wggatewayclients",
+		"connections", "publickeies", "deployments", "services", "secrets", "serviceaccounts"}
+}
+
+// peeringObjects lists the objects of the given kinds that cluster n holds
+// for peer: labelled with the peer's cluster ID anywhere, or named gw-* in
+// the peer's tenant namespace (children of gateways).
+func peeringObjects(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *node.Node, kinds []string) []string {
+	t.Helper()
+	var left []string
+	tenant := netv1beta1.TenantNamespacePrefix + peer.ClusterID
+	for _, kind := range kinds {
+		out, err := l.Kubectl(ctx, n, "get", kind, "-A", "-l", netv1beta1.RemoteClusterIDLabel+"="+peer.ClusterID, "-o", "name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, strings.Fields(string(out))...)
+		out, err = l.Kubectl(ctx, n, "get", kind, "-n", tenant, "-o", "name", "--ignore-not-found")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range strings.Fields(string(out)) {
+			if _, obj, _ := strings.Cut(name, "/"); strings.HasPrefix(obj, netv1beta1.GatewayObjectPrefix) {
+				left = append(left, tenant+"/"+name)
+			}
+		}
+	}
+	return left
+}
