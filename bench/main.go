@@ -14,6 +14,7 @@ func tables() []func(ctx context.Context) (*table, error) {
 	return []func(ctx context.Context) (*table, error){
 		allocatorTable,
 		controlPlaneTable,
+		dataplaneTable,
 	}
 }
 

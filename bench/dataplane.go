@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/testbed"
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+const (
+	// throughputRounds is how many times each path is measured; the table
+	// shows the median, the paths taking turns so that the machine's other
+	// load weighs on all alike.
+	throughputRounds = 5
+	// throughputRun is the length of one iperf3 run.
+	throughputRun = 5 * time.Second
+	// peerlinkVsWireGuardGoal is the floor of the peerlink path's
+	// throughput as a share of bare wireguard-go's.
+	peerlinkVsWireGuardGoal = 0.90
+	// fabricPeersGoal is the floor of the fabric's forwarding throughput
+	// with many peers as a share of its throughput with one.
+	fabricPeersGoal = 0.95
+)
+
+// dataplaneTable measures TCP throughput, one iperf3 stream, over four
+// kinds of path built in network namespaces on this machine: pod to pod
+// through peerlink (the real agents, gateways and fabric, against two real
+// API servers), the same tunnel library (wireguard-go) bare at the same MTU,
+// a bare veth, and a node running the fabric's plan for 1, 100 and 1,000
+// peers.
+func dataplaneTable(ctx context.Context) (*table, error) {
+	if err := nstest.Privileged(); err != nil {
+		return nil, fmt.Errorf("dataplane table: %w (run `make bench` as root)", err)
+	}
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		return nil, fmt.Errorf("dataplane table: %w (hack/install-deps.sh installs iperf3)", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join("bin", "k8s", "current")
+	}
+	crds := filepath.Join("bundles", "install", "crds")
+	work, err := os.MkdirTemp("", "peerlink-bench-dataplane-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	bin, err := testbed.BuildAgent(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	var clusters [2]testbed.Cluster
+	for i := range clusters {
+		env := &envtest.Environment{Scheme: scheme, BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		if err != nil {
+			return nil, fmt.Errorf("start control plane %d: %w", i, err)
+		}
+		defer func() { _ = env.Stop() }()
+		kubeconfig := filepath.Join(work, fmt.Sprintf("cluster-%d.kubeconfig", i))
+		if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+			return nil, err
+		}
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, err
+		}
+		clusters[i] = testbed.Cluster{Kubeconfig: kubeconfig, Client: c}
+	}
+
+	remaps := testbed.Remaps{
+		AOfB: [2]netip.Prefix{netip.MustParsePrefix("10.71.0.0/16"), netip.MustParsePrefix("10.72.0.0/16")},
+		BOfA: [2]netip.Prefix{netip.MustParsePrefix("10.73.0.0/16"), netip.MustParsePrefix("10.74.0.0/16")},
+	}
+	bed, err := testbed.Up(ctx, work, bin, clusters[0], clusters[1], remaps)
+	if err != nil {
+		return nil, err
+	}
+	defer bed.Close()
+	dst, err := cidr.Translate(testbed.PodIPs[1], testbed.PodCIDR, remaps.AOfB[0])
+	if err != nil {
+		return nil, err
+	}
+	sender, receiver := bed.A.Side.Pods[0], bed.B.Side.Pods[1]
+	if _, err := testbed.WaitPing(ctx, sender, dst, 2*time.Minute); err != nil {
+		return nil, fmt.Errorf("%w; gateway logs under %s", err, work)
+	}
+
+	type path struct {
+		name string
+		pair *testbed.Pair
+		bps  []float64
+	}
+	paths := []*path{{name: "peerlink", pair: &testbed.Pair{Sender: sender, Receiver: receiver, Dst: dst}}}
+	build := []struct {
+		name string
+		make func() (*testbed.Pair, error)
+	}{
+		{"wireguard-go", func() (*testbed.Pair, error) { return testbed.BareWireGuard(netv1beta1.DefaultMTU) }},
+		{"veth", testbed.BareVeth},
+		{"fabric-1", func() (*testbed.Pair, error) { return testbed.FabricNode(1, overlay.Auto) }},
+		{"fabric-100", func() (*testbed.Pair, error) { return testbed.FabricNode(100, overlay.Auto) }},
+		{"fabric-1000", func() (*testbed.Pair, error) { return testbed.FabricNode(1000, overlay.Auto) }},
+	}
+	for _, b := range build {
+		p, err := b.make()
+		if err != nil {
+			return nil, fmt.Errorf("build the %s path: %w", b.name, err)
+		}
+		defer p.Close()
+		paths = append(paths, &path{name: b.name, pair: p})
+	}
+	for range throughputRounds {
+		for _, p := range paths {
+			bps, err := testbed.Iperf(ctx, p.pair.Receiver, p.pair.Sender, p.pair.Dst, throughputRun)
+			if err != nil {
+				return nil, fmt.Errorf("measure the %s path: %w", p.name, err)
+			}
+			p.bps = append(p.bps, bps)
+		}
+	}
+	median := map[string]float64{}
+	var spread []string
+	for _, p := range paths {
+		s := slices.Clone(p.bps)
+		slices.Sort(s)
+		median[p.name] = s[len(s)/2] / 1e9
+		spread = append(spread, fmt.Sprintf("%s %.2f-%.2f", p.name, s[0]/1e9, s[len(s)-1]/1e9))
+	}
+	for name, v := range median {
+		if v == 0 {
+			return nil, fmt.Errorf("the %s path measured 0 bit/s", name)
+		}
+	}
+	peerlink, wg, veth := median["peerlink"], median["wireguard-go"], median["veth"]
+	f1, f100, f1000 := median["fabric-1"], median["fabric-100"], median["fabric-1000"]
+	return &table{
+		title: "Dataplane throughput (TCP, one iperf3 stream)",
+		rows: []row{
+			{name: "pod->pod through peerlink (goal: 0.90 x bare wireguard-go)", measured: peerlink, goal: peerlinkVsWireGuardGoal * wg, unit: "Gbit/s", dir: atLeast},
+			{name: "bare wireguard-go, MTU 1340 (ceiling: bare veth)", measured: wg, goal: veth, unit: "Gbit/s", dir: atMost},
+			{name: "bare veth, MTU 1500 (ceiling: itself)", measured: veth, goal: veth, unit: "Gbit/s", dir: atMost},
+			{name: "fabric node, 1 peer (ceiling: bare veth)", measured: f1, goal: veth, unit: "Gbit/s", dir: atMost},
+			{name: "fabric node, 100 peers (goal: 0.95 x 1 peer)", measured: f100, goal: fabricPeersGoal * f1, unit: "Gbit/s", dir: atLeast},
+			{name: "fabric node, 1,000 peers (goal: 0.95 x 1 peer)", measured: f1000, goal: fabricPeersGoal * f1, unit: "Gbit/s", dir: atLeast},
+			{name: "peerlink / bare wireguard-go", measured: peerlink / wg, goal: peerlinkVsWireGuardGoal, unit: "x", dir: atLeast},
+			{name: "fabric 1,000 peers / 1 peer", measured: f1000 / f1, goal: fabricPeersGoal, unit: "x", dir: atLeast},
+		},
+		notes: []string{
+			fmt.Sprintf("medians of %d runs of %v per path, the paths taking turns; ranges (Gbit/s): %s", throughputRounds, throughputRun, strings.Join(spread, ", ")),
+			"peerlink: pod -> node (fabric, VXLAN or Geneve overlay) -> gateway (NAT, wireguard-go) -> veth -> gateway -> node -> pod, both gateway agents running",
+			"bare wireguard-go: the same library and version, in two namespaces joined by a veth, nothing else; fabric node: pod -> node -> overlay -> gateway namespace, the node holding the routes and nftables sets of every peer",
+			fmt.Sprintf("load average at the end: %s", loadAverage()),
+		},
+	}, nil
+}
+
+// loadAverage returns the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,330 @@
+package testbed
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.zx2c4.com/wireguard/conn"
+	"golang.zx2c4.com/wireguard/device"
+	"golang.zx2c4.com/wireguard/tun"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/route"
+)
+
+// Iperf measures TCP throughput with iperf3, one stream for d, from client
+// to dst, where an iperf3 server in server listens (dst may be translated on
+// the way). It returns the received bits per second.
+func Iperf(ctx context.Context, server, client *nstest.NS, dst netip.Addr, d time.Duration) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	srv := server.Command(ctx, "iperf3", "--server", "--one-off")
+	if err := srv.Start(); err != nil {
+		return 0, fmt.Errorf("start iperf3 server in %s: %w", server.Name, err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	var lastErr error
+	// The server takes a moment to listen: a refused connection is tried
+	// again.
+	for attempt := 0; attempt < 50; attempt++ {
+		out, err := client.Command(ctx, "iperf3", "--client", dst.String(), "--json",
+			"--time", strconv.Itoa(int(d.Seconds()))).Output()
+		var result struct {
+			End struct {
+				SumReceived struct {
+					BitsPerSecond float64 `json:"bits_per_second"`
+				} `json:"sum_received"`
+			} `json:"end"`
+			Error string `json:"error"`
+		}
+		switch jerr := json.Unmarshal(out, &result); {
+		case jerr != nil:
+			lastErr = fmt.Errorf("iperf3 from %s to %s: %v, output %q", client.Name, dst, errors.Join(err, jerr), out)
+		case result.Error != "":
+			lastErr = fmt.Errorf("iperf3 from %s to %s: %s", client.Name, dst, result.Error)
+		default:
+			return result.End.SumReceived.BitsPerSecond, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, errors.Join(lastErr, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return 0, lastErr
+}
+
+// Pair is a sender and a receiver namespace and the receiver's address.
+type Pair struct {
+	Sender, Receiver *nstest.NS
+	// Dst is the address the sender sends to.
+	Dst     netip.Addr
+	cleanup []func() error
+}
+
+// Close releases what the pair holds.
+func (p *Pair) Close() error {
+	var errs []error
+	for i := len(p.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, p.cleanup[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pair) ns(prefix string) (*nstest.NS, error) {
+	ns, err := nstest.Create(prefix)
+	if err != nil {
+		return nil, err
+	}
+	p.cleanup = append(p.cleanup, ns.Delete)
+	return ns, nil
+}
+
+// veth joins two fresh namespaces with a veth, 10.10.0.1/24 and .2/24.
+func veth() (*Pair, error) {
+	p := &Pair{}
+	var err error
+	if p.Sender, err = p.ns("snd"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if p.Receiver, err = p.ns("rcv"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if err := nstest.Veth(p.Sender, "eth0", p.Receiver, "eth0"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	for _, x := range []struct {
+		ns   *nstest.NS
+		addr string
+	}{{p.Sender, "10.10.0.1/24"}, {p.Receiver, "10.10.0.2/24"}} {
+		if _, err := x.ns.Run("ip", "addr", "add", x.addr, "dev", "eth0"); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+	}
+	p.Dst = netip.MustParseAddr("10.10.0.2")
+	return p, nil
+}
+
+// BareVeth is two namespaces joined by a veth: the ceiling of pod to pod.
+func BareVeth() (*Pair, error) { return veth() }
+
+// nsBind opens wireguard-go's UDP sockets in a namespace whatever thread
+// asks: wireguard-go reopens them from its own goroutines (on a link coming
+// up, for instance), which run in the process's namespace.
+type nsBind struct {
+	conn.Bind
+	ns *nstest.NS
+}
+
+func (b *nsBind) Open(port uint16) ([]conn.ReceiveFunc, uint16, error) {
+	var (
+		fns    []conn.ReceiveFunc
+		actual uint16
+		err    error
+	)
+	if doErr := b.ns.Do(func() error {
+		fns, actual, err = b.Bind.Open(port)
+		return nil
+	}); doErr != nil {
+		return nil, 0, doErr
+	}
+	return fns, actual, err
+}
+
+// BareWireGuard is two namespaces joined by a veth and by a tunnel of the
+// embedded wireguard-go (the same library and version as the gateways'),
+// with nothing else: no NAT, no overlay, no policy routing. Dst is the
+// receiver's tunnel address.
+func BareWireGuard(mtu int) (*Pair, error) {
+	p, err := veth()
+	if err != nil {
+		return nil, err
+	}
+	kSnd, err1 := wgtypes.GeneratePrivateKey()
+	kRcv, err2 := wgtypes.GeneratePrivateKey()
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	sides := []struct {
+		ns        *nstest.NS
+		key, peer wgtypes.Key
+		self      netip.Addr
+		endpoint  string
+	}{
+		{p.Sender, kSnd, kRcv.PublicKey(), dataplane.ClientAddress, "10.10.0.2:51840"},
+		{p.Receiver, kRcv, kSnd.PublicKey(), dataplane.ServerAddress, "10.10.0.1:51840"},
+	}
+	for _, s := range sides {
+		dev, err := startWireGuard(s.ns, "wgbench", mtu, s.key, s.peer, s.endpoint)
+		if err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+		p.cleanup = append(p.cleanup, func() error { dev.Close(); return nil })
+		if _, err := s.ns.Run("ip", "addr", "add", netip.PrefixFrom(s.self, dataplane.TunnelPrefix.Bits()).String(), "dev", "wgbench"); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+	}
+	p.Dst = dataplane.ServerAddress
+	return p, nil
+}
+
+func startWireGuard(ns *nstest.NS, name string, mtu int, key, peer wgtypes.Key, endpoint string) (*device.Device, error) {
+	var tdev tun.Device
+	if err := ns.Do(func() error {
+		var err error
+		tdev, err = tun.CreateTUN(name, mtu)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("create TUN %s in %s: %w", name, ns.Name, err)
+	}
+	dev := device.NewDevice(tdev, &nsBind{Bind: conn.NewDefaultBind(), ns: ns}, device.NewLogger(device.LogLevelSilent, ""))
+	cfg := fmt.Sprintf("private_key=%s\nlisten_port=51840\npublic_key=%s\nendpoint=%s\nallowed_ip=0.0.0.0/0\n",
+		hex.EncodeToString(key[:]), hex.EncodeToString(peer[:]), endpoint)
+	if err := dev.IpcSet(cfg); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("configure wireguard-go in %s: %w", ns.Name, err)
+	}
+	if err := dev.Up(); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	if _, err := ns.Run("ip", "link", "set", name, "up"); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return dev, nil
+}
+
+// FabricNode is a pod, a node with the fabric's plan for peers peers
+// applied (one remapped pod /24 and one external /24 each, every peer with
+// a gateway of its own), and a namespace standing for the gateway of the
+// last peer, which receives the pod's traffic through the overlay. Dst is an
+// address in the last peer's pod range. overlay.Auto picks the kind as the
+// agents do.
+func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
+	if peers < 1 || peers > 1024 {
+		return nil, fmt.Errorf("peers %d: must be in 1-1024", peers)
+	}
+	p := &Pair{}
+	var err error
+	var node *nstest.NS
+	if node, err = p.ns("fnode"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if p.Sender, err = p.ns("fpod"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if p.Receiver, err = p.ns("fgw"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	nh, err := netlink.NewHandleAt(node.Handle)
+	if err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	kind, err = overlay.Detect(nh, kind)
+	nh.Close()
+	if err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	nodeIP := netip.MustParseAddr("172.18.0.1")
+	gatewayIP := netip.MustParseAddr("10.244.0.10")
+	setup := [][]string{
+		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		{"ip", "addr", "add", nodeIP.String() + "/32", "dev", "lo"},
+	}
+	for _, args := range setup {
+		if _, err := node.Run(args[0], args[1:]...); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+	}
+	if err := plugPod(node, p.Sender, "vpod", PodIPs[0]); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if err := plugPod(node, p.Receiver, "vgw", gatewayIP); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	// The pod's MTU fits the overlay's, as a CNI sets it.
+	if _, err := p.Sender.Run("ip", "link", "set", "eth0", "mtu", "1450"); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+
+	facts := dataplane.FabricFacts{
+		Node: nodeIP, OverlayKind: kind, OverlayMTU: 1450,
+		PodCIDRs: []netip.Prefix{PodCIDR}, UnknownSource: dataplane.UnknownSource(ExternalCIDR),
+	}
+	for i := range peers {
+		// Pod ranges in 172.16.0.0/12, external ranges in 10.128.0.0/9, a
+		// /24 each; every gateway but the last at an address nobody has.
+		podRange := netip.PrefixFrom(netip.AddrFrom4([4]byte{172, byte(16 + i/256), byte(i % 256), 0}), 24)
+		extRange := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i/256), byte(i % 256), 0}), 24)
+		gw := netip.AddrFrom4([4]byte{10, 244, byte(100 + i/256), byte(i % 256)})
+		if i == peers-1 {
+			gw = gatewayIP
+			p.Dst = podRange.Addr().Next()
+		}
+		facts.Gateways = append(facts.Gateways, dataplane.FabricGateway{
+			Name: "peer-" + strconv.Itoa(i), Address: gw, Node: nodeIP, Local: true,
+			Ranges: []netip.Prefix{podRange, extRange},
+		})
+	}
+	plan, err := dataplane.PlanFabric(facts)
+	if err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	if err := applyFabric(node, plan); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+
+	// The receiving gateway: an overlay link, the destination on its
+	// loopback, replies straight back through its pod link.
+	gh, err := netlink.NewHandleAt(p.Receiver.Handle)
+	if err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	defer gh.Close()
+	if _, err := overlay.Ensure(gh, overlay.Link{Name: dataplane.OverlayLink, Kind: kind, Underlay: gatewayIP}); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	for _, args := range [][]string{
+		{"ip", "link", "set", dataplane.OverlayLink, "up"},
+		{"ip", "addr", "add", p.Dst.String() + "/32", "dev", "lo"},
+		{"sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf." + dataplane.OverlayLink + ".rp_filter=0"},
+	} {
+		if _, err := p.Receiver.Run(args[0], args[1:]...); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+	}
+	return p, nil
+}
+
+// applyFabric writes a fabric plan into ns as the fabric agent does.
+func applyFabric(ns *nstest.NS, plan dataplane.FabricPlan) error {
+	ra, err := route.NewApplier(ns.Handle)
+	if err != nil {
+		return err
+	}
+	defer ra.Close()
+	if _, err := overlay.Ensure(ra.Handle(), plan.Overlay); err != nil {
+		return err
+	}
+	if _, err := ra.Apply(plan.Routes); err != nil {
+		return err
+	}
+	na, err := nat.NewApplier(ns.Handle)
+	if err != nil {
+		return err
+	}
+	_, err = na.Apply(plan.NAT)
+	return err
+}
