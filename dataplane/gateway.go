@@ -183,7 +183,7 @@ func (f GatewayFacts) validate() error {
 		errs = append(errs, fmt.Errorf("listen port %d: must be in 1-65535", f.ListenPort))
 	}
 	if f.MTU < minMTU || f.MTU > maxMTU {
-		errs = append(errs, fmt.Errorf("MTU %d: must be in %d-%d", f.MTU, minMTU, maxMTU))
+		errs = append(errs, fmt.Errorf("tunnel MTU %d: must be in %d-%d", f.MTU, minMTU, maxMTU))
 	}
 	if f.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("keepalive %v: must not be negative", f.Keepalive))

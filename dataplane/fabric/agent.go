@@ -321,7 +321,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: ClusterInfoName}
 	if err := a.client.Get(ctx, key, &cm); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return f, waiting{fmt.Sprintf("ConfigMap %s not found", key)}
+			return f, waiting{fmt.Sprintf("no ConfigMap %s yet", key)}
 		}
 		return f, fmt.Errorf("get ConfigMap %s: %w", key, err)
 	}

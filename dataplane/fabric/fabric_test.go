@@ -1,0 +1,71 @@
+package fabric
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+)
+
+func gatewayPod(ns, name, cluster, node, podIP, hostIP string, created time.Time) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: cluster}},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{PodIP: podIP, HostIP: hostIP},
+	}
+}
+
+func configuration(ns, cluster string, remapped ...netv1beta1.CIDR) netv1beta1.Configuration {
+	c := netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster,
+		Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: cluster}}}
+	if len(remapped) > 0 {
+		c.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: remapped[:1], External: remapped[1:]}}
+	}
+	return c
+}
+
+func TestGateways(t *testing.T) {
+	a := &Agent{opts: Options{NodeName: "node-1"}, log: logr.Discard()}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pods := []corev1.Pod{
+		gatewayPod("t-b", "gw-b-new", "b", "node-2", "10.244.2.9", "192.168.1.2", t0.Add(time.Minute)),
+		gatewayPod("t-b", "gw-b-old", "b", "node-1", "10.244.1.9", "192.168.1.1", t0),
+		gatewayPod("t-c", "gw-c", "c", "node-2", "10.244.2.10", "192.168.1.2", t0),
+		gatewayPod("t-d", "gw-d", "d", "node-2", "", "", t0),
+	}
+	confs := []netv1beta1.Configuration{
+		configuration("t-b", "b", "10.71.0.0/16", "10.72.0.0/16"),
+		configuration("t-c", "c"),
+		configuration("elsewhere", "c", "10.99.0.0/16"),
+	}
+	got := a.gateways(pods, confs)
+	if len(got) != 2 {
+		t.Fatalf("gateways = %+v, want b and c (d has no address yet)", got)
+	}
+	b, c := got[0], got[1]
+	if b.Name != "t-b/gw-b-old" || !b.Local || b.Address != netip.MustParseAddr("10.244.1.9") || b.Node != netip.MustParseAddr("192.168.1.1") {
+		t.Errorf("peer b: %+v, want the older pod, local", b)
+	}
+	if len(b.Ranges) != 2 || b.Ranges[0].String() != "10.71.0.0/16" || b.Ranges[1].String() != "10.72.0.0/16" {
+		t.Errorf("peer b ranges %v", b.Ranges)
+	}
+	if c.Local || len(c.Ranges) != 0 {
+		t.Errorf("peer c: %+v, want remote and no ranges (its Configuration in its namespace is not remapped)", c)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	err := Options{Namespace: "peerlink", ResyncInterval: time.Second}.Validate()
+	for _, want := range []string{"--node-name: required", "--node-ip invalid IP"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}

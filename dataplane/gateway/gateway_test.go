@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/internal/testcluster"
+)
+
+func TestRangeMappings(t *testing.T) {
+	conf := &netv1beta1.Configuration{
+		ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "ns"},
+		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+			Pod:      []netv1beta1.CIDR{"10.244.0.0/16", "10.245.0.0/16"},
+			External: []netv1beta1.CIDR{"10.70.0.0/16"},
+		}}},
+	}
+	if got, err := RangeMappings(conf); err != nil || len(got) != 0 {
+		t.Errorf("without status: %v, %v; want no ranges yet", got, err)
+	}
+	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+		Pod:      []netv1beta1.CIDR{"10.71.0.0/16"},
+		External: []netv1beta1.CIDR{"10.72.0.0/16"},
+	}}
+	got, err := RangeMappings(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []dataplane.RangeMapping{
+		{Real: netip.MustParsePrefix("10.244.0.0/16"), Remapped: netip.MustParsePrefix("10.71.0.0/16")},
+		{Real: netip.MustParsePrefix("10.70.0.0/16"), Remapped: netip.MustParsePrefix("10.72.0.0/16")},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("RangeMappings = %v, want %v (the second pod range has no remapped counterpart yet)", got, want)
+	}
+	conf.Status.Remote.CIDR.External[0] = "10.72.0.1/16"
+	if _, err := RangeMappings(conf); err == nil || !strings.Contains(err.Error(), "status.remote.cidr.external[0] of Configuration ns/peer") {
+		t.Errorf("host bits in status: %v", err)
+	}
+}
+
+func TestResolveEndpoint(t *testing.T) {
+	ctx := context.Background()
+	if ep, err := resolveEndpoint(ctx, []string{"2001:db8::1", "192.0.2.2"}, 51840); err != nil || ep.String() != "192.0.2.2:51840" {
+		t.Errorf("resolveEndpoint = %v, %v; want the IPv4 address", ep, err)
+	}
+	if _, err := resolveEndpoint(ctx, nil, 51840); !isWaiting(err) {
+		t.Errorf("no address: %v, want waiting", err)
+	}
+	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 0); !isWaiting(err) {
+		t.Errorf("no port: %v, want waiting", err)
+	}
+	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || isWaiting(err) {
+		t.Errorf("port 70000: %v, want an error", err)
+	}
+}
+
+func TestReadKey(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := readKey(dir, netv1beta1.PrivateKeyField); !isWaiting(err) {
+		t.Errorf("missing key file: %v, want waiting", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, netv1beta1.PrivateKeyField), []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readKey(dir, netv1beta1.PrivateKeyField); err == nil || isWaiting(err) || !strings.Contains(err.Error(), "5 bytes") {
+		t.Errorf("short key file: %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{Name: "n", Namespace: "ns", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840,
+		KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5, ResyncInterval: time.Second}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := ok
+	bad.ListenPort, bad.NodeIP = 0, netip.MustParseAddr("2001:db8::1")
+	err := bad.Validate()
+	for _, want := range []string{"--listen-port 0", "--node-ip 2001:db8::1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}
+
+// TestConnectionWriter runs the Connection writer against a real API
+// server: the value is written when it changes, a changed latency alone at
+// most every ten seconds, and the peer endpoint survives in an annotation.
+func TestConnectionWriter(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := testcluster.Start(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds")).Client
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant",
+		Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "peer"}}}
+	if err := c.Create(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := &connectionWriter{
+		c: c, name: "gw-peer", ns: "tenant", clusterID: "peer", role: dataplane.Server,
+		gatewayRef: func() (string, string) { return "GatewayServer", string(gw.UID) },
+		now:        func() time.Time { return now },
+	}
+	get := func() netv1beta1.Connection {
+		t.Helper()
+		var conn netv1beta1.Connection
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "gw-peer"}, &conn); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	if err := w.report(ctx, health.Report{State: health.Connecting}); err != nil {
+		t.Fatal(err)
+	}
+	conn := get()
+	if conn.Spec.Type != netv1beta1.ConnectionTypeServer || conn.Spec.GatewayRef.Name != "peer" || conn.Spec.GatewayRef.UID != gw.UID ||
+		len(conn.OwnerReferences) != 1 || conn.OwnerReferences[0].UID != gw.UID || conn.Labels[netv1beta1.RemoteClusterIDLabel] != "peer" {
+		t.Errorf("Connection spec %+v, owners %+v, labels %v", conn.Spec, conn.OwnerReferences, conn.Labels)
+	}
+	if conn.Status.Value != netv1beta1.Connecting {
+		t.Errorf("status %+v, want Connecting", conn.Status)
+	}
+
+	now = now.Add(2 * time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 1234 * time.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	conn = get()
+	if conn.Status.Value != netv1beta1.Connected || conn.Status.Latency.Value != "1.23ms" || !meta(conn, netv1beta1.ConditionReady, metav1.ConditionTrue) {
+		t.Errorf("status %+v, want Connected with latency 1.23ms and Ready", conn.Status)
+	}
+	rv := conn.ResourceVersion
+
+	now = now.Add(2 * time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.ResourceVersion != rv {
+		t.Errorf("a new latency 2s after the last one was written: %+v", got.Status)
+	}
+	now = now.Add(10 * time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.Latency.Value != "2ms" {
+		t.Errorf("latency after 12s = %q, want 2ms", got.Status.Latency.Value)
+	}
+	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.Value != netv1beta1.ConnectionError || !meta(got, netv1beta1.ConditionReady, metav1.ConditionFalse) {
+		t.Errorf("status %+v, want Error and not Ready", got.Status)
+	}
+
+	ep := netip.MustParseAddrPort("192.0.2.1:40000")
+	if err := w.persistEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	next := &connectionWriter{c: c, name: "gw-peer", ns: "tenant"}
+	if got, err := next.lastEndpoint(ctx); err != nil || got != ep {
+		t.Errorf("lastEndpoint of a new writer = %v, %v; want %v", got, err, ep)
+	}
+	missing := &connectionWriter{c: c, name: "gw-none", ns: "tenant"}
+	if got, err := missing.lastEndpoint(ctx); err != nil || got.IsValid() {
+		t.Errorf("lastEndpoint without a Connection = %v, %v", got, err)
+	}
+}
+
+func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus) bool {
+	for _, c := range conn.Status.Conditions {
+		if c.Type == typ {
+			return c.Status == status
+		}
+	}
+	return false
+}
