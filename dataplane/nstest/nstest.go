@@ -130,6 +130,18 @@ func (ns *NS) Command(ctx context.Context, name string, args ...string) *exec.Cm
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
 }
 
+// privateWireguardDir gives the program a /run/wireguard of its own, a
+// tmpfs in the mount namespace `ip netns exec` creates, as a pod has one:
+// two userspace WireGuard devices of the same name on one machine would
+// otherwise both serve /var/run/wireguard/<name>.sock.
+const privateWireguardDir = `mkdir -p /run/wireguard && mount -t tmpfs tmpfs /run/wireguard && exec "$0" "$@"`
+
+// CommandWithOwnRun prepares a program to run in the namespace with a
+// private /run/wireguard.
+func (ns *NS) CommandWithOwnRun(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return ns.Command(ctx, "sh", append([]string{"-c", privateWireguardDir, name}, args...)...)
+}
+
 // Do runs f on an OS thread that has entered the namespace. Sockets f opens
 // stay in the namespace after f returns; goroutines f starts do not.
 func (ns *NS) Do(f func() error) error {
@@ -191,7 +203,7 @@ func InNamespace(t *testing.T) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	args := []string{"-test.run=^" + t.Name() + "$", "-test.v"}
-	cmd := ns.Command(ctx, os.Args[0], args...)
+	cmd := ns.CommandWithOwnRun(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), insideEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
 	t.Logf("inside %s:\n%s", ns.Name, out)

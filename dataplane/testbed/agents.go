@@ -37,19 +37,14 @@ type Process struct {
 	done chan error
 }
 
-// privateWireguardDir gives the process a /run/wireguard of its own (a
-// tmpfs in the mount namespace `ip netns exec` creates), as a pod has: two
-// userspace gateways on one machine would otherwise both serve
-// /var/run/wireguard/liqo-tunnel.sock.
-const privateWireguardDir = `mkdir -p /run/wireguard && mount -t tmpfs tmpfs /run/wireguard && exec "$0" "$@"`
-
 // Start runs bin with args in ns, its output appended to logPath.
 func Start(ns *nstest.NS, logPath, bin string, args ...string) (*Process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, "sh", "-c", privateWireguardDir, bin}, args...)...)
+	// A pod has a /run/wireguard of its own; so does each agent here.
+	cmd := ns.CommandWithOwnRun(context.Background(), bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -58,7 +53,7 @@ func Start(ns *nstest.NS, logPath, bin string, args ...string) (*Process, error)
 	p := &Process{Log: logPath, cmd: cmd, done: make(chan error, 1)}
 	go func() {
 		// `ip netns exec` and sh exec the agent: the process waited for is
-		// the agent itself.
+		// the agent itself, and SIGKILL reaches it.
 		p.done <- cmd.Wait()
 		log.Close()
 	}()
