@@ -66,6 +66,10 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 	if err != nil {
 		return nil, err
 	}
+	wgbare, err := testbed.BuildWGBare(ctx, work)
+	if err != nil {
+		return nil, err
+	}
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
@@ -120,7 +124,7 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 		name string
 		make func() (*testbed.Pair, error)
 	}{
-		{"wireguard-go", func() (*testbed.Pair, error) { return testbed.BareWireGuard(netv1beta1.DefaultMTU) }},
+		{"wireguard-go", func() (*testbed.Pair, error) { return testbed.BareWireGuard(wgbare, work, netv1beta1.DefaultMTU) }},
 		{"veth", testbed.BareVeth},
 		{"fabric-1", func() (*testbed.Pair, error) { return testbed.FabricNode(1, overlay.Auto) }},
 		{"fabric-100", func() (*testbed.Pair, error) { return testbed.FabricNode(100, overlay.Auto) }},
@@ -171,9 +175,9 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 			{name: "fabric 1,000 peers / 1 peer", measured: f1000 / f1, goal: fabricPeersGoal, unit: "x", dir: atLeast},
 		},
 		notes: []string{
-			fmt.Sprintf("medians of %d runs of %v per path, the paths taking turns; ranges (Gbit/s): %s", throughputRounds, throughputRun, strings.Join(spread, ", ")),
+			fmt.Sprintf("medians of %d runs of %v per path (after a first second left out), the paths taking turns; ranges (Gbit/s): %s", throughputRounds, throughputRun, strings.Join(spread, ", ")),
 			"peerlink: pod -> node (fabric, VXLAN or Geneve overlay) -> gateway (NAT, wireguard-go) -> veth -> gateway -> node -> pod, both gateway agents running",
-			"bare wireguard-go: the same library and version, in two namespaces joined by a veth, nothing else; fabric node: pod -> node -> overlay -> gateway namespace, the node holding the routes and nftables sets of every peer",
+			"bare wireguard-go: the same library and version, one process per side in two namespaces joined by a veth, nothing else; fabric node: pod -> node -> overlay -> gateway namespace, the node holding the routes and nftables sets of every peer",
 			fmt.Sprintf("load average at the end: %s", loadAverage()),
 		},
 	}, nil

@@ -16,15 +16,26 @@ import (
 
 // BuildAgent builds peerlink-agent into dir and returns its path.
 func BuildAgent(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "peerlink-agent")
+	return build(ctx, dir, "github.com/peerlink/peerlink/cmd/peerlink-agent")
+}
+
+// BuildWGBare builds the bare wireguard-go runner (package wgbare) into dir
+// and returns its path.
+func BuildWGBare(ctx context.Context, dir string) (string, error) {
+	return build(ctx, dir, "github.com/peerlink/peerlink/dataplane/testbed/wgbare")
+}
+
+// build builds the command pkg into dir, as the images are built.
+func build(ctx context.Context, dir, pkg string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
 	gobin := os.Getenv("GO")
 	if gobin == "" {
 		gobin = "go"
 	}
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/peerlink/peerlink/cmd/peerlink-agent")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build peerlink-agent: %w\n%s", err, out)
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }

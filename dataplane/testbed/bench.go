@@ -2,18 +2,15 @@ package testbed
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.zx2c4.com/wireguard/conn"
-	"golang.zx2c4.com/wireguard/device"
-	"golang.zx2c4.com/wireguard/tun"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/peerlink/peerlink/dataplane"
@@ -38,7 +35,8 @@ func Iperf(ctx context.Context, server, client *nstest.NS, dst netip.Addr, d tim
 	// The server takes a moment to listen: a refused connection is tried
 	// again.
 	for attempt := 0; attempt < 50; attempt++ {
-		out, err := client.Command(ctx, "iperf3", "--client", dst.String(), "--json",
+		// The first second, TCP's slow start, is left out.
+		out, err := client.Command(ctx, "iperf3", "--client", dst.String(), "--json", "--omit", "1",
 			"--time", strconv.Itoa(int(d.Seconds()))).Output()
 		var result struct {
 			End struct {
@@ -119,34 +117,12 @@ func veth() (*Pair, error) {
 // BareVeth is two namespaces joined by a veth: the ceiling of pod to pod.
 func BareVeth() (*Pair, error) { return veth() }
 
-// nsBind opens wireguard-go's UDP sockets in a namespace whatever thread
-// asks: wireguard-go reopens them from its own goroutines (on a link coming
-// up, for instance), which run in the process's namespace.
-type nsBind struct {
-	conn.Bind
-	ns *nstest.NS
-}
-
-func (b *nsBind) Open(port uint16) ([]conn.ReceiveFunc, uint16, error) {
-	var (
-		fns    []conn.ReceiveFunc
-		actual uint16
-		err    error
-	)
-	if doErr := b.ns.Do(func() error {
-		fns, actual, err = b.Bind.Open(port)
-		return nil
-	}); doErr != nil {
-		return nil, 0, doErr
-	}
-	return fns, actual, err
-}
-
 // BareWireGuard is two namespaces joined by a veth and by a tunnel of the
-// embedded wireguard-go (the same library and version as the gateways'),
-// with nothing else: no NAT, no overlay, no policy routing. Dst is the
-// receiver's tunnel address.
-func BareWireGuard(mtu int) (*Pair, error) {
+// embedded wireguard-go (the same library and version as the gateways',
+// each side a process of its own as two gateways are), with nothing else:
+// no NAT, no overlay, no policy routing. bin is the wgbare runner
+// (BuildWGBare); its logs go to dir. Dst is the receiver's tunnel address.
+func BareWireGuard(bin, dir string, mtu int) (*Pair, error) {
 	p, err := veth()
 	if err != nil {
 		return nil, err
@@ -166,44 +142,17 @@ func BareWireGuard(mtu int) (*Pair, error) {
 		{p.Receiver, kRcv, kSnd.PublicKey(), dataplane.ServerAddress, "10.10.0.1:51840"},
 	}
 	for _, s := range sides {
-		dev, err := startWireGuard(s.ns, "wgbench", mtu, s.key, s.peer, s.endpoint)
+		proc, err := Start(s.ns, filepath.Join(dir, "wgbare-"+s.ns.Name+".log"), bin,
+			"--mtu="+strconv.Itoa(mtu),
+			"--address="+netip.PrefixFrom(s.self, dataplane.TunnelPrefix.Bits()).String(),
+			"--private-key="+s.key.String(), "--peer-public-key="+s.peer.String(), "--endpoint="+s.endpoint)
 		if err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		p.cleanup = append(p.cleanup, func() error { dev.Close(); return nil })
-		if _, err := s.ns.Run("ip", "addr", "add", netip.PrefixFrom(s.self, dataplane.TunnelPrefix.Bits()).String(), "dev", "wgbench"); err != nil {
-			return nil, errors.Join(err, p.Close())
-		}
+		p.cleanup = append(p.cleanup, func() error { return proc.Stop(5 * time.Second) })
 	}
 	p.Dst = dataplane.ServerAddress
 	return p, nil
-}
-
-func startWireGuard(ns *nstest.NS, name string, mtu int, key, peer wgtypes.Key, endpoint string) (*device.Device, error) {
-	var tdev tun.Device
-	if err := ns.Do(func() error {
-		var err error
-		tdev, err = tun.CreateTUN(name, mtu)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("create TUN %s in %s: %w", name, ns.Name, err)
-	}
-	dev := device.NewDevice(tdev, &nsBind{Bind: conn.NewDefaultBind(), ns: ns}, device.NewLogger(device.LogLevelSilent, ""))
-	cfg := fmt.Sprintf("private_key=%s\nlisten_port=51840\npublic_key=%s\nendpoint=%s\nallowed_ip=0.0.0.0/0\n",
-		hex.EncodeToString(key[:]), hex.EncodeToString(peer[:]), endpoint)
-	if err := dev.IpcSet(cfg); err != nil {
-		dev.Close()
-		return nil, fmt.Errorf("configure wireguard-go in %s: %w", ns.Name, err)
-	}
-	if err := dev.Up(); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	if _, err := ns.Run("ip", "link", "set", name, "up"); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	return dev, nil
 }
 
 // FabricNode is a pod, a node with the fabric's plan for peers peers
