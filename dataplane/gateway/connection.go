@@ -48,13 +48,6 @@ type connectionWriter struct {
 	latencyWritten time.Time
 }
 
-func (w *connectionWriter) gatewayKind() string {
-	if w.role == dataplane.Server {
-		return "GatewayServer"
-	}
-	return "GatewayClient"
-}
-
 // ensure applies the Connection's metadata and spec once.
 func (w *connectionWriter) ensure(ctx context.Context) error {
 	w.mu.Lock()

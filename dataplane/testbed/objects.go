@@ -133,21 +133,6 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	return string(gateway.GetUID()), nil
 }
 
-// SetRemapped changes how this side sees the peer's ranges.
-func SetRemapped(ctx context.Context, c client.Client, p Peering) error {
-	var conf netv1beta1.Configuration
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace(), Name: p.PeerID}, &conf); err != nil {
-		return fmt.Errorf("get Configuration %s: %w", p.PeerID, err)
-	}
-	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-		Pod: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedPod.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedExternal.String())},
-	}}
-	if err := c.Status().Update(ctx, &conf); err != nil {
-		return fmt.Errorf("set status of Configuration %s: %w", conf.Name, err)
-	}
-	return nil
-}
-
 // WriteKeys writes the files of a mounted key Secret into dir.
 func WriteKeys(dir string, private wgtypes.Key) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
