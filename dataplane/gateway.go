@@ -104,11 +104,18 @@ func Plan(f GatewayFacts) (GatewayPlan, error) {
 	p.TunnelMTU = f.MTU
 	p.Overlay = overlay.Link{Name: OverlayLink, Kind: f.Overlay.Kind, Underlay: f.Overlay.Address}
 
+	// The peer's pod range is often this cluster's own, so a peer pod may
+	// have the very address of this gateway pod. Its packets must not be
+	// dropped as martians on the way in (AcceptLocal), and the replies to
+	// it, whose destination is that address once the SNAT is undone, must
+	// go back into the tunnel rather than to this pod (LocalExceptIIF):
+	// nothing arriving on the overlay is for the gateway itself.
 	rs := route.State{
 		Links: []route.Link{
-			{Name: TunnelLink, MTU: f.MTU, Router: true},
+			{Name: TunnelLink, MTU: f.MTU, Router: true, AcceptLocal: true},
 			{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
 		},
+		LocalExceptIIF: OverlayLink,
 		Addresses:      []route.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(f.Role.TunnelAddress(), TunnelPrefix.Bits())}},
 		Tables:         []int{TableToPeer, TableFromPeer},
 		RulePriorities: []int{PriorityToPeer, PriorityFromPeer},

@@ -69,6 +69,9 @@ func writeRoutes(b *strings.Builder, s route.State) {
 		fmt.Fprintln(b, r)
 	}
 	fmt.Fprintf(b, "\n# rules (priorities %v)\n", s.RulePriorities)
+	if s.LocalExceptIIF != "" {
+		fmt.Fprintf(b, "0: not from all iif %s lookup local (replaces 0: from all lookup local)\n", s.LocalExceptIIF)
+	}
 	for _, r := range s.Rules {
 		fmt.Fprintln(b, r)
 	}

@@ -106,13 +106,13 @@ func (a *Applier) Apply(want State) ([]string, error) {
 			}
 			note("link %s: up", l.Name)
 		}
-		if l.Router {
+		if want := l.conf(); len(want) > 0 {
 			conf, err := a.inetConf(nl.Attrs().Index)
 			if err != nil {
 				return changes, fmt.Errorf("read IPv4 settings of link %s: %w", l.Name, err)
 			}
 			diff := map[int]uint32{}
-			for k, v := range routerConf {
+			for k, v := range want {
 				if k > len(conf) || conf[k-1] != v {
 					diff[k] = v
 				}
@@ -121,7 +121,12 @@ func (a *Applier) Apply(want State) ([]string, error) {
 				if err := a.setInetConf(nl.Attrs().Index, diff); err != nil {
 					return changes, fmt.Errorf("write IPv4 settings of link %s: %w", l.Name, err)
 				}
-				note("link %s: forwarding on, rp_filter and redirects off", l.Name)
+				if l.Router {
+					note("link %s: forwarding on, rp_filter and redirects off", l.Name)
+				}
+				if l.AcceptLocal {
+					note("link %s: accept_local on", l.Name)
+				}
 			}
 		}
 	}
@@ -150,7 +155,101 @@ func (a *Applier) Apply(want State) ([]string, error) {
 	}
 	c, err = a.syncRules(want)
 	changes = append(changes, c...)
+	if err != nil {
+		return changes, err
+	}
+	c, err = a.syncLocalRule(want.LocalExceptIIF)
+	changes = append(changes, c...)
 	return changes, err
+}
+
+// localRule is the kernel's rule that looks up the local table; with iif
+// set, the rule that replaces it and skips packets arriving on iif.
+func localRule(iif string) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Family = netlink.FAMILY_V4
+	r.Priority = 0
+	r.Table = unix.RT_TABLE_LOCAL
+	if iif != "" {
+		r.IifName = iif
+		r.Invert = true
+	}
+	return r
+}
+
+// localRules finds, among the rules at priority 0 that look up the local
+// table, the kernel's own and the one skipping iif.
+func (a *Applier) localRules(iif string) (plain, except bool, err error) {
+	have, err := a.h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return false, false, fmt.Errorf("list rules: %w", err)
+	}
+	for _, h := range have {
+		if h.Priority != 0 || h.Table != unix.RT_TABLE_LOCAL || h.Src != nil || h.Dst != nil || h.OifName != "" || h.Mark != 0 {
+			continue
+		}
+		switch {
+		case h.IifName == "" && !h.Invert:
+			plain = true
+		case h.IifName == iif && h.Invert:
+			except = true
+		}
+	}
+	return plain, except, nil
+}
+
+// syncLocalRule replaces the kernel's local-table rule with one that skips
+// packets arriving on iif. The replacement is added before the original
+// goes, so that local delivery never stops. A deletion that names no link
+// removes the first priority-0 local rule, which may be the replacement
+// when an interrupted run left them in the other order: hence the loop.
+func (a *Applier) syncLocalRule(iif string) ([]string, error) {
+	if iif == "" {
+		return nil, nil
+	}
+	var changes []string
+	for range 3 {
+		plain, except, err := a.localRules(iif)
+		if err != nil {
+			return changes, err
+		}
+		if !except {
+			if err := a.h.RuleAdd(localRule(iif)); err != nil {
+				return changes, fmt.Errorf("add rule 0: not iif %s lookup local: %w", iif, err)
+			}
+			changes = append(changes, fmt.Sprintf("rule 0: not from all iif %s lookup local: added", iif))
+			continue
+		}
+		if !plain {
+			return changes, nil
+		}
+		if err := a.h.RuleDel(localRule("")); err != nil {
+			return changes, fmt.Errorf("delete rule 0: from all lookup local: %w", err)
+		}
+		changes = append(changes, "rule 0: from all lookup local: deleted")
+	}
+	return changes, fmt.Errorf("rule 0: the local table rule does not settle to skipping iif %s", iif)
+}
+
+// restoreLocalRule puts the kernel's local-table rule back in place of the
+// one skipping iif, adding it before the replacement goes.
+func (a *Applier) restoreLocalRule(iif string) error {
+	plain, except, err := a.localRules(iif)
+	if err != nil {
+		return err
+	}
+	if !plain {
+		if err := a.h.RuleAdd(localRule("")); err != nil {
+			return fmt.Errorf("add rule 0: from all lookup local: %w", err)
+		}
+	}
+	if except {
+		// Naming the link matches only the replacement.
+		if err := a.h.RuleDel(localRule(iif)); err != nil {
+			return fmt.Errorf("delete rule 0: not iif %s lookup local: %w", iif, err)
+		}
+	}
+	return nil
 }
 
 func (a *Applier) syncAddresses(l netlink.Link, want []Address) ([]string, error) {
@@ -404,10 +503,16 @@ func sameRule(h netlink.Rule, w Rule) bool {
 }
 
 // Remove deletes every route of the owned tables and every rule at the
-// owned priorities of s. Addresses and neighbors go with the links, which
-// their owners delete.
+// owned priorities of s, and restores the kernel's local-table rule when s
+// replaced it. Addresses and neighbors go with the links, which their
+// owners delete.
 func (a *Applier) Remove(s State) error {
 	var errs []error
+	if s.LocalExceptIIF != "" {
+		if err := a.restoreLocalRule(s.LocalExceptIIF); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	have, err := a.h.RuleList(netlink.FAMILY_V4)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list rules: %w", err))

@@ -16,16 +16,24 @@ const (
 	devconfForwarding    = 1
 	devconfSendRedirects = 6
 	devconfRPFilter      = 8
+	devconfAcceptLocal   = 23
 )
 
 // Nested attributes of IFLA_AF_SPEC for AF_INET.
 const iflaInetConf = 1
 
-// routerConf is what Link.Router sets.
-var routerConf = map[int]uint32{
-	devconfForwarding:    1,
-	devconfSendRedirects: 0,
-	devconfRPFilter:      0,
+// conf is what the link's settings ask of its IPv4 settings.
+func (l Link) conf() map[int]uint32 {
+	c := map[int]uint32{}
+	if l.Router {
+		c[devconfForwarding] = 1
+		c[devconfSendRedirects] = 0
+		c[devconfRPFilter] = 0
+	}
+	if l.AcceptLocal {
+		c[devconfAcceptLocal] = 1
+	}
+	return c
 }
 
 // The settings are written over netlink (RTM_SETLINK with IFLA_INET_CONF)

@@ -39,7 +39,7 @@ func TestApply(t *testing.T) {
 	defer a.Close()
 	gw := netip.MustParseAddr("10.244.0.10")
 	want := State{
-		Links:     []Link{{Name: "up0", MTU: 1400, Router: true}, {Name: "ovl", Router: true}},
+		Links:     []Link{{Name: "up0", MTU: 1400, Router: true, AcceptLocal: true}, {Name: "ovl", Router: true}},
 		Addresses: []Address{{Link: "up0", Prefix: netip.MustParsePrefix("169.254.18.1/30")}},
 		Neighbors: []Neighbor{{Link: "ovl", IP: gw, MAC: []byte{2, 0x50, 10, 244, 0, 10}}},
 		Routes: []Route{
@@ -54,6 +54,7 @@ func TestApply(t *testing.T) {
 		},
 		Tables:         []int{1801, 1802},
 		RulePriorities: []int{1801, 1802},
+		LocalExceptIIF: "ovl",
 	}
 	changes, err := a.Apply(want)
 	if err != nil {
@@ -66,8 +67,11 @@ func TestApply(t *testing.T) {
 	if !strings.Contains(routes, "10.71.0.0/16  encap ip id 6091 src 0.0.0.0 dst 10.244.0.10") || !strings.Contains(routes, "via 10.244.0.10 dev ovl") {
 		t.Errorf("table 1802:\n%s", routes)
 	}
-	if conf := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.up0.forwarding", "net.ipv4.conf.up0.rp_filter", "net.ipv4.conf.up0.send_redirects"); conf != "1\n0\n0\n" {
-		t.Errorf("up0 forwarding, rp_filter, send_redirects = %q", conf)
+	if conf := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.up0.forwarding", "net.ipv4.conf.up0.rp_filter", "net.ipv4.conf.up0.send_redirects", "net.ipv4.conf.up0.accept_local"); conf != "1\n0\n0\n1\n" {
+		t.Errorf("up0 forwarding, rp_filter, send_redirects, accept_local = %q", conf)
+	}
+	if rules := ns.MustRun(t, "ip", "rule"); !strings.Contains(rules, "0:\tnot from all iif ovl lookup local") || strings.Contains(rules, "0:\tfrom all lookup local") {
+		t.Errorf("the local table rule should skip packets from ovl:\n%s", rules)
 	}
 
 	if changes, err := a.Apply(want); err != nil || len(changes) != 0 {
@@ -97,7 +101,8 @@ func TestApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := ns.MustRun(t, "ip", "rule")
-	if strings.Contains(rules, "1801:") || strings.Contains(rules, "1802:") || !strings.Contains(rules, "100:") {
+	if strings.Contains(rules, "1801:") || strings.Contains(rules, "1802:") || !strings.Contains(rules, "100:") ||
+		!strings.Contains(rules, "0:\tfrom all lookup local") || strings.Contains(rules, "not from") {
 		t.Errorf("rules after Remove:\n%s", rules)
 	}
 	if out := ns.MustRun(t, "ip", "route", "show", "table", "1801"); out != "" {

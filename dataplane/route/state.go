@@ -25,6 +25,11 @@ type State struct {
 	Tables []int
 	// RulePriorities are the rule priorities peerlink owns entirely.
 	RulePriorities []int
+	// LocalExceptIIF, when set, keeps the local table from being looked up
+	// for packets arriving on that link: the kernel's rule at priority 0 is
+	// replaced by one that skips them, so that they follow the owned
+	// rules even when their destination is an address of this namespace.
+	LocalExceptIIF string
 }
 
 // Link is the setting of a link peerlink created.
@@ -37,6 +42,10 @@ type Link struct {
 	// disables the reverse-path filter and ICMP redirects on it: the link
 	// carries traffic whose sources are routed elsewhere by design.
 	Router bool
+	// AcceptLocal accepts packets arriving on the link whose source is an
+	// address of this namespace, which the kernel otherwise drops as
+	// martians.
+	AcceptLocal bool
 }
 
 // Address is an address on an owned link.
@@ -139,6 +148,9 @@ func (l Link) String() string {
 	if l.Router {
 		s += " forwarding on rp_filter off send_redirects off"
 	}
+	if l.AcceptLocal {
+		s += " accept_local on"
+	}
 	return s
 }
 
@@ -153,6 +165,7 @@ func (s State) Sorted() State {
 		Rules:          slices.Clone(s.Rules),
 		Tables:         slices.Clone(s.Tables),
 		RulePriorities: slices.Clone(s.RulePriorities),
+		LocalExceptIIF: s.LocalExceptIIF,
 	}
 	slices.SortFunc(out.Links, func(a, b Link) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Addresses, func(a, b Address) int {
