@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -32,6 +33,34 @@ func TestOneCommand(t *testing.T) {
 	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
 	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[1])
 	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[1])
+
+	// Both clusters use one pod range, so a pod of one has, sooner or
+	// later, the address of the other's gateway pod: traffic must flow
+	// both ways for it too. A new gateway pod of b gets an address a hands
+	// out soon.
+	old, err := gatewayPod(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteGatewayPods(l, b)(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var gw corev1.Pod
+	eventually(t, ctx, "a new gateway pod in "+b.ClusterID, func() error {
+		var err error
+		if gw, err = gatewayPod(ctx, b); err != nil {
+			return err
+		}
+		if gw.Name == old.Name || !podReady(&gw) {
+			return fmt.Errorf("%s not ready yet", gw.Name)
+		}
+		return nil
+	})
+	waitConnected(t, ctx, l, a, b)
+	twin := echoPodWithIP(t, ctx, l, a, gw.Status.PodIP)
+	t.Logf("%s pod %s has the address of the gateway pod %s of %s", a.ClusterID, twin.Name, gw.Name, b.ClusterID)
+	checkTraffic(t, ctx, l, a, twin, b, podsB[0])
+	checkTraffic(t, ctx, l, b, podsB[0], a, twin)
 
 	peerlink(t, ctx, l, "network", "disconnect", "--skip-confirm", "--kubeconfig", a.Kubeconfig(), "--remote-kubeconfig", b.Kubeconfig())
 	eventually(t, ctx, "traffic stops after disconnect", func() error {
@@ -62,6 +91,75 @@ func TestOneCommand(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// gatewayPod returns the gateway pod of cluster n that has an address and
+// is not being deleted.
+func gatewayPod(ctx context.Context, n *node.Node) (corev1.Pod, error) {
+	cs, err := n.Clientset()
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: netv1beta1.ActiveGatewayLabel})
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" {
+			live = append(live, p)
+		}
+	}
+	if len(live) != 1 {
+		return corev1.Pod{}, fmt.Errorf("cluster %s: want one gateway pod with an address, got %d", n.ClusterID, len(live))
+	}
+	return live[0], nil
+}
+
+// echoPodWithIP starts echo pods in cluster n until one gets the address
+// ip (the bridge plugin hands addresses out in turn), deletes the others,
+// and returns that one.
+func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, ip string) corev1.Pod {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tries = 20
+	for i := range tries {
+		name := fmt.Sprintf("twin-%d", i)
+		if err := l.StartEcho(ctx, n, name); err != nil {
+			t.Fatal(err)
+		}
+		var pod *corev1.Pod
+		eventually(t, ctx, "pod "+name+" running", func() error {
+			pod, err = cs.CoreV1().Pods(labctl.EchoNamespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pod.Status.PodIP == "" || !podReady(pod) {
+				return fmt.Errorf("not ready yet")
+			}
+			return nil
+		})
+		if pod.Status.PodIP == ip {
+			return *pod
+		}
+		if err := cs.CoreV1().Pods(labctl.EchoNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("cluster %s: no pod got address %s in %d tries", n.ClusterID, ip, tries)
+	return corev1.Pod{}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // peerlink runs the CLI and fails the test when it fails.

@@ -175,9 +175,16 @@ func TestLab(t *testing.T) {
 	}
 }
 
-// eventually retries check every half second until it passes or ctx ends.
+// eventuallyTimeout bounds each eventually, so that a test fails, and
+// takes its clusters down, well before the test binary's own timeout.
+const eventuallyTimeout = 90 * time.Second
+
+// eventually retries check every half second until it passes, and fails the
+// test when it has not passed within eventuallyTimeout.
 func eventually(t *testing.T, ctx context.Context, what string, check func() error) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, eventuallyTimeout)
+	defer cancel()
 	var err error
 	for {
 		if err = check(); err == nil {

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -53,6 +55,47 @@ func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoa
 		return got, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.ClusterID, url, err, out)
 	}
 	return got, nil
+}
+
+// StartEcho starts one more echo server, as a bare pod, in cluster n.
+func (l *Lab) StartEcho(ctx context.Context, n *node.Node, name string) error {
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	spec := l.echoPodSpec()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace}, Spec: spec}
+	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.ClusterID, name, err)
+	}
+	return nil
+}
+
+// echoPodSpec is the pod of an echo server: it answers on EchoPort, takes
+// streams on EchoSinkPort and echoes on EchoRRPort.
+func (l *Lab) echoPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Containers: []corev1.Container{{
+			Name:            "echo",
+			Image:           images.EchoImage(l.State.Registry),
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Args:            []string{"serve"},
+			Env: []corev1.EnvVar{{
+				Name:      "POD_IP",
+				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}},
+			}},
+			Ports: []corev1.ContainerPort{
+				{Name: "http", ContainerPort: EchoPort},
+				{Name: "sink", ContainerPort: EchoSinkPort},
+				{Name: "rr", ContainerPort: EchoRRPort},
+			},
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt(EchoPort)}},
+				PeriodSeconds: 1,
+			},
+		}},
+	}
 }
 
 // StartProbe starts a pod in cluster n that runs `echo probe` against url
@@ -125,37 +168,15 @@ func LongestGap(probes []echoapi.Probe, from, until time.Time) time.Duration {
 // writeEcho writes the echo server's Deployment.
 func (l *Lab) writeEcho(n *node.Node) (string, error) {
 	labels := map[string]string{"app": EchoDeployment}
-	deploy := map[string]any{
-		"apiVersion": "apps/v1",
-		"kind":       "Deployment",
-		"metadata":   map[string]any{"name": EchoDeployment, "namespace": EchoNamespace, "labels": labels},
-		"spec": map[string]any{
-			"replicas": EchoReplicas,
-			"selector": map[string]any{"matchLabels": labels},
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": labels},
-				"spec": map[string]any{
-					"terminationGracePeriodSeconds": 1,
-					"containers": []any{map[string]any{
-						"name":            "echo",
-						"image":           images.EchoImage(l.State.Registry),
-						"imagePullPolicy": "IfNotPresent",
-						"args":            []string{"serve"},
-						"env": []any{map[string]any{
-							"name":      "POD_IP",
-							"valueFrom": map[string]any{"fieldRef": map[string]string{"fieldPath": "status.podIP"}},
-						}},
-						"ports": []any{
-							map[string]any{"name": "http", "containerPort": EchoPort},
-							map[string]any{"name": "sink", "containerPort": EchoSinkPort},
-							map[string]any{"name": "rr", "containerPort": EchoRRPort},
-						},
-						"readinessProbe": map[string]any{
-							"httpGet":       map[string]any{"path": "/", "port": EchoPort},
-							"periodSeconds": 1,
-						},
-					}},
-				},
+	deploy := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: EchoDeployment, Namespace: EchoNamespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](EchoReplicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       l.echoPodSpec(),
 			},
 		},
 	}
