@@ -527,9 +527,14 @@ func (a *Agent) cleanup() {
 	if err := a.nat.Remove(dataplane.GatewayNFTable); err != nil {
 		errs = append(errs, err)
 	}
+	// What a plan owns does not depend on the facts: any plan tells.
 	owned := route.State{
 		Tables:         []int{dataplane.TableToPeer, dataplane.TableFromPeer},
 		RulePriorities: []int{dataplane.PriorityToPeer, dataplane.PriorityFromPeer},
+		LocalExceptIIF: dataplane.OverlayLink,
+	}
+	if a.applied != nil {
+		owned = a.applied.Routes
 	}
 	if err := a.routes.Remove(owned); err != nil {
 		errs = append(errs, err)

@@ -71,10 +71,10 @@ func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps) (*Bed
 	server := netip.AddrPortFrom(top.B.WAN, ServerPort)
 	pa := Peering{LocalID: "cluster-a", PeerID: "cluster-b", Role: dataplane.Client,
 		RemappedPod: remaps.AOfB[0], RemappedExternal: remaps.AOfB[1],
-		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP}
+		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP, GatewayIP: top.A.GatewayIP}
 	pb := Peering{LocalID: "cluster-b", PeerID: "cluster-a", Role: dataplane.Server,
 		RemappedPod: remaps.BOfA[0], RemappedExternal: remaps.BOfA[1],
-		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP}
+		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP, GatewayIP: top.B.GatewayIP}
 	if bed.A, err = bed.start(ctx, top.A, a, pa); err != nil {
 		return nil, errors.Join(err, bed.Close())
 	}

@@ -187,7 +187,7 @@ func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
 		return nil, errors.Join(err, p.Close())
 	}
 	nodeIP := netip.MustParseAddr("172.18.0.1")
-	gatewayIP := netip.MustParseAddr("10.244.0.10")
+	gatewayIP := GatewayIPs[0]
 	setup := [][]string{
 		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
 		{"ip", "addr", "add", nodeIP.String() + "/32", "dev", "lo"},

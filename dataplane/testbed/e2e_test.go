@@ -148,6 +148,26 @@ func checkBothWays(t *testing.T, bed *Bed, remaps Remaps) {
 	if got != bFromA {
 		t.Errorf("A's pod saw B's connection from %s, want %s (B's pod %s as A sees it)", got, bFromA, PodIPs[1])
 	}
+
+	// B's last pod has the address of A's gateway pod: A's gateway must
+	// send the translated packet into the tunnel rather than take it for
+	// itself, and accept the replies whose source is its own address.
+	b3 := bed.B.Side.Pods[len(bed.B.Side.Pods)-1]
+	b3FromA := seen(t, bed.A.Side.GatewayIP, remaps.AOfB[0])
+	got, err = ObserveTCP(b3, a1, b3FromA, 8083)
+	if err != nil {
+		t.Fatalf("A's pod to B's pod at A's gateway address %s (seen as %s): %v", bed.A.Side.GatewayIP, b3FromA, err)
+	}
+	if got != aFromB {
+		t.Errorf("B's pod at %s saw A's connection from %s, want %s", bed.A.Side.GatewayIP, got, aFromB)
+	}
+	got, err = ObserveTCP(a1, b3, aFromB, 8084)
+	if err != nil {
+		t.Fatalf("B's pod at A's gateway address %s to A's pod: %v", bed.A.Side.GatewayIP, err)
+	}
+	if got != b3FromA {
+		t.Errorf("A's pod saw B's pod at %s from %s, want %s", bed.A.Side.GatewayIP, got, b3FromA)
+	}
 }
 
 func waitConnected(t *testing.T, r *Running) {
@@ -194,8 +214,9 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		// overlay towards the gateway, as a stray route would (in a table of
 		// its own: the fabric removes what it did not plan from its tables).
 		node := bed.A.Side.Node
-		node.MustRun(t, "ip", "route", "add", "10.99.0.0/24", "encap", "ip", "id", "6091", "dst", GatewayPodIP.String(),
-			"via", GatewayPodIP.String(), "dev", dataplane.OverlayLink, "onlink", "table", "99")
+		gwIP := bed.A.Side.GatewayIP.String()
+		node.MustRun(t, "ip", "route", "add", "10.99.0.0/24", "encap", "ip", "id", "6091", "dst", gwIP,
+			"via", gwIP, "dev", dataplane.OverlayLink, "onlink", "table", "99")
 		node.MustRun(t, "ip", "rule", "add", "to", "10.99.0.0/24", "lookup", "99", "priority", "99")
 		defer node.MustRun(t, "ip", "rule", "del", "priority", "99")
 		gw := bed.A.Side.Gateway.Netlink(t)
@@ -291,7 +312,8 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 				if tables := ns.MustRun(t, "nft", "list", "tables"); strings.Contains(tables, "peerlink") {
 					t.Errorf("side %s: nftables tables left in %s:\n%s", r.Side.Name, ns.Name, tables)
 				}
-				if rules := ns.MustRun(t, "ip", "rule"); strings.Contains(rules, "lookup 18") {
+				if rules := ns.MustRun(t, "ip", "rule"); strings.Contains(rules, "lookup 18") || strings.Contains(rules, "not from") ||
+					!strings.Contains(rules, "0:\tfrom all lookup local") {
 					t.Errorf("side %s: rules left in %s:\n%s", r.Side.Name, ns.Name, rules)
 				}
 			}

@@ -37,6 +37,8 @@ type Peering struct {
 	// NodeName and NodeIP are the node running the gateway pod.
 	NodeName string
 	NodeIP   netip.Addr
+	// GatewayIP is the gateway pod's address.
+	GatewayIP netip.Addr
 }
 
 // Namespace is the tenant namespace of the peer.
@@ -126,7 +128,7 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	if err := c.Create(ctx, pod); err != nil {
 		return "", fmt.Errorf("create Pod %s: %w", pod.Name, err)
 	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: GatewayPodIP.String(), HostIP: p.NodeIP.String()}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.GatewayIP.String(), HostIP: p.NodeIP.String()}
 	if err := c.Status().Update(ctx, pod); err != nil {
 		return "", fmt.Errorf("set status of Pod %s: %w", pod.Name, err)
 	}

@@ -4,18 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/peerlink/peerlink/dataplane/nstest"
 )
 
-// Addresses shared by both sides: the same pod CIDR and the same pod
-// addresses on purpose, the case remapping exists for.
+// Addresses of both sides: the same pod CIDR and the same pod addresses on
+// purpose, the case remapping exists for. The gateway pods' addresses
+// differ, and each side has a pod at the address of the other side's
+// gateway pod: after translation, a packet for that pod carries the
+// address of the gateway it crosses.
 var (
 	PodCIDR      = netip.MustParsePrefix("10.244.0.0/16")
 	ExternalCIDR = netip.MustParsePrefix("10.70.0.0/16")
-	GatewayPodIP = netip.MustParseAddr("10.244.0.10")
-	PodIPs       = []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("10.244.2.7")}
+	// GatewayIPs are the gateway pods' addresses, side A's then side B's.
+	GatewayIPs = [2]netip.Addr{netip.MustParseAddr("10.244.0.10"), netip.MustParseAddr("10.244.0.20")}
+	// PodIPs are the addresses of the pods of both sides.
+	PodIPs = []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("10.244.2.7")}
 	// podGateway is the on-link next hop of every pod, answered by the node
 	// (as Calico does).
 	podGateway = netip.MustParseAddr("169.254.1.1")
@@ -29,8 +35,11 @@ type Side struct {
 	Node *nstest.NS
 	// Gateway is the gateway pod's network namespace.
 	Gateway *nstest.NS
-	// Pods are the pods' network namespaces, with addresses PodIPs.
+	// Pods are the pods' network namespaces, with addresses PodIPs, and
+	// last the pod at the other side's gateway address.
 	Pods []*nstest.NS
+	// GatewayIP is the gateway pod's address.
+	GatewayIP netip.Addr
 	// NodeIP is the node's own address.
 	NodeIP netip.Addr
 	// WAN is the gateway's address on the internet link.
@@ -47,10 +56,10 @@ type Topology struct {
 func Build() (*Topology, error) {
 	t := &Topology{}
 	var err error
-	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1")); err != nil {
+	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1"), GatewayIPs[0], GatewayIPs[1]); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2")); err != nil {
+	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2"), GatewayIPs[1], GatewayIPs[0]); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
 	if err := nstest.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
@@ -73,9 +82,10 @@ func (t *Topology) create(prefix string) (*nstest.NS, error) {
 	return ns, nil
 }
 
-// side builds a node with the gateway pod and the pods wired to it.
-func (t *Topology) side(name string, nodeIP, wan netip.Addr) (*Side, error) {
-	s := &Side{Name: name, NodeIP: nodeIP, WAN: wan}
+// side builds a node with the gateway pod and the pods wired to it; the
+// last pod has the address of the peer's gateway pod.
+func (t *Topology) side(name string, nodeIP, wan, gatewayIP, peerGatewayIP netip.Addr) (*Side, error) {
+	s := &Side{Name: name, NodeIP: nodeIP, WAN: wan, GatewayIP: gatewayIP}
 	var err error
 	if s.Node, err = t.create(name + "-node"); err != nil {
 		return nil, err
@@ -93,10 +103,10 @@ func (t *Topology) side(name string, nodeIP, wan netip.Addr) (*Side, error) {
 	if s.Gateway, err = t.create(name + "-gw"); err != nil {
 		return nil, err
 	}
-	if err := plugPod(s.Node, s.Gateway, "vgw", GatewayPodIP); err != nil {
+	if err := plugPod(s.Node, s.Gateway, "vgw", gatewayIP); err != nil {
 		return nil, err
 	}
-	for i, ip := range PodIPs {
+	for i, ip := range append(slices.Clone(PodIPs), peerGatewayIP) {
 		pod, err := t.create(fmt.Sprintf("%s-pod%d", name, i+1))
 		if err != nil {
 			return nil, err
