@@ -38,19 +38,27 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 var (
 	agentOnce sync.Once
+	agentDir  string
 	agentBin  string
 	agentErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentDir != "" {
+		_ = os.RemoveAll(agentDir)
+	}
+	os.Exit(code)
+}
+
 // agent builds peerlink-agent once per test binary.
 func agent(t *testing.T) string {
 	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "peerlink-agent-")
-		if err != nil {
-			agentErr = err
+		agentDir, agentErr = os.MkdirTemp("", "peerlink-agent-")
+		if agentErr != nil {
 			return
 		}
-		agentBin, agentErr = BuildAgent(context.Background(), dir)
+		agentBin, agentErr = BuildAgent(context.Background(), agentDir)
 	})
 	if agentErr != nil {
 		t.Fatal(agentErr)
