@@ -50,6 +50,10 @@ type Prober struct {
 	// MaxMisses is the number of misses in a row that makes the state Error.
 	MaxMisses int
 
+	// up is signalled when a pong turns the state to Connected, so that
+	// Run reports it at once instead of at the end of the interval.
+	up chan struct{}
+
 	mu      sync.Mutex
 	seq     uint64
 	sent    time.Time
@@ -63,6 +67,7 @@ type Prober struct {
 // goroutine), and answers pings meanwhile. It closes Conn when it returns.
 func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 	p.state = Connecting
+	p.up = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -81,11 +86,21 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-p.up:
+			report(p.current())
+			continue
 		case <-tick.C:
 		}
 		report(p.settle())
 		p.ping(peer)
 	}
+}
+
+// current is the state as it stands, in the middle of an interval.
+func (p *Prober) current() Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses}
 }
 
 // settle closes the interval: an unanswered ping counts as a miss.
@@ -138,12 +153,38 @@ func (p *Prober) receive() {
 		switch buf[len(magic)] {
 		case kindPing:
 			_, _ = p.Conn.WriteTo(packet(kindPong, seq), from)
+			// A ping from the peer shows the path works: while not yet
+			// Connected, ping back now rather than at the next interval,
+			// so that both sides turn Connected within round trips. The
+			// pending ping is sent again, not a new one: a new sequence
+			// number per received ping would make every pong stale while
+			// both sides keep pinging each other.
+			p.mu.Lock()
+			eager := p.state != Connected
+			if eager {
+				if !p.pending {
+					p.seq++
+					p.pending = true
+				}
+				p.sent = time.Now()
+			}
+			again := p.seq
+			p.mu.Unlock()
+			if eager {
+				_, _ = p.Conn.WriteTo(packet(kindPing, again), net.UDPAddrFromAddrPort(p.Peer))
+			}
 		case kindPong:
 			p.mu.Lock()
 			if p.pending && seq == p.seq {
 				p.pending = false
 				p.rtt = time.Since(p.sent)
 				p.misses = 0
+				if p.state != Connected {
+					select {
+					case p.up <- struct{}{}:
+					default:
+					}
+				}
 				p.state = Connected
 			}
 			p.mu.Unlock()

@@ -68,6 +68,34 @@ func TestProbers(t *testing.T) {
 	}
 }
 
+// TestConnectedAtOnce checks that both sides report Connected within round
+// trips of the path coming up, not at the end of an interval: b starts
+// first and its first ping is lost (nobody listens yet); a's first ping
+// reaches b, which answers and pings back at once.
+func TestConnectedAtOnce(t *testing.T) {
+	ca, aAddr := listen(t)
+	cb, bAddr := listen(t)
+	const interval = time.Hour
+	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
+	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reports := map[string]chan Report{"a": make(chan Report, 10), "b": make(chan Report, 10)}
+	go b.Run(ctx, func(r Report) { reports["b"] <- r })
+	time.Sleep(50 * time.Millisecond)
+	go a.Run(ctx, func(r Report) { reports["a"] <- r })
+	for _, side := range []string{"a", "b"} {
+		select {
+		case r := <-reports[side]:
+			if r.State != Connected || r.RTT <= 0 {
+				t.Errorf("first report of %s %+v: want Connected with an RTT", side, r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no report of %s within 5s although the peer answers and the interval is an hour", side)
+		}
+	}
+}
+
 func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
 	c, _ := listen(t)
 	silent, _ := listen(t)
