@@ -15,6 +15,7 @@ func tables() []func(ctx context.Context) (*table, error) {
 		allocatorTable,
 		controlPlaneTable,
 		dataplaneTable,
+		labTable,
 	}
 }
 

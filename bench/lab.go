@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+)
+
+const (
+	// connectGoal is the ceiling of the time from the last manifest
+	// applied to Connected on both sides.
+	connectGoal = 3.0
+	// recoveryGoal is the ceiling of the time without traffic after a
+	// gateway pod is deleted.
+	recoveryGoal = 5.0
+)
+
+// labFigures is the JSON `go run ./lab bench --json` prints (the lab's
+// Figures; nothing imports the lab, so the wire format is restated here).
+type labFigures struct {
+	ConnectSeconds  float64            `json:"connectSeconds"`
+	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
+	Tunnel          labPath            `json:"tunnel"`
+	Bare            labPath            `json:"bare"`
+}
+
+type labPath struct {
+	BitsPerSecond      float64 `json:"bitsPerSecond"`
+	ExchangesPerSecond float64 `json:"exchangesPerSecond"`
+}
+
+// labTable measures the whole system on two real clusters of the lab,
+// brought up for the purpose and removed afterwards: connect time, recovery
+// from the loss of a gateway pod, and pod-to-pod throughput and
+// request/response rate through the peering beside the same pods over the
+// bare node network (a NodePort). The lab needs root.
+func labTable(ctx context.Context) (*table, error) {
+	t := &table{title: "Whole system: two real clusters of the lab, peered with `peerlink network connect`"}
+	if os.Geteuid() != 0 {
+		t.notes = append(t.notes, "skipped: the lab needs root")
+		return t, nil
+	}
+	gobin := os.Getenv("GO")
+	if gobin == "" {
+		gobin = "go"
+	}
+	cmd := exec.CommandContext(ctx, gobin, "run", "./lab", "bench", "--json")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("lab table: go run ./lab bench: %w", err)
+	}
+	var f labFigures
+	if err := json.Unmarshal(out, &f); err != nil {
+		return nil, fmt.Errorf("lab table: figures %q: %w", out, err)
+	}
+	t.rows = append(t.rows, row{name: "last manifest applied -> Connected (both sides)", measured: f.ConnectSeconds, goal: connectGoal, unit: "s", dir: atMost})
+	for _, id := range slices.Sorted(maps.Keys(f.RecoverySeconds)) {
+		t.rows = append(t.rows, row{name: "gateway pod of " + id + " deleted -> traffic back", measured: f.RecoverySeconds[id], goal: recoveryGoal, unit: "s", dir: atMost})
+	}
+	t.rows = append(t.rows,
+		row{name: "pod->pod TCP throughput across clusters (ceiling: same pods over the node network)", measured: f.Tunnel.BitsPerSecond / 1e6, goal: f.Bare.BitsPerSecond / 1e6, unit: "Mbit/s", dir: atMost},
+		row{name: "pod->pod request/response across clusters (ceiling: same pods over the node network)", measured: f.Tunnel.ExchangesPerSecond, goal: f.Bare.ExchangesPerSecond, unit: "/s", dir: atMost},
+	)
+	t.notes = append(t.notes,
+		"traffic back: longest time without an answer to an HTTP request sent every 100 ms, over the 20 s after the deletion",
+		"throughput: one TCP stream for 5 s; request/response: 64-byte exchanges on one TCP connection for 5 s;",
+		"  the node network path is the same pods through a NodePort of the other cluster (no tunnel)")
+	return t, nil
+}
