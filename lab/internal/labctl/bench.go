@@ -103,11 +103,11 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		{&f.Tunnel, fmt.Sprintf("%s:%d", remapped, EchoSinkPort), fmt.Sprintf("%s:%d", remapped, EchoRRPort), "peering"},
 	}
 	for _, p := range paths {
-		stream, err := l.measure(ctx, a, from.Name, "stream", p.sink)
+		stream, err := l.Measure(ctx, a, from.Name, "stream", p.sink, measureFor)
 		if err != nil {
 			return f, err
 		}
-		rr, err := l.measure(ctx, a, from.Name, "rr", p.rr)
+		rr, err := l.Measure(ctx, a, from.Name, "rr", p.rr, measureFor)
 		if err != nil {
 			return f, err
 		}
@@ -157,10 +157,11 @@ func (l *Lab) recovery(ctx context.Context, src *node.Node, url string, n *node.
 	return LongestGap(res, deleted, deleted.Add(recoveryWatch)), nil
 }
 
-// measure runs `echo stream` or `echo rr` in a pod of n against addr.
-func (l *Lab) measure(ctx context.Context, n *node.Node, pod, mode, addr string) (echoapi.Measured, error) {
+// Measure runs `echo stream` or `echo rr` (mode) for d in a pod of n
+// against addr.
+func (l *Lab) Measure(ctx context.Context, n *node.Node, pod, mode, addr string, d time.Duration) (echoapi.Measured, error) {
 	var m echoapi.Measured
-	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", mode, "--duration="+measureFor.String(), addr)
+	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", mode, "--duration="+d.String(), addr)
 	if err != nil {
 		return m, err
 	}
