@@ -182,7 +182,7 @@ func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.
 	if err := l.WaitConnected(wctx, a, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s and %s Connected %.1fs after the last manifest", a.ClusterID, b.ClusterID, time.Since(start).Seconds())
+	t.Logf("%s and %s Connected after %.1fs of waiting", a.ClusterID, b.ClusterID, time.Since(start).Seconds())
 }
 
 // checkTraffic sends a request from pod from of cluster src to pod to of

@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+)
+
+// TestGitOps peers two clusters through peer bundles, as Argo CD or Flux
+// would apply them (server-side apply of a kustomize directory), with
+// exactly two files passed between the admins; then an MTU change
+// committed on both sides converges.
+func TestGitOps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l := newLab(t, ctx, "git-a", "git-b")
+	a, b := newAdmin(t, l, l.Nodes[0]), newAdmin(t, l, l.Nodes[1])
+	idA, idB := a.n.ClusterID, b.n.ClusterID
+	bundleA := filepath.Join(a.dir, "peers", idB)
+	bundleB := filepath.Join(b.dir, "peers", idA)
+	sync := func(ad *admin, bundle string) {
+		t.Helper()
+		ad.kubectl(t, ctx, "apply", "--server-side", "-k", bundle)
+	}
+
+	// A, the client, commits its bundle and exports file 1.
+	a.offline(t, ctx, "init.log", "bundle", "init", bundleA, "--peer", idB, "--role", "client")
+	sync(a, bundleA)
+	a.peerlink(t, ctx, "", "bundle", "export", "--peer", idB, "-o", filepath.Join(a.dir, "to-"+idB+".yaml"))
+	file1 := a.send(t, filepath.Join(a.dir, "to-"+idB+".yaml"), b)
+
+	// B, the server, commits its bundle with file 1 and exports file 2.
+	b.offline(t, ctx, "init.log", "bundle", "init", bundleB, "--peer", idA, "--role", "server", "--service-type", "NodePort")
+	b.offline(t, ctx, "add.log", "bundle", "add", bundleB, file1)
+	sync(b, bundleB)
+	b.peerlink(t, ctx, "", "bundle", "export", "--peer", idA, "-o", filepath.Join(b.dir, "to-"+idA+".yaml"))
+	file2 := b.send(t, filepath.Join(b.dir, "to-"+idA+".yaml"), a)
+
+	// A commits file 2.
+	a.offline(t, ctx, "add.log", "bundle", "add", bundleA, file2)
+	sync(a, bundleA)
+
+	waitConnected(t, ctx, l, a.n, b.n)
+	podsA, podsB := echoPods(t, ctx, l, a.n), echoPods(t, ctx, l, b.n)
+	checkTraffic(t, ctx, l, a.n, podsA[0], b.n, podsB[1])
+	checkTraffic(t, ctx, l, b.n, podsB[0], a.n, podsA[1])
+
+	// Both admins lower the MTU in their gateway and commit it.
+	const mtu = 1280
+	for _, side := range []struct {
+		ad     *admin
+		bundle string
+		file   string
+	}{{a, bundleA, "gatewayclient.yaml"}, {b, bundleB, "gatewayserver.yaml"}} {
+		path := filepath.Join(side.bundle, side.file)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := fmt.Sprintf("mtu: %d", netv1beta1.DefaultMTU)
+		if !strings.Contains(string(src), old) {
+			t.Fatalf("%s has no %q:\n%s", path, old, src)
+		}
+		if err := os.WriteFile(path, []byte(strings.Replace(string(src), old, fmt.Sprintf("mtu: %d", mtu), 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sync(side.ad, side.bundle)
+	}
+	for _, ad := range []*admin{a, b} {
+		eventually(t, ctx, "the gateway of "+ad.n.ClusterID+" runs with the new MTU", func() error {
+			return gatewayRunsWithMTU(ctx, l, ad, mtu)
+		})
+	}
+	waitConnected(t, ctx, l, a.n, b.n)
+	checkTraffic(t, ctx, l, a.n, podsA[0], b.n, podsB[1])
+	checkTraffic(t, ctx, l, b.n, podsB[0], a.n, podsA[1])
+	// Full-size segments cross the smaller tunnel (MSS clamped to it).
+	to, err := l.RemappedIP(ctx, a.n, b.n, podsB[0].Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.Measure(ctx, a.n, podsA[0].Name, "stream", fmt.Sprintf("%s:%d", to, labctl.EchoSinkPort), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Bytes < 1<<20 {
+		t.Errorf("a 2 s stream through the tunnel with MTU %d carried %d bytes", mtu, m.Bytes)
+	}
+}
+
+// gatewayRunsWithMTU checks that the only running gateway pod of the
+// admin's cluster is one started with --mtu=mtu.
+func gatewayRunsWithMTU(ctx context.Context, l *labctl.Lab, ad *admin, mtu int) error {
+	cs, err := ad.n.Clientset()
+	if err != nil {
+		return err
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: netv1beta1.ActiveGatewayLabel})
+	if err != nil {
+		return err
+	}
+	if len(pods.Items) != 1 {
+		return fmt.Errorf("%d gateway pods", len(pods.Items))
+	}
+	p := pods.Items[0]
+	if !podReady(&p) {
+		return fmt.Errorf("gateway pod %s not ready", p.Name)
+	}
+	for _, arg := range p.Spec.Containers[0].Args {
+		if arg == fmt.Sprintf("--mtu=%d", mtu) {
+			return nil
+		}
+	}
+	return fmt.Errorf("gateway pod %s runs with %v", p.Name, p.Spec.Containers[0].Args)
+}
