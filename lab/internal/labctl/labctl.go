@@ -324,6 +324,16 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s  namespace %s  node %s %s  api %s\n    kubeconfig %s\n    %s\n",
 			n.ClusterID, n.Namespace(), n.NodeName(), ready, n.APIServerURL(), n.Kubeconfig(), procs)
+		for _, peer := range l.Nodes {
+			if peer == n {
+				continue
+			}
+			// Errors here only mean the API server is not answering,
+			// which the node readiness above already says.
+			if state, err := l.ConnectionState(ctx, n, peer); err == nil && state != "" {
+				fmt.Fprintf(out, "    peered with %s: %s\n", peer.ClusterID, state)
+			}
+		}
 	}
 	return nil
 }
