@@ -153,7 +153,7 @@ func newRootCmd() *cobra.Command {
 				}
 			}()
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: abs, IDs: []string{"bench-a", "bench-b"}, FirstIndex: benchFirstIndex, Repo: repo, Out: progress,
+				Dir: abs, IDs: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
 			})
 			if err != nil {
 				return err
@@ -182,10 +182,6 @@ func printClusters(out io.Writer, l *labctl.Lab) {
 		fmt.Fprintf(out, "  %s  %s --kubeconfig %s get pods -A\n", c.ID, l.KubectlBin, c.Kubeconfig)
 	}
 }
-
-// benchFirstIndex numbers the benchmark's clusters apart from those of
-// `lab up` and of the end-to-end tests, so that all can run at once.
-const benchFirstIndex = 21
 
 func printFigures(out io.Writer, f labctl.Figures) {
 	fmt.Fprintf(out, "last manifest applied -> Connected on both sides: %.2fs\n", f.ConnectSeconds)

@@ -21,10 +21,6 @@ import (
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
-// firstIndex numbers the test clusters apart from a lab started with
-// `make lab` (c1, c2...), so both can run at once.
-const firstIndex = 11
-
 // logWriter sends the lab's progress lines to the test log.
 type logWriter struct {
 	t  *testing.T
@@ -56,7 +52,9 @@ func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	l, err := labctl.Up(ctx, labctl.Options{Dir: dir, IDs: ids, FirstIndex: firstIndex, Repo: repo, Out: out})
+	// Indices left to Up: the first free ones from 11, apart from a lab of
+	// `make lab` (c1, c2) and from other test runs.
+	l, err := labctl.Up(ctx, labctl.Options{Dir: dir, IDs: ids, Repo: repo, Out: out})
 	if err != nil {
 		t.Fatalf("lab up: %v", err)
 	}

@@ -37,7 +37,8 @@ type Options struct {
 	// IDs are the cluster IDs, one per cluster.
 	IDs []string
 	// FirstIndex numbers the first cluster (namespace c<FirstIndex>); the
-	// others follow. Labs with disjoint index ranges run side by side.
+	// others follow. 0 takes the first indices no other lab uses, from 11
+	// on, so that labs for tests run beside the one of `make lab`.
 	FirstIndex int
 	// Repo is the root of the peerlink repository.
 	Repo string
@@ -90,41 +91,16 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 			return nil, err
 		}
 	}
-	hostForwarding, err := netns.ReadSysctl("net/ipv4/ip_forward")
-	if err != nil {
-		return nil, err
-	}
-	l := &Lab{Dir: o.Dir, progress: p, State: State{
-		Repo:           o.Repo,
-		Registry:       fmt.Sprintf("%s:%d", node.HostIP(o.FirstIndex), registryPort),
-		HostForwarding: hostForwarding,
-	}}
-	for _, d := range sweep.HostDirs() {
-		if _, err := os.Stat(d); isNotExist(err) {
-			l.State.CreatedDirs = append(l.State.CreatedDirs, d)
-		}
-	}
-	for k, id := range o.IDs {
-		n := &node.Node{
-			Index:     o.FirstIndex + k,
-			ClusterID: id,
-			Registry:  l.State.Registry,
-			Mirrored:  images.Mirrored(),
-			Logf:      p.Logf,
-		}
-		n.Dir = filepath.Join(o.Dir, n.Namespace())
-		l.Nodes = append(l.Nodes, n)
-		l.State.Clusters = append(l.State.Clusters, Cluster{Index: n.Index, ID: id, Kubeconfig: n.Kubeconfig()})
-	}
-	// Recorded first: from here on, Down knows what to remove.
-	if err := writeState(o.Dir, l.State); err != nil {
-		return nil, err
-	}
-
 	if err := runScript(ctx, o.Out, o.Repo, "hack/install-deps.sh"); err != nil {
 		return nil, err
 	}
 	p.Logf("Debian packages present")
+	l, err := o.claim(p)
+	if err != nil {
+		return nil, err
+	}
+	p.Logf("network namespaces %s ready", strings.Join(l.namespaces(), ", "))
+
 	if err := runScript(ctx, o.Out, o.Repo, "hack/testbin.sh", "kube-apiserver", "kube-controller-manager",
 		"kubectl", "etcd", "kube-scheduler", "kubelet", "kube-proxy"); err != nil {
 		return nil, err
@@ -144,15 +120,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 
 	for _, n := range l.Nodes {
 		n.BinDir = binDir
-		if err := netns.Create(n.Pair()); err != nil {
-			return nil, err
-		}
 	}
-	// The host routes between the clusters' veths.
-	if err := netns.WriteSysctl("net/ipv4/ip_forward", "1"); err != nil {
-		return nil, err
-	}
-	p.Logf("network namespaces %s ready", strings.Join(l.namespaces(), ", "))
 
 	reg := images.Registry{
 		Binary:  l.path("bin", "registry"),
@@ -188,6 +156,62 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	return l, nil
 }
 
+// claim takes cluster indices no other lab uses (o.FirstIndex on, or the
+// first free block from autoFirstIndex when it is 0), records them, and
+// creates their network namespaces, all under the host lock: labs started
+// at the same time (a test run beside `make lab`) never share an index,
+// and a lab only ever records, and so removes, namespaces it made.
+func (o *Options) claim(p *Progress) (*Lab, error) {
+	unlock, err := lockHost()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	first := o.FirstIndex
+	if first == 0 {
+		if first, err = freeIndices(autoFirstIndex, len(o.IDs)); err != nil {
+			return nil, err
+		}
+	} else if taken := takenIndex(first, len(o.IDs)); taken != 0 {
+		return nil, fmt.Errorf("cluster index %d (network namespace %s) is in use by another lab: take that one down first, or use another directory and index",
+			taken, node.Namespace(taken))
+	}
+	l := &Lab{Dir: o.Dir, progress: p, State: State{
+		Repo:     o.Repo,
+		Registry: fmt.Sprintf("%s:%d", node.HostIP(first), registryPort),
+	}}
+	for k, id := range o.IDs {
+		n := &node.Node{
+			Index:     first + k,
+			ClusterID: id,
+			Registry:  l.State.Registry,
+			Mirrored:  images.Mirrored(),
+			Logf:      p.Logf,
+		}
+		n.Dir = filepath.Join(o.Dir, n.Namespace())
+		l.Nodes = append(l.Nodes, n)
+		l.State.Clusters = append(l.State.Clusters, Cluster{Index: n.Index, ID: id, Kubeconfig: n.Kubeconfig()})
+	}
+	if err := claimHost(); err != nil {
+		return nil, err
+	}
+	// Recorded before anything is created: from here on, Down knows what
+	// to remove.
+	if err := writeState(o.Dir, l.State); err != nil {
+		return nil, err
+	}
+	for _, n := range l.Nodes {
+		if err := netns.Create(n.Pair()); err != nil {
+			return nil, err
+		}
+	}
+	// The host routes between the clusters' veths.
+	if err := netns.WriteSysctl("net/ipv4/ip_forward", "1"); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 func (o *Options) validate() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the lab needs root: it creates network namespaces, cgroups and mounts")
@@ -205,8 +229,8 @@ func (o *Options) validate() error {
 		}
 		seen[id] = true
 	}
-	if o.FirstIndex < 1 || o.FirstIndex+len(o.IDs)-1 > 254 {
-		return fmt.Errorf("cluster indices %d..%d: must lie in 1..254", o.FirstIndex, o.FirstIndex+len(o.IDs)-1)
+	if o.FirstIndex < 0 || o.FirstIndex+len(o.IDs)-1 > maxIndex {
+		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.IDs)-1, maxIndex)
 	}
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("lab directory %q: must be absolute", o.Dir)
@@ -250,27 +274,29 @@ func Down(dir string, out io.Writer) error {
 	if err := sweep.Remove(l, p.Logf); err != nil {
 		return fmt.Errorf("lab in %s: %w", dir, err)
 	}
-	if s.HostForwarding != "" && s.HostForwarding != "1" && !otherLabs() {
-		if err := netns.WriteSysctl("net/ipv4/ip_forward", s.HostForwarding); err != nil {
-			return err
-		}
+	unlock, err := lockHost()
+	if err != nil {
+		return err
+	}
+	err = releaseHost()
+	unlock()
+	if err != nil {
+		return err
 	}
 	left, err := l.Leftovers()
 	if err != nil {
 		return err
 	}
+	hostLeft, err := hostLeftovers()
+	if err != nil {
+		return err
+	}
+	left = append(left, hostLeft...)
 	if len(left) > 0 {
 		return fmt.Errorf("lab in %s: left behind:\n  %s", dir, strings.Join(left, "\n  "))
 	}
 	p.Logf("lab in %s removed: no process, mount, cgroup, namespace, interface or file of it is left", dir)
 	return nil
-}
-
-// otherLabs reports whether another lab's veth is still on the host, in
-// which case the host must keep forwarding.
-func otherLabs() bool {
-	links, _ := filepath.Glob("/sys/class/net/" + node.HostIfPrefix + "*")
-	return len(links) > 0
 }
 
 // Open returns the lab running in dir, as recorded by Up.

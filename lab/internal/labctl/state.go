@@ -24,12 +24,6 @@ type State struct {
 	Repo     string    `json:"repo"`
 	Registry string    `json:"registry"`
 	Clusters []Cluster `json:"clusters"`
-	// HostForwarding is the host's net.ipv4.ip_forward before the lab
-	// enabled it, restored by down.
-	HostForwarding string `json:"hostForwarding"`
-	// CreatedDirs are host directories outside the lab directory that did
-	// not exist before the lab (see sweep.HostDirs).
-	CreatedDirs []string `json:"createdDirs,omitempty"`
 }
 
 // Cluster is one cluster of a lab.
@@ -84,7 +78,7 @@ func sweepOf(dir string, s State) sweep.Lab {
 			seen[i] = true
 		}
 	}
-	l := sweep.Lab{Dir: dir, CreatedDirs: s.CreatedDirs}
+	l := sweep.Lab{Dir: dir}
 	for i := range seen {
 		l.Indices = append(l.Indices, i)
 	}

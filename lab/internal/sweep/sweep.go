@@ -34,17 +34,15 @@ const (
 type Lab struct {
 	Dir     string
 	Indices []int
-	// CreatedDirs are the directories of HostDirs that did not exist
-	// before the lab came up: they are removed once empty.
-	CreatedDirs []string
 }
 
 // HostDirs are the directories outside the lab directory that containerd,
-// the CNI plugins, the kubelet and iproute2 create when missing, children
-// before parents.
+// the CNI plugins and the kubelet create when missing, children before
+// parents. iproute2's /var/run/netns is not one: it is a mount point shared
+// with every user of named network namespaces on the host.
 func HostDirs() []string {
 	return []string{shimSocketDir, filepath.Dir(shimSocketDir), cniResultsDir, cniNetworksDir,
-		filepath.Dir(cniResultsDir), containerLogsDir, netns.Dir}
+		filepath.Dir(cniResultsDir), containerLogsDir}
 }
 
 // Process is a process that belongs to the lab, with why it does.
@@ -177,7 +175,9 @@ func parent(pid int) int {
 // the lab directory (deepest first), cgroups, network namespaces and veths,
 // the CNI plugins' and kubelet's files outside the lab directory, and the
 // directory itself. It works on whatever part exists, so it also cleans up
-// after a failed bring-up, and does nothing the second time.
+// after a failed bring-up, and does nothing the second time. What the labs
+// of a host share (HostDirs) is left to the caller, which knows whether
+// this lab is the last.
 func Remove(l Lab, logf func(string, ...any)) error {
 	if err := l.killAll(logf); err != nil {
 		return err
@@ -204,13 +204,6 @@ func Remove(l Lab, logf func(string, ...any)) error {
 	}
 	if err := os.RemoveAll(l.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", l.Dir, err))
-	}
-	for _, d := range l.CreatedDirs {
-		// Another lab or a containerd of the host may still use it: only
-		// an empty directory goes.
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) {
-			errs = append(errs, err)
-		}
 	}
 	return errors.Join(errs...)
 }
@@ -506,13 +499,6 @@ func (l Lab) Leftovers() ([]string, error) {
 	}
 	if _, err := os.Stat(l.Dir); err == nil {
 		out = append(out, "directory "+l.Dir)
-	}
-	for _, d := range l.CreatedDirs {
-		// A directory something else has put files in is no longer the
-		// lab's alone; the lab's own files in it are checked above.
-		if entries, err := os.ReadDir(d); err == nil && len(entries) == 0 {
-			out = append(out, "directory "+d)
-		}
 	}
 	return out, nil
 }
