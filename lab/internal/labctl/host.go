@@ -120,9 +120,22 @@ func claimHost() error {
 		return err
 	}
 	h := hostState{Forwarding: forwarding}
+	recorded := map[string]bool{}
+	// Children come before parents: a directory holding nothing but
+	// recorded ones holds nothing of anyone either (a previous lab's).
 	for _, d := range sweep.HostDirs() {
-		// An empty directory holds nothing of anyone: a previous lab's.
-		if entries, err := os.ReadDir(d); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		entries, err := os.ReadDir(d)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("host state: %w", err)
+		}
+		empty := true
+		for _, e := range entries {
+			if !recorded[filepath.Join(d, e.Name())] {
+				empty = false
+			}
+		}
+		if empty {
+			recorded[d] = true
 			h.CreatedDirs = append(h.CreatedDirs, d)
 		}
 	}
