@@ -474,8 +474,19 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// onReport runs after each ping interval.
+// onReport runs after each ping interval, and in between when a ping is
+// late.
 func (a *Agent) onReport(r health.Report) {
+	if r.Late {
+		// A late ping on a client is the first sign of a server replaced
+		// by a new pod (kubectl delete, a drain, a rollout): ask for a
+		// new handshake now rather than after a whole interval. It changes
+		// nothing of the Connection.
+		if a.opts.Role == dataplane.Client {
+			notify(a.rehandshake)
+		}
+		return
+	}
 	if r.State == health.Connected && r.Misses == 0 {
 		a.metrics.latency.Observe(r.RTT.Seconds())
 	}
@@ -493,9 +504,11 @@ func (a *Agent) onReport(r health.Report) {
 	a.reports <- r
 }
 
-// forceHandshake re-adds the peer, at most once per two ping intervals.
+// forceHandshake re-adds the peer, at most once per half ping interval:
+// often enough to catch a replaced server as soon as it is up, seldom
+// enough for a handshake to complete in between.
 func (a *Agent) forceHandshake() {
-	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < 2*a.opts.PingInterval {
+	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < a.opts.PingInterval/2 {
 		return
 	}
 	a.lastForced = a.now()

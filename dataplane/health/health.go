@@ -29,6 +29,10 @@ type Report struct {
 	RTT time.Duration
 	// Misses counts the pings in a row that went unanswered.
 	Misses int
+	// Late marks a report made in the middle of an interval because the
+	// last ping has waited for its answer much longer than answers take:
+	// the path may have just broken. State and Misses are unchanged.
+	Late bool
 }
 
 // Wire format: magic, kind, sequence number.
@@ -81,6 +85,8 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 	peer := net.UDPAddrFromAddrPort(p.Peer)
 	tick := time.NewTicker(p.Interval)
 	defer tick.Stop()
+	late := time.NewTimer(p.lateAfter())
+	defer late.Stop()
 	p.ping(peer)
 	for {
 		select {
@@ -89,11 +95,44 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 		case <-p.up:
 			report(p.current())
 			continue
+		case <-late.C:
+			// Ask again in case only the ping was lost, and tell at once
+			// rather than at the end of the interval.
+			if r, ok := p.resendPending(peer); ok {
+				report(r)
+				late.Reset(p.lateAfter())
+			}
+			continue
 		case <-tick.C:
 		}
 		report(p.settle())
 		p.ping(peer)
+		late.Reset(p.lateAfter())
 	}
+}
+
+// lateAfter is how long an answer may take before the ping counts as late:
+// a quarter of the interval, or more on a path whose round trips are long.
+func (p *Prober) lateAfter() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.Interval/4, 4*p.rtt)
+}
+
+// resendPending sends the unanswered ping again while Connected, and
+// returns the report that says it is late.
+func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
+	p.mu.Lock()
+	if !p.pending || p.state != Connected {
+		p.mu.Unlock()
+		return Report{}, false
+	}
+	seq := p.seq
+	p.sent = time.Now()
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true}
+	p.mu.Unlock()
+	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
+	return r, true
 }
 
 // current is the state as it stands, in the middle of an interval.

@@ -96,6 +96,51 @@ func TestConnectedAtOnce(t *testing.T) {
 	}
 }
 
+// TestLateReport checks that a Connected prober whose peer stops answering
+// says so within a fraction of the interval, before the interval ends and
+// counts a miss, and asks again meanwhile.
+func TestLateReport(t *testing.T) {
+	ca, aAddr := listen(t)
+	cb, bAddr := listen(t)
+	const interval = 2 * time.Second
+	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
+	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctxB, stopB := context.WithCancel(ctx)
+	doneB := make(chan error, 1)
+	go func() { doneB <- b.Run(ctxB, func(Report) {}) }()
+	reports := make(chan Report, 10)
+	go a.Run(ctx, func(r Report) { reports <- r })
+	if r := <-reports; r.State != Connected {
+		t.Fatalf("first report %+v, want Connected", r)
+	}
+	// The first interval's ping is answered: a ping sent after b stops is
+	// the next one, at the first tick.
+	stopB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	var sawLate bool
+	deadline := time.After(3 * interval)
+	for !sawLate {
+		select {
+		case r := <-reports:
+			switch {
+			case r.Late:
+				sawLate = true
+				if r.State != Connected || r.Misses != 0 {
+					t.Errorf("late report %+v: want still Connected, no miss", r)
+				}
+			case r.Misses > 0:
+				t.Fatalf("report %+v with a miss came before any late report", r)
+			}
+		case <-deadline:
+			t.Fatal("no late report")
+		}
+	}
+}
+
 func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
 	c, _ := listen(t)
 	silent, _ := listen(t)
