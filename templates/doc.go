@@ -199,8 +199,10 @@
 // GatewayClient. The key Secret .SecretName is mounted read-only at
 // /etc/peerlink/keys (files privateKey and publicKey, mode 0400),
 // /dev/net/tun comes from a hostPath CharDevice volume, the container adds
-// the capability NET_ADMIN and is not privileged, NODE_NAME, POD_NAME and
-// POD_NAMESPACE come from the downward API, and probes ask /readyz and
+// the capability NET_ADMIN and is not privileged, NODE_NAME, NODE_IP (the
+// node's address, where the agent sends traffic from the tunnel through
+// the overlay), POD_NAME and POD_NAMESPACE come from the downward API, and
+// probes ask /readyz and
 // /healthz on port 8081. The server also renders a Service of type
 // .Spec.Endpoint.ServiceType selecting the active gateway pod by
 // networking.liqo.io/gateway-name and networking.liqo.io/active, with UDP
