@@ -8,13 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/reconciler"
@@ -25,11 +20,8 @@ const leaderElectionID = "peerlink-controller"
 
 // controllerOptions are the flags of `peerlink-agent controller`.
 type controllerOptions struct {
-	kubeconfig   string
+	processFlags
 	leaderElect  bool
-	probeAddr    string
-	metricsAddr  string
-	verbosity    int
 	kubeAPIQPS   float32
 	kubeAPIBurst int
 
@@ -69,11 +61,8 @@ Repeatable CIDR flags also take comma-separated lists.`,
 
 // addFlags defines the flags of the command in f.
 func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
+	o.processFlags.addFlags(f, ":8081", ":8080", "")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease in --namespace, so that replicas can stand by")
-	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint; "0" disables it`)
-	f.IntVar(&o.verbosity, "v", 0, "log verbosity")
 	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 100, "steady rate of requests to the API server per second")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "burst of requests to the API server")
 
@@ -131,66 +120,28 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 	return f, nil
 }
 
-// restConfig returns the client configuration from a kubeconfig file when
-// path is set, else from the KUBECONFIG variable, the in-cluster config or
-// ~/.kube/config, in that order.
-func restConfig(path string) (*rest.Config, error) {
-	if path != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", path)
-		if err != nil {
-			return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("find a kubeconfig (set --kubeconfig or KUBECONFIG outside a cluster): %w", err)
-	}
-	return cfg, nil
-}
-
 // runController builds the manager, registers the reconcilers and runs until
 // SIGTERM or SIGINT.
 func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbosity)))
-	ctrl.SetLogger(log)
-	klog.SetLogger(log)
-
-	cfg, err := restConfig(o.kubeconfig)
+	log, cfg, scheme, err := o.setUp()
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
-	scheme, err := reconciler.NewScheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        leaderElectionID,
-		LeaderElectionNamespace: facts.Namespace,
-		// The process exits right after the manager stops, so giving up
-		// the Lease then lets a standby take over at once.
-		LeaderElectionReleaseOnCancel: true,
-	})
+	opts := o.managerOptions(scheme)
+	opts.LeaderElection = o.leaderElect
+	opts.LeaderElectionID = leaderElectionID
+	opts.LeaderElectionNamespace = facts.Namespace
+	// The process exits right after the manager stops, so giving up the
+	// Lease then lets a standby take over at once.
+	opts.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add readiness check: %w", err)
 	}
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		return err
 	}
 	log.Info("starting controller", "clusterID", facts.ClusterID, "namespace", facts.Namespace)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("run manager: %w", err)
-	}
-	return nil
+	return serve(mgr, "ping", healthz.Ping)
 }

@@ -11,28 +11,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/dataplane/fabric"
 	"github.com/peerlink/peerlink/dataplane/overlay"
-	"github.com/peerlink/peerlink/reconciler"
 )
 
 // fabricFlags are the flags of `peerlink-agent fabric`.
 type fabricFlags struct {
-	kubeconfig, probeAddr, metricsAddr string
-	verbosity                          int
-	nodeName, nodeIP                   string
-	namespace, gatewayNamespace        string
-	overlayKind                        string
-	mtu                                int
-	resync                             time.Duration
+	processFlags
+	nodeName, nodeIP            string
+	namespace, gatewayNamespace string
+	overlayKind                 string
+	mtu                         int
+	resync                      time.Duration
 }
 
 func newFabricCommand() *cobra.Command {
@@ -61,10 +55,7 @@ It needs CAP_NET_ADMIN.`,
 }
 
 func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":6092", `address of the /healthz and /readyz endpoints, on the host network; "0" disables them`)
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `address of the Prometheus /metrics endpoint, on the host network; "0" disables it`)
-	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	f.processFlags.addFlags(fs, ":6092", "0", ", on the host network")
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default: the NODE_NAME variable)")
 	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of this node where overlay packets arrive (default: the NODE_IP variable)")
 	fs.StringVar(&f.namespace, "namespace", "peerlink", "namespace of the ConfigMap peerlink-cluster-info")
@@ -99,15 +90,7 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 // only gateway pods and the cluster-info ConfigMap, not every pod and
 // ConfigMap of the cluster.
 func runFabric(f fabricFlags, opts fabric.Options) error {
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity))).WithValues("node", opts.NodeName)
-	ctrl.SetLogger(log)
-	klog.SetLogger(log)
-
-	cfg, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	scheme, err := reconciler.NewScheme()
+	log, cfg, scheme, err := f.setUp("node", opts.NodeName)
 	if err != nil {
 		return err
 	}
@@ -121,12 +104,9 @@ func runFabric(f fabricFlags, opts fabric.Options) error {
 	if opts.GatewayNamespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.GatewayNamespace: {}}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		Cache:                  cacheOpts,
-	})
+	mgrOpts := f.managerOptions(scheme)
+	mgrOpts.Cache = cacheOpts
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -134,18 +114,6 @@ func runFabric(f fabricFlags, opts fabric.Options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("dataplane", agent.Ready); err != nil {
-		return fmt.Errorf("add readiness check: %w", err)
-	}
-	if err := mgr.Add(agent); err != nil {
-		return fmt.Errorf("add fabric agent: %w", err)
-	}
 	log.Info("starting fabric agent", "nodeIP", opts.NodeIP)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("run manager: %w", err)
-	}
-	return nil
+	return serveAgent(mgr, agent)
 }

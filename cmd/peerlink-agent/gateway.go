@@ -10,29 +10,21 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
-	"github.com/peerlink/peerlink/reconciler"
 )
 
 // gatewayFlags are the flags of `peerlink-agent gateway`.
 type gatewayFlags struct {
-	kubeconfig  string
-	probeAddr   string
-	metricsAddr string
-	verbosity   int
+	processFlags
 
 	name, namespace, clusterID, mode, uid string
 	mtu, listenPort, endpointPort         int
@@ -68,10 +60,7 @@ It needs CAP_NET_ADMIN, and /dev/net/tun for the userspace WireGuard.`,
 }
 
 func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: the KUBECONFIG variable, else the in-cluster config")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints; "0" disables them`)
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8082", `address of the Prometheus /metrics endpoint; "0" disables it`)
-	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	f.processFlags.addFlags(fs, ":8081", ":8082", "")
 
 	fs.StringVar(&f.name, "name", "", "name of the GatewayServer or GatewayClient (required)")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the gateway object (required)")
@@ -142,29 +131,15 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 // runGateway runs the gateway agent under a manager whose cache sees only
 // the gateway's namespace, until SIGTERM or SIGINT.
 func runGateway(f gatewayFlags, opts gateway.Options) error {
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity))).
-		WithValues("gateway", opts.Namespace+"/"+opts.Name)
-	ctrl.SetLogger(log)
-	klog.SetLogger(log)
-
-	cfg, err := restConfig(f.kubeconfig)
+	log, cfg, scheme, err := f.setUp("gateway", opts.Namespace+"/"+opts.Name)
 	if err != nil {
 		return err
 	}
-	scheme, err := reconciler.NewScheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}},
-		Client: client.Options{Cache: &client.CacheOptions{
-			// The agent writes its Connection and never reads it back.
-			DisableFor: []client.Object{&netv1beta1.Connection{}},
-		}},
-	})
+	mgrOpts := f.managerOptions(scheme)
+	mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+	// The agent writes its Connection and never reads it back.
+	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&netv1beta1.Connection{}}}}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -175,18 +150,6 @@ func runGateway(f gatewayFlags, opts gateway.Options) error {
 	if err := ctrlmetrics.Registry.Register(agent.Collector()); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("dataplane", agent.Ready); err != nil {
-		return fmt.Errorf("add readiness check: %w", err)
-	}
-	if err := mgr.Add(agent); err != nil {
-		return fmt.Errorf("add gateway agent: %w", err)
-	}
 	log.Info("starting gateway agent", "mode", opts.Role, "remoteClusterID", opts.RemoteClusterID)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("run manager: %w", err)
-	}
-	return nil
+	return serveAgent(mgr, agent)
 }

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +16,6 @@ import (
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/nat"
 	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
@@ -91,18 +90,13 @@ type Agent struct {
 	informers cache.Informers
 	log       logr.Logger
 
-	handle     *netlink.Handle
-	routes     *route.Applier
-	nat        *nat.Applier
-	kind       overlay.Kind
-	mtu        int
-	waitReason string
-	lastError  string
-
-	trigger chan struct{}
-
-	mu       sync.Mutex
-	notReady error
+	handle  *netlink.Handle
+	routes  *route.Applier
+	nat     *nat.Applier
+	kind    overlay.Kind
+	mtu     int
+	trigger resync.Trigger
+	outcome *resync.Outcome
 }
 
 // New returns an agent reading the API through c, notified by informers.
@@ -112,30 +106,13 @@ func New(opts Options, c client.Client, informers cache.Informers, log logr.Logg
 	}
 	return &Agent{
 		opts: opts, client: c, informers: informers, log: log,
-		trigger:  make(chan struct{}, 1),
-		notReady: errors.New("starting"),
+		trigger: resync.NewTrigger(),
+		outcome: resync.NewOutcome(log, "not configuring the node yet", "sync the node; retrying"),
 	}, nil
 }
 
 // Ready is the readiness check: the last sync succeeded.
-func (a *Agent) Ready(*http.Request) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.notReady
-}
-
-func (a *Agent) setReady(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.notReady = err
-}
-
-func notify(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
+func (a *Agent) Ready(r *http.Request) error { return a.outcome.Ready(r) }
 
 // Start runs the agent until ctx ends, then removes what it created.
 func (a *Agent) Start(ctx context.Context) error {
@@ -143,13 +120,13 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	defer a.routes.Close()
-	if err := a.watchAPI(ctx); err != nil {
+	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{}); err != nil {
 		return err
 	}
-	a.watchKernel(ctx)
+	resync.WatchKernel(ctx, a.log, a.trigger)
 	tick := time.NewTicker(a.opts.ResyncInterval)
 	defer tick.Stop()
-	notify(a.trigger)
+	a.trigger.Notify()
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,53 +183,6 @@ func linkMTU(h *netlink.Handle, addr netip.Addr) (int, error) {
 	return 0, fmt.Errorf("--node-ip %s is not an address of this node's network namespace", addr)
 }
 
-func (a *Agent) watchAPI(ctx context.Context) error {
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify(a.trigger) },
-		UpdateFunc: func(any, any) { notify(a.trigger) },
-		DeleteFunc: func(any) { notify(a.trigger) },
-	}
-	for _, obj := range []client.Object{&corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{}} {
-		inf, err := a.informers.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watch %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("watch %T: %w", obj, err)
-		}
-	}
-	return nil
-}
-
-func (a *Agent) watchKernel(ctx context.Context) {
-	links := make(chan netlink.LinkUpdate, 64)
-	routes := make(chan netlink.RouteUpdate, 256)
-	onErr := func(err error) { a.log.V(1).Info("netlink subscription", "error", err.Error()) }
-	if err := netlink.LinkSubscribeWithOptions(links, ctx.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
-		a.log.Info("no link notifications; relying on the resync interval", "error", err.Error())
-	}
-	if err := netlink.RouteSubscribeWithOptions(routes, ctx.Done(), netlink.RouteSubscribeOptions{ErrorCallback: onErr}); err != nil {
-		a.log.Info("no route notifications; relying on the resync interval", "error", err.Error())
-	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-links:
-				if !ok {
-					return
-				}
-			case _, ok := <-routes:
-				if !ok {
-					return
-				}
-			}
-			notify(a.trigger)
-		}
-	}()
-}
-
 func (a *Agent) sync(ctx context.Context) {
 	facts, err := a.gatherFacts(ctx)
 	if err == nil {
@@ -261,21 +191,7 @@ func (a *Agent) sync(ctx context.Context) {
 			err = a.apply(plan)
 		}
 	}
-	switch {
-	case err == nil:
-		a.waitReason, a.lastError = "", ""
-	case isWaiting(err):
-		if err.Error() != a.waitReason {
-			a.log.Info("not configuring the node yet", "reason", err.Error())
-			a.waitReason = err.Error()
-		}
-	default:
-		if err.Error() != a.lastError {
-			a.log.Error(err, "sync the node; retrying")
-			a.lastError = err.Error()
-		}
-	}
-	a.setReady(err)
+	a.outcome.Record(err)
 }
 
 func (a *Agent) apply(plan dataplane.FabricPlan) error {
@@ -303,16 +219,6 @@ func (a *Agent) apply(plan dataplane.FabricPlan) error {
 	return nil
 }
 
-// waiting reports a fact that is not available yet.
-type waiting struct{ reason string }
-
-func (w waiting) Error() string { return "waiting: " + w.reason }
-
-func isWaiting(err error) bool {
-	var w waiting
-	return errors.As(err, &w)
-}
-
 // gatherFacts reads the cluster's ranges, the active gateway pods and their
 // peers' remapped ranges.
 func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
@@ -321,7 +227,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: ClusterInfoName}
 	if err := a.client.Get(ctx, key, &cm); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return f, waiting{fmt.Sprintf("no ConfigMap %s yet", key)}
+			return f, resync.Waiting{Reason: fmt.Sprintf("no ConfigMap %s yet", key)}
 		}
 		return f, fmt.Errorf("get ConfigMap %s: %w", key, err)
 	}

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/nat"
 	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
@@ -48,21 +48,19 @@ type Agent struct {
 	dev          wireguard.Device
 	overlayFacts dataplane.GatewayOverlay
 	applied      *dataplane.GatewayPlan
-	waitReason   string
-	lastError    string
 	lastForced   time.Time
 	// peerEndpoint is the server's last known endpoint of the client,
 	// written into a device that was created anew.
 	peerEndpoint netip.AddrPort
 	conn         *connectionWriter
 
-	trigger     chan struct{}
-	rehandshake chan struct{}
+	trigger     resync.Trigger
+	rehandshake resync.Trigger
 	reports     chan health.Report
+	outcome     *resync.Outcome
 
 	mu         sync.Mutex
 	gatewayUID types.UID
-	notReady   error
 }
 
 // New returns an agent that reads the API through c and is notified of
@@ -79,11 +77,11 @@ func New(opts Options, c client.Client, informers cache.Informers, log logr.Logg
 		log:         log,
 		now:         time.Now,
 		metrics:     newMetrics(time.Now),
-		trigger:     make(chan struct{}, 1),
-		rehandshake: make(chan struct{}, 1),
+		trigger:     resync.NewTrigger(),
+		rehandshake: resync.NewTrigger(),
 		reports:     make(chan health.Report, 1),
+		outcome:     resync.NewOutcome(log, "not configuring the tunnel yet", "sync the gateway; retrying"),
 		gatewayUID:  opts.GatewayUID,
-		notReady:    errors.New("starting"),
 	}, nil
 }
 
@@ -93,17 +91,7 @@ func (a *Agent) Collector() prometheus.Collector { return a.metrics }
 // Ready is the readiness check: the plan is applied and the last sync
 // succeeded. It does not wait for the peer to answer: the server's Service
 // only sends it traffic once it is ready.
-func (a *Agent) Ready(*http.Request) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.notReady
-}
-
-func (a *Agent) setReady(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.notReady = err
-}
+func (a *Agent) Ready(r *http.Request) error { return a.outcome.Ready(r) }
 
 func (a *Agent) setGatewayUID(uid types.UID) {
 	a.mu.Lock()
@@ -122,23 +110,20 @@ func (a *Agent) gatewayRef() (string, string) {
 	return "GatewayClient", string(a.gatewayUID)
 }
 
-func notify(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // Start runs the agent until ctx ends.
 func (a *Agent) Start(ctx context.Context) error {
 	if err := a.initKernel(); err != nil {
 		return err
 	}
 	defer a.routes.Close()
-	if err := a.watchAPI(ctx); err != nil {
+	gateway := client.Object(&netv1beta1.GatewayClient{})
+	if a.opts.Role == dataplane.Server {
+		gateway = &netv1beta1.GatewayServer{}
+	}
+	if err := resync.WatchObjects(ctx, a.informers, a.trigger, gateway, &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
 		return err
 	}
-	a.watchKernel(ctx)
+	resync.WatchKernel(ctx, a.log, a.trigger)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -165,7 +150,7 @@ func (a *Agent) Start(ctx context.Context) error {
 
 	tick := time.NewTicker(a.opts.ResyncInterval)
 	defer tick.Stop()
-	notify(a.trigger)
+	a.trigger.Notify()
 	for {
 		select {
 		case <-ctx.Done():
@@ -259,61 +244,6 @@ func podUnderlay(h *netlink.Handle) (netip.Addr, int, error) {
 	return netip.Addr{}, 0, errors.New("the pod has no default route: cannot tell its own address")
 }
 
-// watchAPI asks for a sync on any change of the objects the facts come from.
-func (a *Agent) watchAPI(ctx context.Context) error {
-	gateway := client.Object(&netv1beta1.GatewayClient{})
-	if a.opts.Role == dataplane.Server {
-		gateway = &netv1beta1.GatewayServer{}
-	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify(a.trigger) },
-		UpdateFunc: func(any, any) { notify(a.trigger) },
-		DeleteFunc: func(any) { notify(a.trigger) },
-	}
-	for _, obj := range []client.Object{gateway, &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}} {
-		inf, err := a.informers.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watch %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("watch %T: %w", obj, err)
-		}
-	}
-	return nil
-}
-
-// watchKernel asks for a sync when links or routes change, so that a link
-// or route deleted by hand comes back at once; the resync ticker catches
-// the rest (nftables edits).
-func (a *Agent) watchKernel(ctx context.Context) {
-	links := make(chan netlink.LinkUpdate, 64)
-	routes := make(chan netlink.RouteUpdate, 256)
-	onErr := func(err error) { a.log.V(1).Info("netlink subscription", "error", err.Error()) }
-	if err := netlink.LinkSubscribeWithOptions(links, ctx.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
-		a.log.Info("no link notifications; relying on the resync interval", "error", err.Error())
-	}
-	if err := netlink.RouteSubscribeWithOptions(routes, ctx.Done(), netlink.RouteSubscribeOptions{ErrorCallback: onErr}); err != nil {
-		a.log.Info("no route notifications; relying on the resync interval", "error", err.Error())
-	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-links:
-				if !ok {
-					return
-				}
-			case _, ok := <-routes:
-				if !ok {
-					return
-				}
-			}
-			notify(a.trigger)
-		}
-	}()
-}
-
 // sync gathers the facts, plans and applies. It reports whether the tunnel
 // is configured.
 func (a *Agent) sync(ctx context.Context) bool {
@@ -324,24 +254,8 @@ func (a *Agent) sync(ctx context.Context) bool {
 			err = a.apply(plan)
 		}
 	}
-	switch {
-	case err == nil:
-		a.waitReason, a.lastError = "", ""
-		a.setReady(nil)
-		return true
-	case isWaiting(err):
-		if err.Error() != a.waitReason {
-			a.log.Info("not configuring the tunnel yet", "reason", err.Error())
-			a.waitReason = err.Error()
-		}
-	default:
-		if err.Error() != a.lastError {
-			a.log.Error(err, "sync the gateway; retrying")
-			a.lastError = err.Error()
-		}
-	}
-	a.setReady(err)
-	return a.applied != nil
+	a.outcome.Record(err)
+	return err == nil || a.applied != nil
 }
 
 // apply writes the plan, each part compared with the kernel first.
@@ -483,7 +397,7 @@ func (a *Agent) onReport(r health.Report) {
 		// new handshake now rather than after a whole interval. It changes
 		// nothing of the Connection.
 		if a.opts.Role == dataplane.Client {
-			notify(a.rehandshake)
+			a.rehandshake.Notify()
 		}
 		return
 	}
@@ -495,7 +409,7 @@ func (a *Agent) onReport(r health.Report) {
 	// recreated (a restarted userspace gateway) and would otherwise drop
 	// the old session's packets until WireGuard's own 15-second timeout.
 	if a.opts.Role == dataplane.Client && r.Misses >= 1 {
-		notify(a.rehandshake)
+		a.rehandshake.Notify()
 	}
 	select {
 	case <-a.reports:

@@ -17,19 +17,9 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
-
-// waiting reports a fact that is not available yet: the agent configures
-// nothing and tries again when something changes.
-type waiting struct{ reason string }
-
-func (w waiting) Error() string { return "waiting: " + w.reason }
-
-func isWaiting(err error) bool {
-	var w waiting
-	return errors.As(err, &w)
-}
 
 // gatherFacts reads what the plan needs from the key directory and the API.
 // The overlay facts come from the kernel, found at start.
@@ -70,7 +60,7 @@ func readKey(dir, name string) (wgtypes.Key, error) {
 	path := filepath.Join(dir, name)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return wgtypes.Key{}, waiting{fmt.Sprintf("key file %s does not exist yet", path)}
+		return wgtypes.Key{}, resync.Waiting{Reason: fmt.Sprintf("key file %s does not exist yet", path)}
 	}
 	if err != nil {
 		return wgtypes.Key{}, fmt.Errorf("read key file %s: %w", path, err)
@@ -126,7 +116,7 @@ func (a *Agent) peerKey(ctx context.Context) (wgtypes.Key, error) {
 	}
 	switch len(list.Items) {
 	case 0:
-		return wgtypes.Key{}, waiting{fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
+		return wgtypes.Key{}, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
 	case 1:
 	default:
 		var names []string
@@ -202,7 +192,7 @@ func RangeMappings(conf *netv1beta1.Configuration) ([]dataplane.RangeMapping, er
 // an IPv4 address or resolves to one.
 func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.AddrPort, error) {
 	if len(addresses) == 0 || port == 0 {
-		return netip.AddrPort{}, waiting{"the server's endpoint (address and port) is not known yet"}
+		return netip.AddrPort{}, resync.Waiting{Reason: "the server's endpoint (address and port) is not known yet"}
 	}
 	if port < 1 || port > 65535 {
 		return netip.AddrPort{}, fmt.Errorf("server port %d: must be in 1-65535", port)

@@ -19,6 +19,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/testcluster"
 )
 
@@ -59,26 +60,26 @@ func TestResolveEndpoint(t *testing.T) {
 	if ep, err := resolveEndpoint(ctx, []string{"2001:db8::1", "192.0.2.2"}, 51840); err != nil || ep.String() != "192.0.2.2:51840" {
 		t.Errorf("resolveEndpoint = %v, %v; want the IPv4 address", ep, err)
 	}
-	if _, err := resolveEndpoint(ctx, nil, 51840); !isWaiting(err) {
+	if _, err := resolveEndpoint(ctx, nil, 51840); !resync.IsWaiting(err) {
 		t.Errorf("no address: %v, want waiting", err)
 	}
-	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 0); !isWaiting(err) {
+	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 0); !resync.IsWaiting(err) {
 		t.Errorf("no port: %v, want waiting", err)
 	}
-	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || isWaiting(err) {
+	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || resync.IsWaiting(err) {
 		t.Errorf("port 70000: %v, want an error", err)
 	}
 }
 
 func TestReadKey(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := readKey(dir, netv1beta1.PrivateKeyField); !isWaiting(err) {
+	if _, err := readKey(dir, netv1beta1.PrivateKeyField); !resync.IsWaiting(err) {
 		t.Errorf("missing key file: %v, want waiting", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, netv1beta1.PrivateKeyField), []byte("short"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readKey(dir, netv1beta1.PrivateKeyField); err == nil || isWaiting(err) || !strings.Contains(err.Error(), "5 bytes") {
+	if _, err := readKey(dir, netv1beta1.PrivateKeyField); err == nil || resync.IsWaiting(err) || !strings.Contains(err.Error(), "5 bytes") {
 		t.Errorf("short key file: %v", err)
 	}
 }
