@@ -64,8 +64,8 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	@hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: bench
-bench: testbin ## Print the benchmark tables (ratios measured side by side in one run).
-	$(GO) run ./bench
+bench: testbin ## Print the benchmark tables (ratios measured side by side in one run); TABLES=dataplane,lab picks some.
+	$(GO) run ./bench $(if $(TABLES),-only=$(TABLES))
 
 .PHONY: lab
 lab: ## Bring up the lab (two real clusters on this machine, as root) and peer them; see docs/lab.md.
