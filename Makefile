@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash
 
 GO            ?= go
 CONTROLLER_GEN = $(GO) tool -modfile=hack/tools/go.mod controller-gen
+STATICCHECK = $(GO) tool -modfile=hack/tools/go.mod staticcheck
 # The Kubernetes version of the test control plane and the lab is pinned in
 # hack/kube/go.mod and nowhere else.
 KUBE_VERSION  := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2; exit}' hack/kube/go.mod 2>/dev/null)
@@ -45,9 +46,10 @@ verify: ## Fail when a generated file is stale.
 	@test -z "$$(git status --porcelain -- api $(CRD_DIR))" || { git status --porcelain -- api $(CRD_DIR); echo "generated files are stale: run make generate"; exit 1; }
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## gofmt, go vet and staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 .PHONY: testbin
 testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from source into bin/ (cached).

@@ -26,9 +26,7 @@ func FuzzRender(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, name := range []string{serverFile, clientFile} {
-		seeds = append(seeds, name)
-	}
+	seeds = append(seeds, serverFile, clientFile)
 	for _, path := range seeds {
 		b, err := os.ReadFile(path)
 		if err != nil {

@@ -290,11 +290,11 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 			if err := r.StartGateway(); err != nil {
 				t.Fatal(err)
 			}
-			took, err := WaitPing(ctx, a1, bFromA, 60*time.Second)
-			if err != nil {
+			if _, err := WaitPing(ctx, a1, bFromA, 60*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			took = time.Since(start)
+			// From the kill, not from the first ping: the restart counts.
+			took := time.Since(start)
 			t.Logf("traffic resumed %v after the %s gateway agent was killed (SIGKILL) and restarted (goal %v)", took.Round(time.Millisecond), r.Peering.Role, restoreGoal)
 			if took > restoreGoal {
 				t.Errorf("%s: resumed after %v, goal %v", r.Peering.Role, took, restoreGoal)
