@@ -9,7 +9,9 @@
 // create objects, set owner references or name the Deployment, Service and
 // Secret a rendered WgGatewayServer leads to (the reconcilers do), and it
 // does not validate the rendered object against its schema (the API server
-// does).
+// does), with one exception: an object or list where the kind's Go type has
+// a string, number or boolean (a label value, say) is an error naming the
+// field, so that the rendered metadata is always readable.
 //
 // # Variables
 //

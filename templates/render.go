@@ -211,8 +211,14 @@ func (r *renderer) metadata(v any) (map[string]any, error) {
 func (r *renderer) value(path, key string, v any, t reflect.Type, optional bool) (any, error) {
 	switch v := v.(type) {
 	case map[string]any:
+		if what := scalarName(t); what != "" {
+			return nil, fmt.Errorf("%s: an object, but the field is %s", path, what)
+		}
 		return r.object(path, key, v, t)
 	case []any:
+		if what := scalarName(t); what != "" {
+			return nil, fmt.Errorf("%s: a list, but the field is %s", path, what)
+		}
 		return r.list(path, v, t)
 	case string:
 		return r.text(path, v, t, optional)
@@ -363,6 +369,26 @@ func literal(v any, t reflect.Type) any {
 		return strconv.FormatBool(v)
 	}
 	return v
+}
+
+// scalarName names what a field of type t holds when that is a string, a
+// number or a boolean ("a string"), and returns "" for objects, lists and
+// unknown types. An object or list where a scalar belongs is an error of the
+// template: in labels and annotations it would make the rendered metadata
+// unreadable.
+func scalarName(t reflect.Type) string {
+	t = deref(t)
+	switch {
+	case t == nil:
+		return ""
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	case isNumberOrBool(t):
+		return "a number"
+	}
+	return ""
 }
 
 func isNumberOrBool(t reflect.Type) bool {
