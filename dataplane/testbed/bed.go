@@ -48,11 +48,12 @@ type Running struct {
 	Side    *Side
 	Cluster Cluster
 	Peering Peering
-	// Gateway and Fabric are the agent processes.
-	Gateway, Fabric *Process
-	gatewayArgs     []string
-	dir, bin        string
-	forwarders      []*Forwarder
+	// Gateway and Fabric are the agent processes; Fabric2 is the fabric
+	// agent of the second node.
+	Gateway, Fabric, Fabric2 *Process
+	gatewayArgs              []string
+	dir, bin                 string
+	forwarders               []*Forwarder
 }
 
 // Up builds the topology, writes both sides' objects and starts their agents
@@ -114,14 +115,23 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 	if err != nil {
 		return r, err
 	}
+	node2KC, err := kubeconfig(side.Node2, "fabric2")
+	if err != nil {
+		return r, err
+	}
 	gwKC, err := kubeconfig(side.Gateway, "gateway")
 	if err != nil {
 		return r, err
 	}
-	r.Fabric, err = Start(side.Node, filepath.Join(r.dir, "fabric.log"), bed.bin, "fabric",
-		"--kubeconfig="+nodeKC, "--node-name="+p.NodeName, "--node-ip="+p.NodeIP.String(),
-		"--mtu=1450", "--health-probe-bind-address=:6092", "--metrics-bind-address=0")
-	if err != nil {
+	fabric := func(ns *nstest.NS, log, kubeconfig, node string, ip netip.Addr) (*Process, error) {
+		return Start(ns, filepath.Join(r.dir, log), bed.bin, "fabric",
+			"--kubeconfig="+kubeconfig, "--node-name="+node, "--node-ip="+ip.String(),
+			"--mtu=1450", "--health-probe-bind-address=:6092", "--metrics-bind-address=0")
+	}
+	if r.Fabric, err = fabric(side.Node, "fabric.log", nodeKC, p.NodeName, p.NodeIP); err != nil {
+		return r, err
+	}
+	if r.Fabric2, err = fabric(side.Node2, "fabric2.log", node2KC, p.NodeName+"-2", Node2IP); err != nil {
 		return r, err
 	}
 	r.gatewayArgs = []string{"gateway",
@@ -156,7 +166,7 @@ func (bed *Bed) Close() error {
 		if r == nil {
 			continue
 		}
-		for _, p := range []*Process{r.Gateway, r.Fabric} {
+		for _, p := range []*Process{r.Gateway, r.Fabric, r.Fabric2} {
 			if p != nil {
 				if exited, _ := p.Exited(); !exited {
 					if err := p.Stop(10 * time.Second); err != nil {

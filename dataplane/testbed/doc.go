@@ -2,8 +2,10 @@
 // the dataplane's end-to-end tests and benchmarks. Each side has a node
 // namespace (where the fabric agent runs, as on a node's host network), a
 // gateway pod namespace (where the gateway agent runs) and pod namespaces,
-// with the same pod CIDR on both sides; the two gateway namespaces are joined
-// by a veth standing for the internet.
+// and a second node with a fabric agent of its own and one pod, routed to
+// the first node as a CNI routes between nodes; both sides use the same pod
+// CIDR, and the two gateway namespaces are joined by a veth standing for the
+// internet.
 //
 // The agents are the real peerlink-agent binary, started in their namespace
 // with `ip netns exec`, against the API server of their side. An API server

@@ -86,7 +86,7 @@ func up(t *testing.T, remaps Remaps) *Bed {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, r := range []*Running{bed.A, bed.B} {
-				for name, p := range map[string]*Process{"gateway": r.Gateway, "fabric": r.Fabric} {
+				for name, p := range map[string]*Process{"gateway": r.Gateway, "fabric": r.Fabric, "second node's fabric": r.Fabric2} {
 					if p != nil {
 						t.Logf("side %s %s log:\n%s", r.Side.Name, name, p.Tail(40))
 					}
@@ -228,10 +228,10 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		node.MustRun(t, "ip", "rule", "add", "to", "10.99.0.0/24", "lookup", "99", "priority", "99")
 		defer node.MustRun(t, "ip", "rule", "del", "priority", "99")
 		gw := bed.A.Side.Gateway.Netlink(t)
-		before := tunnelTX(t, gw)
+		before := linkTX(t, gw, dataplane.TunnelLink)
 		const sent = 200
 		_, _ = a1.Run("ping", "-c", "200", "-i", "0.002", "-W", "1", "-n", "-q", "10.99.0.1")
-		after := tunnelTX(t, gw)
+		after := linkTX(t, gw, dataplane.TunnelLink)
 		// Health pings cross the tunnel meanwhile: a few packets, never
 		// the 200 sent.
 		if after-before >= sent/4 {
@@ -239,6 +239,40 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		}
 		if err := Ping(a1, bFromA); err != nil {
 			t.Errorf("the peer is unreachable after the test: %v", err)
+		}
+	})
+
+	t.Run("a pod on the node without the gateway", func(t *testing.T) {
+		// Its node's fabric sends it through the overlay to the gateway on
+		// the other node; the gateway returns the answers to its own node,
+		// which routes them on as it routes any pod's traffic.
+		farA, b2 := bed.A.Side.FarPod, bed.B.Side.Pods[1]
+		farAFromB := seen(t, FarPodIP, differentRemaps.BOfA[0])
+		if _, err := WaitPing(ctx, farA, bFromA, 30*time.Second); err != nil {
+			t.Fatalf("A's pod on its second node to B's pod: %v", err)
+		}
+		// The second node's default route leads to the first node, whose
+		// fabric would carry the traffic too: the packets must leave the
+		// second node already in the overlay.
+		node2 := bed.A.Side.Node2.Netlink(t)
+		before := linkTX(t, node2, dataplane.OverlayLink)
+		_, _ = farA.Run("ping", "-c", "20", "-i", "0.01", "-W", "1", "-n", "-q", bFromA.String())
+		if sent := linkTX(t, node2, dataplane.OverlayLink) - before; sent < 20 {
+			t.Errorf("the second node's overlay link sent %d packets while its pod sent 20 to the peer", sent)
+		}
+		got, err := ObserveTCP(b2, farA, bFromA, 8085)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != farAFromB {
+			t.Errorf("B's pod saw the connection of A's far pod from %s, want %s", got, farAFromB)
+		}
+		got, err = ObserveTCP(farA, b2, farAFromB, 8086)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != bFromA {
+			t.Errorf("A's far pod saw B's connection from %s, want %s", got, bFromA)
 		}
 	})
 
@@ -305,12 +339,12 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 
 	t.Run("graceful stop removes everything", func(t *testing.T) {
 		for _, r := range []*Running{bed.A, bed.B} {
-			for _, p := range []*Process{r.Gateway, r.Fabric} {
+			for _, p := range []*Process{r.Gateway, r.Fabric, r.Fabric2} {
 				if err := p.Stop(10 * time.Second); err != nil {
 					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, p.Tail(20))
 				}
 			}
-			for _, ns := range []*nstest.NS{r.Side.Gateway, r.Side.Node} {
+			for _, ns := range []*nstest.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
 				links := ns.MustRun(t, "ip", "-o", "link")
 				for _, l := range []string{dataplane.TunnelLink, dataplane.OverlayLink} {
 					if strings.Contains(links, l) {
@@ -329,10 +363,10 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 	})
 }
 
-// tunnelTX is the number of packets the gateway's tunnel link has sent.
-func tunnelTX(t *testing.T, h *netlink.Handle) uint64 {
+// linkTX is the number of packets a link has sent.
+func linkTX(t *testing.T, h *netlink.Handle, name string) uint64 {
 	t.Helper()
-	l, err := h.LinkByName(dataplane.TunnelLink)
+	l, err := h.LinkByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}

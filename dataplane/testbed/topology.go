@@ -22,17 +22,28 @@ var (
 	GatewayIPs = [2]netip.Addr{netip.MustParseAddr("10.244.0.10"), netip.MustParseAddr("10.244.0.20")}
 	// PodIPs are the addresses of the pods of both sides.
 	PodIPs = []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("10.244.2.7")}
+	// FarPodIP is the address of each side's pod on its second node, the
+	// node without the gateway pod.
+	FarPodIP = netip.MustParseAddr("10.244.3.9")
+	// Node2IP is the address of each side's second node, on its link to
+	// the first; the first node's end of that link is node1LinkIP.
+	Node2IP     = netip.MustParseAddr("172.19.0.2")
+	node1LinkIP = netip.MustParseAddr("172.19.0.1")
 	// podGateway is the on-link next hop of every pod, answered by the node
 	// (as Calico does).
 	podGateway = netip.MustParseAddr("169.254.1.1")
 )
 
-// Side is one cluster: a node, its gateway pod and its pods.
+// Side is one cluster: a node with its gateway pod and its pods, and a
+// second node with one pod, routed to the first as a CNI routes between
+// nodes.
 type Side struct {
 	// Name is "a" or "b".
 	Name string
-	// Node is the node's network namespace.
+	// Node is the network namespace of the node running the gateway pod.
 	Node *nstest.NS
+	// Node2 is the second node's network namespace, FarPod its pod.
+	Node2, FarPod *nstest.NS
 	// Gateway is the gateway pod's network namespace.
 	Gateway *nstest.NS
 	// Pods are the pods' network namespaces, with addresses PodIPs, and
@@ -116,7 +127,43 @@ func (t *Topology) side(name string, nodeIP, wan, gatewayIP, peerGatewayIP netip
 		}
 		s.Pods = append(s.Pods, pod)
 	}
+	if err := t.secondNode(s); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// secondNode adds Node2, joined to the first node by a link of their own,
+// with FarPod on it: each node routes the other's pods through that link.
+func (t *Topology) secondNode(s *Side) error {
+	var err error
+	if s.Node2, err = t.create(s.Name + "-node2"); err != nil {
+		return err
+	}
+	if s.FarPod, err = t.create(s.Name + "-farpod"); err != nil {
+		return err
+	}
+	if err := nstest.Veth(s.Node, "vnode2", s.Node2, "vnode1"); err != nil {
+		return err
+	}
+	if err := plugPod(s.Node2, s.FarPod, "vpod1", FarPodIP); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		ns   *nstest.NS
+		args []string
+	}{
+		{s.Node2, []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
+		{s.Node, []string{"ip", "addr", "add", node1LinkIP.String() + "/24", "dev", "vnode2"}},
+		{s.Node2, []string{"ip", "addr", "add", Node2IP.String() + "/24", "dev", "vnode1"}},
+		{s.Node, []string{"ip", "route", "add", FarPodIP.String() + "/32", "via", Node2IP.String(), "dev", "vnode2"}},
+		{s.Node2, []string{"ip", "route", "add", "default", "via", node1LinkIP.String(), "dev", "vnode1"}},
+	} {
+		if _, err := c.ns.Run(c.args[0], c.args[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // plugPod wires a pod namespace to the node as a CNI would: a veth, the
