@@ -20,7 +20,7 @@ type ClusterInfo struct {
 	ServiceCIDR netip.Prefix
 	// ExternalCIDR holds the addresses of non-pod endpoints.
 	ExternalCIDR netip.Prefix
-	// InternalCIDR holds the node-to-gateway overlay addresses.
+	// InternalCIDR is the range set aside for the node-to-gateway overlay.
 	InternalCIDR netip.Prefix
 }
 

@@ -23,8 +23,9 @@ type ClusterFacts struct {
 	// ExternalCIDR holds the addresses of non-pod endpoints as the peers see
 	// them (--external-cidr).
 	ExternalCIDR netip.Prefix
-	// InternalCIDR holds the overlay addresses between nodes and gateways
-	// (--internal-cidr).
+	// InternalCIDR is set aside for the overlay between nodes and gateways
+	// (--internal-cidr): never given to a peer. The overlay routes by the
+	// nodes' and gateway pods' own addresses and takes none from it today.
 	InternalCIDR netip.Prefix
 	// ReservedCIDRs are further ranges in use here (--reserved-cidr).
 	ReservedCIDRs []netip.Prefix

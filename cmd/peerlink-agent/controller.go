@@ -70,7 +70,7 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (required, repeatable)")
 	f.StringVar(&o.serviceCIDR, "service-cidr", "", "service CIDR of this cluster (required)")
 	f.StringVar(&o.externalCIDR, "external-cidr", "10.70.0.0/16", "CIDR under which peers see this cluster's non-pod endpoints")
-	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR of the overlay between nodes and gateways")
+	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR set aside for the overlay between nodes and gateways, never given to a peer")
 	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster, never given to a peer (repeatable)")
 	f.StringSliceVar(&o.pools, "ipam-pool", nil, "CIDR peers' ranges are remapped into, searched in order (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
