@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // tables lists the benchmark tables by name, in the order they are
@@ -52,6 +55,9 @@ func selectTables(all []namedTable, only string) ([]namedTable, error) {
 func main() {
 	only := flag.String("only", "", "comma-separated names of the tables to print (allocator, controlplane, dataplane, lab); empty: all")
 	flag.Parse()
+	// The test control planes log through controller-runtime; their errors
+	// reach the tables as returned errors.
+	ctrllog.SetLogger(logr.Discard())
 	selected, err := selectTables(tables(), *only)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -155,6 +155,56 @@ func BareWireGuard(bin, dir string, mtu int) (*Pair, error) {
 	return p, nil
 }
 
+// Addresses of the pods behind the bare tunnel: each in a range of its own,
+// routed through the tunnel with no translation.
+var (
+	bareSenderPod   = netip.MustParsePrefix("10.1.0.2/24")
+	bareReceiverPod = netip.MustParsePrefix("10.2.0.2/24")
+)
+
+// PodsOverWireGuard is pod to pod through a bare tunnel: the two namespaces
+// of BareWireGuard now route, and each has a pod namespace behind a veth of
+// its own, whose MTU is the tunnel's (so TCP segments fit it without MSS
+// clamping). That is the least a tunnel between two pod networks needs:
+// no NAT, no overlay, no policy routing, no agent. Dst is the receiving
+// pod's address.
+func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
+	p, err := BareWireGuard(bin, dir, mtu)
+	if err != nil {
+		return nil, err
+	}
+	router := [2]*nstest.NS{p.Sender, p.Receiver}
+	pods := [2]netip.Prefix{bareSenderPod, bareReceiverPod}
+	var ends [2]*nstest.NS
+	for i, name := range []string{"wgpodsnd", "wgpodrcv"} {
+		if ends[i], err = p.ns(name); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+		if err := nstest.Veth(router[i], "pod0", ends[i], "eth0"); err != nil {
+			return nil, errors.Join(err, p.Close())
+		}
+		gw := pods[i].Masked().Addr().Next()
+		other := pods[1-i].Masked()
+		for _, c := range []struct {
+			ns   *nstest.NS
+			args []string
+		}{
+			{router[i], []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
+			{router[i], []string{"ip", "addr", "add", netip.PrefixFrom(gw, pods[i].Bits()).String(), "dev", "pod0"}},
+			{router[i], []string{"ip", "route", "add", other.String(), "dev", "wgbare"}},
+			{ends[i], []string{"ip", "link", "set", "eth0", "mtu", strconv.Itoa(mtu)}},
+			{ends[i], []string{"ip", "addr", "add", pods[i].String(), "dev", "eth0"}},
+			{ends[i], []string{"ip", "route", "add", "default", "via", gw.String()}},
+		} {
+			if _, err := c.ns.Run(c.args[0], c.args[1:]...); err != nil {
+				return nil, errors.Join(err, p.Close())
+			}
+		}
+	}
+	p.Sender, p.Receiver, p.Dst = ends[0], ends[1], bareReceiverPod.Addr()
+	return p, nil
+}
+
 // FabricNode is a pod, a node with the fabric's plan for peers peers
 // applied (one remapped pod /24 and one external /24 each, every peer with
 // a gateway of its own), and a namespace standing for the gateway of the
