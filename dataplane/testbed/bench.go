@@ -155,53 +155,44 @@ func BareWireGuard(bin, dir string, mtu int) (*Pair, error) {
 	return p, nil
 }
 
-// Addresses of the pods behind the bare tunnel: each in a range of its own,
+// Addresses of the pods behind the bare tunnel, sender's then receiver's:
 // routed through the tunnel with no translation.
-var (
-	bareSenderPod   = netip.MustParsePrefix("10.1.0.2/24")
-	bareReceiverPod = netip.MustParsePrefix("10.2.0.2/24")
-)
+var barePodIPs = [2]netip.Addr{netip.MustParseAddr("10.1.0.2"), netip.MustParseAddr("10.2.0.2")}
 
 // PodsOverWireGuard is pod to pod through a bare tunnel: the two namespaces
-// of BareWireGuard now route, and each has a pod namespace behind a veth of
-// its own, whose MTU is the tunnel's (so TCP segments fit it without MSS
-// clamping). That is the least a tunnel between two pod networks needs:
-// no NAT, no overlay, no policy routing, no agent. Dst is the receiving
-// pod's address.
+// of BareWireGuard now route, and each has a pod plugged in as the testbed
+// plugs pods into nodes, with the tunnel's MTU (so TCP segments fit it
+// without MSS clamping). That is the least a tunnel between two pod
+// networks needs: no NAT, no overlay, no policy routing, no agent. Dst is
+// the receiving pod's address.
 func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
 	p, err := BareWireGuard(bin, dir, mtu)
 	if err != nil {
 		return nil, err
 	}
-	router := [2]*nstest.NS{p.Sender, p.Receiver}
-	pods := [2]netip.Prefix{bareSenderPod, bareReceiverPod}
-	var ends [2]*nstest.NS
+	routers := [2]*nstest.NS{p.Sender, p.Receiver}
+	var pods [2]*nstest.NS
 	for i, name := range []string{"wgpodsnd", "wgpodrcv"} {
-		if ends[i], err = p.ns(name); err != nil {
+		if pods[i], err = p.ns(name); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		if err := nstest.Veth(router[i], "pod0", ends[i], "eth0"); err != nil {
+		if err := plugPod(routers[i], pods[i], "pod0", barePodIPs[i]); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		gw := pods[i].Masked().Addr().Next()
-		other := pods[1-i].Masked()
 		for _, c := range []struct {
 			ns   *nstest.NS
 			args []string
 		}{
-			{router[i], []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
-			{router[i], []string{"ip", "addr", "add", netip.PrefixFrom(gw, pods[i].Bits()).String(), "dev", "pod0"}},
-			{router[i], []string{"ip", "route", "add", other.String(), "dev", "wgbare"}},
-			{ends[i], []string{"ip", "link", "set", "eth0", "mtu", strconv.Itoa(mtu)}},
-			{ends[i], []string{"ip", "addr", "add", pods[i].String(), "dev", "eth0"}},
-			{ends[i], []string{"ip", "route", "add", "default", "via", gw.String()}},
+			{routers[i], []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
+			{routers[i], []string{"ip", "route", "add", barePodIPs[1-i].String() + "/32", "dev", "wgbare"}},
+			{pods[i], []string{"ip", "link", "set", "eth0", "mtu", strconv.Itoa(mtu)}},
 		} {
 			if _, err := c.ns.Run(c.args[0], c.args[1:]...); err != nil {
 				return nil, errors.Join(err, p.Close())
 			}
 		}
 	}
-	p.Sender, p.Receiver, p.Dst = ends[0], ends[1], bareReceiverPod.Addr()
+	p.Sender, p.Receiver, p.Dst = pods[0], pods[1], barePodIPs[1]
 	return p, nil
 }
 

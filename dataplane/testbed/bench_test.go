@@ -28,8 +28,8 @@ func TestPodsOverWireGuard(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if p.Dst != bareReceiverPod.Addr() {
-		t.Fatalf("Dst %s, want the receiving pod %s", p.Dst, bareReceiverPod.Addr())
+	if p.Dst != barePodIPs[1] {
+		t.Fatalf("Dst %s, want the receiving pod %s", p.Dst, barePodIPs[1])
 	}
 	if _, err := WaitPing(context.Background(), p.Sender, p.Dst, 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -38,8 +38,8 @@ func TestPodsOverWireGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen != bareSenderPod.Addr() {
-		t.Errorf("receiving pod saw %s, want the sending pod's own %s", seen, bareSenderPod.Addr())
+	if seen != barePodIPs[0] {
+		t.Errorf("receiving pod saw %s, want the sending pod's own %s", seen, barePodIPs[0])
 	}
 	// 1340 bytes of IPv4 packet: 1312 of ICMP payload, DF set.
 	if out, err := p.Sender.Run("ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1312", p.Dst.String()); err != nil {
