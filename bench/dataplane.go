@@ -39,8 +39,9 @@ const (
 	fabricPeersGoal = 0.95
 )
 
-// dataplaneTable measures TCP throughput, one iperf3 stream, over four
-// kinds of path built in network namespaces on this machine: pod to pod
+// dataplaneTable measures TCP throughput, one iperf3 stream, and the CPU
+// time the machine spends per byte carried, over four kinds of path built
+// in network namespaces on this machine: pod to pod
 // through peerlink (the real agents, gateways and fabric, against two real
 // API servers), the same tunnel library (wireguard-go) bare at the same MTU,
 // a bare veth, and a node running the fabric's plan for 1, 100 and 1,000
@@ -118,6 +119,8 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 		name string
 		pair *testbed.Pair
 		bps  []float64
+		// cpu is the machine's busy CPU seconds per GB of each run.
+		cpu []float64
 	}
 	paths := []*path{{name: "peerlink", pair: &testbed.Pair{Sender: sender, Receiver: receiver, Dst: dst}}}
 	build := []struct {
@@ -143,6 +146,14 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 	for _, p := range paths {
 		byName[p.name] = p
 	}
+	congestion, err := sender.Run("sysctl", "-n", "net.ipv4.tcp_congestion_control")
+	if err != nil {
+		return nil, err
+	}
+	before, err := testbed.ReadCPUTimes()
+	if err != nil {
+		return nil, err
+	}
 	// The paths compared by a ratio run one after the other, and every
 	// other round runs backwards, so that load rising or falling through a
 	// round weighs on both sides of each ratio alike.
@@ -152,16 +163,22 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 			slices.Reverse(order)
 		}
 		for _, p := range order {
-			bps, err := testbed.Iperf(ctx, p.pair.Receiver, p.pair.Sender, p.pair.Dst, throughputRun)
+			run, err := testbed.Iperf(ctx, p.pair.Receiver, p.pair.Sender, p.pair.Dst, throughputRun)
 			if err != nil {
 				return nil, fmt.Errorf("measure the %s path: %w", p.name, err)
 			}
-			if bps == 0 {
+			if run.BitsPerSecond == 0 || run.Bytes == 0 {
 				return nil, fmt.Errorf("the %s path measured 0 bit/s", p.name)
 			}
-			p.bps = append(p.bps, bps)
+			p.bps = append(p.bps, run.BitsPerSecond)
+			p.cpu = append(p.cpu, run.CPUPerGB())
 		}
 	}
+	after, err := testbed.ReadCPUTimes()
+	if err != nil {
+		return nil, err
+	}
+	stolenShare := (after.Stolen - before.Stolen).Seconds() / (after.All() - before.All()).Seconds()
 	median := map[string]float64{}
 	var spread []string
 	for _, p := range paths {
@@ -171,13 +188,8 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 	// A ratio is the median of the ratios of each round, whose two runs
 	// followed each other: the machine's other load, which changes from
 	// minute to minute, weighs on both alike.
-	ratio := func(a, b string) float64 {
-		var rs []float64
-		for i := range byName[a].bps {
-			rs = append(rs, byName[a].bps[i]/byName[b].bps[i])
-		}
-		return medianOf(rs)
-	}
+	ratio := func(a, b string) float64 { return medianRatio(byName[a].bps, byName[b].bps) }
+	cpuRatio := func(a, b string) float64 { return medianRatio(byName[a].cpu, byName[b].cpu) }
 	peerlink, wg, ends, veth := median["peerlink"], median["wireguard-go"], median["wireguard-go-ends"], median["veth"]
 	f1, f100, f1000 := median["fabric-1"], median["fabric-100"], median["fabric-1000"]
 	return &table{
@@ -192,6 +204,7 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 			{name: "fabric node, 1,000 peers (ceiling: bare veth)", measured: f1000, goal: veth, unit: "Gbit/s", dir: atMost},
 			{name: "goal: peerlink / bare wireguard-go, pod->pod", measured: ratio("peerlink", "wireguard-go"), goal: peerlinkVsWireGuardGoal, unit: "x", dir: atLeast},
 			{name: "peerlink / bare wireguard-go end to end (ceiling: 1)", measured: ratio("peerlink", "wireguard-go-ends"), goal: 1, unit: "x", dir: atMost},
+			{name: "CPU per GB: peerlink / bare wireguard-go, pod->pod (floor: 1)", measured: cpuRatio("peerlink", "wireguard-go"), goal: 1, unit: "x", dir: atLeast},
 			{name: "fabric 100 peers / 1 peer", measured: ratio("fabric-100", "fabric-1"), goal: fabricPeersGoal, unit: "x", dir: atLeast},
 			{name: "goal: fabric 1,000 peers / 1 peer", measured: ratio("fabric-1000", "fabric-1"), goal: fabricPeersGoal, unit: "x", dir: atLeast},
 		},
@@ -200,7 +213,10 @@ func dataplaneTable(ctx context.Context) (*table, error) {
 			"peerlink: pod -> node (fabric, VXLAN or Geneve overlay) -> gateway (NAT, wireguard-go) -> veth -> gateway -> node -> pod, both gateway agents running",
 			"bare wireguard-go pod->pod: pod -> namespace running the same wireguard-go (one process per side, as two gateways are) -> veth -> the other -> pod, plain routes and nothing else; end to end: iperf3 on the tunnel links themselves, no pod",
 			"fabric node: pod -> node -> overlay -> gateway namespace, the node holding the routes and nftables sets of every peer",
-			fmt.Sprintf("load average at the end: %s", loadAverage()),
+			fmt.Sprintf("CPU per GB: the machine's busy CPU time (all cores, whatever ran) per GB received, over the same part of each run; medians (s/GB): peerlink %.1f, bare wireguard-go pod->pod %.1f, end to end %.1f, veth %.1f",
+				medianOf(byName["peerlink"].cpu), medianOf(byName["wireguard-go"].cpu), medianOf(byName["wireguard-go-ends"].cpu), medianOf(byName["veth"].cpu)),
+			fmt.Sprintf("TCP congestion control: %s; CPU time stolen by the hypervisor during the runs: %.0f%%; load average at the end: %s",
+				strings.TrimSpace(congestion), 100*stolenShare, loadAverage()),
 		},
 	}, nil
 }
@@ -210,6 +226,16 @@ func medianOf(vs []float64) float64 {
 	s := slices.Clone(vs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// medianRatio returns the median of a[i]/b[i]: of the ratios of runs that
+// followed each other.
+func medianRatio(a, b []float64) float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = a[i] / b[i]
+	}
+	return medianOf(rs)
 }
 
 // loadAverage returns the first three fields of /proc/loadavg.
