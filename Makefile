@@ -19,6 +19,10 @@ CRD_DIR       := bundles/install/crds
 # annotation size limit.
 LARGE_CRDS    := networking.liqo.io_wggatewayservers.yaml networking.liqo.io_wggatewayclients.yaml
 FUZZTIME      ?= 30s
+# The lab's end-to-end tests time outages on real clusters: `make test` runs
+# them after the other packages, alone, so that no other test binary takes
+# the CPU their kubelets, kube-proxies and gateways need.
+E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
 
 .PHONY: help
 help: ## Show this help.
@@ -58,7 +62,8 @@ testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from
 .PHONY: test
 test: testbin ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, lab e2e.
 	$(MAKE) --no-print-directory verify lint
-	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
+	$(GO) test -count=1 -timeout 45m $(E2E_PKG)
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: fuzz

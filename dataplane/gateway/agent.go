@@ -154,7 +154,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// The prober says goodbye through the tunnel before it goes.
 			stopHealth()
+			wg.Wait()
 			a.cleanup()
 			return nil
 		case <-tick.C:
@@ -392,10 +394,11 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 // late.
 func (a *Agent) onReport(r health.Report) {
 	if r.Late {
-		// A late ping on a client is the first sign of a server replaced
-		// by a new pod (kubectl delete, a drain, a rollout): ask for a
-		// new handshake now rather than after a whole interval. It changes
-		// nothing of the Connection.
+		// A late ping, or the server's goodbye, is a client's first sign
+		// of a server replaced by a new pod (kubectl delete, a drain, a
+		// rollout): ask for a new handshake now rather than after a whole
+		// interval, and again with each late report until the new server
+		// answers. It changes nothing of the Connection.
 		if a.opts.Role == dataplane.Client {
 			a.rehandshake.Notify()
 		}
@@ -418,11 +421,12 @@ func (a *Agent) onReport(r health.Report) {
 	a.reports <- r
 }
 
-// forceHandshake re-adds the peer, at most once per half ping interval:
-// often enough to catch a replaced server as soon as it is up, seldom
-// enough for a handshake to complete in between.
+// forceHandshake re-adds the peer, at most once per quarter ping interval
+// (the pace of late reports): often enough to catch a replaced server as
+// soon as it is up, seldom enough for a handshake, one round trip, to
+// complete in between.
 func (a *Agent) forceHandshake() {
-	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < a.opts.PingInterval/2 {
+	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < a.opts.PingInterval/4 {
 		return
 	}
 	a.lastForced = a.now()

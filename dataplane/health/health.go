@@ -30,18 +30,25 @@ type Report struct {
 	// Misses counts the pings in a row that went unanswered.
 	Misses int
 	// Late marks a report made in the middle of an interval because the
-	// last ping has waited for its answer much longer than answers take:
-	// the path may have just broken. State and Misses are unchanged.
+	// last ping has waited for its answer much longer than answers take,
+	// or because the peer said it is going away: the path may have just
+	// broken. State and Misses are unchanged.
 	Late bool
 }
 
-// Wire format: magic, kind, sequence number.
+// Wire format: magic, kind, sequence number. A goodbye is answered with a
+// pong of its sequence number, like a ping.
 const (
 	magic      = "PLHC"
 	kindPing   = 1
 	kindPong   = 2
+	kindBye    = 3
 	packetSize = len(magic) + 1 + 8
 )
+
+// byeWait is the longest a leaving prober waits for its goodbye to be
+// acknowledged.
+const byeWait = 200 * time.Millisecond
 
 // Prober pings a peer and answers the peer's pings on one UDP socket.
 type Prober struct {
@@ -57,21 +64,32 @@ type Prober struct {
 	// up is signalled when a pong turns the state to Connected, so that
 	// Run reports it at once instead of at the end of the interval.
 	up chan struct{}
+	// left is signalled when the peer says goodbye.
+	left chan struct{}
+	// byeAcked is signalled when the peer acknowledges our goodbye.
+	byeAcked chan struct{}
 
 	mu      sync.Mutex
 	seq     uint64
 	sent    time.Time
 	pending bool
+	byeSeq  uint64
 	rtt     time.Duration
 	state   State
 	misses  int
 }
 
 // Run pings until ctx ends, calling report after each interval (from one
-// goroutine), and answers pings meanwhile. It closes Conn when it returns.
+// goroutine), and answers pings meanwhile. When ctx ends it says goodbye to
+// the peer, so that the peer knows at once that the tunnel is going away
+// rather than at its next unanswered ping, and waits a moment for the
+// acknowledgment: the caller removes the tunnel after Run returns. It
+// closes Conn when it returns.
 func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 	p.state = Connecting
 	p.up = make(chan struct{}, 1)
+	p.left = make(chan struct{}, 1)
+	p.byeAcked = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -91,9 +109,16 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 	for {
 		select {
 		case <-ctx.Done():
+			p.sayGoodbye(peer)
 			return nil
 		case <-p.up:
 			report(p.current())
+			continue
+		case <-p.left:
+			// The peer goes away (its agent stops): ask at once, so that
+			// late reports follow every lateAfter until it answers again.
+			report(p.askAgain(peer))
+			late.Reset(p.lateAfter())
 			continue
 		case <-late.C:
 			// Ask again in case only the ping was lost, and tell at once
@@ -133,6 +158,42 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	p.mu.Unlock()
 	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
 	return r, true
+}
+
+// askAgain sends a ping now, as the one pending, and returns the report that
+// says the path may be broken.
+func (p *Prober) askAgain(peer *net.UDPAddr) Report {
+	p.mu.Lock()
+	if !p.pending {
+		p.seq++
+		p.pending = true
+	}
+	seq := p.seq
+	p.sent = time.Now()
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true}
+	p.mu.Unlock()
+	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
+	return r
+}
+
+// sayGoodbye tells the peer this side is leaving, and waits up to byeWait,
+// or four round trips, for the acknowledgment. A peer that never answered
+// is not told.
+func (p *Prober) sayGoodbye(peer *net.UDPAddr) {
+	p.mu.Lock()
+	if p.state != Connected {
+		p.mu.Unlock()
+		return
+	}
+	p.seq++
+	p.byeSeq = p.seq
+	seq, wait := p.seq, max(byeWait, 4*p.rtt)
+	p.mu.Unlock()
+	_, _ = p.Conn.WriteTo(packet(kindBye, seq), peer)
+	select {
+	case <-p.byeAcked:
+	case <-time.After(wait):
+	}
 }
 
 // current is the state as it stands, in the middle of an interval.
@@ -212,8 +273,20 @@ func (p *Prober) receive() {
 			if eager {
 				_, _ = p.Conn.WriteTo(packet(kindPing, again), net.UDPAddrFromAddrPort(p.Peer))
 			}
+		case kindBye:
+			_, _ = p.Conn.WriteTo(packet(kindPong, seq), from)
+			select {
+			case p.left <- struct{}{}:
+			default:
+			}
 		case kindPong:
 			p.mu.Lock()
+			if p.byeSeq != 0 && seq == p.byeSeq {
+				select {
+				case p.byeAcked <- struct{}{}:
+				default:
+				}
+			}
 			if p.pending && seq == p.seq {
 				p.pending = false
 				p.rtt = time.Since(p.sent)

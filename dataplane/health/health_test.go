@@ -155,3 +155,69 @@ func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
 		t.Errorf("first report without a peer = %+v, want Connecting with one miss", r)
 	}
 }
+
+// TestGoodbye checks that a prober that stops tells its peer, which reports
+// Late at once instead of at its next ping (an hour away here), and that a
+// prober whose peer never answered stops without a word.
+func TestGoodbye(t *testing.T) {
+	ca, aAddr := listen(t)
+	cb, bAddr := listen(t)
+	const interval = time.Hour
+	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
+	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctxB, stopB := context.WithCancel(ctx)
+	doneB := make(chan error, 1)
+	upB := make(chan Report, 10)
+	go func() { doneB <- b.Run(ctxB, func(r Report) { upB <- r }) }()
+	reports := make(chan Report, 10)
+	go a.Run(ctx, func(r Report) { reports <- r })
+	for _, ch := range []chan Report{reports, upB} {
+		select {
+		case r := <-ch:
+			if r.State != Connected {
+				t.Fatalf("first report %+v, want Connected", r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the probers did not connect")
+		}
+	}
+	stopB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-reports:
+		if !r.Late || r.State != Connected || r.Misses != 0 {
+			t.Errorf("report after the peer's goodbye %+v: want Late, still Connected, no miss", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no report after the peer said goodbye; the next ping is an hour away")
+	}
+
+	c, _ := listen(t)
+	silent, silentAddr := listen(t)
+	defer silent.Close()
+	lonely := &Prober{Conn: c, Peer: silentAddr, Interval: interval, MaxMisses: 3}
+	ctxL, stopL := context.WithCancel(ctx)
+	doneL := make(chan error, 1)
+	go func() { doneL <- lonely.Run(ctxL, func(Report) {}) }()
+	buf := make([]byte, 64)
+	if err := silent.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := silent.ReadFrom(buf); err != nil || buf[len(magic)] != kindPing {
+		t.Fatalf("first packet of a new prober: %q, %v; want a ping", buf[:n], err)
+	}
+	stopL()
+	if err := <-doneL; err != nil {
+		t.Fatal(err)
+	}
+	if err := silent.SetReadDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := silent.ReadFrom(buf); err == nil {
+		t.Errorf("a prober that was never answered sent %q when it stopped, want nothing", buf[:n])
+	}
+}

@@ -13,8 +13,9 @@
 // (rr) for throughput and rate measurements. get prints, as JSON, the reply
 // of one request together with the address it was sent from. stream and rr
 // print, as JSON, what they measured against a serve instance. probe sends a
-// request every interval, each on a new connection, and prints one JSON line
-// per request, so an outage shows as a gap between answers.
+// request every interval, each on a new connection and without waiting for
+// the earlier ones, and prints one JSON line per request, so an outage shows
+// as a gap between answers.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -255,28 +257,42 @@ func probe(ctx context.Context, args []string) error {
 	// A new connection per request: a connection kept across an outage
 	// would measure TCP's retransmission backoff, not the path.
 	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	// A request goes out on every tick, whether or not the earlier ones
+	// were answered: one lost in an outage does not hold back the next, so
+	// the gaps between answers measure the outage to within one interval.
+	// Lines are printed as requests end, not always in the order sent.
+	var (
+		mu   sync.Mutex
+		werr error
+		wg   sync.WaitGroup
+	)
 	enc := json.NewEncoder(os.Stdout)
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	end := time.Now().Add(*duration)
-	for time.Now().Before(end) {
-		line := echoapi.Probe{UnixMilli: time.Now().UnixMilli()}
-		reply, err := fetch(ctx, client, url)
-		if err != nil {
-			line.Error = err.Error()
-		} else {
-			line.OK, line.Reply = true, &reply
-		}
-		if err := enc.Encode(line); err != nil {
-			return err
-		}
+	for time.Now().Before(end) && ctx.Err() == nil {
+		wg.Add(1)
+		go func(line echoapi.Probe) {
+			defer wg.Done()
+			reply, err := fetch(ctx, client, url)
+			if err != nil {
+				line.Error = err.Error()
+			} else {
+				line.OK, line.Reply = true, &reply
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err := enc.Encode(line); err != nil && werr == nil {
+				werr = err
+			}
+		}(echoapi.Probe{UnixMilli: time.Now().UnixMilli()})
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-tick.C:
 		}
 	}
-	return nil
+	wg.Wait()
+	return werr
 }
 
 func fetch(ctx context.Context, client *http.Client, url string) (echoapi.Reply, error) {

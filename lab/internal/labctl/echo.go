@@ -1,11 +1,13 @@
 package labctl
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +127,8 @@ func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, in
 	return nil
 }
 
-// ProbeResults reads what the probe pod name has printed so far.
+// ProbeResults reads what the probe pod name has printed so far, in the
+// order the requests were sent (the probe prints them as they end).
 func (l *Lab) ProbeResults(ctx context.Context, n *node.Node, name string) ([]echoapi.Probe, error) {
 	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "logs", name)
 	if err != nil {
@@ -142,11 +145,12 @@ func (l *Lab) ProbeResults(ctx context.Context, n *node.Node, name string) ([]ec
 		}
 		probes = append(probes, p)
 	}
+	slices.SortStableFunc(probes, func(x, y echoapi.Probe) int { return cmp.Compare(x.UnixMilli, y.UnixMilli) })
 	return probes, nil
 }
 
 // LongestGap is the longest time in [from, until) without an answer to a
-// probe: between two answers, between from and the first answer, or
+// probe, of probes in the order sent: between two answers, between from and the first answer, or
 // between the last answer and until.
 func LongestGap(probes []echoapi.Probe, from, until time.Time) time.Duration {
 	last := from
