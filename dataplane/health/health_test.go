@@ -17,13 +17,19 @@ func listen(t *testing.T) (net.PacketConn, netip.AddrPort) {
 	return c, c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// pair returns two probers pinging each other over loopback.
+func pair(t *testing.T, interval time.Duration) (a, b *Prober) {
+	t.Helper()
+	ca, aAddr := listen(t)
+	cb, bAddr := listen(t)
+	return &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3},
+		&Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+}
+
 // TestProbers runs two probers against each other, then silences one and
 // watches the other go to Error after MaxMisses intervals.
 func TestProbers(t *testing.T) {
-	ca, aAddr := listen(t)
-	cb, bAddr := listen(t)
-	a := &Prober{Conn: ca, Peer: bAddr, Interval: 20 * time.Millisecond, MaxMisses: 3}
-	b := &Prober{Conn: cb, Peer: aAddr, Interval: 20 * time.Millisecond, MaxMisses: 3}
+	a, b := pair(t, 20*time.Millisecond)
 
 	ctxB, stopB := context.WithCancel(context.Background())
 	doneB := make(chan error, 1)
@@ -73,11 +79,8 @@ func TestProbers(t *testing.T) {
 // first and its first ping is lost (nobody listens yet); a's first ping
 // reaches b, which answers and pings back at once.
 func TestConnectedAtOnce(t *testing.T) {
-	ca, aAddr := listen(t)
-	cb, bAddr := listen(t)
 	const interval = time.Hour
-	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
-	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	a, b := pair(t, interval)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reports := map[string]chan Report{"a": make(chan Report, 10), "b": make(chan Report, 10)}
@@ -100,11 +103,8 @@ func TestConnectedAtOnce(t *testing.T) {
 // says so within a fraction of the interval, before the interval ends and
 // counts a miss, and asks again meanwhile.
 func TestLateReport(t *testing.T) {
-	ca, aAddr := listen(t)
-	cb, bAddr := listen(t)
 	const interval = 2 * time.Second
-	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
-	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	a, b := pair(t, interval)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctxB, stopB := context.WithCancel(ctx)
@@ -160,11 +160,8 @@ func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
 // Late at once instead of at its next ping (an hour away here), and that a
 // prober whose peer never answered stops without a word.
 func TestGoodbye(t *testing.T) {
-	ca, aAddr := listen(t)
-	cb, bAddr := listen(t)
 	const interval = time.Hour
-	a := &Prober{Conn: ca, Peer: bAddr, Interval: interval, MaxMisses: 3}
-	b := &Prober{Conn: cb, Peer: aAddr, Interval: interval, MaxMisses: 3}
+	a, b := pair(t, interval)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctxB, stopB := context.WithCancel(ctx)
