@@ -29,7 +29,8 @@ type FabricFacts struct {
 	// UnknownSource is the address other sources are translated to: the
 	// first address of the cluster's external CIDR.
 	UnknownSource netip.Addr
-	// Gateways are the active gateway pods, one per peer.
+	// Gateways are the active gateway pods, one per peer, and the peers
+	// that have none at the moment.
 	Gateways []FabricGateway
 }
 
@@ -37,7 +38,10 @@ type FabricFacts struct {
 type FabricGateway struct {
 	// Name identifies the gateway in errors and comments (namespace/name).
 	Name string
-	// Address is the gateway pod's address.
+	// Address is the gateway pod's address. The zero Addr means the peer
+	// has no active gateway pod at the moment (it is being replaced, or not
+	// created yet): its ranges are then unreachable from the node, rather
+	// than sent to the node's default route and out to the underlay.
 	Address netip.Addr
 	// Node is the address of the node running the gateway pod.
 	Node netip.Addr
@@ -71,7 +75,8 @@ const (
 const FabricNATPriority = 99
 
 // PlanFabric computes the desired state of a node from its facts. Gateways
-// with no ranges yet (their Configuration is not remapped) get no routes.
+// with no ranges yet (their Configuration is not remapped) get no routes;
+// the ranges of a peer without a gateway pod get unreachable routes.
 func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	if err := f.validate(); err != nil {
 		return FabricPlan{}, err
@@ -97,6 +102,14 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	}
 	var remote, home []netip.Prefix
 	for _, g := range gws {
+		if !g.Address.IsValid() {
+			for _, r := range g.Ranges {
+				rs.Routes = append(rs.Routes,
+					route.Route{Table: TablePodSources, Dst: r, Unreachable: true},
+					route.Route{Table: TableHostSources, Dst: r, Unreachable: true})
+			}
+			continue
+		}
 		if len(g.Ranges) == 0 {
 			continue
 		}
@@ -170,10 +183,10 @@ func (f FabricFacts) validate() error {
 	}
 	var all []netip.Prefix
 	for _, g := range f.Gateways {
-		if !g.Address.Is4() {
+		if g.Address.IsValid() && !g.Address.Is4() {
 			errs = append(errs, fmt.Errorf("gateway %s: address %v must be IPv4", g.Name, g.Address))
 		}
-		if !g.Local && !g.Node.Is4() {
+		if g.Address.IsValid() && !g.Local && !g.Node.Is4() {
 			errs = append(errs, fmt.Errorf("gateway %s: node address %v must be IPv4", g.Name, g.Node))
 		}
 		for _, r := range g.Ranges {

@@ -93,7 +93,11 @@ func (j fabricFactsFile) facts() FabricFacts {
 		f.PodCIDRs = append(f.PodCIDRs, netip.MustParsePrefix(p))
 	}
 	for _, g := range j.Gateways {
-		fg := FabricGateway{Name: g.Name, Address: netip.MustParseAddr(g.Address), Node: netip.MustParseAddr(g.Node), Local: g.Local}
+		// A gateway without an address stands for a peer without a pod.
+		fg := FabricGateway{Name: g.Name, Local: g.Local}
+		if g.Address != "" {
+			fg.Address, fg.Node = netip.MustParseAddr(g.Address), netip.MustParseAddr(g.Node)
+		}
 		for _, r := range g.Ranges {
 			fg.Ranges = append(fg.Ranges, netip.MustParsePrefix(r))
 		}

@@ -269,7 +269,8 @@ type peerKey struct{ namespace, clusterID string }
 
 // gateways pairs each peer's active gateway pod with the remapped ranges of
 // the peer's Configuration in the same namespace. Of two active pods for one
-// peer (a rollout), the older carries traffic until it goes.
+// peer (a rollout), the older carries traffic until it goes. A remapped peer
+// without an active pod with an address comes last, without an address.
 func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration) []dataplane.FabricGateway {
 	ranges := map[peerKey][]netip.Prefix{}
 	for _, c := range confs {
@@ -314,6 +315,13 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration) []
 			Local:   p.Spec.NodeName == a.opts.NodeName,
 			Ranges:  ranges[k],
 		})
+	}
+	for _, c := range confs {
+		k := peerKey{c.Namespace, c.Labels[netv1beta1.RemoteClusterIDLabel]}
+		if rs, ok := ranges[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, dataplane.FabricGateway{Name: c.Namespace + "/" + c.Name, Ranges: rs})
+		}
 	}
 	return out
 }

@@ -44,10 +44,11 @@ func TestGateways(t *testing.T) {
 		configuration("t-b", "b", "10.71.0.0/16", "10.72.0.0/16"),
 		configuration("t-c", "c"),
 		configuration("elsewhere", "c", "10.99.0.0/16"),
+		configuration("t-d", "d", "10.75.0.0/16"),
 	}
 	got := a.gateways(pods, confs)
-	if len(got) != 2 {
-		t.Fatalf("gateways = %+v, want b and c (d has no address yet)", got)
+	if len(got) != 4 {
+		t.Fatalf("gateways = %+v, want b, c, and the peers without a gateway pod with an address", got)
 	}
 	b, c := got[0], got[1]
 	if b.Name != "t-b/gw-b-old" || !b.Local || b.Address != netip.MustParseAddr("10.244.1.9") || b.Node != netip.MustParseAddr("192.168.1.1") {
@@ -58,6 +59,14 @@ func TestGateways(t *testing.T) {
 	}
 	if c.Local || len(c.Ranges) != 0 {
 		t.Errorf("peer c: %+v, want remote and no ranges (its Configuration in its namespace is not remapped)", c)
+	}
+	// Without a pod with an address, a remapped peer's ranges are still
+	// known, so that the node rejects them instead of routing them out.
+	for i, want := range []struct{ name, rng string }{{"elsewhere/c", "10.99.0.0/16"}, {"t-d/d", "10.75.0.0/16"}} {
+		g := got[2+i]
+		if g.Name != want.name || g.Address.IsValid() || len(g.Ranges) != 1 || g.Ranges[0].String() != want.rng {
+			t.Errorf("peer %s: %+v, want no address and range %s", want.name, g, want.rng)
+		}
 	}
 }
 

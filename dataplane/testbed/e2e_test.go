@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -290,6 +291,28 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		}
 	})
 
+	t.Run("no active gateway pod: the peer's ranges are unreachable", func(t *testing.T) {
+		// While its gateway pod is replaced, a node rejects the peer's
+		// ranges instead of routing them out of its default route.
+		setActive(t, bed.A, "false")
+		unreachable := "unreachable " + differentRemaps.AOfB[0].String()
+		deadline := time.Now().Add(restoreGoal)
+		for !strings.Contains(bed.A.Side.Node.MustRun(t, "ip", "route", "show", "table", "all"), unreachable) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q route on A's node %v after its gateway pod stopped being active", unreachable, restoreGoal)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		out, err := a1.Run("ping", "-c", "1", "-W", "2", "-n", bFromA.String())
+		if err == nil || !strings.Contains(out, "Unreachable") {
+			t.Errorf("ping of the peer without a gateway pod: %v\n%s\nwant an unreachable error from the node", err, out)
+		}
+		setActive(t, bed.A, "true")
+		if _, err := WaitPing(ctx, a1, bFromA, 30*time.Second); err != nil {
+			t.Fatalf("the peer once its gateway pod is active again: %v", err)
+		}
+	})
+
 	t.Run("tunnel link deleted", func(t *testing.T) {
 		bed.B.Side.Gateway.MustRun(t, "ip", "link", "del", dataplane.TunnelLink)
 		took, err := WaitPing(ctx, a1, bFromA, 30*time.Second)
@@ -361,6 +384,25 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// setActive sets the active label of the gateway pod of side r.
+func setActive(t *testing.T, r *Running, value string) {
+	t.Helper()
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := r.Cluster.Client.List(ctx, &pods, client.InNamespace(r.Peering.Namespace()), client.HasLabels{netv1beta1.ActiveGatewayLabel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("side %s: %d gateway pods, want 1", r.Side.Name, len(pods.Items))
+	}
+	pod := &pods.Items[0]
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels[netv1beta1.ActiveGatewayLabel] = value
+	if err := r.Cluster.Client.Patch(ctx, pod, patch); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // linkTX is the number of packets a link has sent.
