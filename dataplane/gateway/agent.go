@@ -126,7 +126,6 @@ func (a *Agent) Start(ctx context.Context) error {
 	resync.WatchKernel(ctx, a.log, a.trigger)
 
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	healthCtx, stopHealth := context.WithCancel(context.Background())
 	defer stopHealth()
 	prober := false
@@ -154,7 +153,8 @@ func (a *Agent) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			// The prober says goodbye through the tunnel before it goes.
+			// The prober says goodbye through the tunnel before it goes,
+			// and the Connection writer stops, before the cleanup.
 			stopHealth()
 			wg.Wait()
 			a.cleanup()

@@ -117,8 +117,13 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 		case <-p.left:
 			// The peer goes away (its agent stops): ask at once, so that
 			// late reports follow every lateAfter until it answers again.
-			report(p.askAgain(peer))
-			late.Reset(p.lateAfter())
+			p.mu.Lock()
+			p.expectAnswer()
+			p.mu.Unlock()
+			if r, ok := p.resendPending(peer); ok {
+				report(r)
+				late.Reset(p.lateAfter())
+			}
 			continue
 		case <-late.C:
 			// Ask again in case only the ping was lost, and tell at once
@@ -160,20 +165,13 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	return r, true
 }
 
-// askAgain sends a ping now, as the one pending, and returns the report that
-// says the path may be broken.
-func (p *Prober) askAgain(peer *net.UDPAddr) Report {
-	p.mu.Lock()
+// expectAnswer makes a new ping the pending one unless one already is.
+// The caller holds mu.
+func (p *Prober) expectAnswer() {
 	if !p.pending {
 		p.seq++
 		p.pending = true
 	}
-	seq := p.seq
-	p.sent = time.Now()
-	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true}
-	p.mu.Unlock()
-	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
-	return r
 }
 
 // sayGoodbye tells the peer this side is leaving, and waits up to byeWait,
@@ -262,10 +260,7 @@ func (p *Prober) receive() {
 			p.mu.Lock()
 			eager := p.state != Connected
 			if eager {
-				if !p.pending {
-					p.seq++
-					p.pending = true
-				}
+				p.expectAnswer()
 				p.sent = time.Now()
 			}
 			again := p.seq
