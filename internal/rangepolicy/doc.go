@@ -1,0 +1,15 @@
+// Package rangepolicy decides which of a peer's declared ranges this cluster
+// may route at all. A peer declares its pod and external CIDRs; whether one
+// is acceptable is the local side's decision, made by the same rules in the
+// controller and in every CLI command that reads a peer's manifests.
+//
+// The rules: only IPv4; never a special-use range (RFC 6890: this network,
+// loopback, link-local, multicast, reserved, broadcast) nor anything that
+// holds one, such as a default route; and only inside the installer's
+// allowlist (by default the private ranges of RFC 1918 and the shared address
+// space of RFC 6598).
+//
+// It does not decide where an accepted range lands: keeping it or remapping
+// it away from local ranges, node addresses and gateway endpoints is the
+// IPAM's job (package reconciler/ipam), given what this package accepted.
+package rangepolicy

@@ -1,0 +1,163 @@
+package rangepolicy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peerlink/peerlink/internal/cidr"
+)
+
+// Rule names the rule a refused range broke, as used in condition messages
+// and errors.
+type Rule string
+
+// The rules of a Policy.
+const (
+	// RuleFamily: the range is not IPv4, the only family peerlink routes.
+	RuleFamily Rule = "UnsupportedFamily"
+	// RuleSpecialUse: the range is, holds or lies in a special-use range.
+	RuleSpecialUse Rule = "SpecialUse"
+	// RuleNotAllowed: the range lies outside the allowlist.
+	RuleNotAllowed Rule = "NotAllowed"
+)
+
+// Refusal reports a range a Policy refuses and why.
+type Refusal struct {
+	// Range is the refused range.
+	Range netip.Prefix
+	// Rule is the rule it broke.
+	Rule Rule
+	// Detail says how, for a person.
+	Detail string
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("%s refused (%s): %s", r.Range, r.Rule, r.Detail)
+}
+
+// specialUse are the IPv4 ranges of RFC 6890 that are never a peer's pods:
+// routing one of them to a peer would hand it this cluster's loopback, its
+// metadata service (169.254.169.254), the tunnel addresses or multicast.
+var specialUse = []struct {
+	prefix netip.Prefix
+	name   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this network"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (and broadcast)"},
+}
+
+// DefaultAllowed returns the allowlist used when the installer sets none: the
+// private ranges of RFC 1918 and the shared address space of RFC 6598.
+func DefaultAllowed() []netip.Prefix {
+	return []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("192.168.0.0/16"),
+		netip.MustParsePrefix("100.64.0.0/10"),
+	}
+}
+
+// Policy decides which peer ranges are acceptable. The zero value uses
+// DefaultAllowed.
+type Policy struct {
+	// Allowed is the allowlist: an accepted range lies inside one of them.
+	// Empty means DefaultAllowed.
+	Allowed []netip.Prefix
+}
+
+// allowed returns the allowlist in force.
+func (p Policy) allowed() []netip.Prefix {
+	if len(p.Allowed) == 0 {
+		return DefaultAllowed()
+	}
+	return p.Allowed
+}
+
+// Check returns nil when r may be routed to a peer, and a *Refusal naming the
+// rule otherwise. r must be a network (no host bits); callers parse it with
+// cidr.ParseNetwork first.
+func (p Policy) Check(r netip.Prefix) error {
+	if !r.IsValid() || !r.Addr().Is4() {
+		return &Refusal{Range: r, Rule: RuleFamily, Detail: "only IPv4 ranges can be peered"}
+	}
+	if s, ok := specialOverlap(r); ok {
+		return &Refusal{Range: r, Rule: RuleSpecialUse, Detail: s}
+	}
+	for _, a := range p.allowed() {
+		if a.Bits() <= r.Bits() && a.Contains(r.Addr()) {
+			return nil
+		}
+	}
+	return &Refusal{Range: r, Rule: RuleNotAllowed,
+		Detail: fmt.Sprintf("outside the allowed peer ranges %s", Format(p.allowed()))}
+}
+
+// specialOverlap describes the special-use range r overlaps, if any.
+func specialOverlap(r netip.Prefix) (string, bool) {
+	for _, s := range specialUse {
+		if !s.prefix.Overlaps(r) {
+			continue
+		}
+		switch {
+		case r.Bits() == 0:
+			return fmt.Sprintf("a default route holds %s (%s)", s.prefix, s.name), true
+		case r.Bits() < s.prefix.Bits():
+			return fmt.Sprintf("holds %s (%s)", s.prefix, s.name), true
+		default:
+			return fmt.Sprintf("is in %s (%s)", s.prefix, s.name), true
+		}
+	}
+	return "", false
+}
+
+// Validate checks an allowlist an installer gives: IPv4 networks, none of
+// them special-use. The error names each bad entry by its position.
+func Validate(allowed []netip.Prefix) error {
+	var errs []error
+	for i, a := range allowed {
+		switch {
+		case !a.IsValid() || !a.Addr().Is4():
+			errs = append(errs, fmt.Errorf("allowed range %d (%s): only IPv4 ranges can be peered", i, a))
+		case a != a.Masked():
+			errs = append(errs, fmt.Errorf("allowed range %d (%s): %w (the network is %s)", i, a, cidr.ErrHostBits, a.Masked()))
+		default:
+			if s, ok := specialOverlap(a); ok {
+				errs = append(errs, fmt.Errorf("allowed range %d (%s): %s, a special-use range that is never routed to a peer", i, a, s))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseList parses a comma-separated list of networks, as the allowlist is
+// written in flags and in the cluster-info ConfigMap. Blank entries are
+// skipped, so "" is the empty list.
+func ParseList(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := cidr.ParseNetwork(f)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Format writes ps as ParseList reads them.
+func Format(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,146 @@
+package rangepolicy
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	custom := Policy{Allowed: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+	for _, tc := range []struct {
+		policy Policy
+		r      string
+		want   Rule // "" = accepted
+		detail string
+	}{
+		{r: "10.244.0.0/16"},
+		{r: "10.0.0.0/8"},
+		{r: "172.16.0.0/12"},
+		{r: "172.31.255.0/24"},
+		{r: "192.168.7.0/24"},
+		{r: "100.64.0.0/10"},
+		{r: "100.127.0.0/16"},
+		{r: "169.254.0.0/16", want: RuleSpecialUse, detail: "link-local"},
+		{r: "169.254.169.254/32", want: RuleSpecialUse, detail: "is in 169.254.0.0/16 (link-local)"},
+		{r: "169.254.18.0/24", want: RuleSpecialUse},
+		{r: "127.0.0.0/8", want: RuleSpecialUse, detail: "loopback"},
+		{r: "127.0.0.1/32", want: RuleSpecialUse},
+		{r: "0.0.0.0/8", want: RuleSpecialUse, detail: "this network"},
+		{r: "0.0.0.0/0", want: RuleSpecialUse, detail: "default route"},
+		{r: "128.0.0.0/1", want: RuleSpecialUse, detail: "holds 169.254.0.0/16 (link-local)"},
+		{r: "224.0.0.0/4", want: RuleSpecialUse, detail: "multicast"},
+		{r: "239.1.0.0/16", want: RuleSpecialUse},
+		{r: "240.0.0.0/4", want: RuleSpecialUse, detail: "reserved"},
+		{r: "255.255.255.255/32", want: RuleSpecialUse},
+		{r: "8.8.8.0/24", want: RuleNotAllowed, detail: "outside the allowed peer ranges 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10"},
+		{r: "100.128.0.0/16", want: RuleNotAllowed},
+		{r: "100.0.0.0/8", want: RuleNotAllowed},
+		{r: "172.32.0.0/16", want: RuleNotAllowed},
+		// Holds an allowed range but is wider: not inside the allowlist.
+		{r: "10.0.0.0/7", want: RuleNotAllowed},
+		{r: "fd00::/64", want: RuleFamily},
+		{r: "::ffff:10.0.0.0/104", want: RuleFamily},
+		{policy: custom, r: "10.244.1.0/24"},
+		{policy: custom, r: "10.245.0.0/16", want: RuleNotAllowed, detail: "10.244.0.0/16"},
+		{policy: custom, r: "10.0.0.0/8", want: RuleNotAllowed},
+	} {
+		err := tc.policy.Check(netip.MustParsePrefix(tc.r))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("Check(%s) = %v, want accepted", tc.r, err)
+			}
+			continue
+		}
+		var ref *Refusal
+		if !errors.As(err, &ref) {
+			t.Errorf("Check(%s) = %v, want a refusal by %s", tc.r, err, tc.want)
+			continue
+		}
+		if ref.Rule != tc.want || !strings.Contains(err.Error(), tc.detail) || !strings.Contains(err.Error(), tc.r) {
+			t.Errorf("Check(%s) = %q (rule %s), want rule %s, naming the range and %q", tc.r, err, ref.Rule, tc.want, tc.detail)
+		}
+	}
+}
+
+func TestCheckInvalid(t *testing.T) {
+	var ref *Refusal
+	if err := (Policy{}).Check(netip.Prefix{}); !errors.As(err, &ref) || ref.Rule != RuleFamily {
+		t.Fatalf("Check(zero prefix) = %v, want a refusal", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := Validate(DefaultAllowed()); err != nil {
+		t.Fatalf("Validate(DefaultAllowed()) = %v", err)
+	}
+	err := Validate([]netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("0.0.0.0/0"),
+		netip.MustParsePrefix("10.1.2.3/16"),
+		netip.MustParsePrefix("fd00::/8"),
+	})
+	for _, want := range []string{"allowed range 1 (0.0.0.0/0)", "allowed range 2 (10.1.2.3/16): host bits set", "allowed range 3 (fd00::/8): only IPv4"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want it to say %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "allowed range 0 ") {
+		t.Errorf("Validate = %v, names the good entry 0", err)
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList(" 10.0.0.0/8, ,192.168.0.0/16 ")
+	if err != nil || Format(got) != "10.0.0.0/8,192.168.0.0/16" {
+		t.Fatalf("ParseList = %v, %v", got, err)
+	}
+	if got, err := ParseList(""); err != nil || len(got) != 0 {
+		t.Fatalf("ParseList(\"\") = %v, %v, want empty", got, err)
+	}
+	for _, bad := range []string{"10.0.0.0/8,nonsense", "10.0.0.1/8", "10.0.0.0"} {
+		if _, err := ParseList(bad); err == nil {
+			t.Errorf("ParseList(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// FuzzCheck checks that no accepted range is outside IPv4, overlaps a
+// special-use range or lies outside the allowlist, whatever the input.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{"10.244.0.0/16", "0.0.0.0/0", "169.254.169.254/32", "8.8.8.0/24", "fd00::/8", "100.64.0.0/10"} {
+		f.Add(s, "")
+		f.Add(s, "10.244.0.0/16,8.8.0.0/16")
+	}
+	f.Fuzz(func(t *testing.T, r, allow string) {
+		p, err := netip.ParsePrefix(r)
+		if err != nil {
+			return
+		}
+		p = p.Masked()
+		allowed, err := ParseList(allow)
+		if err != nil || Validate(allowed) != nil {
+			return
+		}
+		pol := Policy{Allowed: allowed}
+		if pol.Check(p) != nil {
+			return
+		}
+		if !p.Addr().Is4() {
+			t.Fatalf("accepted %s: not IPv4", p)
+		}
+		for _, s := range specialUse {
+			if s.prefix.Overlaps(p) {
+				t.Fatalf("accepted %s: overlaps %s", p, s.prefix)
+			}
+		}
+		inside := false
+		for _, a := range pol.allowed() {
+			inside = inside || (a.Bits() <= p.Bits() && a.Contains(p.Addr()))
+		}
+		if !inside {
+			t.Fatalf("accepted %s outside %v", p, pol.allowed())
+		}
+	})
+}
