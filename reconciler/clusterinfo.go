@@ -10,6 +10,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // The cluster-info ConfigMap, which the CLI reads to learn this cluster's ID
@@ -27,6 +29,10 @@ const (
 	ClusterInfoExternalCIDR = "externalCIDR"
 	// ClusterInfoInternalCIDR is the key of the internal CIDR.
 	ClusterInfoInternalCIDR = "internalCIDR"
+	// ClusterInfoAllowedPeerCIDRs is the key of the allowlist of peer
+	// ranges, comma-separated, so that the CLI refuses what the controller
+	// would.
+	ClusterInfoAllowedPeerCIDRs = "allowedPeerCIDRs"
 )
 
 const (
@@ -57,6 +63,9 @@ func ClusterInfoData(facts ClusterFacts) map[string]string {
 		ClusterInfoServiceCIDR:  str(facts.ServiceCIDR),
 		ClusterInfoExternalCIDR: str(facts.ExternalCIDR),
 		ClusterInfoInternalCIDR: str(facts.InternalCIDR),
+		// The allowlist in force, the default included, so that a reader
+		// needs no knowledge of the default.
+		ClusterInfoAllowedPeerCIDRs: rangepolicy.Format(facts.PeerPolicy().AllowedRanges()),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/reconciler/ipam"
 )
 
@@ -35,6 +36,14 @@ type ClusterFacts struct {
 	// Pools are the ranges remapped peer CIDRs are taken from, searched in
 	// order (--ipam-pool). Empty means ipam.DefaultPools.
 	Pools []netip.Prefix
+	// AllowedPeer is the allowlist of the ranges a peer may declare
+	// (--allowed-peer-cidr). Empty means rangepolicy.DefaultAllowed.
+	AllowedPeer []netip.Prefix
+}
+
+// PeerPolicy returns the policy a peer's declared ranges are checked with.
+func (f ClusterFacts) PeerPolicy() rangepolicy.Policy {
+	return rangepolicy.Policy{Allowed: f.AllowedPeer}
 }
 
 // namedRange is a local range and the flag it comes from.
@@ -106,6 +115,9 @@ func (f ClusterFacts) Validate() error {
 	}
 	if _, err := ipam.New(f.IPAMPools(), nil); err != nil {
 		errs = append(errs, fmt.Errorf("--ipam-pool: %w", err))
+	}
+	if err := rangepolicy.Validate(f.AllowedPeer); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-peer-cidr: %w", err))
 	}
 	return errors.Join(errs...)
 }

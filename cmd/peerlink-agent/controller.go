@@ -32,6 +32,7 @@ type controllerOptions struct {
 	internalCIDR string
 	reserved     []string
 	pools        []string
+	allowedPeer  []string
 	namespace    string
 }
 
@@ -73,6 +74,7 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR set aside for the overlay between nodes and gateways, never given to a peer")
 	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster, never given to a peer (repeatable)")
 	f.StringSliceVar(&o.pools, "ipam-pool", nil, "CIDR peers' ranges are remapped into, searched in order (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16)")
+	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
 }
 
@@ -109,6 +111,7 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		InternalCIDR:  one("internal-cidr", o.internalCIDR),
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
+		AllowedPeer:   many("allowed-peer-cidr", o.allowedPeer),
 		Namespace:     o.namespace,
 	}
 	if len(errs) > 0 {

@@ -70,8 +70,8 @@ type Policy struct {
 	Allowed []netip.Prefix
 }
 
-// allowed returns the allowlist in force.
-func (p Policy) allowed() []netip.Prefix {
+// AllowedRanges returns the allowlist in force.
+func (p Policy) AllowedRanges() []netip.Prefix {
 	if len(p.Allowed) == 0 {
 		return DefaultAllowed()
 	}
@@ -88,13 +88,13 @@ func (p Policy) Check(r netip.Prefix) error {
 	if s, ok := specialOverlap(r); ok {
 		return &Refusal{Range: r, Rule: RuleSpecialUse, Detail: s}
 	}
-	for _, a := range p.allowed() {
+	for _, a := range p.AllowedRanges() {
 		if a.Bits() <= r.Bits() && a.Contains(r.Addr()) {
 			return nil
 		}
 	}
 	return &Refusal{Range: r, Rule: RuleNotAllowed,
-		Detail: fmt.Sprintf("outside the allowed peer ranges %s", Format(p.allowed()))}
+		Detail: fmt.Sprintf("outside the allowed peer ranges %s", Format(p.AllowedRanges()))}
 }
 
 // specialOverlap describes the special-use range r overlaps, if any.

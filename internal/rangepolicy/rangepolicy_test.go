@@ -136,11 +136,11 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		inside := false
-		for _, a := range pol.allowed() {
+		for _, a := range pol.AllowedRanges() {
 			inside = inside || (a.Bits() <= p.Bits() && a.Contains(p.Addr()))
 		}
 		if !inside {
-			t.Fatalf("accepted %s outside %v", p, pol.allowed())
+			t.Fatalf("accepted %s outside %v", p, pol.AllowedRanges())
 		}
 	})
 }
