@@ -1,7 +1,9 @@
 package ipam
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 )
 
 // Entry pairs a peer's CIDR with the range this cluster sees it under.
@@ -100,4 +102,34 @@ func (l *Ledger) Release(owner string) {
 		_ = l.alloc.Release(e.Got)
 	}
 	delete(l.owners, owner)
+}
+
+// Rebase moves every owner's ranges onto a, an Allocator with different
+// taken ranges (a node address that appeared, say), and makes the Ledger
+// use a from then on. An entry whose range a no longer has free is dropped,
+// as Restore drops it: its owner gets a new range at its next Assign.
+// Rebase returns the owners that lost an entry, sorted. Entries of
+// different owners never overlap, so the result does not depend on the
+// order owners are visited in.
+func (l *Ledger) Rebase(a *Allocator) []string {
+	l.alloc = a
+	var lost []string
+	for _, owner := range slices.Sorted(maps.Keys(l.owners)) {
+		entries := l.owners[owner]
+		kept := entries[:0]
+		for _, e := range entries {
+			if a.Claim(e.Got) == nil {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) != len(entries) {
+			lost = append(lost, owner)
+		}
+		if len(kept) == 0 {
+			delete(l.owners, owner)
+		} else {
+			l.owners[owner] = kept
+		}
+	}
+	return lost
 }

@@ -101,3 +101,37 @@ func TestLedgerRestore(t *testing.T) {
 		t.Errorf("a's earlier range is still taken after Restore replaced it: %v", err)
 	}
 }
+
+func TestLedgerRebase(t *testing.T) {
+	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
+	assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16") // 10.0.0.0/16 and kept
+	assign(t, l, "b", "192.168.5.0/24")                 // kept
+	assign(t, l, "c", "10.244.0.0/16")                  // 10.1.0.0/16
+
+	// A node appears at 10.250.3.4 and a load balancer at 10.1.0.9: the
+	// ranges holding them go, the others stay.
+	taken := append(localRanges(), pfxs("10.250.3.4/32", "10.1.0.9/32")...)
+	lost := l.Rebase(newAllocator(t, DefaultPools(), taken))
+	if want := []string{"a", "c"}; !slices.Equal(lost, want) {
+		t.Fatalf("Rebase lost %v, want %v", lost, want)
+	}
+	if got, want := assign(t, l, "b", "192.168.5.0/24"), []string{"192.168.5.0/24"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(b) = %v, want %v", got, want)
+	}
+	// a keeps its pod range; its other CIDR, kept as is until now, holds
+	// the node and is remapped to the first free block; c's range held
+	// the load balancer and moves too.
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16"), []string{"10.0.0.0/16", "10.2.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(a) after Rebase = %v, want %v", got, want)
+	}
+	if got, want := assign(t, l, "c", "10.244.0.0/16"), []string{"10.3.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(c) after Rebase = %v, want %v", got, want)
+	}
+	// The reservations go away again: nothing moves back, nothing is lost.
+	if lost := l.Rebase(newAllocator(t, DefaultPools(), localRanges())); len(lost) != 0 {
+		t.Errorf("Rebase to fewer taken ranges lost %v", lost)
+	}
+	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16"), []string{"10.0.0.0/16", "10.2.0.0/16"}; !slices.Equal(got, want) {
+		t.Errorf("Assign(a) after the second Rebase = %v, want %v", got, want)
+	}
+}
