@@ -26,6 +26,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/reconciler/ipam"
 )
 
@@ -47,6 +48,12 @@ const (
 	// be remapped. Retried every poolExhaustedRetry, as another peer's
 	// deletion may free one.
 	ReasonPoolExhausted = "PoolExhausted"
+	// ReasonUnsupportedAddressFamily: a CIDR of spec.remote is not IPv4.
+	ReasonUnsupportedAddressFamily = "UnsupportedAddressFamily"
+	// ReasonRefusedCIDR: a CIDR of spec.remote is one this cluster never
+	// routes to a peer: special-use, or outside the allowlist
+	// (--allowed-peer-cidr).
+	ReasonRefusedCIDR = "RefusedCIDR"
 )
 
 const (
@@ -78,16 +85,24 @@ type ConfigurationReconciler struct {
 	// Recorder emits events. Defaults to one of the manager.
 	Recorder record.EventRecorder
 
-	// mu guards ledger and loaded: workers may reconcile concurrently.
+	// mu guards ledger, loaded and reserved: workers may reconcile
+	// concurrently.
 	mu     sync.Mutex
 	ledger *ipam.Ledger
 	loaded bool
+	// reserved are the addresses the ledger's allocator holds besides the
+	// local ranges: node addresses and gateway endpoints, which change
+	// while the controller runs.
+	reserved []netip.Prefix
 }
 
 // Reconcile brings the ranges held for one Configuration in line with its
 // spec and records them and the outcome in its status.
 func (r *ConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if err := r.loadLedger(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.refreshReserved(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	var conf netv1beta1.Configuration
@@ -166,7 +181,7 @@ func (r *ConfigurationReconciler) checkInput(ctx context.Context, conf *netv1bet
 	if err := r.checkUnique(ctx, conf, id); err != nil {
 		return nil, err
 	}
-	return parseRemoteCIDRs(conf.Spec.Remote.CIDR)
+	return parseRemoteCIDRs(conf.Spec.Remote.CIDR, r.Facts.PeerPolicy())
 }
 
 // checkUnique stalls conf when an older Configuration (by creation time,
@@ -200,9 +215,9 @@ func compareAge(a, b *netv1beta1.Configuration) int {
 }
 
 // parseRemoteCIDRs parses the peer's pod and external CIDRs, which must be
-// networks (no host bits) and must not overlap each other. Errors name the
-// field.
-func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR) ([]netip.Prefix, error) {
+// networks (no host bits) that the policy accepts, and must not overlap
+// each other. Errors name the field and the rule.
+func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR, policy rangepolicy.Policy) ([]netip.Prefix, error) {
 	var (
 		out   []netip.Prefix
 		field []string
@@ -217,6 +232,9 @@ func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR) ([]netip.Prefix, error) {
 			if err != nil {
 				return nil, stall(ReasonInvalidCIDR, "%s: %q is not a network in CIDR notation: %v", f, s, err)
 			}
+			if err := policy.Check(p); err != nil {
+				return nil, refusal(f, err)
+			}
 			out = append(out, p)
 			field = append(field, f)
 		}
@@ -229,6 +247,17 @@ func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR) ([]netip.Prefix, error) {
 			field[j], out[j], field[i], out[i])
 	}
 	return out, nil
+}
+
+// refusal stalls a Configuration whose field holds a range the policy
+// refused.
+func refusal(field string, err error) error {
+	reason := ReasonRefusedCIDR
+	var ref *rangepolicy.Refusal
+	if errors.As(err, &ref) && ref.Rule == rangepolicy.RuleFamily {
+		reason = ReasonUnsupportedAddressFamily
+	}
+	return stall(reason, "%s: %v", field, err)
 }
 
 // assign makes the ledger hold a range for each of wants for the
@@ -268,6 +297,15 @@ func (r *ConfigurationReconciler) loadLedger(ctx context.Context) error {
 	if r.loaded {
 		return nil
 	}
+	reserved, err := r.listReserved(ctx)
+	if err != nil {
+		return err
+	}
+	alloc, err := r.allocator(reserved)
+	if err != nil {
+		return err
+	}
+	r.ledger, r.reserved = ipam.NewLedger(alloc), reserved
 	var list netv1beta1.ConfigurationList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return fmt.Errorf("list configurations to rebuild the ipam: %w", err)
@@ -283,7 +321,7 @@ func (r *ConfigurationReconciler) loadLedger(ctx context.Context) error {
 	for _, c := range confs {
 		entries := recordedEntries(c)
 		if kept := r.ledger.Restore(client.ObjectKeyFromObject(c).String(), entries); len(kept) != len(entries) {
-			log.Info("recorded ranges overlap local ranges or older peers; they get new ones",
+			log.Info("recorded ranges overlap local ranges, node addresses, gateway endpoints or older peers; they get new ones",
 				"configuration", client.ObjectKeyFromObject(c), "recorded", len(entries), "kept", len(kept))
 		}
 	}
@@ -379,13 +417,10 @@ func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor("peerlink-controller")
 	}
-	alloc, err := ipam.New(r.Facts.IPAMPools(), r.Facts.Taken())
-	if err != nil {
-		return fmt.Errorf("ipam of the local facts: %w", err)
+	if _, err := r.allocator(nil); err != nil {
+		return err
 	}
-	r.ledger = ipam.NewLedger(alloc)
-
-	err = mgr.GetFieldIndexer().IndexField(context.Background(), &netv1beta1.Configuration{}, remoteClusterIDIndex,
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &netv1beta1.Configuration{}, remoteClusterIDIndex,
 		func(o client.Object) []string {
 			if id := o.GetLabels()[netv1beta1.RemoteClusterIDLabel]; id != "" {
 				return []string{id}
@@ -402,6 +437,9 @@ func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("configuration").
 		For(&netv1beta1.Configuration{}, changes).
 		Watches(&netv1beta1.Configuration{}, handler.EnqueueRequestsFromMapFunc(r.samePeer), changes).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.holdingReserved), builder.WithPredicates(nodeAddressesChanged())).
+		Watches(&netv1beta1.GatewayClient{}, handler.EnqueueRequestsFromMapFunc(r.holdingReserved)).
+		Watches(&netv1beta1.GatewayServer{}, handler.EnqueueRequestsFromMapFunc(r.holdingReserved)).
 		Complete(r)
 }
 
