@@ -63,7 +63,7 @@ func (r *ConfigurationReconciler) listReserved(ctx context.Context) ([]netip.Pre
 		out = append(out, endpointAddresses(clients.Items[i].Spec.Endpoint.Addresses)...)
 	}
 	for i := range servers.Items {
-		out = append(out, endpointAddresses(servers.Items[i].Status.Endpoint.Addresses)...)
+		out = append(out, serverAddresses(&servers.Items[i])...)
 	}
 	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
 	return slices.Compact(out), nil
@@ -123,6 +123,15 @@ func endpointAddresses(addrs []string) []netip.Prefix {
 	return out
 }
 
+// serverAddresses returns the IPv4 addresses a GatewayServer is reached at,
+// as /32 prefixes; none while its endpoint is not known.
+func serverAddresses(s *netv1beta1.GatewayServer) []netip.Prefix {
+	if s.Status.Endpoint == nil {
+		return nil
+	}
+	return endpointAddresses(s.Status.Endpoint.Addresses)
+}
+
 // reservedOf returns the reserved addresses an object brings: a Node's
 // addresses or a gateway's endpoint addresses.
 func reservedOf(o client.Object) []netip.Prefix {
@@ -132,7 +141,7 @@ func reservedOf(o client.Object) []netip.Prefix {
 	case *netv1beta1.GatewayClient:
 		return endpointAddresses(o.Spec.Endpoint.Addresses)
 	case *netv1beta1.GatewayServer:
-		return endpointAddresses(o.Status.Endpoint.Addresses)
+		return serverAddresses(o)
 	}
 	return nil
 }

@@ -87,6 +87,17 @@ func TestConfigurationPeerRanges(t *testing.T) {
 	})
 
 	t.Run("a range holding a gateway endpoint is remapped", func(t *testing.T) {
+		// A server whose endpoint is not known yet reserves nothing.
+		gws := &netv1beta1.GatewayServer{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "server",
+				Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "good"}},
+		}
+		gws.Spec.MTU = 1340
+		gws.Spec.Endpoint.Port = 51840
+		gws.Spec.Endpoint.ServiceType = corev1.ServiceTypeNodePort
+		if err := e.cluster.Client.Create(t.Context(), gws); err != nil {
+			t.Fatal(err)
+		}
 		e.create(t, newConf(ns, "endpoint", "endpoint", []string{"10.252.0.0/16"}))
 		e.waitRemapped(t, ns, "endpoint", []string{"10.252.0.0/16"})
 		gwc := &netv1beta1.GatewayClient{
