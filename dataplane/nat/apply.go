@@ -76,6 +76,9 @@ func (a *Applier) Apply(rs Ruleset) (bool, error) {
 
 func write(c *nftables.Conn, table *nftables.Table, rs Ruleset) error {
 	c.AddTable(table)
+	for _, name := range rs.Counters {
+		c.AddObj(&nftables.CounterObj{Table: table, Name: name})
+	}
 	sets := map[string]*nftables.Set{}
 	for _, s := range rs.Sets {
 		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, Interval: true}
@@ -164,6 +167,18 @@ func (a *Applier) matches(table *nftables.Table, rs Ruleset) (bool, error) {
 			}
 		}
 	}
+	counters, err := a.Counters(rs.Table)
+	if err != nil {
+		return false, err
+	}
+	if len(counters) != len(rs.Counters) {
+		return false, nil
+	}
+	for _, name := range rs.Counters {
+		if _, ok := counters[name]; !ok {
+			return false, nil
+		}
+	}
 	sets, err := a.conn.GetSets(table)
 	if err != nil {
 		return false, fmt.Errorf("list sets of table ip %s: %w", rs.Table, err)
@@ -213,6 +228,23 @@ func sameElements(got, want []nftables.SetElement) bool {
 	slices.Sort(g)
 	slices.Sort(w)
 	return slices.Equal(g, w)
+}
+
+// Counters returns the packets counted so far in each named counter of
+// the table, which must exist. A table written anew starts its counters
+// from zero.
+func (a *Applier) Counters(table string) (map[string]uint64, error) {
+	objs, err := a.conn.GetObjects(&nftables.Table{Name: table, Family: nftables.TableFamilyIPv4})
+	if err != nil {
+		return nil, fmt.Errorf("list counters of table ip %s: %w", table, err)
+	}
+	out := map[string]uint64{}
+	for _, o := range objs {
+		if c, ok := o.(*nftables.CounterObj); ok {
+			out[c.Name] = c.Packets
+		}
+	}
+	return out, nil
 }
 
 // Remove deletes the table name if it exists.

@@ -15,11 +15,12 @@ import (
 
 // Offsets in the IPv4 and TCP headers, and the TCP MSS option.
 const (
-	ipSrcOffset    = 12
-	ipDstOffset    = 16
-	tcpFlagsOffset = 13
-	tcpFlagSYN     = 0x02
-	tcpOptMaxseg   = 2
+	ipSrcOffset      = 12
+	ipDstOffset      = 16
+	tcpFlagsOffset   = 13
+	udpDstPortOffset = 2
+	tcpFlagSYN       = 0x02
+	tcpOptMaxseg     = 2
 )
 
 // Registers: a 16-byte register for lookups, and the second 4-byte word of
@@ -112,6 +113,41 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			return nil, err
 		}
 	}
+	if r.DstNotIn != "" {
+		if err := addrIn(ipDstOffset, r.DstNotIn, true); err != nil {
+			return nil, err
+		}
+	}
+	addrIs := func(offset uint32, a netip.Addr) {
+		b := a.As4()
+		ex = append(ex,
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: b[:]})
+	}
+	if r.Src.IsValid() {
+		addrIs(ipSrcOffset, r.Src)
+	}
+	if r.Dst.IsValid() {
+		addrIs(ipDstOffset, r.Dst)
+	}
+	if r.DstLocal {
+		// The fib expression writes the address type as a host-order
+		// 32-bit integer.
+		local := make([]byte, 4)
+		binary.NativeEndian.PutUint32(local, unix.RTN_LOCAL)
+		ex = append(ex,
+			&expr.Fib{Register: reg1, FlagDADDR: true, ResultADDRTYPE: true},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: local})
+	}
+	if r.UDPDstPort != 0 {
+		var port [2]byte
+		binary.BigEndian.PutUint16(port[:], r.UDPDstPort)
+		ex = append(ex,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_UDP}},
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: udpDstPortOffset, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: port[:]})
+	}
 	if r.TCPSYN || r.ClampMSS != 0 {
 		ex = append(ex,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
@@ -160,6 +196,15 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			&expr.Cmp{Op: expr.CmpOpGt, Register: reg1, Data: mss[:]},
 			&expr.Immediate{Register: reg1, Data: mss[:]},
 			&expr.Exthdr{Op: expr.ExthdrOpTcpopt, Type: tcpOptMaxseg, Offset: 2, Len: 2, SourceRegister: reg1})
+	case r.Verdict != "":
+		if r.Counter != "" {
+			ex = append(ex, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: r.Counter})
+		}
+		kind := expr.VerdictAccept
+		if r.Verdict == Drop {
+			kind = expr.VerdictDrop
+		}
+		ex = append(ex, &expr.Verdict{Kind: kind})
 	default:
 		return nil, fmt.Errorf("rule %q has no statement", r)
 	}

@@ -20,6 +20,8 @@ type Ruleset struct {
 	Maps []Map
 	// Chains are the base chains of the table.
 	Chains []Chain
+	// Counters are named counters that rules count packets in.
+	Counters []string
 }
 
 // Set is an interval set of IPv4 prefixes.
@@ -67,6 +69,15 @@ type Chain struct {
 	Rules    []Rule
 }
 
+// Verdict ends a packet's way through the table.
+type Verdict string
+
+// Verdicts.
+const (
+	Accept Verdict = "accept"
+	Drop   Verdict = "drop"
+)
+
 // Rule matches packets on every field set and then applies its one
 // statement.
 type Rule struct {
@@ -81,8 +92,15 @@ type Rule struct {
 	OIF string
 	// SrcIn and SrcNotIn match the source address against a set.
 	SrcIn, SrcNotIn string
-	// DstIn matches the destination address against a set.
-	DstIn string
+	// DstIn and DstNotIn match the destination address against a set.
+	DstIn, DstNotIn string
+	// Src and Dst match one source or destination address.
+	Src, Dst netip.Addr
+	// DstLocal matches packets addressed to this network namespace itself
+	// (the routing lookup of the destination gives a local address).
+	DstLocal bool
+	// UDPDstPort matches UDP datagrams to this port.
+	UDPDstPort uint16
 	// TCPSYN matches TCP segments with the SYN flag.
 	TCPSYN bool
 
@@ -99,6 +117,11 @@ type Rule struct {
 	SNATTo netip.Addr
 	// ClampMSS lowers the TCP MSS option to this value when it is larger.
 	ClampMSS uint16
+	// Verdict accepts or drops the packet, in a filter chain.
+	Verdict Verdict
+	// Counter names the counter a packet is counted in before the
+	// verdict; only with a Verdict.
+	Counter string
 }
 
 // Validate reports a ruleset that cannot be written: a rule without exactly
@@ -137,7 +160,7 @@ func (rs Ruleset) Validate() error {
 		for i, r := range c.Rules {
 			where := fmt.Sprintf("table %s: chain %s: rule %d", rs.Table, c.Name, i)
 			n := 0
-			for _, set := range []bool{r.DNATMap != "", r.SNATMap != "", r.SNATKeepSource, r.SNATTo.IsValid(), r.ClampMSS != 0} {
+			for _, set := range []bool{r.DNATMap != "", r.SNATMap != "", r.SNATKeepSource, r.SNATTo.IsValid(), r.ClampMSS != 0, r.Verdict != ""} {
 				if set {
 					n++
 				}
@@ -145,7 +168,7 @@ func (rs Ruleset) Validate() error {
 			if n != 1 {
 				return fmt.Errorf("%s: has %d statements, want exactly one", where, n)
 			}
-			for _, name := range []string{r.SrcIn, r.SrcNotIn, r.DstIn} {
+			for _, name := range []string{r.SrcIn, r.SrcNotIn, r.DstIn, r.DstNotIn} {
 				if name != "" && !sets[name] {
 					return fmt.Errorf("%s: set %s is not in the ruleset", where, name)
 				}
@@ -158,6 +181,17 @@ func (rs Ruleset) Validate() error {
 			if (r.DNATMap != "" || r.SNATMap != "" || r.SNATKeepSource || r.SNATTo.IsValid()) && c.Type != NAT {
 				return fmt.Errorf("%s: NAT statement in a %s chain", where, c.Type)
 			}
+			if r.Verdict != "" && (c.Type != Filter || (r.Verdict != Accept && r.Verdict != Drop)) {
+				return fmt.Errorf("%s: verdict %q in a %s chain: want accept or drop in a filter chain", where, r.Verdict, c.Type)
+			}
+			if r.Counter != "" && (r.Verdict == "" || !slices.Contains(rs.Counters, r.Counter)) {
+				return fmt.Errorf("%s: counter %s needs a verdict and a counter of the ruleset", where, r.Counter)
+			}
+			for _, a := range []netip.Addr{r.Src, r.Dst} {
+				if a.IsValid() && !a.Is4() {
+					return fmt.Errorf("%s: address %s is not IPv4", where, a)
+				}
+			}
 		}
 	}
 	return nil
@@ -167,6 +201,9 @@ func (rs Ruleset) Validate() error {
 func (rs Ruleset) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table ip %s {\n", rs.Table)
+	for _, c := range rs.Counters {
+		fmt.Fprintf(&b, "\tcounter %s {\n\t}\n", c)
+	}
 	for _, s := range rs.Sets {
 		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags interval\n", s.Name)
 		var elems []string
@@ -228,6 +265,21 @@ func (r Rule) String() string {
 	if r.DstIn != "" {
 		parts = append(parts, "ip daddr @"+r.DstIn)
 	}
+	if r.DstNotIn != "" {
+		parts = append(parts, "ip daddr != @"+r.DstNotIn)
+	}
+	if r.Src.IsValid() {
+		parts = append(parts, "ip saddr "+r.Src.String())
+	}
+	if r.Dst.IsValid() {
+		parts = append(parts, "ip daddr "+r.Dst.String())
+	}
+	if r.DstLocal {
+		parts = append(parts, "fib daddr type local")
+	}
+	if r.UDPDstPort != 0 {
+		parts = append(parts, fmt.Sprintf("udp dport %d", r.UDPDstPort))
+	}
 	if r.TCPSYN {
 		parts = append(parts, "tcp flags syn")
 	}
@@ -242,6 +294,11 @@ func (r Rule) String() string {
 		parts = append(parts, "snat to "+r.SNATTo.String())
 	case r.ClampMSS != 0:
 		parts = append(parts, fmt.Sprintf("tcp option maxseg size > %d tcp option maxseg size set %d", r.ClampMSS, r.ClampMSS))
+	case r.Verdict != "":
+		if r.Counter != "" {
+			parts = append(parts, fmt.Sprintf("counter name %q", r.Counter))
+		}
+		parts = append(parts, string(r.Verdict))
 	}
 	return strings.Join(parts, " ")
 }
