@@ -33,6 +33,9 @@ type GatewayFacts struct {
 	Keepalive time.Duration
 	// Remote are the peer's ranges, pod ranges and external ranges alike.
 	Remote []RangeMapping
+	// LocalRanges are this cluster's pod ranges and its external range:
+	// the only destinations packets from the tunnel may have.
+	LocalRanges []netip.Prefix
 	// Overlay is how the gateway pod meets the nodes of its cluster.
 	Overlay GatewayOverlay
 }
@@ -70,7 +73,28 @@ type GatewayPlan struct {
 const (
 	mapRemappedToReal = "remapped_to_real"
 	mapRealToRemapped = "real_to_remapped"
+	setPeerRanges     = "peer_ranges"
+	setLocalRanges    = "local_ranges"
 )
+
+// Reasons the ingress filter drops a packet from the tunnel for, which are
+// also the names of its counters.
+const (
+	// DropSource: the source is not in the peer's declared ranges.
+	DropSource = "source"
+	// DropGateway: the packet is for the gateway pod itself and is not the
+	// health probe.
+	DropGateway = "gateway"
+	// DropDestination: the destination is not in this cluster's pod or
+	// external ranges (a node, a Service, another peer).
+	DropDestination = "destination"
+)
+
+// IngressDropReasons lists the reasons of the ingress filter, in the order
+// its rules check them.
+func IngressDropReasons() []string {
+	return []string{DropSource, DropGateway, DropDestination}
+}
 
 // tcpIPHeaders is what an MSS leaves out of an IPv4 packet: IPv4 and TCP
 // headers without options.
@@ -148,10 +172,44 @@ func Plan(f GatewayFacts) (GatewayPlan, error) {
 		toRemapped.Elements = append(toRemapped.Elements, nat.MapElement{From: m.Real, To: m.Remapped})
 	}
 	mss := uint16(f.MTU - tcpIPHeaders)
+	var real []netip.Prefix
+	for _, m := range f.Remote {
+		real = append(real, m.Real)
+	}
 	p.NAT = nat.Ruleset{
 		Table: GatewayNFTable,
-		Maps:  []nat.Map{toReal, toRemapped},
+		Sets: []nat.Set{
+			{Name: setPeerRanges, Prefixes: real},
+			{Name: setLocalRanges, Prefixes: f.LocalRanges},
+		},
+		Maps:     []nat.Map{toReal, toRemapped},
+		Counters: IngressDropReasons(),
 		Chains: []nat.Chain{
+			// The tunnel is a narrow door: before routing and before the
+			// source is remapped, a packet from the peer must come from
+			// the peer's declared ranges and go to this cluster's pods or
+			// external range. Nothing else of this cluster (its nodes,
+			// Services, other peers, the gateway pod itself but for the
+			// health probe) is reachable from the tunnel.
+			{Name: "ingress", Type: nat.Filter, Hook: nat.Prerouting, Priority: -150, Rules: []nat.Rule{
+				{
+					Comment: "from the peer: its health probe to this gateway",
+					IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), UDPDstPort: HealthPort,
+					Verdict: nat.Accept,
+				},
+				{
+					Comment: "from the peer: only from its declared ranges",
+					IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: nat.Drop,
+				},
+				{
+					Comment: "from the peer: nothing for the gateway itself",
+					IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: nat.Drop,
+				},
+				{
+					Comment: "from the peer: only to this cluster's pod and external ranges",
+					IIF:     TunnelLink, DstNotIn: setLocalRanges, Counter: DropDestination, Verdict: nat.Drop,
+				},
+			}},
 			{Name: "prerouting", Type: nat.NAT, Hook: nat.Prerouting, Priority: -100, Rules: []nat.Rule{{
 				Comment: "to the peer: remapped destination to its real range",
 				IIF:     OverlayLink, DNATMap: mapRemappedToReal,
@@ -208,7 +266,26 @@ func (f GatewayFacts) validate() error {
 		errs = append(errs, fmt.Errorf("overlay MTU %d: must be at least %d", f.Overlay.MTU, minMTU))
 	}
 	errs = append(errs, validateRemote(f.Remote)...)
+	errs = append(errs, validateLocal(f.LocalRanges)...)
 	return errors.Join(errs...)
+}
+
+// validateLocal checks the local ranges: without them the ingress filter
+// would let nothing in, and an open filter is not an option.
+func validateLocal(local []netip.Prefix) []error {
+	if len(local) == 0 {
+		return []error{errors.New("local ranges: missing (this cluster's pod and external CIDRs)")}
+	}
+	var errs []error
+	for i, p := range local {
+		if !p.IsValid() || !p.Addr().Is4() || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("local range %d (%s): must be an IPv4 network", i, p))
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(local); ok {
+		errs = append(errs, fmt.Errorf("local ranges %s and %s overlap", local[i], local[j]))
+	}
+	return errs
 }
 
 func validateRemote(remote []RangeMapping) []error {

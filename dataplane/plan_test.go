@@ -32,7 +32,8 @@ type gatewayFactsFile struct {
 		Real     string `json:"real"`
 		Remapped string `json:"remapped"`
 	} `json:"remote"`
-	Overlay struct {
+	LocalRanges []string `json:"localRanges"`
+	Overlay     struct {
 		Kind    string `json:"kind"`
 		Address string `json:"address"`
 		Node    string `json:"node"`
@@ -58,6 +59,9 @@ func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
 	}
 	for _, r := range j.Remote {
 		f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix(r.Real), Remapped: netip.MustParsePrefix(r.Remapped)})
+	}
+	for _, r := range j.LocalRanges {
+		f.LocalRanges = append(f.LocalRanges, netip.MustParsePrefix(r))
 	}
 	f.Overlay = GatewayOverlay{Kind: overlay.Kind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
 	if j.Overlay.Node != "" {

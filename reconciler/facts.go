@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
@@ -39,6 +40,12 @@ type ClusterFacts struct {
 	// AllowedPeer is the allowlist of the ranges a peer may declare
 	// (--allowed-peer-cidr). Empty means rangepolicy.DefaultAllowed.
 	AllowedPeer []netip.Prefix
+}
+
+// LocalRanges returns the ranges a peer may reach here: the pod CIDRs and
+// the external CIDR.
+func (f ClusterFacts) LocalRanges() []netip.Prefix {
+	return append(slices.Clone(f.PodCIDRs), f.ExternalCIDR)
 }
 
 // PeerPolicy returns the policy a peer's declared ranges are checked with.

@@ -36,10 +36,10 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
 	}
-	if err := (&WgGatewayServerReconciler{}).SetupWithManager(mgr); err != nil {
+	if err := (&WgGatewayServerReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up wggatewayserver reconciler: %w", err)
 	}
-	if err := (&WgGatewayClientReconciler{}).SetupWithManager(mgr); err != nil {
+	if err := (&WgGatewayClientReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up wggatewayclient reconciler: %w", err)
 	}
 	if err := (&GatewayServerReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {

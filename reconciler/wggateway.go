@@ -3,6 +3,9 @@ package reconciler
 import (
 	"context"
 	"maps"
+	"net/netip"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +58,9 @@ type wgGateway struct {
 	gatewayResource string
 	deployment      netv1beta1.DeploymentTemplate
 	secretRef       corev1.LocalObjectReference
+	// localRanges are this cluster's pod and external ranges, which the
+	// gateway pod is told in its environment.
+	localRanges []netip.Prefix
 }
 
 // applyWorkload applies the gateway's ServiceAccount and RBAC, makes sure its
@@ -74,7 +80,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, err
 	}
-	if err := applyTyped(ctx, c, gatewayDeployment(g.deployment, name, ns, labels, g.owner)); err != nil {
+	if err := applyTyped(ctx, c, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges)); err != nil {
 		return nil, err
 	}
 	return ref, nil
@@ -130,10 +136,14 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 	}
 }
 
-// gatewayDeployment builds Deployment gw-<name> from the rendered template.
-// The pod runs as ServiceAccount gw-<name> unless the template names another
-// one: without it the agent could read nothing.
-func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference) *appsv1.Deployment {
+// gatewayDeployment builds Deployment gw-<name> from the rendered template,
+// with two things no template decides: the pod runs as ServiceAccount
+// gw-<name>, the one the controller made with just the rights the agent
+// needs (another account would lend the gateway whatever it holds), and
+// every container gets this cluster's pod and external ranges in
+// PEERLINK_LOCAL_CIDRS, the only destinations the gateway lets out of the
+// tunnel.
+func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, local []netip.Prefix) *appsv1.Deployment {
 	d := &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -145,8 +155,17 @@ func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels 
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
-	if d.Spec.Template.Spec.ServiceAccountName == "" {
-		d.Spec.Template.Spec.ServiceAccountName = childName(name)
+	pod := &d.Spec.Template.Spec
+	pod.ServiceAccountName = childName(name)
+	pod.DeprecatedServiceAccount = ""
+	ranges := make([]string, len(local))
+	for i, p := range local {
+		ranges[i] = p.String()
+	}
+	env := corev1.EnvVar{Name: netv1beta1.LocalCIDRsEnv, Value: strings.Join(ranges, ",")}
+	for i := range pod.Containers {
+		c := &pod.Containers[i]
+		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env.Name }), env)
 	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,8 @@ type gatewayEnv struct {
 // gatewayFacts are the facts of the cluster the gateway tests run in; the
 // default templates live in its namespace.
 func gatewayFacts() ClusterFacts {
-	return ClusterFacts{ClusterID: "local", Namespace: templates.InstallNamespace}
+	return ClusterFacts{ClusterID: "local", Namespace: templates.InstallNamespace,
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16")}
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -184,8 +186,8 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.wgServer = &WgGatewayServerReconciler{}
-	env.wgClient = &WgGatewayClientReconciler{}
+	env.wgServer = &WgGatewayServerReconciler{Facts: gatewayFacts()}
+	env.wgClient = &WgGatewayClientReconciler{Facts: gatewayFacts()}
 	env.gwServer = &GatewayServerReconciler{Facts: gatewayFacts()}
 	env.gwClient = &GatewayClientReconciler{Facts: gatewayFacts()}
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient, env.gwServer, env.gwClient} {

@@ -28,6 +28,9 @@ type WgGatewayClientReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	// Defaults to the manager's client.
 	Client client.Client
+	// Facts are this cluster's own ranges, which the gateway pod learns to
+	// filter what comes out of the tunnel.
+	Facts ClusterFacts
 	// APIReader reads Secrets, which are watched by metadata only and so
 	// are not in the cache. Defaults to the manager's API reader.
 	APIReader client.Reader
@@ -64,6 +67,7 @@ func (r *WgGatewayClientReconciler) reconcile(ctx context.Context, wg *netv1beta
 		obj:             wg,
 		owner:           *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind("WgGatewayClient")),
 		gatewayResource: "gatewayclients",
+		localRanges:     r.Facts.LocalRanges(),
 		deployment:      wg.Spec.Deployment,
 		secretRef:       wg.Spec.SecretRef,
 	})

@@ -29,6 +29,9 @@ type WgGatewayServerReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	// Defaults to the manager's client.
 	Client client.Client
+	// Facts are this cluster's own ranges, which the gateway pod learns to
+	// filter what comes out of the tunnel.
+	Facts ClusterFacts
 	// APIReader reads Secrets and Nodes, which are watched by metadata only
 	// and so are not in the cache. Defaults to the manager's API reader.
 	APIReader client.Reader
@@ -66,6 +69,7 @@ func (r *WgGatewayServerReconciler) reconcile(ctx context.Context, wg *netv1beta
 		obj:             wg,
 		owner:           owner,
 		gatewayResource: "gatewayservers",
+		localRanges:     r.Facts.LocalRanges(),
 		deployment:      wg.Spec.Deployment,
 		secretRef:       wg.Spec.SecretRef,
 	})

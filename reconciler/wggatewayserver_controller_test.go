@@ -76,6 +76,11 @@ func testWgServerNodePort(t *testing.T, e *gatewayEnv) {
 	ctx := t.Context()
 	ns := e.namespace(t, "wg-server-nodeport")
 	wg := newWgServer(ns, "peer", gatewayServiceTemplate("peer", corev1.ServiceTypeNodePort, 30444))
+	// A template that asks for another account and says where the tunnel
+	// may lead: neither is the template's to decide.
+	tmpl := &wg.Spec.Deployment.Spec.Template.Spec
+	tmpl.ServiceAccountName = "default"
+	tmpl.Containers[0].Env = []corev1.EnvVar{{Name: netv1beta1.LocalCIDRsEnv, Value: "0.0.0.0/0"}, {Name: "KEEP", Value: "1"}}
 	if err := e.c.Create(ctx, wg); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +106,10 @@ func testWgServerNodePort(t *testing.T, e *gatewayEnv) {
 	}
 	if got := dep.Spec.Template.Spec.ServiceAccountName; got != "gw-peer" {
 		t.Errorf("pod service account %q, want gw-peer", got)
+	}
+	wantEnv := []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: netv1beta1.LocalCIDRsEnv, Value: "10.244.0.0/16,10.70.0.0/16"}}
+	if got := dep.Spec.Template.Spec.Containers[0].Env; !slices.Equal(got, wantEnv) {
+		t.Errorf("container env %+v, want %+v", got, wantEnv)
 	}
 	if got := dep.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{"gateway", "--name=peer"}) {
 		t.Errorf("container args %q", got)

@@ -20,6 +20,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 // gatewayFlags are the flags of `peerlink-agent gateway`.
@@ -32,6 +33,7 @@ type gatewayFlags struct {
 	keyDir                                string
 	keepalive, pingInterval, resync       time.Duration
 	wireguardImpl, overlayKind, nodeIP    string
+	localCIDRs                            string
 }
 
 func newGatewayCommand() *cobra.Command {
@@ -78,6 +80,7 @@ func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.wireguardImpl, "wireguard-implementation", string(wireguard.Auto), "auto, kernel or userspace")
 	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the fabric's: auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
 	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of the node running the pod (default: the NODE_IP variable); traffic from the tunnel goes to it through the overlay")
+	fs.StringVar(&f.localCIDRs, "local-cidr", os.Getenv(netv1beta1.LocalCIDRsEnv), "comma-separated pod and external CIDRs of this cluster, the only destinations allowed out of the tunnel (default: the "+netv1beta1.LocalCIDRsEnv+" variable, which the controller sets; required)")
 }
 
 // gatewayMaxMisses is how many unanswered pings in a row make a tunnel's
@@ -124,6 +127,16 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
 			return gateway.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
 		}
+	}
+	for _, s := range strings.Split(f.localCIDRs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := cidr.ParseNetwork(s)
+		if err != nil {
+			return gateway.Options{}, fmt.Errorf("--local-cidr: %w", err)
+		}
+		o.LocalRanges = append(o.LocalRanges, p)
 	}
 	return o, o.Validate()
 }

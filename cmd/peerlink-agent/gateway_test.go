@@ -83,6 +83,9 @@ func TestGatewayTemplateArgs(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The controller sets it in every gateway pod, beside the
+			// template's arguments.
+			t.Setenv(netv1beta1.LocalCIDRsEnv, "10.244.0.0/16,10.70.0.0/16")
 			c := renderedContainer(t, tc.tmpl, tc.data)
 			if len(c.Args) == 0 || c.Args[0] != "gateway" {
 				t.Fatalf("container args %q do not run the gateway", c.Args)
@@ -118,6 +121,9 @@ func TestGatewayFlagValidation(t *testing.T) {
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--wireguard-implementation=boringtun"}, "--wireguard-implementation"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--overlay=gre"}, "--overlay"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--node-ip=node-1"}, "--node-ip"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client"}, "--local-cidr: required"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.1/16"}, "--local-cidr: \"10.244.0.1/16\": host bits set"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=fd00::/64"}, "--local-cidr fd00::/64: must be an IPv4 network"},
 	} {
 		cmd := newGatewayCommand()
 		cmd.SetArgs(tc.args)

@@ -281,6 +281,11 @@ func (a *Agent) apply(plan dataplane.GatewayPlan) error {
 	if err != nil {
 		return err
 	}
+	if drops, err := a.nat.Counters(plan.NAT.Table); err == nil {
+		a.metrics.observeDrops(drops)
+	} else {
+		a.log.Error(err, "read the ingress filter's counters")
+	}
 	if wgChanged {
 		changes = append(changes, "wireguard configuration written")
 	}

@@ -30,6 +30,8 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 		MTU:        a.opts.MTU,
 		Keepalive:  a.opts.Keepalive,
 		Overlay:    a.overlayFacts,
+		// The options are validated once; the plan keeps its own copy.
+		LocalRanges: slices.Clone(a.opts.LocalRanges),
 	}
 	var err error
 	if f.PrivateKey, err = readKey(a.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {

@@ -86,14 +86,15 @@ func TestReadKey(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	ok := Options{Name: "n", Namespace: "ns", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840,
-		KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5, ResyncInterval: time.Second}
+		KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5, ResyncInterval: time.Second,
+		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	bad := ok
-	bad.ListenPort, bad.NodeIP = 0, netip.MustParseAddr("2001:db8::1")
+	bad.ListenPort, bad.NodeIP, bad.LocalRanges = 0, netip.MustParseAddr("2001:db8::1"), nil
 	err := bad.Validate()
-	for _, want := range []string{"--listen-port 0", "--node-ip 2001:db8::1"} {
+	for _, want := range []string{"--listen-port 0", "--node-ip 2001:db8::1", "--local-cidr: required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

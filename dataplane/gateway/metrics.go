@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
 
@@ -20,7 +21,13 @@ type metrics struct {
 	peer           *wgtypes.Peer
 	now            func() time.Time
 
-	received, transmitted, handshakeAge, impl *prometheus.Desc
+	// dropped holds the ingress filter's drops by reason since the agent
+	// started; kernel holds the kernel counters last read, which restart
+	// from zero whenever the table is written anew.
+	dropped map[string]float64
+	kernel  map[string]uint64
+
+	received, transmitted, handshakeAge, impl, drops *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -30,7 +37,13 @@ func newMetrics(now func() time.Time) *metrics {
 			Help:    "Round-trip time of the health pings through the tunnel.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
-		now: now,
+		now:     now,
+		dropped: map[string]float64{},
+		kernel:  map[string]uint64{},
+		drops: prometheus.NewDesc("peerlink_gateway_ingress_dropped_packets_total",
+			"Packets from the tunnel the ingress filter dropped, by reason: source (not from the peer's declared ranges), "+
+				"gateway (for the gateway pod itself), destination (not to this cluster's pod or external ranges).",
+			[]string{"reason"}, nil),
 		received: prometheus.NewDesc("peerlink_gateway_received_bytes_total",
 			"Bytes received from the peer through the tunnel, as WireGuard counts them.", nil, nil),
 		transmitted: prometheus.NewDesc("peerlink_gateway_transmitted_bytes_total",
@@ -50,6 +63,23 @@ func (m *metrics) observe(impl wireguard.Implementation, peer *wgtypes.Peer) {
 	m.peer = peer
 }
 
+// observeDrops records a reading of the ingress filter's kernel counters.
+// A counter lower than at the last reading was written anew with its
+// table: all of it is new.
+func (m *metrics) observeDrops(kernel map[string]uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, reason := range dataplane.IngressDropReasons() {
+		k := kernel[reason]
+		if last := m.kernel[reason]; k >= last {
+			m.dropped[reason] += float64(k - last)
+		} else {
+			m.dropped[reason] += float64(k)
+		}
+		m.kernel[reason] = k
+	}
+}
+
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latency.Describe(ch)
@@ -57,6 +87,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.transmitted
 	ch <- m.handshakeAge
 	ch <- m.impl
+	ch <- m.drops
 }
 
 // Collect implements prometheus.Collector.
@@ -66,6 +97,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	defer m.mu.Unlock()
 	if m.implementation != "" {
 		ch <- prometheus.MustNewConstMetric(m.impl, prometheus.GaugeValue, 1, string(m.implementation))
+	}
+	for _, reason := range dataplane.IngressDropReasons() {
+		ch <- prometheus.MustNewConstMetric(m.drops, prometheus.CounterValue, m.dropped[reason], reason)
 	}
 	if m.peer == nil {
 		return

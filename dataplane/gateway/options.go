@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
@@ -52,6 +53,9 @@ type Options struct {
 	// ResyncInterval is how often the kernel state is compared with the
 	// plan even when nothing was notified.
 	ResyncInterval time.Duration
+	// LocalRanges are this cluster's pod and external CIDRs: the only
+	// destinations the ingress filter lets out of the tunnel.
+	LocalRanges []netip.Prefix
 }
 
 // Validate reports options that cannot work, naming the flag.
@@ -92,6 +96,15 @@ func (o Options) Validate() error {
 	}
 	if o.ResyncInterval <= 0 {
 		errs = append(errs, fmt.Errorf("resync interval %v: must be positive", o.ResyncInterval))
+	}
+	if len(o.LocalRanges) == 0 {
+		// Without them the ingress filter would have to let everything in.
+		errs = append(errs, fmt.Errorf("--local-cidr: required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
+	}
+	for _, p := range o.LocalRanges {
+		if !p.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("--local-cidr %s: must be an IPv4 network", p))
+		}
 	}
 	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
 		errs = append(errs, fmt.Errorf("--node-ip %s: must be an IPv4 address", o.NodeIP))

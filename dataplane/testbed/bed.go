@@ -139,6 +139,7 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 		"--name=" + p.GatewayName(), "--namespace=" + p.Namespace(), "--remote-cluster-id=" + p.PeerID,
 		"--mode=" + string(p.Role), "--gateway-uid=" + uid, "--mtu=1340",
 		"--key-dir=" + keys, "--keepalive=25s", "--ping-interval=2s", "--node-ip=" + p.NodeIP.String(),
+		"--local-cidr=" + PodCIDR.String() + "," + ExternalCIDR.String(),
 	}
 	if p.Role == dataplane.Server {
 		r.gatewayArgs = append(r.gatewayArgs, "--listen-port="+strconv.Itoa(int(p.Server.Port())))

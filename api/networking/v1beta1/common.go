@@ -20,6 +20,11 @@ const (
 	// GatewayObjectPrefix starts the name of everything a gateway produces:
 	// Deployment, Service, key Secret and Connection are all gw-<gatewayName>.
 	GatewayObjectPrefix = "gw-"
+	// LocalCIDRsEnv is the environment variable the controller sets in
+	// every container of a gateway pod: this cluster's pod and external
+	// CIDRs, comma-separated, the only destinations the gateway lets out of
+	// the tunnel (peerlink).
+	LocalCIDRsEnv = "PEERLINK_LOCAL_CIDRS"
 )
 
 // Defaults of the API.
