@@ -27,6 +27,7 @@ type fabricFlags struct {
 	overlayKind                 string
 	mtu                         int
 	resync                      time.Duration
+	cleanupOnExit               bool
 }
 
 func newFabricCommand() *cobra.Command {
@@ -63,6 +64,7 @@ func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the gateways': auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the overlay link; 0: the node link's MTU less the encapsulation")
 	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
+	fs.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "remove the overlay link, routes, rules and nftables table on SIGTERM (for uninstalling; without it they stay for the next agent, so a rollout drops nothing)")
 }
 
 func (f *fabricFlags) options() (fabric.Options, error) {
@@ -77,6 +79,7 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 		Overlay:          kind,
 		MTU:              f.mtu,
 		ResyncInterval:   f.resync,
+		CleanupOnExit:    f.cleanupOnExit,
 	}
 	if f.nodeIP != "" {
 		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {

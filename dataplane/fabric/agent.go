@@ -60,6 +60,11 @@ type Options struct {
 	MTU int
 	// ResyncInterval is how often the kernel is compared with the plan.
 	ResyncInterval time.Duration
+	// CleanupOnExit removes the overlay link, routes, rules and nftables
+	// table when the agent stops. Off, they stay for the next agent (a
+	// rollout, a drain, a restart) and traffic to the peers goes on
+	// meanwhile; on is for uninstalling.
+	CleanupOnExit bool
 }
 
 // Validate reports options that cannot work, naming the flag.
@@ -114,7 +119,8 @@ func New(opts Options, c client.Client, informers cache.Informers, log logr.Logg
 // Ready is the readiness check: the last sync succeeded.
 func (a *Agent) Ready(r *http.Request) error { return a.outcome.Ready(r) }
 
-// Start runs the agent until ctx ends, then removes what it created.
+// Start runs the agent until ctx ends. What it created stays in place, for
+// the next agent to adopt, unless CleanupOnExit is set.
 func (a *Agent) Start(ctx context.Context) error {
 	if err := a.initKernel(); err != nil {
 		return err
@@ -130,7 +136,11 @@ func (a *Agent) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			a.cleanup()
+			if a.opts.CleanupOnExit {
+				a.cleanup()
+			} else {
+				a.log.Info("stopping; the overlay link, routes, rules and nftables table stay for the next agent")
+			}
 			return nil
 		case <-tick.C:
 		case <-a.trigger:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,10 @@ type Process struct {
 	Log  string
 	cmd  *exec.Cmd
 	done chan error
+	// ns, bin and args start it again.
+	ns   *nstest.NS
+	bin  string
+	args []string
 }
 
 // Start runs bin with args in ns, its output appended to logPath.
@@ -61,7 +66,7 @@ func Start(ns *nstest.NS, logPath, bin string, args ...string) (*Process, error)
 		log.Close()
 		return nil, fmt.Errorf("start %s in %s: %w", filepath.Base(bin), ns.Name, err)
 	}
-	p := &Process{Log: logPath, cmd: cmd, done: make(chan error, 1)}
+	p := &Process{Log: logPath, cmd: cmd, done: make(chan error, 1), ns: ns, bin: bin, args: args}
 	go func() {
 		// `ip netns exec` and sh exec the agent: the process waited for is
 		// the agent itself, and SIGKILL reaches it.
@@ -69,6 +74,12 @@ func Start(ns *nstest.NS, logPath, bin string, args ...string) (*Process, error)
 		log.Close()
 	}()
 	return p, nil
+}
+
+// Again starts the program of p again, in the same namespace with the same
+// log, with extra arguments after the first ones. p must have ended.
+func (p *Process) Again(extra ...string) (*Process, error) {
+	return Start(p.ns, p.Log, p.bin, append(slices.Clone(p.args), extra...)...)
 }
 
 // Kill sends SIGKILL and waits for the process to end.

@@ -360,11 +360,58 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		checkBothWays(t, bed, differentRemaps)
 	})
 
-	t.Run("graceful stop removes everything", func(t *testing.T) {
+	t.Run("a fabric restart drops nothing", func(t *testing.T) {
+		// The fabric of A's gateway node is stopped (SIGTERM, as a rollout
+		// or a drain does) and started again while a pod pings the peer
+		// every 20 ms: its routes, rules, link and table stay in place.
+		done := make(chan string, 1)
+		go func() {
+			out, _ := a1.Run("ping", "-c", "150", "-i", "0.02", "-W", "1", "-n", "-q", bFromA.String())
+			done <- out
+		}()
+		time.Sleep(500 * time.Millisecond)
+		if err := bed.A.Fabric.Stop(10 * time.Second); err != nil {
+			t.Fatalf("stop the fabric: %v\n%s", err, bed.A.Fabric.Tail(20))
+		}
+		tables := bed.A.Side.Node.MustRun(t, "nft", "list", "tables")
+		if !strings.Contains(tables, dataplane.FabricNFTable) {
+			t.Errorf("the stopped fabric removed its table:\n%s", tables)
+		}
+		time.Sleep(500 * time.Millisecond)
+		p, err := bed.A.Fabric.Again()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bed.A.Fabric = p
+		out := <-done
+		if !strings.Contains(out, " 0% packet loss") {
+			t.Errorf("pings across the fabric's restart were lost:\n%s", out)
+		}
+		t.Logf("across the fabric's restart: %s", strings.TrimSpace(out[strings.LastIndex(out, "150 packets"):]))
+	})
+
+	t.Run("graceful stop leaves the fabric's state; removal on uninstall", func(t *testing.T) {
 		for _, r := range []*Running{bed.A, bed.B} {
 			for _, p := range []*Process{r.Gateway, r.Fabric, r.Fabric2} {
 				if err := p.Stop(10 * time.Second); err != nil {
 					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, p.Tail(20))
+				}
+			}
+			for _, ns := range []*nstest.NS{r.Side.Node, r.Side.Node2} {
+				if tables := ns.MustRun(t, "nft", "list", "tables"); !strings.Contains(tables, dataplane.FabricNFTable) {
+					t.Errorf("side %s: a stopped fabric removed its table in %s", r.Side.Name, ns.Name)
+				}
+			}
+			// Uninstalling: the fabric runs once more with
+			// --cleanup-on-exit, then stops.
+			for _, p := range []*Process{r.Fabric, r.Fabric2} {
+				q, err := p.Again("--cleanup-on-exit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * time.Second)
+				if err := q.Stop(10 * time.Second); err != nil {
+					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, q.Tail(20))
 				}
 			}
 			for _, ns := range []*nstest.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
