@@ -6,9 +6,12 @@ import (
 	"net/netip"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // ClusterFacts are what the controller knows of its own cluster: its ID and
@@ -37,6 +40,10 @@ type ClusterFacts struct {
 	// Pools are the ranges remapped peer CIDRs are taken from, searched in
 	// order (--ipam-pool). Empty means ipam.DefaultPools.
 	Pools []netip.Prefix
+	// AllowedTemplateKinds are kinds gateway templates may render besides
+	// WgGatewayServer and WgGatewayClient (--allowed-template-kind); never
+	// a built-in Kubernetes kind.
+	AllowedTemplateKinds []schema.GroupVersionKind
 	// AllowedPeer is the allowlist of the ranges a peer may declare
 	// (--allowed-peer-cidr). Empty means rangepolicy.DefaultAllowed.
 	AllowedPeer []netip.Prefix
@@ -122,6 +129,11 @@ func (f ClusterFacts) Validate() error {
 	}
 	if _, err := ipam.New(f.IPAMPools(), nil); err != nil {
 		errs = append(errs, fmt.Errorf("--ipam-pool: %w", err))
+	}
+	for _, k := range f.AllowedTemplateKinds {
+		if templates.IsBuiltinGroup(k.Group) {
+			errs = append(errs, fmt.Errorf("--allowed-template-kind %s: a kind built into Kubernetes is never rendered from a template", k))
+		}
 	}
 	if err := rangepolicy.Validate(f.AllowedPeer); err != nil {
 		errs = append(errs, fmt.Errorf("--allowed-peer-cidr: %w", err))

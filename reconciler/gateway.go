@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // Reasons of the conditions of a GatewayServer or GatewayClient.
@@ -31,6 +32,10 @@ const (
 	ReasonTemplateNotFound = "TemplateNotFound"
 	// ReasonInvalidTemplate: the template does not render.
 	ReasonInvalidTemplate = "InvalidTemplate"
+	// ReasonTemplateNotAllowed: the template lives in a namespace templates
+	// may not come from, or renders a kind the controller does not create
+	// from templates.
+	ReasonTemplateNotAllowed = "TemplateNotAllowed"
 	// ReasonWaitingForStatus: the rendered object has not reported on its
 	// current generation yet.
 	ReasonWaitingForStatus = "WaitingForStatus"
@@ -132,8 +137,15 @@ func samePeerMapper(c client.Reader, kind string) handler.MapFunc {
 }
 
 // fetchTemplate reads the template ref names, of any kind, as unstructured.
-// field is the path of ref in the gateway, for messages.
-func fetchTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectReference, field string) (*unstructured.Unstructured, error) {
+// field is the path of ref in the gateway, for messages. Templates come
+// only from the install namespace or the gateway's own: whoever may create
+// a gateway in one namespace must not render a template someone keeps in
+// another.
+func fetchTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectReference, field, installNS, gatewayNS string) (*unstructured.Unstructured, error) {
+	if ref.Namespace != installNS && ref.Namespace != gatewayNS {
+		return nil, stall(ReasonTemplateNotAllowed, "%s.namespace: %q: templates come only from the install namespace %s or the gateway's own namespace %s",
+			field, ref.Namespace, installNS, gatewayNS)
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u)
@@ -146,6 +158,17 @@ func fetchTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectRefere
 		return nil, fmt.Errorf("get %s %s %s/%s: %w", field, ref.Kind, ref.Namespace, ref.Name, err)
 	}
 	return u, nil
+}
+
+// checkRendered checks the kind a template rendered for a gateway before
+// anything is applied: one the controller may create from a template (want,
+// or one the installer allowed). The namespace needs no check: the
+// renderer always puts the object in the gateway's.
+func checkRendered(obj *unstructured.Unstructured, field string, want schema.GroupVersionKind, allowed []schema.GroupVersionKind) error {
+	if err := templates.CheckKind(obj.GroupVersionKind(), want, allowed); err != nil {
+		return stall(ReasonTemplateNotAllowed, "%s: the template's spec.objectKind %v", field, err)
+	}
+	return nil
 }
 
 // applyRendered applies the object rendered for a gateway, owned by it and

@@ -71,7 +71,7 @@ func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		return outcome{}, err
 	}
 	ref := templates.ClientTemplateRef(&gw.Spec, r.Facts.Namespace)
-	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.clientTemplateRef")
+	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.clientTemplateRef", r.Facts.Namespace, gw.Namespace)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -79,6 +79,9 @@ func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 	obj, err := templates.Render(tmpl, data)
 	if err != nil {
 		return outcome{}, stall(ReasonInvalidTemplate, "spec.clientTemplateRef: %v", err)
+	}
+	if err := checkRendered(obj, "spec.clientTemplateRef", templates.RenderedKind(false), r.Facts.AllowedTemplateKinds); err != nil {
+		return outcome{}, err
 	}
 	owner := *metav1.NewControllerRef(gw, netv1beta1.GroupVersion.WithKind("GatewayClient"))
 	if err := applyRendered(ctx, r.Client, obj, owner, id); err != nil {

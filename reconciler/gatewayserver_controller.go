@@ -69,7 +69,7 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		return outcome{}, err
 	}
 	ref := templates.ServerTemplateRef(&gw.Spec, r.Facts.Namespace)
-	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.serverTemplateRef")
+	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.serverTemplateRef", r.Facts.Namespace, gw.Namespace)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -77,6 +77,9 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 	obj, err := templates.RenderServer(tmpl, gw, data)
 	if err != nil {
 		return outcome{}, stall(ReasonInvalidTemplate, "spec.serverTemplateRef: %v", err)
+	}
+	if err := checkRendered(obj, "spec.serverTemplateRef", templates.RenderedKind(true), r.Facts.AllowedTemplateKinds); err != nil {
+		return outcome{}, err
 	}
 	owner := *metav1.NewControllerRef(gw, netv1beta1.GroupVersion.WithKind("GatewayServer"))
 	if err := applyRendered(ctx, r.Client, obj, owner, id); err != nil {

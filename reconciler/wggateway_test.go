@@ -228,6 +228,7 @@ func TestGateways(t *testing.T) {
 		{"gateway server load balancer", testGatewayServerLoadBalancer},
 		{"gateway server template change", testGatewayServerTemplateChange},
 		{"gateway server bad input", testGatewayServerBadInput},
+		{"templates reach only what a gateway needs", testTemplateReach},
 		{"gateway server deletion", testGatewayServerDeletion},
 		{"gateway client", testGatewayClient},
 		// Last, so that every other test's objects are searched too.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // leaderElectionID names the Lease the controller replicas compete for.
@@ -33,6 +34,7 @@ type controllerOptions struct {
 	reserved     []string
 	pools        []string
 	allowedPeer  []string
+	allowedKinds []string
 	namespace    string
 }
 
@@ -74,6 +76,7 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR set aside for the overlay between nodes and gateways, never given to a peer")
 	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster, never given to a peer (repeatable)")
 	f.StringSliceVar(&o.pools, "ipam-pool", nil, "CIDR peers' ranges are remapped into, searched in order (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16)")
+	f.StringSliceVar(&o.allowedKinds, "allowed-template-kind", nil, "kind gateway templates may render besides WgGatewayServer and WgGatewayClient, as group/version/Kind (repeatable; never a built-in Kubernetes kind)")
 	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
 }
@@ -113,6 +116,16 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		Pools:         many("ipam-pool", o.pools),
 		AllowedPeer:   many("allowed-peer-cidr", o.allowedPeer),
 		Namespace:     o.namespace,
+	}
+	for _, s := range o.allowedKinds {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		k, err := templates.ParseKind(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-template-kind: %w", err))
+		}
+		f.AllowedTemplateKinds = append(f.AllowedTemplateKinds, k)
 	}
 	if len(errs) > 0 {
 		return reconciler.ClusterFacts{}, errors.Join(errs...)

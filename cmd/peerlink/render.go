@@ -218,6 +218,9 @@ func renderServer(src renderSource, candidates []renderSource, ov renderOverride
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
 	}
+	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(true), nil); err != nil {
+		return nil, fmt.Errorf("%s: spec.serverTemplateRef: %s: %w", src, tmpl.file, err)
+	}
 	return rendered, nil
 }
 
@@ -243,6 +246,9 @@ func renderClient(src renderSource, candidates []renderSource, ov renderOverride
 	rendered, err := templates.Render(tmpl.obj, templates.DataForClient(gw, uid, clusterID, secretName))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
+	}
+	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(false), nil); err != nil {
+		return nil, fmt.Errorf("%s: spec.clientTemplateRef: %s: %w", src, tmpl.file, err)
 	}
 	return rendered, nil
 }

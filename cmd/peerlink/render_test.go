@@ -215,6 +215,11 @@ metadata:
 			{"tmpl.yaml", badTemplate},
 		}, nil, []string{"tmpl.yaml: WgGatewayServerTemplate tiny: spec.deployment.spec.template.spec.containers[0].args[1]:",
 			"can't evaluate field Secret", "(rendering gw.yaml: GatewayServer ns/server)"}},
+		{"template of a built-in kind", []file{
+			{"gw.yaml", server + "spec:\n  serverTemplateRef: {name: tiny}\n"},
+			{"tmpl.yaml", strings.Replace(strings.SplitN(customServer, "---\n", 2)[1],
+				"objectKind:\n    apiVersion: networking.liqo.io/v1beta1\n    kind: WgGatewayServer", "objectKind:\n    apiVersion: apps/v1\n    kind: DaemonSet", 1)},
+		}, nil, []string{"gw.yaml: GatewayServer ns/server: spec.serverTemplateRef: tmpl.yaml: renders apps/v1 DaemonSet, a kind built into Kubernetes"}},
 		{"template twice", []file{
 			{"gw.yaml", server + "spec:\n  serverTemplateRef: {name: tiny}\n"},
 			{"tmpl.yaml", badTemplate},

@@ -1,0 +1,97 @@
+package reconciler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
+)
+
+// testTemplateReach gives gateways templates that would make the controller
+// create what a gateway does not need: a built-in kind, a template from a
+// namespace that is neither the install namespace nor the gateway's, an
+// object in another namespace. Each gateway stalls, naming the field and
+// the rule, and nothing is created.
+func testTemplateReach(t *testing.T, e *gatewayEnv) {
+	ctx := t.Context()
+	ns := e.namespace(t, "gws-reach")
+	elsewhere := e.namespace(t, "gws-reach-elsewhere")
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := func(ns, name, apiVersion, kind, renderNS string) {
+		t.Helper()
+		tmpl := defaults[0].DeepCopy()
+		tmpl.SetNamespace(ns)
+		tmpl.SetName(name)
+		if err := unstructured.SetNestedStringMap(tmpl.Object, map[string]string{"apiVersion": apiVersion, "kind": kind}, "spec", "objectKind"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(tmpl.Object, renderNS, "spec", "template", "metadata", "namespace"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Create(ctx, tmpl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, templateNS, apiVersion, kind, renderNS, reason, want string
+	}{
+		{"daemonset", ns, "apps/v1", "DaemonSet", "{{ .Namespace }}", ReasonTemplateNotAllowed,
+			"spec.serverTemplateRef: the template's spec.objectKind renders apps/v1 DaemonSet, a kind built into Kubernetes"},
+		{"rolebinding", ns, "rbac.authorization.k8s.io/v1", "RoleBinding", "{{ .Namespace }}", ReasonTemplateNotAllowed,
+			"renders rbac.authorization.k8s.io/v1 RoleBinding, a kind built into Kubernetes"},
+		{"secret", ns, "v1", "Secret", "{{ .Namespace }}", ReasonTemplateNotAllowed, "renders v1 Secret, a kind built into Kubernetes"},
+		{"client-kind", ns, "networking.liqo.io/v1beta1", "WgGatewayClient", "{{ .Namespace }}", ReasonTemplateNotAllowed,
+			"renders networking.liqo.io/v1beta1 WgGatewayClient: a template renders only WgGatewayServer"},
+		{"third-namespace", elsewhere, "networking.liqo.io/v1beta1", "WgGatewayServer", "{{ .Namespace }}", ReasonTemplateNotAllowed,
+			`spec.serverTemplateRef.namespace: "gws-reach-elsewhere": templates come only from the install namespace peerlink or the gateway's own namespace gws-reach`},
+		{"other-namespace", ns, "networking.liqo.io/v1beta1", "WgGatewayServer", elsewhere, ReasonInvalidTemplate,
+			`metadata.namespace: renders "gws-reach-elsewhere", but the rendered object is always "gws-reach"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			template(tc.templateNS, tc.name, tc.apiVersion, tc.kind, tc.renderNS)
+			gw := newGatewayServer(ns, tc.name, "remote-"+tc.name, corev1.ServiceTypeClusterIP, nil)
+			gw.Spec.ServerTemplateRef = corev1.ObjectReference{Name: tc.name, Namespace: tc.templateNS}
+			if err := e.c.Create(ctx, gw); err != nil {
+				t.Fatal(err)
+			}
+			e.waitGatewayServer(t, ns, tc.name, metav1.ConditionFalse, tc.reason, func(g *netv1beta1.GatewayServer) error {
+				c := meta.FindStatusCondition(g.Status.Conditions, netv1beta1.ConditionStalled)
+				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.want) {
+					return fmt.Errorf("stalled condition %+v, want %s with %q", c, tc.reason, tc.want)
+				}
+				if g.Status.ServerRef != nil {
+					return fmt.Errorf("status.serverRef %+v: something was rendered", g.Status.ServerRef)
+				}
+				return nil
+			})
+		})
+	}
+	// Nothing of any of them exists, in either namespace.
+	for _, list := range []struct {
+		apiVersion, kind string
+	}{{"apps/v1", "DaemonSetList"}, {"rbac.authorization.k8s.io/v1", "RoleBindingList"}, {"v1", "SecretList"},
+		{"networking.liqo.io/v1beta1", "WgGatewayServerList"}, {"networking.liqo.io/v1beta1", "WgGatewayClientList"}, {"apps/v1", "DeploymentList"}} {
+		for _, n := range []string{ns, elsewhere} {
+			l := &unstructured.UnstructuredList{}
+			l.SetAPIVersion(list.apiVersion)
+			l.SetKind(list.kind)
+			if err := e.c.List(ctx, l, client.InNamespace(n)); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) > 0 {
+				t.Errorf("%s in %s: %d objects were created, the first %s", list.kind, n, len(l.Items), l.Items[0].GetName())
+			}
+		}
+	}
+}
