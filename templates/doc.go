@@ -84,8 +84,13 @@
 //     are quoted: metadata.labels["liqo.io/remote-cluster-id"].
 //  9. No input makes Render panic or run away: a template object of any
 //     shape gets an error, the strings of one object render to at most
-//     1 MiB, print, printf and println build strings of at most 1 MiB, and
-//     each string runs at most 10000 range iterations and template calls.
+//     1 MiB, print, printf and println build strings of at most 1 MiB,
+//     printf refuses a width or precision above 256 before it formats
+//     anything, and all the strings of one object together run at most
+//     20000 range iterations and template calls within 500 ms. The errors
+//     name the template object and the field.
+// 10. A template renders its gateway's WgGateway kind, or a kind the
+//     installer allows; never a kind built into Kubernetes (CheckKind).
 //
 // # Functions
 //

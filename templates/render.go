@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -94,7 +95,7 @@ func render(tmpl map[string]any, data Data) (*unstructured.Unstructured, error) 
 		}
 	}
 
-	r := &renderer{dot: dot(data), data: data, out: &outputBudget{left: maxOutput}}
+	r := &renderer{dot: dot(data), data: data, out: &outputBudget{left: maxOutput}, steps: newStepBudget(time.Now())}
 	obj := map[string]any{"apiVersion": kind.APIVersion, "kind": kind.Kind}
 	md, err := r.metadata(body["metadata"])
 	if err != nil {
@@ -138,6 +139,8 @@ type renderer struct {
 	// data is the Data dot was made from.
 	data Data
 	out  *outputBudget
+	// steps is the step and time budget of the whole object.
+	steps *stepBudget
 }
 
 // dot returns the value templates execute on: the fields of Data, but with

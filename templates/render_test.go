@@ -2,8 +2,11 @@ package templates
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -122,9 +125,15 @@ func TestRenderLimits(t *testing.T) {
 		{"range", "{{ range 20000 }}{{ end }}", errTooManySteps},
 		{"nested range", "{{ range 200 }}{{ range 200 }}{{ end }}{{ end }}", errTooManySteps},
 		{"recursion", `{{ define "r" }}{{ template "r" }}{{ end }}{{ template "r" }}`, errTooManySteps},
+		{"printf width bomb", `{{ printf "%999999999d" 1 }}`, errWidth},
+		{"printf precision bomb", `{{ printf "%.999999999f" 1.0 }}`, errWidth},
+		{"printf star width", `{{ printf "%*d" 999999999 1 }}`, errWidth},
+		{"printf star precision", `{{ printf "%-8.*s" 100000000 "x" }}`, errWidth},
+		{"printf indexed star", `{{ printf "%[2]*[1]d" 1 100000000 }}`, errWidth},
+		{"printf negative star", `{{ printf "%*d" -100000000 1 }}`, errWidth},
 		{"long output", "{{ range 2000 }}" + strings.Repeat("x", 1000) + "{{ end }}", errOutputTooLarge},
 		{"doubling", `{{ $s := "xxxxxxxx" }}{{ range 40 }}{{ $s = print $s $s }}{{ end }}`, errOutputTooLarge},
-		{"printf width", `{{ range 3 }}{{ printf "%0999999d" 1 }}{{ end }}`, errOutputTooLarge},
+		{"printf width", `{{ range 3 }}{{ printf "%0999999d" 1 }}{{ end }}`, errWidth},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,7 +146,36 @@ func TestRenderLimits(t *testing.T) {
 			}
 		})
 	}
-	// The budget is per object: many strings may each use part of it.
+	// Widths up to the limit format as ever.
+	got, err := Render(customTemplate(map[string]any{"v": `{{ printf "%08.3f|%*d|%-4s|%%|%[1]v" 1.5 5 7 "ab" }}`}), serverData())
+	if err != nil || got.Object["spec"].(map[string]any)["v"] != "0001.500|    7|ab  |%|1.5" {
+		t.Errorf("printf with small widths: %v, %v", got, err)
+	}
+	// The budgets are per object: 2,000 strings of 9,999 iterations each
+	// stop within a second, and a width bomb allocates next to nothing.
+	loops := map[string]any{}
+	for i := range 2000 {
+		loops[fmt.Sprintf("k%d", i)] = "{{ range 9999 }}x{{ end }}"
+	}
+	start := time.Now()
+	if _, err := Render(customTemplate(loops), serverData()); !errors.Is(err, errTooManySteps) && !errors.Is(err, errTooSlow) && !errors.Is(err, errOutputTooLarge) {
+		t.Errorf("2,000 loops of 9,999: err = %v, want a budget error", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("2,000 loops of 9,999 took %v to fail, want under 1 s", took)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Render(customTemplate(map[string]any{"v": `{{ range 100 }}{{ printf "%0900000000d|%.900000000f" 1 1.0 }}{{ end }}`}), serverData())
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errWidth) {
+		t.Errorf("width bomb: err = %v, want %v", err, errWidth)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
+		t.Errorf("a width bomb allocated %d MB, want under 100 MB", alloc>>20)
+	}
+	// The output budget is per object too: many strings may each use part
+	// of it.
 	spec := map[string]any{}
 	for i := range 20 {
 		spec[strings.Repeat("k", i+1)] = strings.Repeat("x", 60000)

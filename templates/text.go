@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"time"
 )
 
 const (
@@ -13,9 +14,18 @@ const (
 	// to, and any single string a template builds with print, printf or
 	// println. The API server stores no object above 1.5 MiB anyway.
 	maxOutput = 1 << 20
-	// maxSteps bounds, per string, the range iterations and template calls,
-	// so that no template keeps the controller busy.
-	maxSteps = 10000
+	// maxSteps bounds the range iterations and template calls of all the
+	// strings of one template object together, so that no template keeps
+	// the controller busy: 2,000 strings of 9,999 iterations each would
+	// otherwise take tens of seconds.
+	maxSteps = 20000
+	// renderTimeout bounds the time one template object takes to render,
+	// whatever it spends it on; it is checked at every step.
+	renderTimeout = 500 * time.Millisecond
+	// maxWidth bounds the width and precision of a printf verb, checked
+	// before anything is formatted: %999999999d would allocate a gigabyte
+	// before the length of the result could be checked.
+	maxWidth = 256
 
 	// templateName names each parsed string; it is cut out of error
 	// messages, which carry the field path instead.
@@ -29,8 +39,33 @@ const (
 
 var (
 	errOutputTooLarge = fmt.Errorf("the template renders more than %d bytes", maxOutput)
-	errTooManySteps   = fmt.Errorf("the template runs more than %d range iterations and template calls", maxSteps)
+	errTooManySteps   = fmt.Errorf("the template object runs more than %d range iterations and template calls", maxSteps)
+	errTooSlow        = fmt.Errorf("the template object takes more than %v to render", renderTimeout)
+	errWidth          = fmt.Errorf("printf: a width or precision above %d", maxWidth)
 )
+
+// stepBudget counts the steps of one template object and watches its
+// deadline.
+type stepBudget struct {
+	left     int
+	deadline time.Time
+}
+
+func newStepBudget(now time.Time) *stepBudget {
+	return &stepBudget{left: maxSteps, deadline: now.Add(renderTimeout)}
+}
+
+// step takes one step.
+func (b *stepBudget) step() (string, error) {
+	b.left--
+	switch {
+	case b.left < 0:
+		return "", errTooManySteps
+	case time.Now().After(b.deadline):
+		return "", errTooSlow
+	}
+	return "", nil
+}
 
 // execute renders one string of the template object. single reports whether
 // src was exactly one action, for the integer fallback of kinds whose Go
@@ -39,22 +74,18 @@ func (r *renderer) execute(src string) (out string, single bool, err error) {
 	if !strings.Contains(src, "{{") {
 		return src, false, r.out.take(len(src))
 	}
-	steps := maxSteps
 	funcs := template.FuncMap{
 		"join":    join,
 		"print":   bounded(fmt.Sprint),
 		"println": bounded(fmt.Sprintln),
 		"printf": func(format string, args ...any) (string, error) {
+			if err := checkFormat(format, args); err != nil {
+				return "", err
+			}
 			return checkLen(fmt.Sprintf(format, args...))
 		},
 		valueFunc: printable,
-		stepFunc: func() (string, error) {
-			steps--
-			if steps < 0 {
-				return "", errTooManySteps
-			}
-			return "", nil
-		},
+		stepFunc:  r.steps.step,
 	}
 	t, err := template.New(templateName).Option("missingkey=error").Funcs(funcs).Parse(src)
 	if err != nil {
@@ -160,6 +191,77 @@ func bounded(f func(...any) string) func(...any) (string, error) {
 	return func(args ...any) (string, error) {
 		return checkLen(f(args...))
 	}
+}
+
+// checkFormat refuses a printf format whose verbs ask for a width or a
+// precision above maxWidth, written in the format or taken from an
+// argument with '*'.
+func checkFormat(format string, args []any) error {
+	arg := 0
+	number := func(i int) (int, int) {
+		n := 0
+		for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
+			if n = n*10 + int(format[i]-'0'); n > maxWidth {
+				n = maxWidth + 1
+			}
+		}
+		return n, i
+	}
+	// star checks the argument a '*' takes.
+	star := func() error {
+		if arg < len(args) {
+			if v := reflect.ValueOf(args[arg]); v.CanInt() && (v.Int() > maxWidth || v.Int() < -maxWidth) ||
+				v.CanUint() && v.Uint() > maxWidth {
+				return errWidth
+			}
+		}
+		arg++
+		return nil
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0 {
+			i++
+		}
+		for pass := 0; pass < 2; pass++ {
+			// An explicit argument index: [n].
+			if i < len(format) && format[i] == '[' {
+				n, j := number(i + 1)
+				if j < len(format) && format[j] == ']' {
+					arg, i = n-1, j+1
+				}
+			}
+			var n int
+			switch {
+			case i < len(format) && format[i] == '*':
+				if err := star(); err != nil {
+					return err
+				}
+				i++
+			default:
+				if n, i = number(i); n > maxWidth {
+					return errWidth
+				}
+			}
+			if pass == 0 && i < len(format) && format[i] == '.' {
+				i++
+				continue
+			}
+			break
+		}
+		if i < len(format) && format[i] == '[' {
+			if n, j := number(i + 1); j < len(format) && format[j] == ']' {
+				arg, i = n-1, j+1
+			}
+		}
+		if i < len(format) && format[i] != '%' {
+			arg++
+		}
+	}
+	return nil
 }
 
 func checkLen(s string) (string, error) {
