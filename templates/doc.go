@@ -89,7 +89,7 @@
 //     anything, and all the strings of one object together run at most
 //     20000 range iterations and template calls within 500 ms. The errors
 //     name the template object and the field.
-// 10. A template renders its gateway's WgGateway kind, or a kind the
+//  10. A template renders its gateway's WgGateway kind, or a kind the
 //     installer allows; never a kind built into Kubernetes (CheckKind).
 //
 // # Functions
