@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // KustomizationFile names the file kustomize reads in a bundle directory.
@@ -144,7 +146,11 @@ type located struct {
 // client, keeping its template and name; its MTU is taken when it differs,
 // since both sides must agree and the server is already set, and that is
 // reported in Notes. Nothing is returned on error.
-func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstructured.Unstructured) (*AddResult, error) {
+//
+// What a peer sends is input from outside this cluster's trust: at most one
+// object of each kind, Configuration ranges the policy accepts (see package
+// rangepolicy), and only the labels peerlink reads are kept.
+func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstructured.Unstructured, policy rangepolicy.Policy) (*AddResult, error) {
 	content := map[string][]*unstructured.Unstructured{}
 	byKey := map[string]located{}
 	var gateway *located
@@ -177,11 +183,16 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	res := &AddResult{}
 	changed := map[string]bool{}
 	var added []string
+	seen := map[string]string{}
 	for i, u := range received {
 		doc := fmt.Sprintf("document %d (%s %s)", i+1, u.GetKind(), u.GetName())
-		if err := checkReceived(u); err != nil {
+		if err := checkReceived(u, policy); err != nil {
 			return nil, fmt.Errorf("%s: %w", doc, err)
 		}
+		if first, ok := seen[u.GetKind()]; ok {
+			return nil, fmt.Errorf("%s: a second %s after %s: a peer sends one Configuration, one PublicKey and one GatewayClient", doc, u.GetKind(), first)
+		}
+		seen[u.GetKind()] = doc
 		if id := u.GetLabels()[netv1beta1.RemoteClusterIDLabel]; peer != "" && id != peer {
 			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, RemoteClusterIDPath(), id, peer)
 		}
@@ -242,8 +253,10 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 }
 
 // checkReceived refuses anything a peer must not send: other kinds (a
-// Secret could carry a private key), a GatewayServer, or an invalid object.
-func checkReceived(u *unstructured.Unstructured) error {
+// Secret could carry a private key), a GatewayServer, an invalid object, a
+// range the policy refuses, or an MTU of 0 written out (a zero MTU would
+// otherwise read as "the default").
+func checkReceived(u *unstructured.Unstructured, policy rangepolicy.Policy) error {
 	if !IsPeeringKind(u) {
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
@@ -251,6 +264,15 @@ func checkReceived(u *unstructured.Unstructured) error {
 	case KindConfiguration, KindPublicKey, KindGatewayClient:
 	default:
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
+	}
+	if key, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "publicKey"); found && u.GetKind() == KindPublicKey {
+		text, _ := key.(string)
+		if _, err := ParsePublicKey(text); err != nil {
+			return fmt.Errorf("spec.publicKey: %w", err)
+		}
+	}
+	if mtu, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "mtu"); found && (mtu == nil || fmt.Sprint(mtu) == "0") {
+		return fmt.Errorf("spec.mtu: %v is not an MTU: leave it out for the default %d", mtu, netv1beta1.DefaultMTU)
 	}
 	obj, unknown, err := DecodeStrict(u)
 	if err != nil {
@@ -262,11 +284,39 @@ func checkReceived(u *unstructured.Unstructured) error {
 	if errs := Validate(obj); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
+	if conf, ok := obj.(*netv1beta1.Configuration); ok {
+		return CheckPeerRanges(conf, policy)
+	}
 	return nil
 }
 
-// cleanReceived keeps what a user would write: the object may come from
-// `kubectl get -o yaml` on the peer.
+// CheckPeerRanges checks the ranges a peer declares in a Configuration
+// against the policy; the error names the field and the rule.
+func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) error {
+	var errs []error
+	for _, l := range []struct {
+		name  string
+		cidrs []netv1beta1.CIDR
+	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
+		for i, s := range l.cidrs {
+			p, err := ParseCIDR(string(s))
+			if err != nil {
+				continue // Validate reports it
+			}
+			if err := policy.Check(p); err != nil {
+				errs = append(errs, fmt.Errorf("spec.remote.cidr.%s[%d]: %w", l.name, i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanReceived keeps what peerlink reads of a received object: its name,
+// namespace, spec, and the labels liqo.io/remote-cluster-id and (on a
+// PublicKey) networking.liqo.io/gateway-resource. Nothing else of the
+// peer's metadata is taken: an annotation such as
+// config.kubernetes.io/local-config would drop the object from the build,
+// and Argo CD or Flux annotations would steer how this cluster applies it.
 func cleanReceived(u *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: map[string]any{}}
 	for k, v := range u.Object {
@@ -276,12 +326,11 @@ func cleanReceived(u *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	out.SetName(u.GetName())
 	out.SetNamespace(u.GetNamespace())
-	out.SetLabels(u.GetLabels())
-	annotations := u.GetAnnotations()
-	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	if len(annotations) > 0 {
-		out.SetAnnotations(annotations)
+	labels := map[string]string{netv1beta1.RemoteClusterIDLabel: u.GetLabels()[netv1beta1.RemoteClusterIDLabel]}
+	if v, ok := u.GetLabels()[netv1beta1.GatewayResourceLabel]; ok && u.GetKind() == KindPublicKey {
+		labels[netv1beta1.GatewayResourceLabel] = v
 	}
+	out.SetLabels(labels)
 	return out
 }
 

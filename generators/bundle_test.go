@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ metadata:
     liqo.io/remote-cluster-id: cluster-b
     networking.liqo.io/gateway-resource: "true"
 spec:
-  publicKey: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
+  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=
 ---
 apiVersion: networking.liqo.io/v1beta1
 kind: GatewayClient
@@ -98,7 +99,7 @@ func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
 
 func TestAddToBundle(t *testing.T) {
 	k, files := initClientBundle(t)
-	res, err := AddToBundle(k, files, mustParse(t, fromServer))
+	res, err := AddToBundle(k, files, mustParse(t, fromServer), rangepolicy.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestAddToBundle(t *testing.T) {
 	}
 	_, written := parseBundleFiles(t, res.Files)
 	again = append(again, written...)
-	res2, err := AddToBundle(res.Kustomization, again, mustParse(t, fromServer))
+	res2, err := AddToBundle(res.Kustomization, again, mustParse(t, fromServer), rangepolicy.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,14 +171,34 @@ func TestAddToBundleRefuses(t *testing.T) {
 		server   bool
 		received string
 		want     string
+		more     []string
 	}{
-		{"a GatewayClient into a server bundle", true, fromServer, "document 3 (GatewayClient cluster-b): this bundle is the server side"},
+		{"a GatewayClient into a server bundle", true, fromServer, "document 3 (GatewayClient cluster-b): this bundle is the server side", nil},
 		{"another peer", false, strings.ReplaceAll(fromServer, "liqo.io/remote-cluster-id: cluster-b", "liqo.io/remote-cluster-id: cluster-c"),
-			`is "cluster-c" but this bundle is for peer "cluster-b"`},
-		{"a Secret", false, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gw-x\ndata:\n  privateKey: AAAA\n", "not Secret"},
-		{"a GatewayServer", false, "apiVersion: networking.liqo.io/v1beta1\nkind: GatewayServer\nmetadata:\n  name: x\n  labels:\n    liqo.io/remote-cluster-id: cluster-b\n", "not GatewayServer"},
-		{"an unknown field", false, strings.Replace(fromServer, "  mtu: 1400", "  mtuu: 1400", 1), `unknown field "spec.mtuu"`},
-		{"a short key", false, strings.Replace(fromServer, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAA", 1), "spec.publicKey"},
+			`is "cluster-c" but this bundle is for peer "cluster-b"`, nil},
+		{"a Secret", false, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gw-x\ndata:\n  privateKey: AAAA\n", "not Secret", nil},
+		{"a GatewayServer", false, "apiVersion: networking.liqo.io/v1beta1\nkind: GatewayServer\nmetadata:\n  name: x\n  labels:\n    liqo.io/remote-cluster-id: cluster-b\n", "not GatewayServer", nil},
+		{"an unknown field", false, strings.Replace(fromServer, "  mtu: 1400", "  mtuu: 1400", 1), `unknown field "spec.mtuu"`, nil},
+		{"a short key", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "AAAA", 1), "spec.publicKey", nil},
+		{"an all-zero key", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 1),
+			"document 2 (PublicKey cluster-b): spec.publicKey: public key is all zero", nil},
+		{"a key not in canonical form", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=", 1),
+			"document 2 (PublicKey cluster-b): spec.publicKey: public key \"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=\" is not in canonical form", nil},
+		{"an MTU of 0", false, strings.Replace(fromServer, "  mtu: 1400", "  mtu: 0", 1), "document 3 (GatewayClient cluster-b): spec.mtu: 0 is not an MTU", nil},
+		{"a second Configuration", false, fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 2)[0],
+			"document 4 (Configuration cluster-b): a second Configuration after document 1 (Configuration cluster-b)", nil},
+		{"a second PublicKey", false, fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 3)[1],
+			"document 4 (PublicKey cluster-b): a second PublicKey after document 2", nil},
+		{"a second GatewayClient", false, fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 3)[2],
+			"document 4 (GatewayClient cluster-b): a second GatewayClient after document 3", nil},
+		{"a link-local range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [169.254.0.0/16]", 1),
+			"document 1 (Configuration cluster-b):", []string{"spec.remote.cidr.external[0]", "169.254.0.0/16 refused (SpecialUse)"}},
+		{"a loopback range", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", "pod: [127.0.0.0/8]", 1), "spec.remote.cidr.pod[0]", []string{"refused (SpecialUse)"}},
+		{"a multicast range", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", "pod: [224.0.0.0/4]", 1), "spec.remote.cidr.pod[0]", []string{"refused (SpecialUse)"}},
+		{"a default route", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", "pod: [0.0.0.0/0]", 1), "spec.remote.cidr.pod[0]", []string{"refused (SpecialUse)"}},
+		{"a public range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [8.8.8.0/24]", 1),
+			"document 1 (Configuration cluster-b): spec.remote.cidr.external[0]: 8.8.8.0/24 refused (NotAllowed)", nil},
+		{"an IPv6 range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [\"fd00::/64\"]", 1), "spec.remote.cidr.external[0]", []string{"UnsupportedFamily"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,9 +206,11 @@ func TestAddToBundleRefuses(t *testing.T) {
 			if tt.server {
 				k, files = parseBundleFiles(t, serverFiles)
 			}
-			_, err := AddToBundle(k, files, mustParse(t, tt.received))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("want an error containing %q, got %v", tt.want, err)
+			_, err := AddToBundle(k, files, mustParse(t, tt.received), rangepolicy.Policy{})
+			for _, want := range append([]string{tt.want}, tt.more...) {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("want an error containing %q, got %v", want, err)
+				}
 			}
 		})
 	}

@@ -111,12 +111,12 @@ func TestForPeer(t *testing.T) {
 		t.Fatalf("unexpected configuration: %+v", conf)
 	}
 
-	secret := &corev1.Secret{Data: map[string][]byte{"publicKey": make([]byte, 32), "privateKey": bytes.Repeat([]byte{1}, 32)}}
+	secret := &corev1.Secret{Data: map[string][]byte{"publicKey": bytes.Repeat([]byte{7}, 32), "privateKey": bytes.Repeat([]byte{1}, 32)}}
 	pk, err := PublicKeyFromSecret("cluster-a", "", secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(pk.Spec.PublicKey, make([]byte, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" {
+	if !bytes.Equal(pk.Spec.PublicKey, bytes.Repeat([]byte{7}, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" {
 		t.Fatalf("unexpected public key: %+v", pk)
 	}
 	out, err := Marshal(FormatYAML, pk)

@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/netip"
@@ -45,12 +46,21 @@ func ParseCIDRList(values ...string) ([]netip.Prefix, error) {
 // ParsePublicKey decodes a WireGuard public key written as `wg pubkey`
 // prints it: the standard base64 of 32 bytes.
 func ParsePublicKey(s string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	key, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("public key is not base64: %w", err)
 	}
 	if len(key) != KeyLength {
 		return nil, fmt.Errorf("public key is %d bytes, want %d", len(key), KeyLength)
+	}
+	// Two spellings of one key would make two keys to compare and to
+	// trust: only the one wg pubkey prints is taken.
+	if base64.StdEncoding.EncodeToString(key) != s {
+		return nil, fmt.Errorf("public key %q is not in canonical form: want %s", s, base64.StdEncoding.EncodeToString(key))
+	}
+	if bytes.Count(key, []byte{0}) == KeyLength {
+		return nil, fmt.Errorf("public key is all zero: no key")
 	}
 	return key, nil
 }

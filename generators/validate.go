@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -81,6 +83,9 @@ func Validate(obj runtime.Object) field.ErrorList {
 		if n := len(o.Spec.PublicKey); n != KeyLength {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "publicKey"), fmt.Sprintf("<%d bytes>", n),
 				fmt.Sprintf("must be the base64 of exactly %d bytes, as wg pubkey prints it", KeyLength)))
+		} else if bytes.Count(o.Spec.PublicKey, []byte{0}) == KeyLength {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "publicKey"), "<all zero>",
+				"the all-zero key is no key: use the one `wg pubkey` or `peerlink generate publickey` prints"))
 		}
 		return errs
 	}
@@ -142,6 +147,8 @@ func validateClusterConfig(c netv1beta1.ClusterConfig, path *field.Path) field.E
 		for i, s := range list.cidrs {
 			p, err := ParseCIDR(string(s))
 			if err != nil {
+				errs = append(errs, field.Invalid(list.path.Index(i), string(s), err.Error()))
+			} else if err := rangepolicy.CheckRoutable(p); err != nil {
 				errs = append(errs, field.Invalid(list.path.Index(i), string(s), err.Error()))
 			}
 			prefixes = append(prefixes, p)

@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -81,6 +82,21 @@ func TestValidate(t *testing.T) {
 		{"short key", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
 			k.Spec.PublicKey = k.Spec.PublicKey[:31]
 		}, "spec.publicKey: Invalid value: \"<31 bytes>\""},
+		{"all-zero key", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
+			k.Spec.PublicKey = make([]byte, KeyLength)
+		}, "spec.publicKey: Invalid value: \"<all zero>\""},
+		{"link-local CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"169.254.0.0/16"}
+		}, "spec.remote.cidr.external[0]: Invalid value: \"169.254.0.0/16\": 169.254.0.0/16 refused (SpecialUse)"},
+		{"default route", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"0.0.0.0/0"}
+		}, "spec.remote.cidr.pod[0]: Invalid value: \"0.0.0.0/0\": 0.0.0.0/0 refused (SpecialUse): a default route"},
+		{"loopback", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"127.0.0.0/8"}
+		}, "spec.remote.cidr.pod[0]: Invalid value: \"127.0.0.0/8\": 127.0.0.0/8 refused (SpecialUse)"},
+		{"multicast", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
+			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"239.0.0.0/8"}
+		}, "spec.remote.cidr.external[0]: Invalid value: \"239.0.0.0/8\": 239.0.0.0/8 refused (SpecialUse)"},
 		{"key name", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
 			k.Name = ""
 		}, "metadata.name: Required"},
@@ -97,7 +113,7 @@ func TestValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, err := PublicKey(PublicKeyOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, Key: make([]byte, KeyLength)})
+			key, err := PublicKey(PublicKeyOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, Key: bytes.Repeat([]byte{7}, KeyLength)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +168,9 @@ func TestParsePublicKey(t *testing.T) {
 		in   string
 		want string
 	}{
-		{"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", ""},
+		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", ""},
+		{"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "public key is all zero"},
+		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=", "not in canonical form: want BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="},
 		{"AAAA", "public key is 3 bytes, want 32"},
 		{"not base64", "public key is not base64"},
 	} {

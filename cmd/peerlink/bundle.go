@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 func newBundleCmd(g *globalOptions) *cobra.Command {
@@ -370,7 +372,12 @@ func exportForPeer(ctx context.Context, cl client.Client, p progress, peerlinkNS
 	return append(objs, gwc), nil
 }
 
+// maxPeerFile bounds what bundle add reads of the file a peer sent: three
+// small manifests fit in a few kilobytes.
+const maxPeerFile = 1 << 20
+
 func newBundleAddCmd() *cobra.Command {
+	var allowed []string
 	cmd := &cobra.Command{
 		Use:   "add DIR FILE",
 		Short: "Add what the peer sent to the bundle",
@@ -380,15 +387,24 @@ already in the bundle is replaced. A GatewayClient from the server only fills
 in the endpoint of this bundle's own GatewayClient, keeping its name and
 template; if its MTU differs, the server's is taken and that is reported.
 
-Received objects are checked first (kinds, schema, labels for this bundle's
-peer); nothing is written when any is wrong.`,
+Received objects are checked first: kinds (one Configuration, one PublicKey,
+one GatewayClient at most), schema, labels for this bundle's peer, canonical
+non-zero keys, and the peer's ranges against the allowlist (--allowed-peer-cidr,
+default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10; special-use
+ranges never pass). Only the remote-cluster-id label of what the peer sent is
+kept, none of its annotations. A file over 1 MiB is refused. Nothing is
+written when anything is wrong, and the files are replaced all together.`,
 		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, file := args[0], args[1]
-			data, err := os.ReadFile(file)
+			policy, err := peerPolicy(allowed)
 			if err != nil {
-				return fmt.Errorf("read %s: %w", file, err)
+				return err
+			}
+			data, err := readLimited(file, maxPeerFile)
+			if err != nil {
+				return err
 			}
 			received, err := generators.ParseManifests(data)
 			if err != nil {
@@ -401,21 +417,17 @@ peer); nothing is written when any is wrong.`,
 			if err != nil {
 				return err
 			}
-			res, err := generators.AddToBundle(kustomization, files, received)
+			res, err := generators.AddToBundle(kustomization, files, received, policy)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
 			out := cmd.OutOrStdout()
-			for _, f := range res.Files {
-				path := filepath.Join(dir, f.Name)
-				if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-					return fmt.Errorf("write %s: %w", path, err)
-				}
-				fmt.Fprintf(out, "INFO   %s written\n", path)
+			written := append(slices.Clone(res.Files), generators.File{Name: generators.KustomizationFile, Data: res.Kustomization})
+			if err := replaceFiles(dir, written); err != nil {
+				return err
 			}
-			kpath := filepath.Join(dir, generators.KustomizationFile)
-			if err := os.WriteFile(kpath, res.Kustomization, 0o644); err != nil {
-				return fmt.Errorf("write %s: %w", kpath, err)
+			for _, f := range res.Files {
+				fmt.Fprintf(out, "INFO   %s written\n", filepath.Join(dir, f.Name))
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintf(out, "INFO   %s\n", n)
@@ -423,7 +435,71 @@ peer); nothing is written when any is wrong.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	return cmd
+}
+
+// peerPolicy builds the peer-range policy of the --allowed-peer-cidr flag.
+func peerPolicy(allowed []string) (rangepolicy.Policy, error) {
+	ranges, err := rangepolicy.ParseList(strings.Join(allowed, ","))
+	if err != nil {
+		return rangepolicy.Policy{}, fmt.Errorf("--allowed-peer-cidr: %w", err)
+	}
+	if err := rangepolicy.Validate(ranges); err != nil {
+		return rangepolicy.Policy{}, fmt.Errorf("--allowed-peer-cidr: %w", err)
+	}
+	return rangepolicy.Policy{Allowed: ranges}, nil
+}
+
+// readLimited reads a file of at most limit bytes; a larger one is refused
+// without reading it all.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes: what a peer sends is a few small manifests", path, limit)
+	}
+	return data, nil
+}
+
+// replaceFiles writes files into dir all or nothing: each goes to a
+// temporary file beside its target first, and only when all are written are
+// they renamed over their targets.
+func replaceFiles(dir string, files []generators.File) error {
+	var temps []string
+	clean := func() {
+		for _, t := range temps {
+			os.Remove(t)
+		}
+	}
+	for _, f := range files {
+		tmp, err := os.CreateTemp(dir, "."+f.Name+".*")
+		if err != nil {
+			clean()
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
+		}
+		temps = append(temps, tmp.Name())
+		_, werr := tmp.Write(f.Data)
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o644)); err != nil {
+			clean()
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
+		}
+	}
+	for i, f := range files {
+		if err := os.Rename(temps[i], filepath.Join(dir, f.Name)); err != nil {
+			clean()
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
+		}
+	}
+	return nil
 }
 
 // readBundle reads a bundle's kustomization.yaml and the manifest files it

@@ -82,11 +82,8 @@ func (p Policy) AllowedRanges() []netip.Prefix {
 // rule otherwise. r must be a network (no host bits); callers parse it with
 // cidr.ParseNetwork first.
 func (p Policy) Check(r netip.Prefix) error {
-	if !r.IsValid() || !r.Addr().Is4() {
-		return &Refusal{Range: r, Rule: RuleFamily, Detail: "only IPv4 ranges can be peered"}
-	}
-	if s, ok := specialOverlap(r); ok {
-		return &Refusal{Range: r, Rule: RuleSpecialUse, Detail: s}
+	if err := CheckRoutable(r); err != nil {
+		return err
 	}
 	for _, a := range p.AllowedRanges() {
 		if a.Bits() <= r.Bits() && a.Contains(r.Addr()) {
@@ -95,6 +92,19 @@ func (p Policy) Check(r netip.Prefix) error {
 	}
 	return &Refusal{Range: r, Rule: RuleNotAllowed,
 		Detail: fmt.Sprintf("outside the allowed peer ranges %s", Format(p.AllowedRanges()))}
+}
+
+// CheckRoutable applies the rules no allowlist lifts: r is IPv4 and holds
+// no special-use range, nor lies in one. It is what tools that do not know
+// the installer's allowlist can check.
+func CheckRoutable(r netip.Prefix) error {
+	if !r.IsValid() || !r.Addr().Is4() {
+		return &Refusal{Range: r, Rule: RuleFamily, Detail: "only IPv4 ranges can be peered"}
+	}
+	if s, ok := specialOverlap(r); ok {
+		return &Refusal{Range: r, Rule: RuleSpecialUse, Detail: s}
+	}
+	return nil
 }
 
 // specialOverlap describes the special-use range r overlaps, if any.
