@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -375,11 +376,25 @@ func (a *Agent) ensureDevice(mtu int) error {
 	return nil
 }
 
-// startProber binds the health port and starts pinging the peer.
+// startProber binds the health port on the tunnel address and starts
+// pinging the peer. Bound to that address alone, the prober hears nothing
+// a local pod sends to the gateway pod's own address. The socket is bound
+// with IP_FREEBIND: when the tunnel link is deleted and made again (a
+// repair), its address goes and comes back, and the socket keeps working.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
-	conn, err := net.ListenPacket("udp4", fmt.Sprintf(":%d", dataplane.HealthPort))
+	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := lc.ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
-		return fmt.Errorf("listen on UDP port %d: %w", dataplane.HealthPort, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	p := &health.Prober{
 		Conn:      conn,

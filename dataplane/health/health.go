@@ -2,8 +2,10 @@ package health
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"net"
 	"net/netip"
 	"sync"
@@ -36,8 +38,11 @@ type Report struct {
 	Late bool
 }
 
-// Wire format: magic, kind, sequence number. A goodbye is answered with a
-// pong of its sequence number, like a ping.
+// Wire format: magic, kind, nonce. Every new ping and goodbye carries a
+// fresh random nonce, and only a pong echoing the nonce of the ping (or
+// goodbye) still waiting for its answer counts: a pong cannot be forged
+// without seeing the ping. A goodbye is answered with a pong of its nonce,
+// like a ping. A packet of any other size or magic is ignored.
 const (
 	magic      = "PLHC"
 	kindPing   = 1
@@ -54,7 +59,9 @@ const byeWait = 200 * time.Millisecond
 type Prober struct {
 	// Conn is the socket, bound to the health port.
 	Conn net.PacketConn
-	// Peer is the peer's health address.
+	// Peer is the peer's health address. Packets from any other address
+	// or port are ignored: only the peer's tunnel address can speak for
+	// the peer.
 	Peer netip.AddrPort
 	// Interval between pings; a ping unanswered at the next is a miss.
 	Interval time.Duration
@@ -69,11 +76,16 @@ type Prober struct {
 	// byeAcked is signalled when the peer acknowledges our goodbye.
 	byeAcked chan struct{}
 
-	mu      sync.Mutex
-	seq     uint64
+	mu sync.Mutex
+	// nonce is the nonce of the last ping, which pending says is still
+	// unanswered.
+	nonce   uint64
 	sent    time.Time
 	pending bool
-	byeSeq  uint64
+	// byeNonce is the nonce of our goodbye, zero before we say it.
+	byeNonce uint64
+	// ignored counts the packets ignored, by reason.
+	ignored map[string]uint64
 	rtt     time.Duration
 	state   State
 	misses  int
@@ -157,11 +169,11 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 		p.mu.Unlock()
 		return Report{}, false
 	}
-	seq := p.seq
+	nonce := p.nonce
 	p.sent = time.Now()
 	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true}
 	p.mu.Unlock()
-	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
+	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
 	return r, true
 }
 
@@ -169,9 +181,40 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 // The caller holds mu.
 func (p *Prober) expectAnswer() {
 	if !p.pending {
-		p.seq++
+		p.nonce = newNonce()
 		p.pending = true
 	}
+}
+
+// newNonce returns a random nonce, never zero.
+func newNonce() uint64 {
+	var b [8]byte
+	for {
+		// crypto/rand does not fail on the systems Go supports.
+		_, _ = rand.Read(b[:])
+		if n := binary.BigEndian.Uint64(b[:]); n != 0 {
+			return n
+		}
+	}
+}
+
+// Ignored returns how many received packets were ignored, by reason:
+// "sender" (not from the peer's address), "malformed" (size, magic or
+// kind), "stale" (a pong of no ping waiting for one).
+func (p *Prober) Ignored() map[string]uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.ignored)
+}
+
+// ignore counts a packet ignored for reason.
+func (p *Prober) ignore(reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ignored == nil {
+		p.ignored = map[string]uint64{}
+	}
+	p.ignored[reason]++
 }
 
 // sayGoodbye tells the peer this side is leaving, and waits up to byeWait,
@@ -183,11 +226,10 @@ func (p *Prober) sayGoodbye(peer *net.UDPAddr) {
 		p.mu.Unlock()
 		return
 	}
-	p.seq++
-	p.byeSeq = p.seq
-	seq, wait := p.seq, max(byeWait, 4*p.rtt)
+	p.byeNonce = newNonce()
+	nonce, wait := p.byeNonce, max(byeWait, 4*p.rtt)
 	p.mu.Unlock()
-	_, _ = p.Conn.WriteTo(packet(kindBye, seq), peer)
+	_, _ = p.Conn.WriteTo(packet(kindBye, nonce), peer)
 	select {
 	case <-p.byeAcked:
 	case <-time.After(wait):
@@ -216,26 +258,40 @@ func (p *Prober) settle() Report {
 
 func (p *Prober) ping(peer *net.UDPAddr) {
 	p.mu.Lock()
-	p.seq++
-	seq := p.seq
+	p.nonce = newNonce()
+	nonce := p.nonce
 	p.sent = time.Now()
 	p.pending = true
 	p.mu.Unlock()
 	// A send that fails (no route while the tunnel is being rebuilt) is a
 	// ping that will not be answered: it counts as a miss.
-	_, _ = p.Conn.WriteTo(packet(kindPing, seq), peer)
+	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
 }
 
-func packet(kind byte, seq uint64) []byte {
+func packet(kind byte, nonce uint64) []byte {
 	b := make([]byte, packetSize)
 	copy(b, magic)
 	b[len(magic)] = kind
-	binary.BigEndian.PutUint64(b[len(magic)+1:], seq)
+	binary.BigEndian.PutUint64(b[len(magic)+1:], nonce)
 	return b
+}
+
+// decode reads a packet; ok is false for anything but the exact size, the
+// magic and a known kind.
+func decode(b []byte) (kind byte, nonce uint64, ok bool) {
+	if len(b) != packetSize || string(b[:len(magic)]) != magic {
+		return 0, 0, false
+	}
+	kind = b[len(magic)]
+	if kind != kindPing && kind != kindPong && kind != kindBye {
+		return 0, 0, false
+	}
+	return kind, binary.BigEndian.Uint64(b[len(magic)+1:]), true
 }
 
 func (p *Prober) receive() {
 	buf := make([]byte, 64)
+	peer := net.UDPAddrFromAddrPort(p.Peer)
 	for {
 		n, from, err := p.Conn.ReadFrom(buf)
 		if err != nil {
@@ -244,13 +300,18 @@ func (p *Prober) receive() {
 			}
 			continue
 		}
-		if n != packetSize || string(buf[:len(magic)]) != magic {
+		if u, ok := from.(*net.UDPAddr); !ok || u.AddrPort() != p.Peer {
+			p.ignore("sender")
 			continue
 		}
-		seq := binary.BigEndian.Uint64(buf[len(magic)+1:])
-		switch buf[len(magic)] {
+		kind, nonce, ok := decode(buf[:n])
+		if !ok {
+			p.ignore("malformed")
+			continue
+		}
+		switch kind {
 		case kindPing:
-			_, _ = p.Conn.WriteTo(packet(kindPong, seq), from)
+			_, _ = p.Conn.WriteTo(packet(kindPong, nonce), peer)
 			// A ping from the peer shows the path works: while not yet
 			// Connected, ping back now rather than at the next interval,
 			// so that both sides turn Connected within round trips. The
@@ -263,26 +324,29 @@ func (p *Prober) receive() {
 				p.expectAnswer()
 				p.sent = time.Now()
 			}
-			again := p.seq
+			again := p.nonce
 			p.mu.Unlock()
 			if eager {
-				_, _ = p.Conn.WriteTo(packet(kindPing, again), net.UDPAddrFromAddrPort(p.Peer))
+				_, _ = p.Conn.WriteTo(packet(kindPing, again), peer)
 			}
 		case kindBye:
-			_, _ = p.Conn.WriteTo(packet(kindPong, seq), from)
+			_, _ = p.Conn.WriteTo(packet(kindPong, nonce), peer)
 			select {
 			case p.left <- struct{}{}:
 			default:
 			}
 		case kindPong:
 			p.mu.Lock()
-			if p.byeSeq != 0 && seq == p.byeSeq {
+			matched := false
+			if p.byeNonce != 0 && nonce == p.byeNonce {
+				matched = true
 				select {
 				case p.byeAcked <- struct{}{}:
 				default:
 				}
 			}
-			if p.pending && seq == p.seq {
+			if p.pending && nonce == p.nonce {
+				matched = true
 				p.pending = false
 				p.rtt = time.Since(p.sent)
 				p.misses = 0
@@ -295,6 +359,9 @@ func (p *Prober) receive() {
 				p.state = Connected
 			}
 			p.mu.Unlock()
+			if !matched {
+				p.ignore("stale")
+			}
 		}
 	}
 }

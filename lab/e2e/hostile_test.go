@@ -1,0 +1,473 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/lab/internal/node"
+)
+
+// TestHostilePeer is the trust boundary on real clusters: A is peered with B
+// and C, and B's side turns hostile. What B sends through the normal flows
+// (files for `bundle add`, Configurations that A's admin applies) is refused
+// or remapped, A's nodes route none of it, and packets B's gateway puts in
+// the tunnel reach nothing of A but its pods: not its nodes, not its
+// Services, not C. Meanwhile B's pods keep reaching A's pods.
+func TestHostilePeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	l := newLab(t, ctx, "hostile-a", "hostile-b", "hostile-c")
+	a, b, c := l.Nodes[0], l.Nodes[1], l.Nodes[2]
+	for _, peer := range []*node.Node{b, c} {
+		if out, err := l.Connect(ctx, a, peer); err != nil {
+			t.Fatalf("connect %s to %s: %v\n%s", a.ClusterID, peer.ClusterID, err, out)
+		}
+	}
+	for _, peer := range []*node.Node{b, c} {
+		waitConnected(t, ctx, l, a, peer)
+	}
+	podsA, podsB, podsC := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b), echoPods(t, ctx, l, c)
+	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
+
+	t.Run("bundle add refuses what B sends", func(t *testing.T) {
+		ad := newAdmin(t, l, a)
+		bundle := filepath.Join(ad.dir, "peers", b.ClusterID)
+		ad.offline(t, ctx, "init.log", "bundle", "init", bundle, "--peer", b.ClusterID, "--role", "server")
+		before := dirDigest(t, bundle)
+		key := "bWFkZS11cCBidXQgY2Fub25pY2FsIHB1YmxpYyBrZXk="
+		for name, file := range map[string]string{
+			"link-local":         hostileConfiguration(b.ClusterID, "10.244.0.0/24", "169.254.0.0/16"),
+			"loopback":           hostileConfiguration(b.ClusterID, "127.0.0.0/8", ""),
+			"multicast":          hostileConfiguration(b.ClusterID, "224.0.0.0/4", ""),
+			"public":             hostileConfiguration(b.ClusterID, "10.244.0.0/24", "8.8.8.0/24"),
+			"default-route":      hostileConfiguration(b.ClusterID, "0.0.0.0/0", ""),
+			"two-configurations": hostileConfiguration(b.ClusterID, "10.244.0.0/24", "") + "---\n" + hostileConfiguration(b.ClusterID, "10.245.0.0/24", ""),
+			"two-public-keys":    hostilePublicKey(b.ClusterID, key) + "---\n" + hostilePublicKey(b.ClusterID, "YW5vdGhlciBtYWRlLXVwIGtleSBvZiAzMiBieXRlcyE="),
+			"all-zero-key":       hostilePublicKey(b.ClusterID, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+			"too-large":          hostileConfiguration(b.ClusterID, "10.244.0.0/24", "") + "# " + strings.Repeat("x", 2<<20) + "\n",
+		} {
+			path := filepath.Join(ad.dir, "from-b-"+name+".yaml")
+			if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := l.Peerlink(ctx, "bundle", "add", bundle, path, "--kubeconfig", filepath.Join(ad.dir, "no-cluster"))
+			if err == nil {
+				t.Errorf("bundle add of %s succeeded:\n%s", name, out)
+			}
+			if got := dirDigest(t, bundle); got != before {
+				t.Errorf("bundle add of %s changed the bundle", name)
+			}
+		}
+	})
+
+	// Configurations B's admin could talk A's admin into applying, each
+	// as if for a peer of its own: refused, or for A's node network,
+	// remapped away.
+	nodeNet := a.Pair().NodeAddr.Masked()
+	refused := map[string]string{
+		"link-local": "169.254.0.0/16",
+		"loopback":   "127.0.0.0/8",
+		"multicast":  "224.0.0.0/4",
+		"public":     "8.8.8.0/24",
+		"everything": "0.0.0.0/0",
+	}
+	t.Run("hostile Configurations stall or are remapped, and A's nodes route none of them", func(t *testing.T) {
+		var manifests []string
+		for name, r := range refused {
+			manifests = append(manifests, hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-"+name, b.ClusterID+"-"+name, r, ""))
+		}
+		manifests = append(manifests,
+			hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-nodes", b.ClusterID+"-nodes", nodeNet.String(), ""),
+			// A second Configuration of B itself.
+			hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-again", b.ClusterID, "10.250.0.0/16", ""))
+		// kubectl -f takes a comma-separated list: a path without commas.
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-%d.yaml", os.Getpid()))
+		t.Cleanup(func() { os.Remove(path) })
+		if err := os.WriteFile(path, []byte(strings.Join(manifests, "---\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := l.Kubectl(ctx, a, "apply", "-f", path); err != nil {
+			t.Fatalf("apply: %v\n%s", err, out)
+		}
+		for name := range refused {
+			waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, b.ClusterID+"-"+name, "Stalled", "True")
+		}
+		waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, b.ClusterID+"-again", "Stalled", "True")
+		// The lab finds a peer's ranges in its one Configuration.
+		mustKubectl(t, ctx, l, a, "-n", "liqo-tenant-"+b.ClusterID, "delete", "configuration", b.ClusterID+"-again")
+		waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, b.ClusterID+"-nodes", "Ready", "True")
+		got, err := l.Kubectl(ctx, a, "-n", "liqo-tenant-"+b.ClusterID, "get", "configuration", b.ClusterID+"-nodes",
+			"-o", "jsonpath={.status.remote.cidr.pod[0]}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if remapped, err := netip.ParsePrefix(strings.TrimSpace(string(got))); err != nil || remapped.Overlaps(nodeNet) {
+			t.Errorf("the range of A's node network %s is seen as %q: it must be remapped away", nodeNet, got)
+		}
+		// Wait for a fabric sync after the last Configuration.
+		time.Sleep(3 * time.Second)
+		routes := nodeRoutes(t, a)
+		for _, r := range append(valuesOf(refused), nodeNet.String()) {
+			for _, line := range routes {
+				if strings.HasPrefix(line, r+" ") {
+					t.Errorf("A's node routes the refused range %s in a peerlink table: %s", r, line)
+				}
+			}
+		}
+		for _, addr := range []string{"169.254.169.254", "8.8.8.8", "127.0.0.2", a.NodeIP().String()} {
+			out, err := exec.CommandContext(ctx, "nsenter", "--net="+netns.Path(a.Namespace()), "ip", "route", "get", addr).CombinedOutput()
+			if err == nil && (strings.Contains(string(out), dataplane.OverlayLink) || strings.Contains(string(out), "table 180")) {
+				t.Errorf("A's node sends %s to a peer: %s", addr, out)
+			}
+		}
+		checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
+	})
+
+	t.Run("B's gateway reaches nothing of A but its pods", func(t *testing.T) {
+		gw := gatewayAgent(t, ctx, l, b, a.ClusterID)
+		nodePort := exposeNodePort(t, ctx, l, a)
+		cIP, err := l.RemappedIP(ctx, a, c, podsC[0].Status.PodIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusterIP := strings.TrimSpace(string(mustKubectl(t, ctx, l, a, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")))
+		targets := []struct{ what, addr string }{
+			{"A's kubelet", net.JoinHostPort(a.NodeIP().String(), "10250")},
+			{"A's API server", net.JoinHostPort(a.NodeIP().String(), "6443")},
+			{"a NodePort of A", net.JoinHostPort(a.NodeIP().String(), strconv.Itoa(nodePort))},
+			{"A's ClusterIP", net.JoinHostPort(clusterIP, "443")},
+			{"C's pod, through A", net.JoinHostPort(cIP.String(), strconv.Itoa(labctl.EchoPort))},
+		}
+		dropsBefore := ingressDrops(t, ctx, l, a, b.ClusterID)
+		for _, tg := range targets {
+			start := time.Now()
+			if err := gw.connect(ctx, tg.addr); err == nil {
+				t.Errorf("B's gateway connected to %s (%s) through the tunnel", tg.what, tg.addr)
+			} else {
+				t.Logf("B's gateway -> %s (%s): refused after %v: %v", tg.what, tg.addr, time.Since(start).Round(time.Millisecond), err)
+			}
+		}
+		dropsAfter := ingressDrops(t, ctx, l, a, b.ClusterID)
+		t.Logf("A's ingress drops from B: before %v, after %v", dropsBefore, dropsAfter)
+		if sum(dropsAfter) <= sum(dropsBefore) {
+			t.Errorf("A's ingress drop counters did not grow (before %v, after %v): the probes never reached A's filter", dropsBefore, dropsAfter)
+		}
+		checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
+		checkTraffic(t, ctx, l, a, podsA[1], b, podsB[1])
+		checkTraffic(t, ctx, l, a, podsA[0], c, podsC[0])
+		waitConnected(t, ctx, l, a, b)
+	})
+}
+
+// hostileConfiguration is a Configuration B's side could send A.
+func hostileConfiguration(id, pod, external string) string {
+	return hostileConfigurationIn("", id, id, pod, external)
+}
+
+// hostileConfigurationIn is a Configuration named name, in namespace ns
+// unless empty, of the peer id, declaring pod and, unless empty, external.
+func hostileConfigurationIn(ns, name, id, pod, external string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: networking.liqo.io/v1beta1\nkind: Configuration\nmetadata:\n  name: %s\n", name)
+	if ns != "" {
+		fmt.Fprintf(&b, "  namespace: %s\n", ns)
+	}
+	fmt.Fprintf(&b, "  labels:\n    liqo.io/remote-cluster-id: %s\nspec:\n  remote:\n    cidr:\n      pod: [%q]\n", id, pod)
+	if external != "" {
+		fmt.Fprintf(&b, "      external: [%q]\n", external)
+	}
+	return b.String()
+}
+
+// hostilePublicKey is a PublicKey B's side could send A.
+func hostilePublicKey(id, key string) string {
+	return fmt.Sprintf(`apiVersion: networking.liqo.io/v1beta1
+kind: PublicKey
+metadata:
+  name: %s
+  labels:
+    liqo.io/remote-cluster-id: %s
+    networking.liqo.io/gateway-resource: "true"
+spec:
+  publicKey: %s
+`, id, id, key)
+}
+
+// dirDigest hashes the names and contents of the files under dir.
+func dirDigest(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// waitCondition waits until condition cond of Configuration ns/name of
+// cluster n has status want.
+func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, ns, name, cond, want string) {
+	t.Helper()
+	eventually(t, ctx, fmt.Sprintf("Configuration %s/%s %s=%s", ns, name, cond, want), func() error {
+		out, err := l.Kubectl(ctx, n, "-n", ns, "get", "configuration", name,
+			"-o", fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%s")].status} {.status.conditions[?(@.type=="%s")].message}`, cond, cond))
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, want+" ") && got != want {
+			return fmt.Errorf("%s is %q", cond, got)
+		}
+		return nil
+	})
+}
+
+// nodeRoutes lists the routes of the fabric's tables on the node of n.
+func nodeRoutes(t *testing.T, n *node.Node) []string {
+	t.Helper()
+	var lines []string
+	for _, table := range []int{dataplane.TablePodSources, dataplane.TableHostSources} {
+		out, err := exec.Command("nsenter", "--net="+netns.Path(n.Namespace()), "ip", "route", "show", "table", strconv.Itoa(table)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("routes of table %d on %s: %v: %s", table, n.ClusterID, err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	return lines
+}
+
+func valuesOf(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func mustKubectl(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, args ...string) []byte {
+	t.Helper()
+	out, err := l.Kubectl(ctx, n, args...)
+	if err != nil {
+		t.Fatalf("kubectl %v on %s: %v\n%s", args, n.ClusterID, err, out)
+	}
+	return out
+}
+
+// exposeNodePort exposes the echo pods of cluster n through a NodePort
+// Service and returns its node port.
+func exposeNodePort(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) int {
+	t.Helper()
+	mustKubectl(t, ctx, l, n, "-n", labctl.EchoNamespace, "expose", "deployment", labctl.EchoDeployment,
+		"--name=echo-nodeport", "--type=NodePort", "--port="+strconv.Itoa(labctl.EchoPort))
+	out := mustKubectl(t, ctx, l, n, "-n", labctl.EchoNamespace, "get", "service", "echo-nodeport", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	port, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("node port of echo-nodeport: %q", out)
+	}
+	return port
+}
+
+// hostileGateway is the gateway pod of a cluster, seen by an attacker who
+// controls it: its network namespace and its WireGuard device.
+type hostileGateway struct {
+	t *testing.T
+	// pid is a process in the gateway pod.
+	pid int
+	// podIP is the pod's own address, in its cluster's pod range: packets
+	// from it pass the peer's WireGuard as that cluster's pods do.
+	podIP string
+}
+
+// gatewayAgent finds the gateway agent of cluster n for the peer peerID,
+// by the UID of its gateway object: the agents of other clusters for the
+// same peer have the same name and namespace.
+func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, peerID string) *hostileGateway {
+	t.Helper()
+	uid := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", "liqo-tenant-"+peerID, "get", "gatewayservers,gatewayclients",
+		"-o", "jsonpath={.items[0].metadata.uid}")))
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "gateway" ||
+			!strings.Contains(string(b), "\x00--gateway-uid="+uid+"\x00") {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		gw := &hostileGateway{t: t, pid: pid}
+		out, err := gw.run("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+		if err != nil {
+			t.Fatalf("address of the gateway pod of %s: %v: %s", n.ClusterID, err, out)
+		}
+		f := strings.Fields(string(out))
+		for i := range f {
+			if f[i] == "inet" && i+1 < len(f) {
+				gw.podIP = strings.Split(f[i+1], "/")[0]
+			}
+		}
+		if gw.podIP == "" {
+			t.Fatalf("no address on eth0 of the gateway pod of %s: %s", n.ClusterID, out)
+		}
+		return gw
+	}
+	t.Fatalf("no gateway agent of %s for peer %s found", n.ClusterID, peerID)
+	return nil
+}
+
+// run runs a host program in the gateway pod's network namespace.
+func (g *hostileGateway) run(args ...string) ([]byte, error) {
+	return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(g.pid), "-n", "--"}, args...)...).CombinedOutput()
+}
+
+// connect tries a TCP connection to addr through the tunnel, as the owner
+// of the gateway pod can: a route to addr into the tunnel from the pod's
+// own address, and the peer's WireGuard allowed IPs widened to everything
+// (the agent sets them back at its next sync, so they are widened again
+// before each try). It returns nil only if a connection was made.
+func (g *hostileGateway) connect(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if out, err := g.run("ip", "route", "replace", host+"/32", "dev", dataplane.TunnelLink, "src", g.podIP); err != nil {
+		return fmt.Errorf("route %s into the tunnel: %v: %s", host, err, out)
+	}
+	defer g.run("ip", "route", "del", host+"/32", "dev", dataplane.TunnelLink)
+	// The new route wakes the agent, which then writes its WireGuard
+	// configuration again: widen it after that.
+	time.Sleep(500 * time.Millisecond)
+	var last error
+	for range 3 {
+		if err := g.widenAllowedIPs(); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		out, err := exec.CommandContext(cctx, "nsenter", "-t", strconv.Itoa(g.pid), "-n", "--",
+			"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%s", host, port)).CombinedOutput()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+	}
+	return last
+}
+
+// widenAllowedIPs lets the gateway's WireGuard send anything to its peer,
+// through the device's UAPI socket (the userspace WireGuard's, seen
+// through the pod's root).
+func (g *hostileGateway) widenAllowedIPs() error {
+	sock := fmt.Sprintf("/proc/%d/root/var/run/wireguard/%s.sock", g.pid, dataplane.TunnelLink)
+	uapi := func(req string) (string, error) {
+		c, err := net.DialTimeout("unix", sock, 2*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte(req)); err != nil {
+			return "", err
+		}
+		var out strings.Builder
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			if sc.Text() == "" {
+				break
+			}
+			out.WriteString(sc.Text() + "\n")
+		}
+		return out.String(), sc.Err()
+	}
+	state, err := uapi("get=1\n\n")
+	if err != nil {
+		return fmt.Errorf("read the WireGuard device of the gateway: %w", err)
+	}
+	var peer string
+	for _, line := range strings.Split(state, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k == "public_key" {
+			peer = v
+		}
+	}
+	if peer == "" {
+		return fmt.Errorf("the WireGuard device of the gateway has no peer:\n%s", state)
+	}
+	got, err := uapi("set=1\npublic_key=" + peer + "\nupdate_only=true\nreplace_allowed_ips=true\nallowed_ip=0.0.0.0/0\n\n")
+	if err != nil || !strings.Contains(got, "errno=0") {
+		return fmt.Errorf("widen the allowed IPs of the gateway's peer: %v %s", err, got)
+	}
+	return nil
+}
+
+// ingressDrops reads the ingress filter's drop counters of cluster n's
+// gateway for peer peerID, by reason, from the gateway pod's metrics.
+func ingressDrops(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, peerID string) map[string]float64 {
+	t.Helper()
+	ns := "liqo-tenant-" + peerID
+	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
+		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
+	out := mustKubectl(t, ctx, l, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod))
+	drops := map[string]float64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, ingressDropMetric+"{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, ingressDropMetric), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		drops[labels] = v
+	}
+	return drops
+}
+
+// ingressDropMetric counts the packets the gateway's ingress filter drops.
+const ingressDropMetric = "peerlink_gateway_ingress_dropped_packets_total"
+
+func sum(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
