@@ -11,6 +11,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // FabricFacts are what a fabric agent knows about its node and the active
@@ -51,8 +52,20 @@ type FabricGateway struct {
 	Ranges []netip.Prefix
 }
 
+// SkippedGateway is a gateway PlanFabric left out, and why.
+type SkippedGateway struct {
+	// Name is the gateway's Name.
+	Name string
+	// Reason says what was wrong with it.
+	Reason string
+}
+
 // FabricPlan is the desired state of a node.
 type FabricPlan struct {
+	// Skipped are the gateways left out of the plan: one peer's bad facts
+	// (an IPv6 range, a range on this cluster's pods or on another peer's)
+	// cost that peer its routes, never the other peers theirs.
+	Skipped []SkippedGateway
 	// Overlay is the overlay link.
 	Overlay overlay.Link
 	// Routes are neighbors, routes and rules.
@@ -76,7 +89,9 @@ const FabricNATPriority = 99
 
 // PlanFabric computes the desired state of a node from its facts. Gateways
 // with no ranges yet (their Configuration is not remapped) get no routes;
-// the ranges of a peer without a gateway pod get unreachable routes.
+// the ranges of a peer without a gateway pod get unreachable routes. It
+// fails only on the node's own facts: a gateway whose facts are wrong is
+// left out and reported in Skipped, the others are planned.
 func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	if err := f.validate(); err != nil {
 		return FabricPlan{}, err
@@ -85,6 +100,17 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	slices.SortFunc(gws, func(a, b FabricGateway) int { return cmp.Compare(a.Name, b.Name) })
 
 	p := FabricPlan{Overlay: overlay.Link{Name: OverlayLink, Kind: f.OverlayKind, Underlay: f.Node}}
+	// Gateways are checked in name order: of two whose ranges overlap,
+	// the first keeps its routes.
+	var planned []netip.Prefix
+	gws = slices.DeleteFunc(gws, func(g FabricGateway) bool {
+		if err := f.checkGateway(g, planned); err != nil {
+			p.Skipped = append(p.Skipped, SkippedGateway{Name: g.Name, Reason: err.Error()})
+			return true
+		}
+		planned = append(planned, g.Ranges...)
+		return false
+	})
 	rs := route.State{
 		Links:          []route.Link{{Name: OverlayLink, MTU: f.OverlayMTU, Router: true}},
 		Tables:         []int{TablePodSources, TableHostSources},
@@ -181,31 +207,41 @@ func (f FabricFacts) validate() error {
 	if !f.UnknownSource.Is4() {
 		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address", f.UnknownSource))
 	}
-	var all []netip.Prefix
-	for _, g := range f.Gateways {
-		if g.Address.IsValid() && !g.Address.Is4() {
-			errs = append(errs, fmt.Errorf("gateway %s: address %v must be IPv4", g.Name, g.Address))
-		}
-		if g.Address.IsValid() && !g.Local && !g.Node.Is4() {
-			errs = append(errs, fmt.Errorf("gateway %s: node address %v must be IPv4", g.Name, g.Node))
-		}
-		for _, r := range g.Ranges {
-			if !r.Addr().Is4() || r != r.Masked() {
-				errs = append(errs, fmt.Errorf("gateway %s: range %s must be an IPv4 network", g.Name, r))
-			}
-		}
-		all = append(all, g.Ranges...)
+	return errors.Join(errs...)
+}
+
+// checkGateway reports what makes a gateway unfit to be planned, given the
+// ranges of the gateways planned before it.
+func (f FabricFacts) checkGateway(g FabricGateway, planned []netip.Prefix) error {
+	var errs []error
+	if g.Address.IsValid() && !g.Address.Is4() {
+		errs = append(errs, fmt.Errorf("address %v must be IPv4", g.Address))
 	}
-	if i, j, ok := cidr.FirstOverlap(all); ok {
-		errs = append(errs, fmt.Errorf("remote ranges %s and %s of two gateways overlap", all[i], all[j]))
+	if g.Address.IsValid() && !g.Local && !g.Node.Is4() {
+		errs = append(errs, fmt.Errorf("node address %v must be IPv4", g.Node))
 	}
-	// Pod CIDRs are few: a direct check names the pair.
-	for _, r := range all {
+	for _, r := range g.Ranges {
+		if !r.IsValid() || !r.Addr().Is4() || r != r.Masked() {
+			errs = append(errs, fmt.Errorf("range %s must be an IPv4 network", r))
+			continue
+		}
+		if err := rangepolicy.CheckRoutable(r); err != nil {
+			errs = append(errs, err)
+		}
+		// Pod CIDRs are few: a direct check names the pair.
 		for _, pod := range f.PodCIDRs {
 			if r.Overlaps(pod) {
-				errs = append(errs, fmt.Errorf("remote range %s overlaps pod CIDR %s", r, pod))
+				errs = append(errs, fmt.Errorf("range %s overlaps pod CIDR %s", r, pod))
 			}
 		}
+		for _, q := range planned {
+			if r.Overlaps(q) {
+				errs = append(errs, fmt.Errorf("range %s overlaps %s of another gateway", r, q))
+			}
+		}
+	}
+	if i, j, ok := cidr.FirstOverlap(g.Ranges); ok {
+		errs = append(errs, fmt.Errorf("ranges %s and %s overlap", g.Ranges[i], g.Ranges[j]))
 	}
 	return errors.Join(errs...)
 }

@@ -44,6 +44,12 @@ func (p FabricPlan) String() string {
 	fmt.Fprintf(&b, "# overlay\nlink %s kind %s port %d underlay %s mac %s\n", p.Overlay.Name, p.Overlay.Kind, p.Overlay.Kind.Port(), p.Overlay.Underlay, overlay.MAC(p.Overlay.Underlay))
 	writeRoutes(&b, p.Routes)
 	fmt.Fprintf(&b, "\n# nftables\n%s", p.NAT)
+	if len(p.Skipped) > 0 {
+		b.WriteString("\n# skipped gateways\n")
+		for _, s := range p.Skipped {
+			fmt.Fprintf(&b, "%s: %s\n", s.Name, strings.ReplaceAll(s.Reason, "\n", "; "))
+		}
+	}
 	return b.String()
 }
 

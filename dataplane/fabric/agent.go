@@ -102,6 +102,9 @@ type Agent struct {
 	mtu     int
 	trigger resync.Trigger
 	outcome *resync.Outcome
+	// skipped are the gateways the last plan left out, logged when they
+	// change.
+	skipped []dataplane.SkippedGateway
 }
 
 // New returns an agent reading the API through c, notified by informers.
@@ -198,10 +201,24 @@ func (a *Agent) sync(ctx context.Context) {
 	if err == nil {
 		var plan dataplane.FabricPlan
 		if plan, err = dataplane.PlanFabric(facts); err == nil {
+			a.reportSkipped(plan.Skipped)
 			err = a.apply(plan)
 		}
 	}
 	a.outcome.Record(err)
+}
+
+// reportSkipped logs the gateways a plan left out when they change: each
+// is one peer whose routes this node does not install until its facts are
+// fixed, while every other peer's are.
+func (a *Agent) reportSkipped(skipped []dataplane.SkippedGateway) {
+	if slices.Equal(skipped, a.skipped) {
+		return
+	}
+	a.skipped = skipped
+	for _, s := range skipped {
+		a.log.Error(errors.New(s.Reason), "gateway left out of this node's routes", "gateway", s.Name)
+	}
 }
 
 func (a *Agent) apply(plan dataplane.FabricPlan) error {
