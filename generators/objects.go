@@ -173,11 +173,18 @@ func PublicKey(o PublicKeyOptions) (*netv1beta1.PublicKey, error) {
 	return pk, check(pk)
 }
 
-// Namespace builds a namespace for the objects of a peer.
+// Namespace builds a namespace for the objects of a peer. Its Pod Security
+// level is the one its gateway pod needs: privileged, since the pod adds
+// NET_ADMIN and mounts /dev/net/tun from the host, which baseline forbids.
+// Without the label a cluster enforcing baseline by default would reject
+// the gateway pod, and only the ReplicaSet's events would say so.
 func Namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "privileged",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		}},
 	}
 }
 

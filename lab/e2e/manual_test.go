@@ -95,7 +95,10 @@ func (a *admin) send(t *testing.T, path string, to *admin) string {
 func (a *admin) namespaceFile(t *testing.T, name string) string {
 	t.Helper()
 	path := filepath.Join(a.dir, name+".yaml")
-	if err := os.WriteFile(path, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+name+"\n"), 0o644); err != nil {
+	// The level the gateway pod needs (docs/security.md): the lab enforces
+	// baseline elsewhere.
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  labels:\n    pod-security.kubernetes.io/enforce: privileged\n"
+	if err := os.WriteFile(path, []byte(ns), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

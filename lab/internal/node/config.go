@@ -43,6 +43,7 @@ func (n *Node) writeFiles() error {
 		cniConfDir + "/10-lab.conflist": n.cniConfig,
 		"kubelet-config.yaml":           n.kubeletConfig,
 		"kube-proxy-config.yaml":        n.kubeProxyConfig,
+		admissionConfig:                 admissionConfiguration,
 	}
 	for _, host := range append([]string{n.Registry}, n.Mirrored...) {
 		files["containerd/certs.d/"+host+"/hosts.toml"] = n.hostsTOML
@@ -60,6 +61,27 @@ func (n *Node) writeFiles() error {
 		}
 	}
 	return nil
+}
+
+// admissionConfig is the API server's admission configuration file.
+const admissionConfig = "admission.yaml"
+
+// admissionConfiguration makes Pod Security admission enforce baseline in
+// every namespace without a level of its own, as hardened clusters do: a
+// peerlink namespace that lacked the level its pods need would break the
+// lab.
+func admissionConfiguration() ([]byte, error) {
+	return []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: baseline
+      enforce-version: latest
+`), nil
 }
 
 // containerdConfig keeps every path of containerd, its shims and runc inside
