@@ -281,3 +281,34 @@ func TestPrinterColumns(t *testing.T) {
 		t.Errorf("kubectl get liqo -A listed %d objects, want every kind of the category:\n%s", n, out)
 	}
 }
+
+// TestRBACRulesSayWhy fails on a rule of the install bundle's RBAC without
+// a comment just above it saying why the rule is there.
+func TestRBACRulesSayWhy(t *testing.T) {
+	files, err := filepath.Glob("install/*/rbac*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no RBAC files found: %v", err)
+	}
+	rules := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := ""
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "- apiGroups:") {
+				rules++
+				if !strings.HasPrefix(prev, "#") {
+					t.Errorf("%s:%d: a rule without a comment above it saying why", f, i+1)
+				}
+			}
+			if strings.TrimSpace(line) != "" {
+				prev = line
+			}
+		}
+	}
+	if rules < 10 {
+		t.Errorf("found %d rules: the files are not what this test expects", rules)
+	}
+}
