@@ -173,7 +173,7 @@ func checkRendered(obj *unstructured.Unstructured, field string, want schema.Gro
 
 // applyRendered applies the object rendered for a gateway, owned by it and
 // labelled with the peer's ID, and replaces obj with the API server's answer.
-func applyRendered(ctx context.Context, c client.Client, obj *unstructured.Unstructured, owner metav1.OwnerReference, clusterID string) error {
+func applyRendered(ctx context.Context, c client.Client, reader client.Reader, obj *unstructured.Unstructured, owner metav1.OwnerReference, clusterID string) error {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -181,7 +181,7 @@ func applyRendered(ctx context.Context, c client.Client, obj *unstructured.Unstr
 	labels[netv1beta1.RemoteClusterIDLabel] = clusterID
 	obj.SetLabels(labels)
 	obj.SetOwnerReferences([]metav1.OwnerReference{owner})
-	return applyUnstructured(ctx, c, obj)
+	return applyUnstructured(ctx, c, reader, obj)
 }
 
 // objectRef is the status reference to an object.

@@ -23,6 +23,10 @@ type GatewayServerReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	// Defaults to the manager's client.
 	Client client.Client
+	// APIReader reads the metadata of an object before it is applied, to
+	// make sure it is not someone else's. Defaults to the manager's API
+	// reader.
+	APIReader client.Reader
 	// Facts are this cluster's own: its ID, which no gateway may name as
 	// its peer, and its namespace, which holds the default templates.
 	Facts ClusterFacts
@@ -82,7 +86,7 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		return outcome{}, err
 	}
 	owner := *metav1.NewControllerRef(gw, netv1beta1.GroupVersion.WithKind("GatewayServer"))
-	if err := applyRendered(ctx, r.Client, obj, owner, id); err != nil {
+	if err := applyRendered(ctx, r.Client, r.APIReader, obj, owner, id); err != nil {
 		return outcome{}, err
 	}
 	if !isObject(gw.Status.ServerRef, obj) {
@@ -109,6 +113,9 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 func (r *GatewayServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&netv1beta1.GatewayServer{}).

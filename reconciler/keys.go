@@ -61,6 +61,12 @@ func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key 
 	case err != nil:
 		return nil, fmt.Errorf("get secret %s: %w", key, err)
 	}
+	// A generated key Secret is the controller's own: one someone else put
+	// under its name would give the gateway a key its maker knows.
+	if c := metav1.GetControllerOfNoCopy(&secret); generated && (c == nil || c.UID != owner.UID) {
+		return nil, stall(ReasonForeignObject, "Secret %s exists and is not controlled by %s %s: peerlink does not take over objects it did not make; delete or rename it",
+			key, owner.Kind, owner.Name)
+	}
 	if err := validateKeys(&secret); err != nil {
 		return nil, stall(ReasonInvalidKeys, "%v", err)
 	}

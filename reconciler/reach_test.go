@@ -1,10 +1,12 @@
 package reconciler
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,5 +95,65 @@ func testTemplateReach(t *testing.T, e *gatewayEnv) {
 				t.Errorf("%s in %s: %d objects were created, the first %s", list.kind, n, len(l.Items), l.Items[0].GetName())
 			}
 		}
+	}
+}
+
+// testNoAdoption puts objects under the names a gateway's children take
+// before the gateway exists: a Deployment and a key Secret someone else
+// made. The gateway stalls naming each, and neither is changed.
+func testNoAdoption(t *testing.T, e *gatewayEnv) {
+	ctx := t.Context()
+	ns := e.namespace(t, "wg-foreign")
+	for _, tc := range []struct {
+		name   string
+		object client.Object
+		want   string
+	}{
+		{"deployment", &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw-dep", Labels: map[string]string{"mine": "yes"}},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}},
+				},
+			},
+		}, "Deployment " + ns + "/gw-dep exists and is not controlled by WgGatewayServer dep"},
+		{"secret", &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw-sec", Labels: map[string]string{"mine": "yes"}},
+			Data:       map[string][]byte{netv1beta1.PrivateKeyField: make([]byte, 32), netv1beta1.PublicKeyField: make([]byte, 32)},
+		}, "Secret " + ns + "/gw-sec exists and is not controlled by WgGatewayServer sec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.c.Create(ctx, tc.object); err != nil {
+				t.Fatal(err)
+			}
+			before := tc.object.GetGeneration()
+			name := strings.TrimPrefix(tc.object.GetName(), "gw-")
+			wg := newWgServer(ns, name, gatewayServiceTemplate(name, corev1.ServiceTypeClusterIP, 0))
+			if err := e.c.Create(ctx, wg); err != nil {
+				t.Fatal(err)
+			}
+			e.waitWgServer(t, ns, name, metav1.ConditionFalse, ReasonForeignObject, func(s *netv1beta1.WgGatewayServerStatus) error {
+				c := meta.FindStatusCondition(s.Conditions, netv1beta1.ConditionStalled)
+				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, tc.want) {
+					return fmt.Errorf("stalled condition %+v, want %q", c, tc.want)
+				}
+				return nil
+			})
+			got := tc.object.DeepCopyObject().(client.Object)
+			if err := e.get(ctx, ns, tc.object.GetName(), got); err != nil {
+				t.Fatal(err)
+			}
+			// The generation counts changes of the spec (a Secret has
+			// none: its data is compared through the labels' absence of
+			// change and the owner).
+			if got.GetGeneration() != before || len(got.GetOwnerReferences()) != 0 || len(got.GetLabels()) != 1 {
+				t.Errorf("%s %s was changed: generation %d -> %d, owners %v, labels %v", tc.name, got.GetName(), before, got.GetGeneration(), got.GetOwnerReferences(), got.GetLabels())
+			}
+			if sec, ok := got.(*corev1.Secret); ok && !bytes.Equal(sec.Data[netv1beta1.PrivateKeyField], make([]byte, 32)) {
+				t.Errorf("the foreign Secret's key was replaced")
+			}
+		})
 	}
 }

@@ -71,7 +71,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	secretName := templates.KeySecretName(name, g.secretRef)
 	labels := childLabels(g.obj)
 	for _, child := range gatewayIdentity(name, ns, g.gatewayResource, secretName, labels, g.owner) {
-		if err := applyTyped(ctx, c, child); err != nil {
+		if err := applyTyped(ctx, c, reader, child); err != nil {
 			return nil, err
 		}
 	}
@@ -80,7 +80,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, err
 	}
-	if err := applyTyped(ctx, c, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges)); err != nil {
+	if err := applyTyped(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges)); err != nil {
 		return nil, err
 	}
 	return ref, nil

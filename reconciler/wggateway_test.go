@@ -229,6 +229,7 @@ func TestGateways(t *testing.T) {
 		{"gateway server template change", testGatewayServerTemplateChange},
 		{"gateway server bad input", testGatewayServerBadInput},
 		{"templates reach only what a gateway needs", testTemplateReach},
+		{"no foreign object is adopted", testNoAdoption},
 		{"gateway server deletion", testGatewayServerDeletion},
 		{"gateway client", testGatewayClient},
 		// Last, so that every other test's objects are searched too.

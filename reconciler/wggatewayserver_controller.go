@@ -79,7 +79,7 @@ func (r *WgGatewayServerReconciler) reconcile(ctx context.Context, wg *netv1beta
 	wg.Status.SecretRef = secretRef
 
 	svc := gatewayService(wg.Spec.Service, wg.Name, wg.Namespace, childLabels(wg), owner)
-	if err := applyTyped(ctx, r.Client, svc); err != nil {
+	if err := applyTyped(ctx, r.Client, r.APIReader, svc); err != nil {
 		return outcome{}, err
 	}
 
