@@ -280,7 +280,9 @@ func (e *confEnv) snapshot(t *testing.T) map[string]netv1beta1.Configuration {
 // TestConfigurationReconciler runs the Configuration controller against a
 // real API server through one story: the steps build on each other, since
 // the ranges handed out depend on what earlier peers hold.
-func TestConfigurationReconciler(t *testing.T) {
+// newConfEnv starts a control plane with the CRDs and the namespaces given.
+func newConfEnv(t *testing.T, namespaces ...string) *confEnv {
+	t.Helper()
 	scheme, err := NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +291,16 @@ func TestConfigurationReconciler(t *testing.T) {
 		cluster: testcluster.Start(t, testcluster.WithScheme(scheme), testcluster.WithCRDDirs("../bundles/install/crds")),
 		facts:   testFacts(),
 	}
-	for _, ns := range []string{"peerlink", "peers", "others"} {
+	for _, ns := range namespaces {
 		e.createNamespace(t, ns)
 	}
+	return e
+}
+
+// run starts the controller until the end of the test, whose log it shows
+// when the test failed.
+func (e *confEnv) run(t *testing.T) {
+	t.Helper()
 	e.startController(t)
 	t.Cleanup(func() {
 		e.stopController(t)
@@ -301,6 +310,11 @@ func TestConfigurationReconciler(t *testing.T) {
 			t.Logf("controller log:\n%s", e.logs.String())
 		}
 	})
+}
+
+func TestConfigurationReconciler(t *testing.T) {
+	e := newConfEnv(t, "peerlink", "peers", "others")
+	e.run(t)
 	const ns = "peers"
 	pod16 := []string{"10.244.0.0/16"}
 

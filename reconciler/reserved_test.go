@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/internal/testcluster"
 )
 
 // TestConfigurationPeerRanges checks what the controller makes of a peer's
@@ -16,28 +15,10 @@ import (
 // others stay Ready), or holding a node address or gateway endpoint of this
 // cluster (remapped away, also when the node or gateway comes later).
 func TestConfigurationPeerRanges(t *testing.T) {
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &confEnv{
-		cluster: testcluster.Start(t, testcluster.WithScheme(scheme), testcluster.WithCRDDirs("../bundles/install/crds")),
-		facts:   testFacts(),
-	}
-	for _, ns := range []string{"peerlink", "peers"} {
-		e.createNamespace(t, ns)
-	}
+	e := newConfEnv(t, "peerlink", "peers")
 	// A node is there before the controller starts.
 	e.createNode(t, "n1", "10.250.0.5", "203.0.113.7")
-	e.startController(t)
-	t.Cleanup(func() {
-		e.stopController(t)
-		if t.Failed() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			t.Logf("controller log:\n%s", e.logs.String())
-		}
-	})
+	e.run(t)
 	const ns = "peers"
 
 	e.create(t, newConf(ns, "good", "good", []string{"10.245.0.0/16"}))
