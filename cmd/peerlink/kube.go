@@ -71,13 +71,23 @@ func apply(ctx context.Context, c client.Client, obj runtime.Object) error {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: m}
-	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(reconciler.FieldManager), client.ForceOwnership)
+	// No ForceOwnership: a field Argo CD, Flux or kubectl manages is theirs
+	// to change (from Git), not the CLI's to take; the conflict is reported,
+	// naming the manager.
+	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cliFieldManager))
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("apply %s %s: %w (another manager owns these fields: change them where it takes them from, or let it release them first)",
+			u.GetKind(), objectRef(u.GetNamespace(), u.GetName()), err)
+	}
 	if err != nil {
 		return fmt.Errorf("apply %s %s: %w", u.GetKind(), objectRef(u.GetNamespace(), u.GetName()), err)
 	}
 	return nil
 }
+
+// cliFieldManager is the server-side apply field manager of what the CLI
+// applies: its own, apart from the controller's.
+const cliFieldManager = "peerlink-cli"
 
 // ensureNamespace applies a namespace when it does not exist yet; an
 // existing one is left alone, whoever manages it.
