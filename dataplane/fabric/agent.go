@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,7 +130,8 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	defer a.routes.Close()
-	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{}); err != nil {
+	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{},
+		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
@@ -287,18 +289,51 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	if err := a.client.List(ctx, &confs, opts...); err != nil {
 		return f, fmt.Errorf("list Configurations: %w", err)
 	}
-	f.Gateways = a.gateways(pods.Items, confs.Items)
+	published, err := a.publishedPods(ctx, opts)
+	if err != nil {
+		return f, err
+	}
+	f.Gateways = a.gateways(pods.Items, confs.Items, published)
 	return f, nil
+}
+
+// publishedPods reads, for each peer, the active gateway pod the controller
+// chose and published in its gateway's status.internalEndpoint: the fabric
+// follows that choice, so that a pod that only carries the gateway labels
+// cannot draw a peer's traffic.
+func (a *Agent) publishedPods(ctx context.Context, opts []client.ListOption) (map[peerKey]netv1beta1.InternalGatewayEndpoint, error) {
+	out := map[peerKey]netv1beta1.InternalGatewayEndpoint{}
+	add := func(m metav1.ObjectMeta, ep *netv1beta1.InternalGatewayEndpoint) {
+		if id := m.Labels[netv1beta1.RemoteClusterIDLabel]; id != "" && ep != nil && ep.IP != nil && ep.Node != nil {
+			out[peerKey{m.Namespace, id}] = *ep
+		}
+	}
+	var servers netv1beta1.GatewayServerList
+	if err := a.client.List(ctx, &servers, opts...); err != nil {
+		return nil, fmt.Errorf("list GatewayServers: %w", err)
+	}
+	for _, g := range servers.Items {
+		add(g.ObjectMeta, g.Status.InternalEndpoint)
+	}
+	var clients netv1beta1.GatewayClientList
+	if err := a.client.List(ctx, &clients, opts...); err != nil {
+		return nil, fmt.Errorf("list GatewayClients: %w", err)
+	}
+	for _, g := range clients.Items {
+		add(g.ObjectMeta, g.Status.InternalEndpoint)
+	}
+	return out, nil
 }
 
 // peerKey identifies a peer within a namespace.
 type peerKey struct{ namespace, clusterID string }
 
 // gateways pairs each peer's active gateway pod with the remapped ranges of
-// the peer's Configuration in the same namespace. Of two active pods for one
-// peer (a rollout), the older carries traffic until it goes. A remapped peer
-// without an active pod with an address comes last, without an address.
-func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration) []dataplane.FabricGateway {
+// the peer's Configuration in the same namespace. The pod is the one the
+// controller published for the peer (address and node), still labelled
+// active; any other pod is ignored. A remapped peer without such a pod comes
+// last, without an address.
+func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, published map[peerKey]netv1beta1.InternalGatewayEndpoint) []dataplane.FabricGateway {
 	ranges := map[peerKey][]netip.Prefix{}
 	for _, c := range confs {
 		id := c.Labels[netv1beta1.RemoteClusterIDLabel]
@@ -327,6 +362,9 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration) []
 	for _, p := range pods {
 		k := peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}
 		if k.clusterID == "" || p.DeletionTimestamp != nil || seen[k] {
+			continue
+		}
+		if ep, ok := published[k]; !ok || string(*ep.IP) != p.Status.PodIP || *ep.Node != p.Spec.NodeName {
 			continue
 		}
 		podIP, err1 := netip.ParseAddr(p.Status.PodIP)

@@ -37,6 +37,8 @@ func TestGateways(t *testing.T) {
 	pods := []corev1.Pod{
 		gatewayPod("t-b", "gw-b-new", "b", "node-2", "10.244.2.9", "192.168.1.2", t0.Add(time.Minute)),
 		gatewayPod("t-b", "gw-b-old", "b", "node-1", "10.244.1.9", "192.168.1.1", t0),
+		// Older, with the labels, but not the pod the controller chose.
+		gatewayPod("t-b", "impostor", "b", "node-1", "10.244.1.66", "192.168.1.1", t0.Add(-time.Hour)),
 		gatewayPod("t-c", "gw-c", "c", "node-2", "10.244.2.10", "192.168.1.2", t0),
 		gatewayPod("t-d", "gw-d", "d", "node-2", "", "", t0),
 	}
@@ -46,13 +48,24 @@ func TestGateways(t *testing.T) {
 		configuration("elsewhere", "c", "10.99.0.0/16"),
 		configuration("t-d", "d", "10.75.0.0/16"),
 	}
-	got := a.gateways(pods, confs)
+	endpoint := func(ip, node string) netv1beta1.InternalGatewayEndpoint {
+		addr := netv1beta1.IP(ip)
+		return netv1beta1.InternalGatewayEndpoint{IP: &addr, Node: &node}
+	}
+	published := map[peerKey]netv1beta1.InternalGatewayEndpoint{
+		{"t-b", "b"}: endpoint("10.244.2.9", "node-2"),
+		{"t-c", "c"}: endpoint("10.244.2.10", "node-2"),
+		// The controller's choice for d has no address on its pod yet.
+		{"t-d", "d"}: endpoint("10.244.2.11", "node-2"),
+	}
+	got := a.gateways(pods, confs, published)
 	if len(got) != 4 {
 		t.Fatalf("gateways = %+v, want b, c, and the peers without a gateway pod with an address", got)
 	}
-	b, c := got[0], got[1]
-	if b.Name != "t-b/gw-b-old" || !b.Local || b.Address != netip.MustParseAddr("10.244.1.9") || b.Node != netip.MustParseAddr("192.168.1.1") {
-		t.Errorf("peer b: %+v, want the older pod, local", b)
+	// The pods come in creation order: c's, then b's newer one.
+	c, b := got[0], got[1]
+	if b.Name != "t-b/gw-b-new" || b.Local || b.Address != netip.MustParseAddr("10.244.2.9") || b.Node != netip.MustParseAddr("192.168.1.2") {
+		t.Errorf("peer b: %+v, want the pod the controller published, on node-2", b)
 	}
 	if len(b.Ranges) != 2 || b.Ranges[0].String() != "10.71.0.0/16" || b.Ranges[1].String() != "10.72.0.0/16" {
 		t.Errorf("peer b ranges %v", b.Ranges)

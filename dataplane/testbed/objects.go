@@ -132,6 +132,19 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	if err := c.Status().Update(ctx, pod); err != nil {
 		return "", fmt.Errorf("set status of Pod %s: %w", pod.Name, err)
 	}
+	// What the controller publishes of the active pod, which the fabric
+	// follows.
+	ip, node := netv1beta1.IP(p.GatewayIP.String()), p.NodeName
+	internal := &netv1beta1.InternalGatewayEndpoint{IP: &ip, Node: &node}
+	switch g := gateway.(type) {
+	case *netv1beta1.GatewayServer:
+		g.Status.InternalEndpoint = internal
+	case *netv1beta1.GatewayClient:
+		g.Status.InternalEndpoint = internal
+	}
+	if err := c.Status().Update(ctx, gateway); err != nil {
+		return "", fmt.Errorf("set status of %s %s: %w", gateway.GetObjectKind().GroupVersionKind().Kind, gateway.GetName(), err)
+	}
 	return string(gateway.GetUID()), nil
 }
 
