@@ -241,10 +241,15 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 	if ep.Protocol != "" && ep.Protocol != corev1.ProtocolUDP {
 		errs = append(errs, field.NotSupported(path.Child("protocol"), ep.Protocol, []corev1.Protocol{corev1.ProtocolUDP}))
 	}
+	seen := map[string]int{}
 	for i, a := range ep.Addresses {
 		if err := ValidateAddress(a); err != nil {
 			errs = append(errs, field.Invalid(path.Child("addresses").Index(i), a, err.Error()))
 		}
+		if j, dup := seen[a]; dup {
+			errs = append(errs, field.Duplicate(path.Child("addresses").Index(i), fmt.Sprintf("%s, as addresses[%d]", a, j)))
+		}
+		seen[a] = i
 	}
 	if len(ep.Addresses) > 0 && ep.Port == 0 {
 		errs = append(errs, field.Required(path.Child("port"), "the addresses are set, so the server's port is needed too"))
@@ -253,13 +258,24 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 }
 
 // ValidateAddress accepts an IP address or a DNS name where a server endpoint
-// is expected.
+// is expected: not the unspecified, loopback, link-local or multicast
+// address of any host, and not a name whose last label is all digits, which
+// no DNS name has (999.1.1.1 is neither an address nor a name).
 func ValidateAddress(a string) error {
-	if _, err := netip.ParseAddr(a); err == nil {
+	if ip, err := netip.ParseAddr(a); err == nil {
+		ip = ip.Unmap()
+		switch {
+		case ip.IsUnspecified(), ip.IsLoopback(), ip.IsLinkLocalUnicast(), ip.IsMulticast(), ip.IsLinkLocalMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+			return fmt.Errorf("%s is not the address of a server: unspecified, loopback, link-local, multicast and broadcast addresses are refused", a)
+		}
 		return nil
 	}
 	if msgs := validation.IsDNS1123Subdomain(a); len(msgs) > 0 {
 		return fmt.Errorf("%q is neither an IP address nor a DNS name", a)
+	}
+	labels := strings.Split(a, ".")
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
+		return fmt.Errorf("%q is neither an IP address nor a DNS name: a name's last label is not all digits", a)
 	}
 	return nil
 }

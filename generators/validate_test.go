@@ -180,3 +180,29 @@ func TestParsePublicKey(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateAddress(t *testing.T) {
+	for _, ok := range []string{"192.0.2.10", "10.0.0.1", "gw.example.org", "gateway-1", "2001:db8::1"} {
+		if err := ValidateAddress(ok); err != nil {
+			t.Errorf("ValidateAddress(%q) = %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"999.1.1.1":       "neither an IP address nor a DNS name",
+		"1.2.3":           "neither an IP address nor a DNS name",
+		"0.0.0.0":         "unspecified",
+		"127.0.0.1":       "loopback",
+		"::1":             "loopback",
+		"169.254.169.254": "link-local",
+		"224.0.0.1":       "multicast",
+		"::":              "unspecified",
+		"255.255.255.255": "broadcast",
+		"not an address":  "neither",
+		"Upper.Case":      "neither",
+		"-dash.example":   "neither",
+	} {
+		if err := ValidateAddress(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateAddress(%q) = %v, want an error saying %q", bad, err, want)
+		}
+	}
+}
