@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -38,8 +39,9 @@ func newLintCmd() *cobra.Command {
   - the liqo.io/remote-cluster-id labels agree, and there is one gateway;
   - no private key: no Secret with data.privateKey, no privateKey field at all.
 With --peer-bundle, the peer's bundle of the same peering is checked too, and
-across both: a pinned server port matches the client's port, and the MTUs
-are equal.
+across both: a pinned server port matches the client's port, the MTUs are
+equal, a client points at the server's pinned load-balancer IP, and the two
+bundles do not hold the same public key.
 
 Each finding names the file, the object and the field. The exit code is 1
 when there is any finding.`,
@@ -380,7 +382,46 @@ func lintPair(dirA, dirB string) []finding {
 		findings = append(findings, clientSide.finding("spec.mtu", fmt.Sprintf(
 			"%d differs from %d of %s in %s: both sides of a tunnel must use the same MTU", cm, sm, serverSide.ref(), serverSide.file)))
 	}
+	if ep := server.Spec.Endpoint; ep.ServiceType == corev1.ServiceTypeLoadBalancer && ep.LoadBalancerIP != nil && *ep.LoadBalancerIP != "" &&
+		len(client.Spec.Endpoint.Addresses) > 0 && !slices.Contains(client.Spec.Endpoint.Addresses, *ep.LoadBalancerIP) {
+		findings = append(findings, clientSide.finding("spec.endpoint.addresses", fmt.Sprintf(
+			"%v does not hold %s, the pinned spec.endpoint.loadBalancerIP of %s in %s: the client would connect elsewhere than the server",
+			client.Spec.Endpoint.Addresses, *ep.LoadBalancerIP, serverSide.ref(), serverSide.file)))
+	}
+	// Each bundle holds the other side's PublicKey: the same key in both
+	// means one gateway's key was copied to the other.
+	if ka, kb := bundlePublicKey(dirA), bundlePublicKey(dirB); ka != nil && kb != nil && bytes.Equal(ka.key, kb.key) {
+		findings = append(findings, kb.finding("spec.publicKey", fmt.Sprintf(
+			"the same key as %s in %s: each side's gateway has its own key, so the two bundles hold different ones", ka.ref(), ka.file)))
+	}
 	return findings
+}
+
+// keyObject is a bundle's PublicKey and the key it holds.
+type keyObject struct {
+	typedObject
+	key []byte
+}
+
+// bundlePublicKey returns a bundle's PublicKey, if it holds one that
+// decodes.
+func bundlePublicKey(dir string) *keyObject {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return nil
+	}
+	for _, o := range objs {
+		if !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindPublicKey {
+			continue
+		}
+		obj, _, err := generators.DecodeStrict(o.u)
+		if err != nil {
+			return nil
+		}
+		pk := obj.(*netv1beta1.PublicKey)
+		return &keyObject{typedObject: typedObject{bundleObject: o, obj: pk}, key: pk.Spec.PublicKey}
+	}
+	return nil
 }
 
 // bundleGateway builds a bundle and returns its one gateway, if any.
