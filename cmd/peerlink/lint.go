@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,6 +38,7 @@ func newLintCmd() *cobra.Command {
   - every networking.liqo.io object decodes strictly into the API (unknown
     fields are errors) and has valid CIDRs, ports, MTU and 32-byte keys;
   - the liqo.io/remote-cluster-id labels agree, and there is one gateway;
+  - every object is in a namespace the bundle creates or holds its gateway in;
   - no private key: no Secret with data.privateKey, no privateKey field at all.
 With --peer-bundle, the peer's bundle of the same peering is checked too, and
 across both: a pinned server port matches the client's port, the MTUs are
@@ -189,7 +191,38 @@ func lintBundle(dir string) []finding {
 			typed = append(typed, t)
 		}
 	}
+	findings = append(findings, namespaceFindings(objs, typed)...)
 	return append(findings, bundleFindings(typed)...)
+}
+
+// namespaceFindings reports objects in a namespace the bundle neither
+// creates (a Namespace of the bundle) nor holds its gateway in: applied
+// with the rights of whoever syncs the bundle, such an object lands where
+// the peering has no business.
+func namespaceFindings(objs []bundleObject, typed []typedObject) []finding {
+	own := map[string]bool{}
+	for _, o := range objs {
+		if o.u.GetAPIVersion() == "v1" && o.u.GetKind() == "Namespace" {
+			own[o.u.GetName()] = true
+		}
+	}
+	for _, t := range typed {
+		if k := t.u.GetKind(); k == generators.KindGatewayServer || k == generators.KindGatewayClient {
+			own[t.u.GetNamespace()] = true
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(own))
+	var findings []finding
+	for _, o := range objs {
+		if ns := o.u.GetNamespace(); ns != "" && !own[ns] {
+			findings = append(findings, o.finding("metadata.namespace", fmt.Sprintf(
+				"%q is neither created by the bundle nor its gateway's (%s)", ns, strings.Join(names, ", "))))
+		}
+	}
+	return findings
 }
 
 // buildFinding reports a bundle kustomize cannot build, with paths relative
