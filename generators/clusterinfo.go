@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	corev1 "k8s.io/api/core/v1"
-
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
@@ -39,15 +37,10 @@ func ConfigurationForPeer(local ClusterInfo, namespace string) (*netv1beta1.Conf
 	return Configuration(o)
 }
 
-// PublicKeyFromSecret builds the PublicKey a cluster hands to its peer from
-// the public half of a gateway key Secret; the private half is never read.
-// The object is named and labelled with the local cluster ID.
-func PublicKeyFromSecret(localClusterID, namespace string, secret *corev1.Secret) (*netv1beta1.PublicKey, error) {
-	key := secret.Data[netv1beta1.PublicKeyField]
-	if len(key) != KeyLength {
-		return nil, fmt.Errorf("secret %s/%s: data.%s is %d bytes, want %d",
-			secret.Namespace, secret.Name, netv1beta1.PublicKeyField, len(key), KeyLength)
-	}
+// PublicKeyForPeer builds the PublicKey a cluster hands to its peer from
+// the public key one of its gateways publishes in its status. The object is
+// named and labelled with the local cluster ID.
+func PublicKeyForPeer(localClusterID, namespace string, key []byte) (*netv1beta1.PublicKey, error) {
 	return PublicKey(PublicKeyOptions{
 		Peer: Peer{Namespace: namespace, RemoteClusterID: localClusterID},
 		Key:  key,

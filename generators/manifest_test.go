@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 func TestMarshalIsDeterministicAndClean(t *testing.T) {
@@ -111,24 +109,18 @@ func TestForPeer(t *testing.T) {
 		t.Fatalf("unexpected configuration: %+v", conf)
 	}
 
-	secret := &corev1.Secret{Data: map[string][]byte{"publicKey": bytes.Repeat([]byte{7}, 32), "privateKey": bytes.Repeat([]byte{1}, 32)}}
-	pk, err := PublicKeyFromSecret("cluster-a", "", secret)
+	pk, err := PublicKeyForPeer("cluster-a", "", bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(pk.Spec.PublicKey, bytes.Repeat([]byte{7}, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" {
+	if !bytes.Equal(pk.Spec.PublicKey, bytes.Repeat([]byte{7}, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" ||
+		pk.Name != "cluster-a" || pk.Namespace != "liqo-tenant-cluster-a" {
 		t.Fatalf("unexpected public key: %+v", pk)
 	}
-	out, err := Marshal(FormatYAML, pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(out, []byte("AQEBAQEB")) {
-		t.Fatal("the private key leaked into the PublicKey")
-	}
-	secret.Data["publicKey"] = []byte("short")
-	if _, err := PublicKeyFromSecret("cluster-a", "", secret); err == nil || !strings.Contains(err.Error(), "data.publicKey is 5 bytes") {
-		t.Fatalf("want an error naming data.publicKey, got %v", err)
+	for _, bad := range [][]byte{[]byte("short"), make([]byte, 32)} {
+		if _, err := PublicKeyForPeer("cluster-a", "", bad); err == nil || !strings.Contains(err.Error(), "spec.publicKey") {
+			t.Errorf("key %x: want an error naming spec.publicKey, got %v", bad, err)
+		}
 	}
 
 	server := validServer()

@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,15 +78,64 @@ func gatewayPodRequest(_ context.Context, pod *corev1.Pod) []reconcile.Request {
 }
 
 // activeGatewayPod returns the pod carrying the traffic of gateway name in
-// namespace ns, or nil when none runs.
-func activeGatewayPod(ctx context.Context, pods client.Reader, ns, name string) (*corev1.Pod, error) {
+// namespace ns, or nil when none runs. Only a pod the gateway's own
+// Deployment made counts: labels alone are not enough, since anyone who may
+// create a pod in the namespace may copy them, and the active pod is where
+// the Service and every node's fabric send the peer's traffic. The pod must
+// be controlled by a ReplicaSet controlled by the Deployment gw-<name>, itself
+// controlled by owner (the WgGateway object).
+func activeGatewayPod(ctx context.Context, pods, reader client.Reader, ns, name string, owner types.UID) (*corev1.Pod, error) {
 	var list corev1.PodList
 	err := pods.List(ctx, &list, client.InNamespace(ns),
 		client.MatchingLabels{GatewayNameLabel: name, netv1beta1.ActiveGatewayLabel: "true"})
 	if err != nil {
 		return nil, fmt.Errorf("list pods of gateway %s/%s: %w", ns, name, err)
 	}
-	return pickActivePod(list.Items), nil
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	dep, err := controlledMeta(ctx, reader, appsv1.SchemeGroupVersion.WithKind("Deployment"), ns, childName(name), owner)
+	if dep == nil || err != nil {
+		return nil, err
+	}
+	ours := list.Items[:0]
+	replicaSets := map[string]bool{}
+	for _, p := range list.Items {
+		ref := metav1.GetControllerOfNoCopy(&p)
+		if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+			continue
+		}
+		ok, seen := replicaSets[ref.Name]
+		if !seen {
+			rs, err := controlledMeta(ctx, reader, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), ns, ref.Name, dep.UID)
+			if err != nil {
+				return nil, err
+			}
+			ok = rs != nil && rs.UID == ref.UID
+			replicaSets[ref.Name] = ok
+		}
+		if ok {
+			ours = append(ours, p)
+		}
+	}
+	return pickActivePod(ours), nil
+}
+
+// controlledMeta reads the metadata of object ns/name of kind gvk and returns
+// it when it is controlled by owner, nil when it is missing or is not.
+func controlledMeta(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, ns, name string, owner types.UID) (*metav1.PartialObjectMetadata, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get %s %s/%s: %w", gvk.Kind, ns, name, err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref == nil || ref.UID != owner {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // pickActivePod chooses among pods labelled active the one carrying traffic:

@@ -71,6 +71,7 @@ func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		}
 		gw.Status.ClientRef = nil
 		gw.Status.SecretRef = nil
+		gw.Status.PublicKey = nil
 		gw.Status.InternalEndpoint = nil
 		return outcome{}, err
 	}
@@ -103,6 +104,7 @@ func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		return outcome{}, err
 	}
 	gw.Status.SecretRef = s.SecretRef
+	gw.Status.PublicKey = s.PublicKey
 	gw.Status.InternalEndpoint = s.InternalEndpoint
 	o := renderedOutcome(obj, s)
 	if o.state != stateStalled && (len(gw.Spec.Endpoint.Addresses) == 0 || gw.Spec.Endpoint.Port == 0) {

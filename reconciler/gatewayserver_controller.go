@@ -69,6 +69,7 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 		gw.Status.ServerRef = nil
 		gw.Status.Endpoint = nil
 		gw.Status.SecretRef = nil
+		gw.Status.PublicKey = nil
 		gw.Status.InternalEndpoint = nil
 		return outcome{}, err
 	}
@@ -102,6 +103,7 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 	}
 	gw.Status.Endpoint = s.Endpoint
 	gw.Status.SecretRef = s.SecretRef
+	gw.Status.PublicKey = s.PublicKey
 	gw.Status.InternalEndpoint = s.InternalEndpoint
 	return renderedOutcome(obj, s), nil
 }

@@ -24,7 +24,9 @@ const (
 )
 
 // ensureKeys makes sure the key Secret of a gateway exists and holds a valid
-// key pair, and returns a reference to it.
+// key pair, and returns a reference to it and the public key, which the
+// gateway publishes in its status so that nobody needs to read the Secret
+// to hand the public key to the peer.
 //
 // The generated Secret gw-<gateway> is created when missing, with a fresh
 // pair, and never rewritten: the peer holds its public key, so a new pair
@@ -36,7 +38,7 @@ const (
 // Nothing derived from the private key but the Secret itself is ever built
 // here: errors name fields and lengths, never values, and nothing is logged.
 func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key types.NamespacedName,
-	generated bool, labels map[string]string, owner metav1.OwnerReference) (*corev1.ObjectReference, error) {
+	generated bool, labels map[string]string, owner metav1.OwnerReference) (*corev1.ObjectReference, wgtypes.Key, error) {
 	ref := &corev1.ObjectReference{Name: key.Name, Namespace: key.Namespace}
 	// client-go logs request and response bodies through the context's
 	// logger at verbosity 8 and above, and a key Secret's body holds its
@@ -46,38 +48,40 @@ func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key 
 	err := reader.Get(ctx, key, &secret)
 	switch {
 	case apierrors.IsNotFound(err) && generated:
-		s, err := newKeySecret(key, labels, owner)
+		s, pub, err := newKeySecret(key, labels, owner)
 		if err != nil {
-			return nil, err
+			return nil, wgtypes.Key{}, err
 		}
 		// Create, not apply: it fails when the Secret appeared meanwhile,
 		// so an existing pair is never overwritten.
 		if err := c.Create(ctx, s, client.FieldOwner(FieldManager)); err != nil {
-			return nil, fmt.Errorf("create secret %s: %w", key, err)
+			return nil, wgtypes.Key{}, fmt.Errorf("create secret %s: %w", key, err)
 		}
-		return ref, nil
+		return ref, pub, nil
 	case apierrors.IsNotFound(err):
-		return nil, stall(ReasonSecretNotFound, "spec.secretRef.name: secret %s not found", key)
+		return nil, wgtypes.Key{}, stall(ReasonSecretNotFound, "spec.secretRef.name: secret %s not found", key)
 	case err != nil:
-		return nil, fmt.Errorf("get secret %s: %w", key, err)
+		return nil, wgtypes.Key{}, fmt.Errorf("get secret %s: %w", key, err)
 	}
 	// A generated key Secret is the controller's own: one someone else put
 	// under its name would give the gateway a key its maker knows.
 	if c := metav1.GetControllerOfNoCopy(&secret); generated && (c == nil || c.UID != owner.UID) {
-		return nil, stall(ReasonForeignObject, "Secret %s exists and is not controlled by %s %s: peerlink does not take over objects it did not make; delete or rename it",
+		return nil, wgtypes.Key{}, stall(ReasonForeignObject, "Secret %s exists and is not controlled by %s %s: peerlink does not take over objects it did not make; delete or rename it",
 			key, owner.Kind, owner.Name)
 	}
-	if err := validateKeys(&secret); err != nil {
-		return nil, stall(ReasonInvalidKeys, "%v", err)
+	pub, err := validateKeys(&secret)
+	if err != nil {
+		return nil, wgtypes.Key{}, stall(ReasonInvalidKeys, "%v", err)
 	}
-	return ref, nil
+	return ref, pub, nil
 }
 
-// newKeySecret builds a Secret holding a freshly generated key pair.
-func newKeySecret(key types.NamespacedName, labels map[string]string, owner metav1.OwnerReference) (*corev1.Secret, error) {
+// newKeySecret builds a Secret holding a freshly generated key pair, and
+// returns it with the public key.
+func newKeySecret(key types.NamespacedName, labels map[string]string, owner metav1.OwnerReference) (*corev1.Secret, wgtypes.Key, error) {
 	priv, err := wgtypes.GeneratePrivateKey()
 	if err != nil {
-		return nil, fmt.Errorf("generate key pair for secret %s: %w", key, err)
+		return nil, wgtypes.Key{}, fmt.Errorf("generate key pair for secret %s: %w", key, err)
 	}
 	pub := priv.PublicKey()
 	l := map[string]string{netv1beta1.GatewayResourceLabel: "true"}
@@ -96,25 +100,26 @@ func newKeySecret(key types.NamespacedName, labels map[string]string, owner meta
 			netv1beta1.PrivateKeyField: priv[:],
 			netv1beta1.PublicKeyField:  pub[:],
 		},
-	}, nil
+	}, pub, nil
 }
 
 // validateKeys checks that a Secret holds a WireGuard key pair: privateKey
-// and publicKey of 32 raw bytes each, the second derived from the first.
-func validateKeys(s *corev1.Secret) error {
+// and publicKey of 32 raw bytes each, the second derived from the first. It
+// returns the public key.
+func validateKeys(s *corev1.Secret) (wgtypes.Key, error) {
 	priv, err := keyField(s, netv1beta1.PrivateKeyField)
 	if err != nil {
-		return err
+		return wgtypes.Key{}, err
 	}
 	pub, err := keyField(s, netv1beta1.PublicKeyField)
 	if err != nil {
-		return err
+		return wgtypes.Key{}, err
 	}
 	if priv.PublicKey() != pub {
-		return fmt.Errorf("secret %s/%s: data.%s is not the public key of data.%s",
+		return wgtypes.Key{}, fmt.Errorf("secret %s/%s: data.%s is not the public key of data.%s",
 			s.Namespace, s.Name, netv1beta1.PublicKeyField, netv1beta1.PrivateKeyField)
 	}
-	return nil
+	return pub, nil
 }
 
 // keyField returns the key held in one data field of a Secret.

@@ -49,7 +49,7 @@ func TestValidateKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keys"}, Data: tc.data}
-			err := validateKeys(s)
+			_, err := validateKeys(s)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("unexpected error: %v", err)
@@ -63,16 +63,16 @@ func TestValidateKeys(t *testing.T) {
 func TestNewKeySecret(t *testing.T) {
 	owner := metav1.OwnerReference{APIVersion: "networking.liqo.io/v1beta1", Kind: "WgGatewayServer", Name: "peer", UID: "u1"}
 	key := types.NamespacedName{Namespace: "ns", Name: "gw-peer"}
-	a, err := newKeySecret(key, map[string]string{netv1beta1.RemoteClusterIDLabel: "r1"}, owner)
+	a, pub, err := newKeySecret(key, map[string]string{netv1beta1.RemoteClusterIDLabel: "r1"}, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newKeySecret(key, nil, owner)
+	b, _, err := newKeySecret(key, nil, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validateKeys(a); err != nil {
-		t.Error(err)
+	if got, err := validateKeys(a); err != nil || got != pub {
+		t.Errorf("validateKeys of the generated secret = %v, %v; want the returned public key %v", got, err, pub)
 	}
 	if bytes.Equal(a.Data[netv1beta1.PrivateKeyField], b.Data[netv1beta1.PrivateKeyField]) {
 		t.Error("two generated secrets hold the same private key")

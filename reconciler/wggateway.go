@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -65,25 +66,26 @@ type wgGateway struct {
 
 // applyWorkload applies the gateway's ServiceAccount and RBAC, makes sure its
 // key Secret is valid (generating it when needed) and applies its
-// Deployment. It returns the reference to the key Secret.
-func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g wgGateway) (*corev1.ObjectReference, error) {
+// Deployment. It returns the reference to the key Secret and the public key
+// it holds.
+func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g wgGateway) (*corev1.ObjectReference, wgtypes.Key, error) {
 	name, ns := g.obj.GetName(), g.obj.GetNamespace()
 	secretName := templates.KeySecretName(name, g.secretRef)
 	labels := childLabels(g.obj)
 	for _, child := range gatewayIdentity(name, ns, g.gatewayResource, secretName, labels, g.owner) {
 		if err := applyTyped(ctx, c, reader, child); err != nil {
-			return nil, err
+			return nil, wgtypes.Key{}, err
 		}
 	}
 	secretKey := types.NamespacedName{Namespace: ns, Name: secretName}
-	ref, err := ensureKeys(ctx, c, reader, secretKey, secretName == childName(name), labels, g.owner)
+	ref, pub, err := ensureKeys(ctx, c, reader, secretKey, secretName == childName(name), labels, g.owner)
 	if err != nil {
-		return nil, err
+		return nil, wgtypes.Key{}, err
 	}
 	if err := applyTyped(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges)); err != nil {
-		return nil, err
+		return nil, wgtypes.Key{}, err
 	}
-	return ref, nil
+	return ref, pub, nil
 }
 
 // gatewayIdentity builds the ServiceAccount gw-<name> the gateway pod runs

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/testcluster"
@@ -395,6 +396,53 @@ func (e *gatewayEnv) runGatewayPod(t *testing.T, ns, name, node, ip string) stri
 	return pod.Name
 }
 
+// runImpostorPod creates a pod with the labels of gateway name's pods but
+// made by no Deployment, Running and Ready on node with ip, and waits until
+// the gateway reconcilers' pod cache holds it.
+func (e *gatewayEnv) runImpostorPod(t *testing.T, ns, name, node, ip string) {
+	t.Helper()
+	ctx := t.Context()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns, Labels: map[string]string{
+			GatewayNameLabel:              name,
+			netv1beta1.ActiveGatewayLabel: "true",
+		}},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "gateway", Image: "ghcr.io/peerlink/peerlink-agent:latest"}},
+		},
+	}
+	if err := e.c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+	}
+	if err := e.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the impostor pod in the reconcilers' cache", func(ctx context.Context) error {
+		var got corev1.Pod
+		if err := e.wgClient.pods.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+			return err
+		}
+		if got.Status.PodIP != ip {
+			return fmt.Errorf("cached pod has no IP yet")
+		}
+		return nil
+	})
+}
+
+// reconcileAgain runs r once on ns/name.
+func (e *gatewayEnv) reconcileAgain(t *testing.T, r reconcile.Reconciler, ns, name string) {
+	t.Helper()
+	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}); err != nil {
+		t.Fatalf("reconcile %T: %v", r, err)
+	}
+}
+
 // createNode creates a Node with the given addresses, as a kubelet would.
 func (e *gatewayEnv) createNode(t *testing.T, name string, addrs ...corev1.NodeAddress) {
 	t.Helper()
@@ -430,7 +478,7 @@ func (e *gatewayEnv) checkKeySecret(t *testing.T, ns, name, clusterID string) *c
 	if err := e.get(t.Context(), ns, name, &s); err != nil {
 		t.Fatal(err)
 	}
-	if err := validateKeys(&s); err != nil {
+	if _, err := validateKeys(&s); err != nil {
 		t.Errorf("generated secret: %v", err)
 	}
 	if got := s.Labels[netv1beta1.RemoteClusterIDLabel]; got != clusterID {

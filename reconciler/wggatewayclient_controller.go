@@ -63,7 +63,7 @@ func (r *WgGatewayClientReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // reconcile applies the children and fills the status fields other than the
 // conditions.
 func (r *WgGatewayClientReconciler) reconcile(ctx context.Context, wg *netv1beta1.WgGatewayClient) (outcome, error) {
-	secretRef, err := applyWorkload(ctx, r.Client, r.APIReader, wgGateway{
+	secretRef, pub, err := applyWorkload(ctx, r.Client, r.APIReader, wgGateway{
 		obj:             wg,
 		owner:           *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind("WgGatewayClient")),
 		gatewayResource: "gatewayclients",
@@ -75,8 +75,9 @@ func (r *WgGatewayClientReconciler) reconcile(ctx context.Context, wg *netv1beta
 		return outcome{}, err
 	}
 	wg.Status.SecretRef = secretRef
+	wg.Status.PublicKey = pub[:]
 
-	pod, err := activeGatewayPod(ctx, r.pods, wg.Namespace, wg.Name)
+	pod, err := activeGatewayPod(ctx, r.pods, r.APIReader, wg.Namespace, wg.Name, wg.UID)
 	if err != nil {
 		return outcome{}, err
 	}

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -78,4 +79,24 @@ func testWgClient(t *testing.T, e *gatewayEnv) {
 	})
 	e.checkNoWrites(t, ns, "peer", []reconcile.Reconciler{e.wgClient},
 		append(gatewayChildren(ns, "peer", false), &netv1beta1.WgGatewayClient{ObjectMeta: objectMeta(ns, "peer")})...)
+
+	// The public key is published, the same as in the key Secret.
+	secret := e.checkKeySecret(t, ns, "gw-peer", "remote-2")
+	if err := e.get(ctx, ns, "peer", wg); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(wg.Status.PublicKey, secret.Data[netv1beta1.PublicKeyField]) {
+		t.Errorf("status.publicKey %x, want data.publicKey of the key Secret", wg.Status.PublicKey)
+	}
+
+	// A newer Ready pod with the same labels, not made by the gateway's
+	// Deployment, does not become the active pod.
+	e.runImpostorPod(t, ns, "peer", "node-client", "10.244.0.66")
+	e.reconcileAgain(t, e.wgClient, ns, "peer")
+	if err := e.get(ctx, ns, "peer", wg); err != nil {
+		t.Fatal(err)
+	}
+	if ie := wg.Status.InternalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.9" {
+		t.Errorf("internal endpoint %+v after an impostor pod appeared, want the Deployment's pod 10.244.0.9", ie)
+	}
 }

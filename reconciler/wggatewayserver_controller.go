@@ -65,7 +65,7 @@ func (r *WgGatewayServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // conditions.
 func (r *WgGatewayServerReconciler) reconcile(ctx context.Context, wg *netv1beta1.WgGatewayServer) (outcome, error) {
 	owner := *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind("WgGatewayServer"))
-	secretRef, err := applyWorkload(ctx, r.Client, r.APIReader, wgGateway{
+	secretRef, pub, err := applyWorkload(ctx, r.Client, r.APIReader, wgGateway{
 		obj:             wg,
 		owner:           owner,
 		gatewayResource: "gatewayservers",
@@ -77,13 +77,14 @@ func (r *WgGatewayServerReconciler) reconcile(ctx context.Context, wg *netv1beta
 		return outcome{}, err
 	}
 	wg.Status.SecretRef = secretRef
+	wg.Status.PublicKey = pub[:]
 
 	svc := gatewayService(wg.Spec.Service, wg.Name, wg.Namespace, childLabels(wg), owner)
 	if err := applyTyped(ctx, r.Client, r.APIReader, svc); err != nil {
 		return outcome{}, err
 	}
 
-	pod, err := activeGatewayPod(ctx, r.pods, wg.Namespace, wg.Name)
+	pod, err := activeGatewayPod(ctx, r.pods, r.APIReader, wg.Namespace, wg.Name, wg.UID)
 	if err != nil {
 		return outcome{}, err
 	}

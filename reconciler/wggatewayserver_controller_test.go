@@ -13,8 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -247,9 +245,7 @@ func (e *gatewayEnv) checkNoWrites(t *testing.T, ns, name string, rs []reconcile
 	})
 	for _, r := range rs {
 		for range 2 {
-			if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}); err != nil {
-				t.Fatalf("reconcile %T: %v", r, err)
-			}
+			e.reconcileAgain(t, r, ns, name)
 		}
 	}
 	after, err := snapshot()

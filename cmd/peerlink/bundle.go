@@ -347,11 +347,11 @@ func exportForPeer(ctx context.Context, cl client.Client, p progress, peerlinkNS
 			netv1beta1.RemoteClusterIDLabel, peer, ns)
 	}
 	s := &side{c: cl, info: info, p: p}
-	secret, err := waitKeySecret(ctx, s, role, key)
+	pub, err := waitPublicKey(ctx, s, role, key)
 	if err != nil {
 		return nil, err
 	}
-	pk, err := generators.PublicKeyFromSecret(info.ClusterID, "", secret)
+	pk, err := generators.PublicKeyForPeer(info.ClusterID, "", pub)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -406,6 +408,45 @@ func (p *peerCluster) absent(ctx context.Context, ns, name string, obj client.Ob
 		return err
 	}
 	return fmt.Errorf("cluster %s: %T %s/%s still there", p.id, obj, ns, name)
+}
+
+// keyReader returns a kubeconfig for a user who may read gateways and the
+// cluster info ConfigMap, and nothing else: no Secret.
+func (p *peerCluster) keyReader(t *testing.T) string {
+	t.Helper()
+	const user = "key-reader"
+	read := []string{"get", "list", "watch"}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{netv1beta1.GroupVersion.Group}, Resources: []string{"gatewayservers", "gatewayclients"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{reconciler.ClusterInfoName}, Verbs: []string{"get"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := p.c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := p.tc.UserKubeconfig(t, user)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets corev1.SecretList
+	if err := c.List(t.Context(), &secrets); !apierrors.IsForbidden(err) {
+		t.Fatalf("user %s lists Secrets: %v; want forbidden", user, err)
+	}
+	return kubeconfig
 }
 
 // keySecretPublic returns data.publicKey of a gateway's key Secret.

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -72,8 +70,10 @@ func newGeneratePublicKeyCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publickey",
 		Short: "Print the PublicKey of one of this cluster's gateways, to be applied on the peer",
-		Long: `Print the PublicKey of a gateway of this cluster, read from the public half
-(data.publicKey) of its key Secret. The private key never leaves the cluster.
+		Long: `Print the PublicKey of a gateway of this cluster, read from the gateway's
+status (status.publicKey), where the controller publishes the public half of
+the key pair it keeps in the gateway's key Secret. The command reads no Secret:
+reading gateways is all it needs, and the private key never leaves the cluster.
 
 The gateway is looked up in -n, by default liqo-tenant-<gateway name> (the CLI
 names gateways after the peer). A gateway just created has no key yet: the
@@ -106,11 +106,11 @@ command waits for it up to --timeout, saying so on stderr.`,
 				return err
 			}
 			s := &side{c: cl, info: info, p: progress{out: cmd.ErrOrStderr(), timeout: timeout}}
-			secret, err := waitKeySecret(ctx, s, role, client.ObjectKey{Namespace: ns, Name: gwName})
+			key, err := waitPublicKey(ctx, s, role, client.ObjectKey{Namespace: ns, Name: gwName})
 			if err != nil {
 				return err
 			}
-			pk, err := generators.PublicKeyFromSecret(info.ClusterID, remoteNS, secret)
+			pk, err := generators.PublicKeyForPeer(info.ClusterID, remoteNS, key)
 			if err != nil {
 				return err
 			}
@@ -128,46 +128,29 @@ command waits for it up to --timeout, saying so on stderr.`,
 	return cmd
 }
 
-// errKeyPending says a gateway's key Secret does not exist yet: the
-// controller creates it once it has reconciled the gateway.
-var errKeyPending = errors.New("not created yet by the controller")
+// errKeyPending says a gateway has not published its public key yet: the
+// controller does once it has made or checked the gateway's key Secret.
+var errKeyPending = errors.New("not published yet by the controller")
 
-// gatewayKeySecret reads the key Secret of a gateway: the one its status
-// names, else the one its spec names, else the generated gw-<name>.
-func gatewayKeySecret(ctx context.Context, cl client.Client, role generators.Role, key client.ObjectKey) (*corev1.Secret, error) {
-	var specRef corev1.LocalObjectReference
-	var statusRef *corev1.ObjectReference
+// gatewayPublicKey reads the public key a gateway publishes in its status.
+func gatewayPublicKey(ctx context.Context, cl client.Client, role generators.Role, key client.ObjectKey) ([]byte, error) {
+	var gw client.Object = &netv1beta1.GatewayClient{}
 	kind := generators.KindGatewayClient
 	if role == generators.RoleServer {
-		kind = generators.KindGatewayServer
-		var gw netv1beta1.GatewayServer
-		if err := cl.Get(ctx, key, &gw); err != nil {
-			return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
-		}
-		specRef, statusRef = gw.Spec.SecretRef, gw.Status.SecretRef
-	} else {
-		var gw netv1beta1.GatewayClient
-		if err := cl.Get(ctx, key, &gw); err != nil {
-			return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
-		}
-		specRef, statusRef = gw.Spec.SecretRef, gw.Status.SecretRef
+		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
 	}
-	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: generators.GatewayObjectName(key.Name)}
-	switch {
-	case statusRef != nil && statusRef.Name != "":
-		secretKey.Name = statusRef.Name
-		if statusRef.Namespace != "" {
-			secretKey.Namespace = statusRef.Namespace
-		}
-	case specRef.Name != "":
-		secretKey.Name = specRef.Name
+	if err := cl.Get(ctx, key, gw); err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	var secret corev1.Secret
-	if err := cl.Get(ctx, secretKey, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("key secret %s of %s %s: %w", secretKey, kind, key, errKeyPending)
-		}
-		return nil, fmt.Errorf("get key secret %s of %s %s: %w", secretKey, kind, key, err)
+	var pub []byte
+	switch gw := gw.(type) {
+	case *netv1beta1.GatewayServer:
+		pub = gw.Status.PublicKey
+	case *netv1beta1.GatewayClient:
+		pub = gw.Status.PublicKey
 	}
-	return &secret, nil
+	if len(pub) == 0 {
+		return nil, fmt.Errorf("status.publicKey of %s %s: %w", kind, key, errKeyPending)
+	}
+	return pub, nil
 }

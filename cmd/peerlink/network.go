@@ -250,7 +250,7 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 	if err := waitServerEndpoint(ctx, remote.p, remote.c, serverKey, server); err != nil {
 		return err
 	}
-	serverSecret, err := waitKeySecret(ctx, remote, generators.RoleServer, serverKey)
+	serverPub, err := waitPublicKey(ctx, remote, generators.RoleServer, serverKey)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	local.p.infof("Gateway client %s applied, connecting to %s:%d", objectRef(gwc.Namespace, gwc.Name), strings.Join(addresses, ","), port)
-	clientSecret, err := waitKeySecret(ctx, local, generators.RoleClient, client.ObjectKeyFromObject(gwc))
+	clientPub, err := waitPublicKey(ctx, local, generators.RoleClient, client.ObjectKeyFromObject(gwc))
 	if err != nil {
 		return err
 	}
@@ -286,11 +286,11 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 		local.p.infof("Public keys not shared (--disable-sharing-keys): apply each gateway's PublicKey on the other cluster")
 	} else {
 		for _, s := range []struct {
-			on     *side
-			owner  string
-			secret *corev1.Secret
-		}{{local, remoteID, serverSecret}, {remote, localID, clientSecret}} {
-			pk, err := generators.PublicKeyFromSecret(s.owner, "", s.secret)
+			on    *side
+			owner string
+			key   []byte
+		}{{local, remoteID, serverPub}, {remote, localID, clientPub}} {
+			pk, err := generators.PublicKeyForPeer(s.owner, "", s.key)
 			if err != nil {
 				return err
 			}
@@ -363,21 +363,22 @@ func applyInTenant(ctx context.Context, s *side, obj client.Object) error {
 	return nil
 }
 
-// waitKeySecret waits until the controller has generated a gateway's keys.
-func waitKeySecret(ctx context.Context, s *side, role generators.Role, gateway client.ObjectKey) (*corev1.Secret, error) {
-	var secret *corev1.Secret
-	_, err := s.p.wait(ctx, "the key of gateway "+gateway.String(), func(ctx context.Context) (bool, string, error) {
-		sec, err := gatewayKeySecret(ctx, s.c, role, gateway)
+// waitPublicKey waits until the controller has published a gateway's
+// public key, and returns it.
+func waitPublicKey(ctx context.Context, s *side, role generators.Role, gateway client.ObjectKey) ([]byte, error) {
+	var key []byte
+	_, err := s.p.wait(ctx, "the public key of gateway "+gateway.String(), func(ctx context.Context) (bool, string, error) {
+		k, err := gatewayPublicKey(ctx, s.c, role, gateway)
 		if errors.Is(err, errKeyPending) {
-			return false, "key Secret not created yet by the controller", nil
+			return false, "key pair not made yet by the controller", nil
 		}
 		if err != nil {
 			return false, "", err
 		}
-		secret = sec
+		key = k
 		return true, "", nil
 	})
-	return secret, err
+	return key, err
 }
 
 func newDisconnectCmd(o *networkOptions) *cobra.Command {

@@ -191,6 +191,12 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	if !strings.Contains(pk, `"name": "cluster-a"`) || !strings.Contains(pk, base64.StdEncoding.EncodeToString(keyOnB.Spec.PublicKey)) {
 		t.Errorf("generate publickey:\n%s", pk)
 	}
+	// ...and so it does for a user who may read gateways and the cluster
+	// info but no Secret.
+	reader := a.keyReader(t)
+	if pk2 := cli(t, "generate", "publickey", "--kubeconfig", reader, "--gateway-type", "client", "--gateway-name", "cluster-b", "-o", "json"); pk2 != pk {
+		t.Errorf("generate publickey without the right to read Secrets:\n%s\nwant:\n%s", pk2, pk)
+	}
 	info := cli(t, "info", "peer", "cluster-b", "--kubeconfig", a.tc.Kubeconfig)
 	for _, want := range []string{"Gateway:          client liqo-tenant-cluster-b/cluster-b", "Connection:       gw-cluster-b Connected", "Latency:          1.2ms", "10.244.0.0/24 -> "} {
 		if !strings.Contains(info, want) {

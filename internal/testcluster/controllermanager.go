@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 const (
@@ -33,8 +32,8 @@ const (
 // of env, with an admin kubeconfig, the API server's service account signing
 // key and its serving CA, and waits until it has created the default
 // ServiceAccount of the default namespace.
-func (c *Cluster) startControllerManager(t testing.TB, env *envtest.Environment, flags []string) error {
-	api := env.ControlPlane.GetAPIServer()
+func (c *Cluster) startControllerManager(t testing.TB, flags []string) error {
+	api := c.env.ControlPlane.GetAPIServer()
 
 	saKey := filepath.Join(api.CertDir, saSigningKey)
 	if _, err := os.Stat(saKey); err != nil {
@@ -44,20 +43,9 @@ func (c *Cluster) startControllerManager(t testing.TB, env *envtest.Environment,
 	if err := os.WriteFile(caFile, api.SecureServing.CA, 0o600); err != nil {
 		return fmt.Errorf("write API server CA: %w", err)
 	}
-	user, err := env.AddUser(envtest.User{
-		Name:   "system:kube-controller-manager",
-		Groups: []string{"system:masters"},
-	}, nil)
+	kubeconfigFile, err := c.userKubeconfig("system:kube-controller-manager", "system:masters")
 	if err != nil {
-		return fmt.Errorf("add controller manager user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("controller manager kubeconfig: %w", err)
-	}
-	kubeconfigFile := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
-	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
-		return fmt.Errorf("write controller manager kubeconfig: %w", err)
+		return fmt.Errorf("controller manager: %w", err)
 	}
 
 	logFile, err := c.logFile(t, "kube-controller-manager")

@@ -44,6 +44,8 @@ type Cluster struct {
 	BinDir string
 	// Dir is the directory of the cluster's certificates, data and logs.
 	Dir string
+
+	env *envtest.Environment
 }
 
 // Option configures Start.
@@ -150,6 +152,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
+	c.env = env
 	c.Config = rest.CopyConfig(env.Config)
 	c.Client, err = client.New(c.Config, client.Options{Scheme: scheme})
 	if err != nil {
@@ -161,7 +164,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	}
 
 	if o.controllerManager {
-		if err := c.startControllerManager(t, env, o.kcmFlags); err != nil {
+		if err := c.startControllerManager(t, o.kcmFlags); err != nil {
 			t.Fatalf("testcluster: %v", err)
 		}
 	}
@@ -174,6 +177,34 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		}
 	}
 	return c
+}
+
+// UserKubeconfig writes a kubeconfig for a user authenticated by a client
+// certificate, name in the given groups, and returns its path. The user may
+// do only what RBAC grants it.
+func (c *Cluster) UserKubeconfig(t testing.TB, name string, groups ...string) string {
+	t.Helper()
+	path, err := c.userKubeconfig(name, groups...)
+	if err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	return path
+}
+
+func (c *Cluster) userKubeconfig(name string, groups ...string) (string, error) {
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig of user %s: %w", name, err)
+	}
+	path := filepath.Join(c.Dir, strings.ReplaceAll(name, ":", "-")+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return "", fmt.Errorf("write kubeconfig of user %s: %w", name, err)
+	}
+	return path, nil
 }
 
 // startControlPlane starts etcd and kube-apiserver with envtest, with their

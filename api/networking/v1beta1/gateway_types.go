@@ -105,6 +105,10 @@ type GatewayServerStatus struct {
 	// SecretRef is the Secret holding the key pair.
 	// +optional
 	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// PublicKey is the public half of the key pair in SecretRef, published
+	// so that the peer's PublicKey can be made without reading the Secret.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
 	// InternalEndpoint is the active gateway pod.
 	// +optional
 	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
@@ -190,6 +194,10 @@ type GatewayClientStatus struct {
 	// SecretRef is the Secret holding the key pair.
 	// +optional
 	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// PublicKey is the public half of the key pair in SecretRef, published
+	// so that the peer's PublicKey can be made without reading the Secret.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
 	// InternalEndpoint is the active gateway pod.
 	// +optional
 	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`

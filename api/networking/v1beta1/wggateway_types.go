@@ -68,6 +68,10 @@ type WgGatewayServerStatus struct {
 	// SecretRef is the Secret holding the key pair.
 	// +optional
 	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// PublicKey is the public half of the key pair in SecretRef, published
+	// so that the peer's PublicKey can be made without reading the Secret.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
 	// Endpoint is where the server is reachable.
 	// +optional
 	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
@@ -117,6 +121,10 @@ type WgGatewayClientStatus struct {
 	// SecretRef is the Secret holding the key pair.
 	// +optional
 	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// PublicKey is the public half of the key pair in SecretRef, published
+	// so that the peer's PublicKey can be made without reading the Secret.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
 	// InternalEndpoint is the active gateway pod.
 	// +optional
 	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`

@@ -460,6 +460,11 @@ func (in *GatewayClientStatus) DeepCopyInto(out *GatewayClientStatus) {
 		*out = new(corev1.ObjectReference)
 		**out = **in
 	}
+	if in.PublicKey != nil {
+		in, out := &in.PublicKey, &out.PublicKey
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
+	}
 	if in.InternalEndpoint != nil {
 		in, out := &in.InternalEndpoint, &out.InternalEndpoint
 		*out = new(InternalGatewayEndpoint)
@@ -586,6 +591,11 @@ func (in *GatewayServerStatus) DeepCopyInto(out *GatewayServerStatus) {
 		in, out := &in.SecretRef, &out.SecretRef
 		*out = new(corev1.ObjectReference)
 		**out = **in
+	}
+	if in.PublicKey != nil {
+		in, out := &in.PublicKey, &out.PublicKey
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
 	}
 	if in.InternalEndpoint != nil {
 		in, out := &in.InternalEndpoint, &out.InternalEndpoint
@@ -890,6 +900,11 @@ func (in *WgGatewayClientStatus) DeepCopyInto(out *WgGatewayClientStatus) {
 		*out = new(corev1.ObjectReference)
 		**out = **in
 	}
+	if in.PublicKey != nil {
+		in, out := &in.PublicKey, &out.PublicKey
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
+	}
 	if in.InternalEndpoint != nil {
 		in, out := &in.InternalEndpoint, &out.InternalEndpoint
 		*out = new(InternalGatewayEndpoint)
@@ -1055,6 +1070,11 @@ func (in *WgGatewayServerStatus) DeepCopyInto(out *WgGatewayServerStatus) {
 		in, out := &in.SecretRef, &out.SecretRef
 		*out = new(corev1.ObjectReference)
 		**out = **in
+	}
+	if in.PublicKey != nil {
+		in, out := &in.PublicKey, &out.PublicKey
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
 	}
 	if in.Endpoint != nil {
 		in, out := &in.Endpoint, &out.Endpoint
