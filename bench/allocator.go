@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/ipam"
 )
 
 // allocatorGoal is the floor of allocator operations per second: a

@@ -24,9 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/reconciler"
 )
 
 const (
@@ -167,7 +168,7 @@ func newControlPlaneBench(cfg *rest.Config, agent, kubeconfig, dir string) (*con
 	cfg = rest.CopyConfig(cfg)
 	// No client-side rate limit: the bench must not be what is measured.
 	cfg.QPS = -1
-	scheme, err := reconciler.NewScheme()
+	scheme, err := api.NewScheme()
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +219,11 @@ func (b *controlPlaneBench) startController(ctx context.Context) (*controllerPro
 	p := &controllerProcess{cmd: cmd, logPath: logPath}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, benchTimeout, true, func(ctx context.Context) (bool, error) {
 		var cm corev1.ConfigMap
-		return b.c.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: reconciler.ClusterInfoName}, &cm) == nil, nil
+		return b.c.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: clusterinfo.Name}, &cm) == nil, nil
 	})
 	if err != nil {
 		_ = p.stop()
-		return nil, fmt.Errorf("controller did not publish %s: %w (log: %s)", reconciler.ClusterInfoName, err, tailFile(logPath, 20))
+		return nil, fmt.Errorf("controller did not publish %s: %w (log: %s)", clusterinfo.Name, err, tailFile(logPath, 20))
 	}
 	return p, nil
 }

@@ -5,28 +5,14 @@ import (
 	"net/netip"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 )
-
-// ClusterInfo are the facts one cluster publishes about itself, which it
-// hands to its peers.
-type ClusterInfo struct {
-	// ClusterID identifies the cluster to its peers.
-	ClusterID string
-	// PodCIDRs are the cluster's pod ranges.
-	PodCIDRs []netip.Prefix
-	// ServiceCIDR is the range of Service cluster IPs; zero when unknown.
-	ServiceCIDR netip.Prefix
-	// ExternalCIDR holds the addresses of non-pod endpoints.
-	ExternalCIDR netip.Prefix
-	// InternalCIDR is the range set aside for the node-to-gateway overlay.
-	InternalCIDR netip.Prefix
-}
 
 // ConfigurationForPeer builds the Configuration a cluster hands to its peer:
 // the local cluster's real CIDRs in spec.remote, named and labelled with the
 // local cluster ID, because the peer applies it. An empty namespace is
 // liqo-tenant-<local cluster ID>, the peer's tenant namespace for us.
-func ConfigurationForPeer(local ClusterInfo, namespace string) (*netv1beta1.Configuration, error) {
+func ConfigurationForPeer(local clusterinfo.Info, namespace string) (*netv1beta1.Configuration, error) {
 	o := ConfigurationOptions{
 		Peer:     Peer{Namespace: namespace, RemoteClusterID: local.ClusterID},
 		PodCIDRs: local.PodCIDRs,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/peerlink/peerlink/clusterinfo"
 )
 
 func TestMarshalIsDeterministicAndClean(t *testing.T) {
@@ -99,7 +101,7 @@ spec:
 }
 
 func TestForPeer(t *testing.T) {
-	info := ClusterInfo{ClusterID: "cluster-a", PodCIDRs: mustCIDRs(t, "10.244.0.0/24"), ExternalCIDR: mustCIDRs(t, "10.70.0.0/16")[0]}
+	info := clusterinfo.Info{ClusterID: "cluster-a", PodCIDRs: mustCIDRs(t, "10.244.0.0/24"), ExternalCIDR: mustCIDRs(t, "10.70.0.0/16")[0]}
 	conf, err := ConfigurationForPeer(info, "")
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,6 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
-// maxClusterIDLength keeps liqo-tenant-<id> within the 63 characters of a
-// namespace name.
-const maxClusterIDLength = validation.DNS1123LabelMaxLength - len(netv1beta1.TenantNamespacePrefix)
-
 // TenantNamespace is the namespace the CLI uses for the objects of one peer.
 func TenantNamespace(remoteClusterID string) string {
 	return netv1beta1.TenantNamespacePrefix + remoteClusterID
@@ -22,23 +18,6 @@ func TenantNamespace(remoteClusterID string) string {
 // Deployment, Service, key Secret and Connection.
 func GatewayObjectName(gatewayName string) string {
 	return netv1beta1.GatewayObjectPrefix + gatewayName
-}
-
-// ValidateClusterID checks that id can name a peer: it is used as a label
-// value, as the default object name and inside the tenant namespace name, so
-// it must be a DNS-1123 label short enough for liqo-tenant-<id>.
-func ValidateClusterID(id string) error {
-	if id == "" {
-		return fmt.Errorf("cluster id is empty")
-	}
-	if msgs := validation.IsDNS1123Label(id); len(msgs) > 0 {
-		return fmt.Errorf("cluster id %q is not valid: %s", id, strings.Join(msgs, "; "))
-	}
-	if len(id) > maxClusterIDLength {
-		return fmt.Errorf("cluster id %q is longer than %d characters, so %s%s is not a valid namespace name",
-			id, maxClusterIDLength, netv1beta1.TenantNamespacePrefix, id)
-	}
-	return nil
 }
 
 // ValidateObjectName checks that name can name a peerlink object and the

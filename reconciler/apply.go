@@ -11,13 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerlink/peerlink/api"
 )
 
-// FieldManager is the server-side apply field manager of every object the
-// controller writes.
-const FieldManager = "peerlink"
-
-// applyUnstructured server-side applies u as FieldManager, taking over the
+// applyUnstructured server-side applies u as api.FieldManager, taking over the
 // fields it sets from other managers, and replaces u with the API server's
 // answer. Applying what is already there does not write: the API server
 // keeps the resourceVersion of an object an apply leaves unchanged.
@@ -33,7 +31,7 @@ func applyUnstructured(ctx context.Context, c client.Client, reader client.Reade
 			return err
 		}
 	}
-	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", kind, ns, name, err)
 	}

@@ -27,7 +27,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/ipam"
 )
 
 // Reasons of the conditions of a Configuration.

@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/testcluster"
 )
 
@@ -35,12 +37,14 @@ const confWaitTimeout = time.Minute
 // CIDR and the same default external CIDR.
 func testFacts() ClusterFacts {
 	return ClusterFacts{
-		ClusterID:    "local",
-		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
-		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
-		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
-		Namespace:    "peerlink",
+		Info: clusterinfo.Info{
+			ClusterID:    "local",
+			PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+			ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
+			ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
+			InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+		},
+		Namespace: "peerlink",
 	}
 }
 
@@ -67,7 +71,7 @@ func (e *confEnv) Write(p []byte) (int, error) {
 // runs until stopController or the end of the test.
 func (e *confEnv) startController(t *testing.T) {
 	t.Helper()
-	scheme, err := NewScheme()
+	scheme, err := api.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +287,7 @@ func (e *confEnv) snapshot(t *testing.T) map[string]netv1beta1.Configuration {
 // newConfEnv starts a control plane with the CRDs and the namespaces given.
 func newConfEnv(t *testing.T, namespaces ...string) *confEnv {
 	t.Helper()
-	scheme, err := NewScheme()
+	scheme, err := api.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +325,10 @@ func TestConfigurationReconciler(t *testing.T) {
 	t.Run("cluster info", func(t *testing.T) {
 		var cm corev1.ConfigMap
 		err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
-			return e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: ClusterInfoName}, &cm) == nil, nil
+			return e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: "peerlink", Name: clusterinfo.Name}, &cm) == nil, nil
 		})
 		if err != nil {
-			t.Fatalf("configmap %s not published: %v", ClusterInfoName, err)
+			t.Fatalf("configmap %s not published: %v", clusterinfo.Name, err)
 		}
 		want := map[string]string{
 			"clusterID": "local", "podCIDRs": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12",

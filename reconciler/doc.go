@@ -3,7 +3,7 @@
 // with a manager.
 //
 // It owns the reaction of the control plane to the networking.liqo.io API:
-// the ranges a Configuration's peer is remapped to (through reconciler/ipam),
+// the ranges a Configuration's peer is remapped to (through package ipam),
 // the gateway workloads of WgGatewayServer and WgGatewayClient, the
 // cluster-info ConfigMap the CLI reads, and the kstatus conditions of every
 // object it reconciles. It writes status and the objects it owns, never a

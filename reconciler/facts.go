@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/ipam"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -19,19 +19,15 @@ import (
 // from the flags of `peerlink-agent controller`, whose names the errors of
 // Validate use.
 type ClusterFacts struct {
-	// ClusterID identifies this cluster to its peers (--cluster-id).
-	ClusterID string
-	// PodCIDRs are the ranges of this cluster's pods (--pod-cidr).
-	PodCIDRs []netip.Prefix
-	// ServiceCIDR is the range of this cluster's Services (--service-cidr).
-	ServiceCIDR netip.Prefix
-	// ExternalCIDR holds the addresses of non-pod endpoints as the peers see
-	// them (--external-cidr).
-	ExternalCIDR netip.Prefix
-	// InternalCIDR is set aside for the overlay between nodes and gateways
-	// (--internal-cidr): never given to a peer. The overlay routes by the
-	// nodes' and gateway pods' own addresses and takes none from it today.
-	InternalCIDR netip.Prefix
+	// Info are the facts the controller publishes in the cluster-info
+	// ConfigMap: the cluster ID (--cluster-id), the pod CIDRs (--pod-cidr),
+	// the service CIDR (--service-cidr), the external CIDR, which holds the
+	// addresses of non-pod endpoints as the peers see them
+	// (--external-cidr), the internal CIDR, set aside for the overlay
+	// between nodes and gateways and never given to a peer
+	// (--internal-cidr), and the allowlist of the ranges a peer may
+	// declare (--allowed-peer-cidr).
+	clusterinfo.Info
 	// ReservedCIDRs are further ranges in use here (--reserved-cidr).
 	ReservedCIDRs []netip.Prefix
 	// Namespace is the controller's namespace, where it publishes the
@@ -44,20 +40,6 @@ type ClusterFacts struct {
 	// WgGatewayServer and WgGatewayClient (--allowed-template-kind); never
 	// a built-in Kubernetes kind.
 	AllowedTemplateKinds []schema.GroupVersionKind
-	// AllowedPeer is the allowlist of the ranges a peer may declare
-	// (--allowed-peer-cidr). Empty means rangepolicy.DefaultAllowed.
-	AllowedPeer []netip.Prefix
-}
-
-// LocalRanges returns the ranges a peer may reach here: the pod CIDRs and
-// the external CIDR.
-func (f ClusterFacts) LocalRanges() []netip.Prefix {
-	return append(slices.Clone(f.PodCIDRs), f.ExternalCIDR)
-}
-
-// PeerPolicy returns the policy a peer's declared ranges are checked with.
-func (f ClusterFacts) PeerPolicy() rangepolicy.Policy {
-	return rangepolicy.Policy{Allowed: f.AllowedPeer}
 }
 
 // namedRange is a local range and the flag it comes from.
@@ -135,7 +117,7 @@ func (f ClusterFacts) Validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-template-kind %s: a kind built into Kubernetes is never rendered from a template", k))
 		}
 	}
-	if err := rangepolicy.Validate(f.AllowedPeer); err != nil {
+	if err := rangepolicy.Validate(f.Info.AllowedPeer); err != nil {
 		errs = append(errs, fmt.Errorf("--allowed-peer-cidr: %w", err))
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
@@ -54,7 +55,7 @@ func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key 
 		}
 		// Create, not apply: it fails when the Secret appeared meanwhile,
 		// so an existing pair is never overwritten.
-		if err := c.Create(ctx, s, client.FieldOwner(FieldManager)); err != nil {
+		if err := c.Create(ctx, s, client.FieldOwner(api.FieldManager)); err != nil {
 			return nil, wgtypes.Key{}, fmt.Errorf("create secret %s: %w", key, err)
 		}
 		return ref, pub, nil

@@ -16,7 +16,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/ipam"
 )
 
 // A peer's range that holds one of this cluster's node addresses or gateway

@@ -3,29 +3,12 @@ package reconciler
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
-
-// NewScheme returns a scheme with the built-in Kubernetes kinds and the
-// networking.liqo.io/v1beta1 kinds: what a manager running SetupAll needs.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add kubernetes kinds to scheme: %w", err)
-	}
-	if err := netv1beta1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add networking.liqo.io/v1beta1 kinds to scheme: %w", err)
-	}
-	return s, nil
-}
 
 // SetupAll registers every reconciler of the controller with mgr, and the
 // publisher of the cluster-info ConfigMap, for the cluster described by
-// facts. mgr must use a scheme from NewScheme. The caller starts mgr.
+// facts. mgr must use a scheme from api.NewScheme. The caller starts mgr.
 func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := facts.Validate(); err != nil {
 		return fmt.Errorf("local facts: %w", err)

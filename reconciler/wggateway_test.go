@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/testcluster"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -65,8 +66,8 @@ type gatewayEnv struct {
 // gatewayFacts are the facts of the cluster the gateway tests run in; the
 // default templates live in its namespace.
 func gatewayFacts() ClusterFacts {
-	return ClusterFacts{ClusterID: "local", Namespace: templates.InstallNamespace,
-		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16")}
+	return ClusterFacts{Namespace: templates.InstallNamespace, Info: clusterinfo.Info{ClusterID: "local",
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16")}}
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.

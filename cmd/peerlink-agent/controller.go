@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
@@ -45,8 +46,8 @@ func newControllerCommand() *cobra.Command {
 		Short: "Run the reconcilers of the networking.liqo.io API",
 		Long: `Run the peerlink controller: it remaps the CIDRs of each peer's Configuration
 into free local ranges, runs the gateways of WgGatewayServer and WgGatewayClient
-objects, and publishes this cluster's ID and ranges in the ConfigMap
-peerlink-cluster-info of its namespace.
+objects, and publishes this cluster's ID and ranges in the cluster-info
+ConfigMap of its namespace.
 
 Repeatable CIDR flags also take comma-separated lists.`,
 		Args: cobra.NoArgs,
@@ -107,14 +108,16 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		return out
 	}
 	f := reconciler.ClusterFacts{
-		ClusterID:     o.clusterID,
-		PodCIDRs:      many("pod-cidr", o.podCIDRs),
-		ServiceCIDR:   one("service-cidr", o.serviceCIDR),
-		ExternalCIDR:  one("external-cidr", o.externalCIDR),
-		InternalCIDR:  one("internal-cidr", o.internalCIDR),
+		Info: clusterinfo.Info{
+			ClusterID:    o.clusterID,
+			PodCIDRs:     many("pod-cidr", o.podCIDRs),
+			ServiceCIDR:  one("service-cidr", o.serviceCIDR),
+			ExternalCIDR: one("external-cidr", o.externalCIDR),
+			InternalCIDR: one("internal-cidr", o.internalCIDR),
+			AllowedPeer:  many("allowed-peer-cidr", o.allowedPeer),
+		},
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
-		AllowedPeer:   many("allowed-peer-cidr", o.allowedPeer),
 		Namespace:     o.namespace,
 	}
 	for _, s := range o.allowedKinds {

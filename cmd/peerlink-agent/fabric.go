@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane/fabric"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 )
@@ -59,7 +60,7 @@ func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {
 	f.processFlags.addFlags(fs, ":6092", "0", ", on the host network")
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default: the NODE_NAME variable)")
 	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of this node where overlay packets arrive (default: the NODE_IP variable)")
-	fs.StringVar(&f.namespace, "namespace", "peerlink", "namespace of the ConfigMap peerlink-cluster-info")
+	fs.StringVar(&f.namespace, "namespace", "peerlink", "namespace of the ConfigMap "+clusterinfo.Name)
 	fs.StringVar(&f.gatewayNamespace, "gateway-namespace", "", "namespace of the gateways and Configurations; empty: all namespaces")
 	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the gateways': auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the overlay link; 0: the node link's MTU less the encapsulation")
@@ -101,7 +102,7 @@ func runFabric(f fabricFlags, opts fabric.Options) error {
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{fabric.GatewayAppLabel: fabric.GatewayAppValue})},
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{opts.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", fabric.ClusterInfoName),
+			Field:      fields.OneTermEqualSelector("metadata.name", clusterinfo.Name),
 		},
 	}}
 	if opts.GatewayNamespace != "" {

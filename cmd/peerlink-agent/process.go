@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/api"
 )
 
 // processFlags are the flags every command of peerlink-agent has: where the
@@ -47,7 +47,7 @@ func (p processFlags) setUp(kv ...any) (logr.Logger, *rest.Config, *runtime.Sche
 	if err != nil {
 		return log, nil, nil, err
 	}
-	scheme, err := reconciler.NewScheme()
+	scheme, err := api.NewScheme()
 	return log, cfg, scheme, err
 }
 

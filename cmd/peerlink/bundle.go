@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
@@ -77,7 +78,7 @@ the files of init added to its resources when missing.`,
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
-			if err := generators.ValidateClusterID(peer); err != nil {
+			if err := clusterinfo.ValidateClusterID(peer); err != nil {
 				return fmt.Errorf("--peer: %w", err)
 			}
 			if g.Namespace != "" {
@@ -268,7 +269,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 		Example: `  peerlink bundle export --peer cluster-b -o to-cluster-b.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := generators.ValidateClusterID(peer); err != nil {
+			if err := clusterinfo.ValidateClusterID(peer); err != nil {
 				return fmt.Errorf("--peer: %w", err)
 			}
 			if output == "" {

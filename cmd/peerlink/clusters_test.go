@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/testcluster"
 	"github.com/peerlink/peerlink/reconciler"
@@ -46,7 +48,7 @@ type peerCluster struct {
 // every test cluster, as in the lab: the peers' ranges must be remapped.
 func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
 	t.Helper()
-	scheme, err := reconciler.NewScheme()
+	scheme, err := api.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +88,14 @@ func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
 		t.Fatal(err)
 	}
 	facts := reconciler.ClusterFacts{
-		ClusterID:    id,
-		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")},
-		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
-		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
-		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
-		Namespace:    templates.InstallNamespace,
+		Info: clusterinfo.Info{
+			ClusterID:    id,
+			PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")},
+			ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
+			ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
+			InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+		},
+		Namespace: templates.InstallNamespace,
 	}
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		t.Fatal(err)
@@ -420,7 +424,7 @@ func (p *peerCluster) keyReader(t *testing.T) string {
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{netv1beta1.GroupVersion.Group}, Resources: []string{"gatewayservers", "gatewayclients"}, Verbs: read},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{reconciler.ClusterInfoName}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{clusterinfo.Name}, Verbs: []string{"get"}},
 		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{

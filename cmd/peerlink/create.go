@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 )
 
@@ -64,7 +65,7 @@ func (c *createCommon) addFlags(cmd *cobra.Command) {
 
 // peer checks the flags naming the object and returns where it goes.
 func (c *createCommon) peer(g *globalOptions, args []string) (generators.Peer, error) {
-	if err := generators.ValidateClusterID(c.remoteClusterID); err != nil {
+	if err := clusterinfo.ValidateClusterID(c.remoteClusterID); err != nil {
 		return generators.Peer{}, fmt.Errorf("--remote-cluster-id: %w", err)
 	}
 	p := generators.Peer{RemoteClusterID: c.remoteClusterID, Namespace: g.Namespace}

@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/testcluster"
-	"github.com/peerlink/peerlink/reconciler"
 )
 
 // TestApplyLeavesOtherManagersFields applies a Configuration the way Flux
@@ -18,7 +18,7 @@ import (
 // it: the CLI reports the conflict, naming that manager, and changes
 // nothing; it applies under a manager of its own.
 func TestApplyLeavesOtherManagersFields(t *testing.T) {
-	scheme, err := reconciler.NewScheme()
+	scheme, err := api.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestApplyLeavesOtherManagersFields(t *testing.T) {
 	for _, m := range got.ManagedFields {
 		managers[m.Manager] = true
 	}
-	if !managers[cliFieldManager] || managers[reconciler.FieldManager] {
-		t.Errorf("field managers %v, want %s and not the controller's %s", managers, cliFieldManager, reconciler.FieldManager)
+	if !managers[api.CLIFieldManager] || managers[api.FieldManager] {
+		t.Errorf("field managers %v, want %s and not the controller's %s", managers, api.CLIFieldManager, api.FieldManager)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/reconciler"
 )
 
 // clusterFlags select one cluster from a kubeconfig.
@@ -51,7 +51,7 @@ func (f clusterFlags) client() (client.Client, error) {
 
 // newClient builds a client with the scheme of the CLI.
 func newClient(cfg *rest.Config) (client.Client, error) {
-	s, err := reconciler.NewScheme()
+	s, err := api.NewScheme()
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func apply(ctx context.Context, c client.Client, obj runtime.Object) error {
 	// No ForceOwnership: a field Argo CD, Flux or kubectl manages is theirs
 	// to change (from Git), not the CLI's to take; the conflict is reported,
 	// naming the manager.
-	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cliFieldManager))
+	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.CLIFieldManager))
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("apply %s %s: %w (another manager owns these fields: change them where it takes them from, or let it release them first)",
 			u.GetKind(), objectRef(u.GetNamespace(), u.GetName()), err)
@@ -84,10 +84,6 @@ func apply(ctx context.Context, c client.Client, obj runtime.Object) error {
 	}
 	return nil
 }
-
-// cliFieldManager is the server-side apply field manager of what the CLI
-// applies: its own, apart from the controller's.
-const cliFieldManager = "peerlink-cli"
 
 // ensureNamespace applies a namespace when it does not exist yet; an
 // existing one is left alone, whoever manages it.

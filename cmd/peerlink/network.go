@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 )
 
@@ -73,7 +74,7 @@ type side struct {
 	name string // "local" or "remote", for progress lines
 	cfg  *rest.Config
 	c    client.Client
-	info generators.ClusterInfo
+	info clusterinfo.Info
 	p    progress
 }
 
@@ -114,7 +115,7 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 		Use:   "connect",
 		Short: "Peer the networks of the local (client) and remote (server) clusters",
 		Long: `Peer the networks of two clusters, in this order:
-  1. read both clusters' facts (peerlink-cluster-info);
+  1. read both clusters' facts (their cluster-info ConfigMaps);
   2. apply each cluster's Configuration on the other and wait until both are Ready;
   3. apply the GatewayServer on the remote cluster, wait for its endpoint and key;
   4. apply the GatewayClient on the local cluster, pointing at that endpoint

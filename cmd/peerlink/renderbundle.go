@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/reconciler"
-	"github.com/peerlink/peerlink/reconciler/ipam"
+	"github.com/peerlink/peerlink/ipam"
 )
 
 // addBundleRendering extends the render command with `peerlink render DIR`:
@@ -29,7 +29,7 @@ func addBundleRendering(render *cobra.Command) {
 
 With DIR, a peer bundle (a kustomize directory) is built and its gateways
 rendered with the bundle's own templates, else the defaults. With
---cluster-info FILE (a saved peerlink-cluster-info ConfigMap, or the output of
+--cluster-info FILE (a saved cluster-info ConfigMap, or the output of
 peerlink info -o yaml) each Configuration of the bundle is printed too, with
 the status.remote the controller would write: where the peer's ranges land in
 this cluster, as long as no other peer holds ranges yet.`
@@ -72,11 +72,11 @@ func renderBundle(w io.Writer, dir, clusterInfoFile, output string) error {
 	}
 	var ledger *ipam.Ledger
 	if clusterInfoFile != "" {
-		facts, err := readClusterInfoFile(clusterInfoFile)
+		info, err := readClusterInfoFile(clusterInfoFile)
 		if err != nil {
 			return fmt.Errorf("--cluster-info: %w", err)
 		}
-		alloc, err := ipam.New(facts.IPAMPools(), validPrefixes(facts.Taken()))
+		alloc, err := ipam.New(ipam.DefaultPools(), info.Ranges())
 		if err != nil {
 			return fmt.Errorf("--cluster-info: %w", err)
 		}
@@ -157,22 +157,12 @@ func remappedConfiguration(ledger *ipam.Ledger, conf *netv1beta1.Configuration) 
 	return m, nil
 }
 
-func validPrefixes(ps []netip.Prefix) []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range ps {
-		if p.IsValid() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // readClusterInfoFile reads the local facts from a saved
-// peerlink-cluster-info ConfigMap or from the output of `info -o yaml`.
-func readClusterInfoFile(path string) (reconciler.ClusterFacts, error) {
+// cluster-info ConfigMap or from the output of `info -o yaml`.
+func readClusterInfoFile(path string) (clusterinfo.Info, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return reconciler.ClusterFacts{}, err
+		return clusterinfo.Info{}, err
 	}
 	var doc struct {
 		Kind      string            `json:"kind"`
@@ -181,27 +171,21 @@ func readClusterInfoFile(path string) (reconciler.ClusterFacts, error) {
 		Network   networkInfo       `json:"network"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return reconciler.ClusterFacts{}, fmt.Errorf("%s: %w", path, err)
+		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)
 	}
 	fields := doc.Data
 	if doc.Kind != "ConfigMap" {
 		fields = map[string]string{
-			reconciler.ClusterInfoClusterID:    doc.ClusterID,
-			reconciler.ClusterInfoPodCIDRs:     strings.Join(doc.Network.PodCIDRs, ","),
-			reconciler.ClusterInfoServiceCIDR:  doc.Network.ServiceCIDR,
-			reconciler.ClusterInfoExternalCIDR: doc.Network.ExternalCIDR,
-			reconciler.ClusterInfoInternalCIDR: doc.Network.InternalCIDR,
+			clusterinfo.KeyClusterID:    doc.ClusterID,
+			clusterinfo.KeyPodCIDRs:     strings.Join(doc.Network.PodCIDRs, ","),
+			clusterinfo.KeyServiceCIDR:  doc.Network.ServiceCIDR,
+			clusterinfo.KeyExternalCIDR: doc.Network.ExternalCIDR,
+			clusterinfo.KeyInternalCIDR: doc.Network.InternalCIDR,
 		}
 	}
-	info, err := parseClusterInfo(fields)
+	info, err := clusterinfo.Decode(fields)
 	if err != nil {
-		return reconciler.ClusterFacts{}, fmt.Errorf("%s: %w", path, err)
+		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return reconciler.ClusterFacts{
-		ClusterID:    info.ClusterID,
-		PodCIDRs:     info.PodCIDRs,
-		ServiceCIDR:  info.ServiceCIDR,
-		ExternalCIDR: info.ExternalCIDR,
-		InternalCIDR: info.InternalCIDR,
-	}, nil
+	return info, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -54,7 +54,7 @@ Three ways to peer two clusters:
 	flags.StringVar(&g.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	flags.StringVarP(&g.Namespace, "namespace", "n", "", "namespace of the objects (default: liqo-tenant-<remote cluster id>)")
 	flags.StringVar(&g.PeerlinkNamespace, "peerlink-namespace", templates.InstallNamespace,
-		"namespace of the peerlink controller and its "+reconciler.ClusterInfoName+" ConfigMap")
+		"namespace of the peerlink controller and its "+clusterinfo.Name+" ConfigMap")
 
 	render := newRenderCmd()
 	addBundleRendering(render)

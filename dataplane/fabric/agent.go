@@ -16,25 +16,17 @@ import (
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/nat"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/internal/cidr"
-)
-
-// The ConfigMap the controller publishes the cluster's facts in, and the
-// keys the fabric reads.
-const (
-	ClusterInfoName         = "peerlink-cluster-info"
-	clusterInfoPodCIDRs     = "podCIDRs"
-	clusterInfoExternalCIDR = "externalCIDR"
 )
 
 // Labels of an active gateway pod.
@@ -50,7 +42,7 @@ type Options struct {
 	// NodeIP is the node's address: gateways and other nodes send it overlay
 	// packets there.
 	NodeIP netip.Addr
-	// Namespace holds the ConfigMap peerlink-cluster-info.
+	// Namespace holds the cluster-info ConfigMap.
 	Namespace string
 	// GatewayNamespace limits the gateways to one namespace; empty: all.
 	GatewayNamespace string
@@ -252,28 +244,18 @@ func (a *Agent) apply(plan dataplane.FabricPlan) error {
 // peers' remapped ranges.
 func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
 	f := dataplane.FabricFacts{Node: a.opts.NodeIP, OverlayKind: a.kind, OverlayMTU: a.mtu}
-	var cm corev1.ConfigMap
-	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: ClusterInfoName}
-	if err := a.client.Get(ctx, key, &cm); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return f, resync.Waiting{Reason: fmt.Sprintf("no ConfigMap %s yet", key)}
-		}
-		return f, fmt.Errorf("get ConfigMap %s: %w", key, err)
+	info, err := clusterinfo.Read(ctx, a.client, a.opts.Namespace)
+	if errors.Is(err, clusterinfo.ErrNotPublished) {
+		return f, resync.Waiting{Reason: err.Error()}
 	}
-	for _, s := range strings.Split(cm.Data[clusterInfoPodCIDRs], ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		p, err := cidr.ParseNetwork(s)
-		if err != nil {
-			return f, fmt.Errorf("data.%s of ConfigMap %s: %w", clusterInfoPodCIDRs, key, err)
-		}
-		f.PodCIDRs = append(f.PodCIDRs, p)
-	}
-	ext, err := cidr.ParseNetwork(cm.Data[clusterInfoExternalCIDR])
 	if err != nil {
-		return f, fmt.Errorf("data.%s of ConfigMap %s: %w", clusterInfoExternalCIDR, key, err)
+		return f, err
 	}
+	if !info.ExternalCIDR.IsValid() {
+		return f, fmt.Errorf("ConfigMap %s/%s: data.%s is empty", a.opts.Namespace, clusterinfo.Name, clusterinfo.KeyExternalCIDR)
+	}
+	f.PodCIDRs = info.PodCIDRs
+	ext := info.ExternalCIDR
 	f.UnknownSource = dataplane.UnknownSource(ext)
 
 	var opts []client.ListOption

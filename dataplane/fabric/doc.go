@@ -1,7 +1,7 @@
 // Package fabric is the fabric agent: one process per node, in the node's
 // network namespace. It watches the active gateway pods of the cluster, the
-// Configurations of their peers and the cluster's own ranges (ConfigMap
-// peerlink-cluster-info), plans the node's kernel state with
+// Configurations of their peers and the cluster's own ranges (the cluster-info
+// ConfigMap, package clusterinfo), plans the node's kernel state with
 // dataplane.PlanFabric and applies it: the node's overlay link, one route
 // per remote range in peerlink's tables (one longest-prefix-match lookup per
 // packet, whatever the number of peers), two policy rules, and an nftables

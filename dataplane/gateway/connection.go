@@ -10,13 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
 )
-
-// FieldManager is the server-side apply field manager of the Connection.
-const FieldManager = "peerlink"
 
 // latencyPeriod is the most often a changed latency alone is written.
 const latencyPeriod = 10 * time.Second
@@ -139,7 +137,7 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 		"metadata":   metadata,
 		"spec":       map[string]any{"type": string(connType), "gatewayRef": ref},
 	}}
-	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)
 	}
 	w.generation = u.GetGeneration()
@@ -211,7 +209,7 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 		"metadata":   map[string]any{"name": w.name, "namespace": w.ns},
 		"status":     status,
 	}}
-	if err := w.c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := w.c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write status of Connection %s/%s: %w", w.ns, w.name, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/fabric"
 )
@@ -57,13 +58,13 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}},
 		&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fabric.ClusterInfoName, Namespace: ControllerNamespace},
-			Data: map[string]string{
-				"clusterID":    p.LocalID,
-				"podCIDRs":     PodCIDR.String(),
-				"externalCIDR": ExternalCIDR.String(),
-				"internalCIDR": "10.80.0.0/16",
-			},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterinfo.Name, Namespace: ControllerNamespace},
+			Data: clusterinfo.Info{
+				ClusterID:    p.LocalID,
+				PodCIDRs:     []netip.Prefix{PodCIDR},
+				ExternalCIDR: ExternalCIDR,
+				InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+			}.Data(),
 		},
 		&netv1beta1.PublicKey{
 			ObjectMeta: metav1.ObjectMeta{Name: p.PeerID, Namespace: ns, Labels: map[string]string{

@@ -4,5 +4,5 @@
 // between a peer's real range and the range it is remapped to.
 //
 // It owns no state and does no allocation: choosing remapped ranges is the
-// business of reconciler/ipam, applying them the business of the dataplane.
+// business of package ipam, applying them the business of the dataplane.
 package cidr

@@ -11,5 +11,5 @@
 //
 // It does not decide where an accepted range lands: keeping it or remapping
 // it away from local ranges, node addresses and gateway endpoints is the
-// IPAM's job (package reconciler/ipam), given what this package accepted.
+// IPAM's job (package ipam), given what this package accepted.
 package rangepolicy
