@@ -14,6 +14,15 @@ func TenantNamespace(remoteClusterID string) string {
 	return netv1beta1.TenantNamespacePrefix + remoteClusterID
 }
 
+// ObjectRef names an object as namespace/name, or name alone when it is not
+// namespaced.
+func ObjectRef(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
 // GatewayObjectName is the name of everything a gateway produces: its
 // Deployment, Service, key Secret and Connection.
 func GatewayObjectName(gatewayName string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	kusttypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/peering"
 )
 
 func newBundleCmd(g *globalOptions) *cobra.Command {
@@ -287,8 +286,8 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if err != nil {
 				return err
 			}
-			p := progress{out: progressOut, timeout: timeout}
-			objs, err := exportForPeer(cmd.Context(), cl, p, g.PeerlinkNamespace, ns, peer)
+			p := peering.Progress{Out: progressOut, Timeout: timeout}
+			objs, err := peering.Export(cmd.Context(), cl, p, g.PeerlinkNamespace, ns, peer)
 			if err != nil {
 				return err
 			}
@@ -303,7 +302,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if err := os.WriteFile(output, data, 0o644); err != nil {
 				return fmt.Errorf("--output: %w", err)
 			}
-			p.infof("%s written: send it to the admin of %s", output, peer)
+			p.Infof("%s written: send it to the admin of %s", output, peer)
 			return nil
 		},
 	}
@@ -312,65 +311,6 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write, - for stdout (required)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait for the gateway's key and endpoint")
 	return cmd
-}
-
-// exportForPeer reads what the peer needs: our Configuration, our gateway's
-// PublicKey and, when we are the server, the GatewayClient to use.
-func exportForPeer(ctx context.Context, cl client.Client, p progress, peerlinkNS, ns, peer string) ([]runtime.Object, error) {
-	info, err := readClusterInfo(ctx, cl, peerlinkNS)
-	if err != nil {
-		return nil, err
-	}
-	conf, err := generators.ConfigurationForPeer(info, "")
-	if err != nil {
-		return nil, err
-	}
-	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
-	var servers netv1beta1.GatewayServerList
-	var clients netv1beta1.GatewayClientList
-	for _, l := range []client.ObjectList{&servers, &clients} {
-		if err := cl.List(ctx, l, client.InNamespace(ns), sel); err != nil {
-			return nil, fmt.Errorf("list gateways for %s in %s: %w", peer, ns, err)
-		}
-	}
-	var role generators.Role
-	var key client.ObjectKey
-	switch {
-	case len(servers.Items)+len(clients.Items) > 1:
-		return nil, fmt.Errorf("namespace %s holds %d gateways labelled %s=%s: a peering has one",
-			ns, len(servers.Items)+len(clients.Items), netv1beta1.RemoteClusterIDLabel, peer)
-	case len(servers.Items) == 1:
-		role, key = generators.RoleServer, client.ObjectKeyFromObject(&servers.Items[0])
-	case len(clients.Items) == 1:
-		role, key = generators.RoleClient, client.ObjectKeyFromObject(&clients.Items[0])
-	default:
-		return nil, fmt.Errorf("no GatewayServer or GatewayClient labelled %s=%s in %s: apply this side's bundle first (bundle init)",
-			netv1beta1.RemoteClusterIDLabel, peer, ns)
-	}
-	s := &side{c: cl, info: info, p: p}
-	pub, err := waitPublicKey(ctx, s, role, key)
-	if err != nil {
-		return nil, err
-	}
-	pk, err := generators.PublicKeyForPeer(info.ClusterID, "", pub)
-	if err != nil {
-		return nil, err
-	}
-	p.infof("Public key of gateway %s read", key)
-	objs := []runtime.Object{conf, pk}
-	if role == generators.RoleClient {
-		return objs, nil
-	}
-	server := &netv1beta1.GatewayServer{}
-	if err := waitServerEndpoint(ctx, p, cl, key, server); err != nil {
-		return nil, err
-	}
-	gwc, err := generators.GatewayClientForPeer(info.ClusterID, "", server)
-	if err != nil {
-		return nil, err
-	}
-	p.infof("Endpoint %s:%d of gateway server %s read", strings.Join(gwc.Spec.Endpoint.Addresses, ","), gwc.Spec.Endpoint.Port, key)
-	return append(objs, gwc), nil
 }
 
 // maxPeerFile bounds what bundle add reads of the file a peer sent: three

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // defaultTimeout bounds each wait of the commands that wait.
@@ -94,48 +93,11 @@ func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.O
 	if c.output != "" {
 		return printObjects(cmd.OutOrStdout(), c.output, obj)
 	}
-	ctx := cmd.Context()
 	cl, err := g.local().client()
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(ctx, cl, obj.GetNamespace()); err != nil {
-		return err
-	}
-	if err := apply(ctx, cl, obj); err != nil {
-		return err
-	}
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	ref := fmt.Sprintf("%s %s", kind, objectRef(obj.GetNamespace(), obj.GetName()))
-	p := progress{out: cmd.OutOrStdout(), timeout: c.timeout}
-	p.infof("%s applied", ref)
-	if !c.wait {
-		return nil
-	}
-	if kind == generators.KindPublicKey {
-		p.infof("%s has no status to wait for: the gateway agent reads it", ref)
-		return nil
-	}
-	state, err := p.wait(ctx, ref+" to be Ready", func(ctx context.Context) (bool, string, error) {
-		return objectReady(ctx, cl, obj)
-	})
-	if err != nil {
-		return err
-	}
-	p.infof("%s is ready: %s", ref, state)
-	return nil
-}
-
-// objectReady reads obj's kind and name from the cluster and tells whether
-// it is Ready for its current generation.
-func objectReady(ctx context.Context, cl client.Client, obj client.Object) (bool, string, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
-		return false, "", fmt.Errorf("get %s %s: %w", u.GetKind(), objectRef(obj.GetNamespace(), obj.GetName()), err)
-	}
-	done, state := readyState(u)
-	return done, state, nil
+	return peering.Create(cmd.Context(), cl, peering.Progress{Out: cmd.OutOrStdout(), Timeout: c.timeout}, obj, c.wait)
 }
 
 func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/peering"
 )
 
 func newGenerateCmd(g *globalOptions) *cobra.Command {
@@ -44,7 +42,7 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := readClusterInfo(cmd.Context(), cl, g.PeerlinkNamespace)
+			info, err := peering.ReadClusterInfo(cmd.Context(), cl, g.PeerlinkNamespace)
 			if err != nil {
 				return err
 			}
@@ -101,12 +99,12 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err != nil {
 				return err
 			}
-			info, err := readClusterInfo(ctx, cl, g.PeerlinkNamespace)
+			info, err := peering.ReadClusterInfo(ctx, cl, g.PeerlinkNamespace)
 			if err != nil {
 				return err
 			}
-			s := &side{c: cl, info: info, p: progress{out: cmd.ErrOrStderr(), timeout: timeout}}
-			key, err := waitPublicKey(ctx, s, role, client.ObjectKey{Namespace: ns, Name: gwName})
+			p := peering.Progress{Out: cmd.ErrOrStderr(), Timeout: timeout}
+			key, err := peering.WaitPublicKey(ctx, cl, p, role, client.ObjectKey{Namespace: ns, Name: gwName})
 			if err != nil {
 				return err
 			}
@@ -126,31 +124,4 @@ command waits for it up to --timeout, saying so on stderr.`,
 	_ = cmd.MarkFlagRequired("gateway-name")
 	_ = cmd.RegisterFlagCompletionFunc("gateway-type", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
-}
-
-// errKeyPending says a gateway has not published its public key yet: the
-// controller does once it has made or checked the gateway's key Secret.
-var errKeyPending = errors.New("not published yet by the controller")
-
-// gatewayPublicKey reads the public key a gateway publishes in its status.
-func gatewayPublicKey(ctx context.Context, cl client.Client, role generators.Role, key client.ObjectKey) ([]byte, error) {
-	var gw client.Object = &netv1beta1.GatewayClient{}
-	kind := generators.KindGatewayClient
-	if role == generators.RoleServer {
-		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
-	}
-	if err := cl.Get(ctx, key, gw); err != nil {
-		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
-	}
-	var pub []byte
-	switch gw := gw.(type) {
-	case *netv1beta1.GatewayServer:
-		pub = gw.Status.PublicKey
-	case *netv1beta1.GatewayClient:
-		pub = gw.Status.PublicKey
-	}
-	if len(pub) == 0 {
-		return nil, fmt.Errorf("status.publicKey of %s %s: %w", kind, key, errKeyPending)
-	}
-	return pub, nil
 }

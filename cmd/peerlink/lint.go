@@ -108,7 +108,7 @@ type bundleObject struct {
 }
 
 func (o bundleObject) ref() string {
-	return fmt.Sprintf("%s %s", o.u.GetKind(), objectRef(o.u.GetNamespace(), o.u.GetName()))
+	return fmt.Sprintf("%s %s", o.u.GetKind(), generators.ObjectRef(o.u.GetNamespace(), o.u.GetName()))
 }
 
 func (o bundleObject) finding(path, msg string) finding {

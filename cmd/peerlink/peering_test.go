@@ -16,6 +16,8 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/peertest"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // TestPeering runs the CLI against two real API servers, each with the
@@ -23,8 +25,8 @@ import (
 // reset, each twice), then the GitOps bundle flow with two files passed
 // between the admins. Cluster a is the client, b the server.
 func TestPeering(t *testing.T) {
-	a := startPeerCluster(t, "cluster-a", "172.18.0.2")
-	b := startPeerCluster(t, "cluster-b", "172.18.0.3")
+	a := peertest.Start(t, "cluster-a", "172.18.0.2")
+	b := peertest.Start(t, "cluster-b", "172.18.0.3")
 	t.Run("info", func(t *testing.T) { testInfo(t, a) })
 	t.Run("network", func(t *testing.T) { testNetwork(t, a, b) })
 	t.Run("bundle", func(t *testing.T) { testBundleFlow(t, a, b) })
@@ -34,8 +36,8 @@ func TestPeering(t *testing.T) {
 // testCreate applies objects with create, without -o, for a peer that does
 // not exist: what the controller can do it does, and --wait reports what
 // it waits for.
-func testCreate(t *testing.T, a *peerCluster) {
-	kc := []string{"--kubeconfig", a.tc.Kubeconfig}
+func testCreate(t *testing.T, a *peertest.Cluster) {
+	kc := []string{"--kubeconfig", a.TC.Kubeconfig}
 	out := cli(t, append([]string{"create", "configuration", "--remote-cluster-id", "cluster-z",
 		"--pod-cidr", "10.244.0.0/24", "--external-cidr", "10.70.0.0/16", "--wait", "--timeout", "60s"}, kc...)...)
 	if !strings.Contains(out, "INFO   Configuration liqo-tenant-cluster-z/cluster-z is ready: Ready=True") {
@@ -46,7 +48,7 @@ func testCreate(t *testing.T, a *peerCluster) {
 	key := "+/+/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 	cli(t, append([]string{"create", "publickey", "--remote-cluster-id", "cluster-z", "--public-key", key}, kc...)...)
 	var pk netv1beta1.PublicKey
-	if err := a.get(t.Context(), "liqo-tenant-cluster-z", "cluster-z", &pk); err != nil {
+	if err := a.Get(t.Context(), "liqo-tenant-cluster-z", "cluster-z", &pk); err != nil {
 		t.Fatal(err)
 	}
 	if got := base64.StdEncoding.EncodeToString(pk.Spec.PublicKey); got != key {
@@ -76,29 +78,29 @@ func cli(t *testing.T, args ...string) string {
 	return stdout
 }
 
-func testInfo(t *testing.T, a *peerCluster) {
-	if got := cli(t, "info", "--kubeconfig", a.tc.Kubeconfig, "--get", "clusterid"); got != "cluster-a\n" {
+func testInfo(t *testing.T, a *peertest.Cluster) {
+	if got := cli(t, "info", "--kubeconfig", a.TC.Kubeconfig, "--get", "clusterid"); got != "cluster-a\n" {
 		t.Errorf("info --get clusterid = %q", got)
 	}
-	if got := cli(t, "info", "--kubeconfig", a.tc.Kubeconfig, "--get", "network.podCIDRs"); got != "- 10.244.0.0/24\n" {
+	if got := cli(t, "info", "--kubeconfig", a.TC.Kubeconfig, "--get", "network.podCIDRs"); got != "- 10.244.0.0/24\n" {
 		t.Errorf("info --get network.podCIDRs = %q", got)
 	}
-	out := cli(t, "generate", "configuration", "--kubeconfig", a.tc.Kubeconfig)
+	out := cli(t, "generate", "configuration", "--kubeconfig", a.TC.Kubeconfig)
 	want := "apiVersion: networking.liqo.io/v1beta1\nkind: Configuration\nmetadata:\n  labels:\n    liqo.io/remote-cluster-id: cluster-a\n" +
 		"  name: cluster-a\n  namespace: liqo-tenant-cluster-a\nspec:\n  remote:\n    cidr:\n      external:\n      - 10.70.0.0/16\n      pod:\n      - 10.244.0.0/24\n"
 	if out != want {
 		t.Errorf("generate configuration:\n%s\nwant:\n%s", out, want)
 	}
-	_, stderr, code := runCLI(t, "info", "--kubeconfig", a.tc.Kubeconfig, "--get", "network.nothing")
+	_, stderr, code := runCLI(t, "info", "--kubeconfig", a.TC.Kubeconfig, "--get", "network.nothing")
 	if code != 1 || !strings.Contains(stderr, `no key "nothing"`) {
 		t.Errorf("info --get of a missing key: exit %d, %s", code, stderr)
 	}
 }
 
-func testNetwork(t *testing.T, a, b *peerCluster) {
+func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	ctx := t.Context()
-	recA, recB := a.record(t), b.record(t)
-	flags := []string{"--kubeconfig", a.tc.Kubeconfig, "--remote-kubeconfig", b.tc.Kubeconfig, "--timeout", "60s"}
+	recA, recB := a.Record(t), b.Record(t)
+	flags := []string{"--kubeconfig", a.TC.Kubeconfig, "--remote-kubeconfig", b.TC.Kubeconfig, "--timeout", "60s"}
 	connect := append([]string{"network", "connect", "--gw-server-service-type", "NodePort", "--wait"}, flags...)
 	out := cli(t, connect...)
 	t.Logf("connect:\n%s", out)
@@ -133,7 +135,7 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	var confOnB netv1beta1.Configuration
 	var keyOnB netv1beta1.PublicKey
 	for _, obj := range []client.Object{&server, &confOnB, &keyOnB} {
-		if err := b.get(ctx, nsB, "cluster-a", obj); err != nil {
+		if err := b.Get(ctx, nsB, "cluster-a", obj); err != nil {
 			t.Fatal(err)
 		}
 		if id := obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]; id != "cluster-a" {
@@ -143,7 +145,7 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	if server.Spec.Endpoint.ServiceType != corev1.ServiceTypeNodePort || server.Status.Endpoint == nil {
 		t.Fatalf("GatewayServer: %+v", server)
 	}
-	if !bytes.Equal(keyOnB.Spec.PublicKey, a.keySecretPublic(t, "liqo-tenant-cluster-b", "cluster-b")) {
+	if !bytes.Equal(keyOnB.Spec.PublicKey, a.KeySecretPublic(t, "liqo-tenant-cluster-b", "cluster-b")) {
 		t.Error("the PublicKey on cluster-b is not cluster-a's client key")
 	}
 	if got := confOnB.Spec.Remote.CIDR.Pod; !slices.Equal(got, []netv1beta1.CIDR{"10.244.0.0/24"}) {
@@ -159,27 +161,27 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	var keyOnA netv1beta1.PublicKey
 	var confOnA netv1beta1.Configuration
 	for _, obj := range []client.Object{&gwc, &keyOnA, &confOnA} {
-		if err := a.get(ctx, nsA, "cluster-b", obj); err != nil {
+		if err := a.Get(ctx, nsA, "cluster-b", obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, server.Status.Endpoint.Addresses) || ep.Port != server.Status.Endpoint.Port {
 		t.Errorf("GatewayClient endpoint %v, server's %v", ep, *server.Status.Endpoint)
 	}
-	if !bytes.Equal(keyOnA.Spec.PublicKey, b.keySecretPublic(t, nsB, "cluster-a")) {
+	if !bytes.Equal(keyOnA.Spec.PublicKey, b.KeySecretPublic(t, nsB, "cluster-a")) {
 		t.Error("the PublicKey on cluster-a is not cluster-b's server key")
 	}
 
 	// The order of the writes on each cluster: the Configuration is Ready
 	// before the gateway is created, and the gateway before the key.
 	for _, c := range []struct {
-		rec     *recorder
+		rec     *peertest.Recorder
 		gateway string
 	}{{recA, generators.KindGatewayClient}, {recB, generators.KindGatewayServer}} {
-		conf := c.rec.first(added(generators.KindConfiguration))
-		ready := c.rec.first(func(e event) bool { return e.kind == generators.KindConfiguration && e.ready })
-		gw := c.rec.first(added(c.gateway))
-		key := c.rec.first(added(generators.KindPublicKey))
+		conf := c.rec.First(peertest.Added(generators.KindConfiguration))
+		ready := c.rec.First(func(e peertest.Event) bool { return e.Kind == generators.KindConfiguration && e.Ready })
+		gw := c.rec.First(peertest.Added(c.gateway))
+		key := c.rec.First(peertest.Added(generators.KindPublicKey))
 		if !(conf >= 0 && conf <= ready && ready < gw && gw < key) {
 			t.Errorf("%s side: Configuration created at %d, Ready at %d, gateway at %d, PublicKey at %d: want that order",
 				c.gateway, conf, ready, gw, key)
@@ -187,17 +189,17 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	}
 
 	// generate publickey on a prints what connect handed to b.
-	pk := cli(t, "generate", "publickey", "--kubeconfig", a.tc.Kubeconfig, "--gateway-type", "client", "--gateway-name", "cluster-b", "-o", "json")
+	pk := cli(t, "generate", "publickey", "--kubeconfig", a.TC.Kubeconfig, "--gateway-type", "client", "--gateway-name", "cluster-b", "-o", "json")
 	if !strings.Contains(pk, `"name": "cluster-a"`) || !strings.Contains(pk, base64.StdEncoding.EncodeToString(keyOnB.Spec.PublicKey)) {
 		t.Errorf("generate publickey:\n%s", pk)
 	}
 	// ...and so it does for a user who may read gateways and the cluster
 	// info but no Secret.
-	reader := a.keyReader(t)
+	reader := a.KeyReader(t)
 	if pk2 := cli(t, "generate", "publickey", "--kubeconfig", reader, "--gateway-type", "client", "--gateway-name", "cluster-b", "-o", "json"); pk2 != pk {
 		t.Errorf("generate publickey without the right to read Secrets:\n%s\nwant:\n%s", pk2, pk)
 	}
-	info := cli(t, "info", "peer", "cluster-b", "--kubeconfig", a.tc.Kubeconfig)
+	info := cli(t, "info", "peer", "cluster-b", "--kubeconfig", a.TC.Kubeconfig)
 	for _, want := range []string{"Gateway:          client liqo-tenant-cluster-b/cluster-b", "Connection:       gw-cluster-b Connected", "Latency:          1.2ms", "10.244.0.0/24 -> "} {
 		if !strings.Contains(info, want) {
 			t.Errorf("info peer lacks %q:\n%s", want, info)
@@ -207,7 +209,7 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	// Again: nothing to do, nothing changes.
 	gen := server.Generation
 	cli(t, connect...)
-	if err := b.get(ctx, nsB, "cluster-a", &server); err != nil {
+	if err := b.Get(ctx, nsB, "cluster-a", &server); err != nil {
 		t.Fatal(err)
 	}
 	if server.Generation != gen {
@@ -219,15 +221,15 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 		cli(t, append([]string{"network", "disconnect", "--skip-confirm"}, flags...)...)
 	}
 	for _, c := range []struct {
-		p  *peerCluster
+		p  *peertest.Cluster
 		ns string
 	}{{a, nsA}, {b, nsB}} {
 		for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &netv1beta1.PublicKey{}} {
-			if err := c.p.absent(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), obj); err != nil {
+			if err := c.p.Absent(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), obj); err != nil {
 				t.Error(err)
 			}
 		}
-		if err := c.p.get(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), &netv1beta1.Configuration{}); err != nil {
+		if err := c.p.Get(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), &netv1beta1.Configuration{}); err != nil {
 			t.Errorf("disconnect removed the Configuration: %v", err)
 		}
 	}
@@ -237,10 +239,10 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 		cli(t, append([]string{"network", "reset", "--skip-confirm"}, flags...)...)
 	}
 	for _, c := range []struct {
-		p  *peerCluster
+		p  *peertest.Cluster
 		ns string
 	}{{a, nsA}, {b, nsB}} {
-		if err := c.p.absent(ctx, "", c.ns, &corev1.Namespace{}); err != nil {
+		if err := c.p.Absent(ctx, "", c.ns, &corev1.Namespace{}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -252,15 +254,15 @@ func testNetwork(t *testing.T, a, b *peerCluster) {
 	}
 }
 
-func testBundleFlow(t *testing.T, a, b *peerCluster) {
+func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	bundleA, bundleB := filepath.Join(dir, "a", "peers", "cluster-b"), filepath.Join(dir, "b", "peers", "cluster-a")
 	file1, file2 := filepath.Join(dir, "to-cluster-b.yaml"), filepath.Join(dir, "to-cluster-a.yaml")
-	apply := func(p *peerCluster, bundle string) {
+	apply := func(p *peertest.Cluster, bundle string) {
 		t.Helper()
-		if _, stderr, err := p.tc.Kubectl("apply", "--server-side", "-k", bundle); err != nil {
-			t.Fatalf("kubectl apply -k %s on %s: %v: %s", bundle, p.id, err, stderr)
+		if _, stderr, err := p.TC.Kubectl("apply", "--server-side", "-k", bundle); err != nil {
+			t.Fatalf("kubectl apply -k %s on %s: %v: %s", bundle, p.ID, err, stderr)
 		}
 	}
 
@@ -268,14 +270,14 @@ func testBundleFlow(t *testing.T, a, b *peerCluster) {
 	cli(t, "bundle", "init", bundleA, "--peer", "cluster-b", "--role", "client")
 	cli(t, "lint", bundleA)
 	apply(a, bundleA)
-	cli(t, "bundle", "export", "--kubeconfig", a.tc.Kubeconfig, "--peer", "cluster-b", "-o", file1, "--timeout", "60s")
+	cli(t, "bundle", "export", "--kubeconfig", a.TC.Kubeconfig, "--peer", "cluster-b", "-o", file1, "--timeout", "60s")
 
 	// Server admin.
 	cli(t, "bundle", "init", bundleB, "--peer", "cluster-a", "--role", "server", "--service-type", "NodePort", "--node-port", "30851")
 	cli(t, "bundle", "add", bundleB, file1)
 	cli(t, "lint", bundleB)
 	apply(b, bundleB)
-	cli(t, "bundle", "export", "--kubeconfig", b.tc.Kubeconfig, "--peer", "cluster-a", "-o", file2, "--timeout", "60s")
+	cli(t, "bundle", "export", "--kubeconfig", b.TC.Kubeconfig, "--peer", "cluster-a", "-o", file2, "--timeout", "60s")
 
 	// Client admin again.
 	out := cli(t, "bundle", "add", bundleA, file2)
@@ -300,8 +302,8 @@ func testBundleFlow(t *testing.T, a, b *peerCluster) {
 	nsA, nsB := "liqo-tenant-cluster-b", "liqo-tenant-cluster-a"
 	var gwc netv1beta1.GatewayClient
 	var server netv1beta1.GatewayServer
-	eventually(t, "the server's endpoint", func(ctx context.Context) error {
-		if err := b.get(ctx, nsB, "cluster-a", &server); err != nil {
+	peertest.Eventually(t, "the server's endpoint", func(ctx context.Context) error {
+		if err := b.Get(ctx, nsB, "cluster-a", &server); err != nil {
 			return err
 		}
 		if server.Status.Endpoint == nil {
@@ -309,7 +311,7 @@ func testBundleFlow(t *testing.T, a, b *peerCluster) {
 		}
 		return nil
 	})
-	if err := a.get(ctx, nsA, "cluster-b", &gwc); err != nil {
+	if err := a.Get(ctx, nsA, "cluster-b", &gwc); err != nil {
 		t.Fatal(err)
 	}
 	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, []string{"172.18.0.3"}) || ep.Port != 30851 ||
@@ -317,29 +319,29 @@ func testBundleFlow(t *testing.T, a, b *peerCluster) {
 		t.Errorf("client endpoint %+v, server endpoint %+v", ep, *server.Status.Endpoint)
 	}
 	for _, c := range []struct {
-		p, peer          *peerCluster
+		p, peer          *peertest.Cluster
 		ns, gwNS, gwName string
 	}{{a, b, nsA, nsB, "cluster-a"}, {b, a, nsB, nsA, "cluster-b"}} {
 		var key netv1beta1.PublicKey
-		if err := c.p.get(ctx, c.ns, c.peer.id, &key); err != nil {
+		if err := c.p.Get(ctx, c.ns, c.peer.ID, &key); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(key.Spec.PublicKey, c.peer.keySecretPublic(t, c.gwNS, c.gwName)) {
-			t.Errorf("cluster %s holds a PublicKey that is not %s's gateway key", c.p.id, c.peer.id)
+		if !bytes.Equal(key.Spec.PublicKey, c.peer.KeySecretPublic(t, c.gwNS, c.gwName)) {
+			t.Errorf("cluster %s holds a PublicKey that is not %s's gateway key", c.p.ID, c.peer.ID)
 		}
-		eventually(t, "the Configuration of "+c.peer.id+" Ready on "+c.p.id, func(ctx context.Context) error {
+		peertest.Eventually(t, "the Configuration of "+c.peer.ID+" Ready on "+c.p.ID, func(ctx context.Context) error {
 			var conf netv1beta1.Configuration
-			if err := c.p.get(ctx, c.ns, c.peer.id, &conf); err != nil {
+			if err := c.p.Get(ctx, c.ns, c.peer.ID, &conf); err != nil {
 				return err
 			}
-			if ready, state := conditionState(conf.Generation, conf.Status.CommonStatus); !ready {
+			if ready, state := peering.ConditionState(conf.Generation, conf.Status.CommonStatus); !ready {
 				return fmt.Errorf("%s", state)
 			}
 			return nil
 		})
-		eventually(t, "the Connection on "+c.p.id, func(ctx context.Context) error {
+		peertest.Eventually(t, "the Connection on "+c.p.ID, func(ctx context.Context) error {
 			var conn netv1beta1.Connection
-			if err := c.p.get(ctx, c.ns, generators.GatewayObjectName(c.peer.id), &conn); err != nil {
+			if err := c.p.Get(ctx, c.ns, generators.GatewayObjectName(c.peer.ID), &conn); err != nil {
 				return err
 			}
 			if conn.Status.Value != netv1beta1.Connected {

@@ -16,6 +16,7 @@ import (
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/ipam"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // addBundleRendering extends the render command with `peerlink render DIR`:
@@ -168,7 +169,7 @@ func readClusterInfoFile(path string) (clusterinfo.Info, error) {
 		Kind      string            `json:"kind"`
 		Data      map[string]string `json:"data"`
 		ClusterID string            `json:"clusterID"`
-		Network   networkInfo       `json:"network"`
+		Network   peering.NetworkInfo       `json:"network"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)

@@ -1,10 +1,11 @@
-package main
+package peertest
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -33,20 +34,30 @@ import (
 	"github.com/peerlink/peerlink/templates"
 )
 
-// peerCluster is a test control plane running the peerlink controller
+// Cluster is a test control plane running the peerlink controller
 // in-process, with one Node and, in place of the kubelet and the gateway
 // agent that do not run here, goroutines that report gateway pods Running
 // and tunnels Connected.
-type peerCluster struct {
-	id     string
-	nodeIP string
-	tc     *testcluster.Cluster
-	c      client.Client
+type Cluster struct {
+	// ID is the cluster ID.
+	ID string
+	// NodeIP is the address of its one Node.
+	NodeIP string
+	// TC is the control plane.
+	TC *testcluster.Cluster
+	// C is an admin client.
+	C client.Client
 }
 
-// startPeerCluster starts a cluster with pod CIDR 10.244.0.0/24, the same on
+// crdDir is bundles/install/crds of this module.
+func crdDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "bundles", "install", "crds")
+}
+
+// Start starts a cluster with pod CIDR 10.244.0.0/24, the same on
 // every test cluster, as in the lab: the peers' ranges must be remapped.
-func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
+func Start(t *testing.T, id, nodeIP string) *Cluster {
 	t.Helper()
 	scheme, err := api.NewScheme()
 	if err != nil {
@@ -54,16 +65,16 @@ func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
 	}
 	tc := testcluster.Start(t,
 		testcluster.WithScheme(scheme),
-		testcluster.WithCRDDirs(filepath.Join(repoRoot, "bundles", "install", "crds")),
+		testcluster.WithCRDDirs(crdDir()),
 		// No kubelet posts node status here: the node lifecycle controller
 		// would mark the node unreachable and its pods not ready.
 		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
 	)
-	p := &peerCluster{id: id, nodeIP: nodeIP, tc: tc, c: tc.Client}
+	p := &Cluster{ID: id, NodeIP: nodeIP, TC: tc, C: tc.Client}
 	ctx := t.Context()
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: templates.InstallNamespace}}
-	if err := p.c.Create(ctx, ns); err != nil {
+	if err := p.C.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	defaults, err := templates.Defaults()
@@ -71,7 +82,7 @@ func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
 		t.Fatal(err)
 	}
 	for _, tmpl := range defaults {
-		if err := p.c.Create(ctx, tmpl); err != nil {
+		if err := p.C.Create(ctx, tmpl); err != nil {
 			t.Fatalf("create default template %s: %v", tmpl.GetName(), err)
 		}
 	}
@@ -112,27 +123,27 @@ func startPeerCluster(t *testing.T, id, nodeIP string) *peerCluster {
 	go func() { defer wg.Done(); p.runKubelet(t, runCtx) }()
 	go func() { defer wg.Done(); p.runAgent(t, runCtx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	eventually(t, "cluster "+id+" publishes its facts", func(ctx context.Context) error {
-		_, err := readClusterInfo(ctx, p.c, templates.InstallNamespace)
+	Eventually(t, "cluster "+id+" publishes its facts", func(ctx context.Context) error {
+		_, err := clusterinfo.Read(ctx, p.C, templates.InstallNamespace)
 		return err
 	})
 	return p
 }
 
 // createNode creates the cluster's Node with its address, as a kubelet would.
-func (p *peerCluster) createNode(t *testing.T) {
+func (p *Cluster) createNode(t *testing.T) {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + p.id}}
-	if err := p.c.Create(t.Context(), node); err != nil {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + p.ID}}
+	if err := p.C.Create(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
 	// The controller manager annotates new nodes meanwhile.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := p.c.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
+		if err := p.C.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
 			return err
 		}
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: p.nodeIP}}
-		return p.c.Status().Update(t.Context(), node)
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: p.NodeIP}}
+		return p.C.Status().Update(t.Context(), node)
 	})
 	if err != nil {
 		t.Fatalf("report the address of node %s: %v", node.Name, err)
@@ -154,18 +165,18 @@ func loop(ctx context.Context, step func(context.Context) error) {
 
 // runKubelet binds every pending pod to the node and reports it Running and
 // Ready with an address in the pod CIDR, and removes pods being deleted.
-func (p *peerCluster) runKubelet(t *testing.T, ctx context.Context) {
+func (p *Cluster) runKubelet(t *testing.T, ctx context.Context) {
 	next := 10
 	loop(ctx, func(ctx context.Context) error {
 		var pods corev1.PodList
-		if err := p.c.List(ctx, &pods); err != nil {
+		if err := p.C.List(ctx, &pods); err != nil {
 			return err
 		}
 		for i := range pods.Items {
 			pod := &pods.Items[i]
 			if pod.DeletionTimestamp != nil {
 				// The containers are stopped: the kubelet confirms the deletion.
-				if err := p.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				if err := p.C.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
 				continue
@@ -176,19 +187,19 @@ func (p *peerCluster) runKubelet(t *testing.T, ctx context.Context) {
 			if pod.Spec.NodeName == "" {
 				binding := &corev1.Binding{
 					ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-					Target:     corev1.ObjectReference{Kind: "Node", Name: "node-" + p.id},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: "node-" + p.ID},
 				}
-				if err := p.c.SubResource("binding").Create(ctx, pod, binding); err != nil {
+				if err := p.C.SubResource("binding").Create(ctx, pod, binding); err != nil {
 					return err
 				}
-				if err := p.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				if err := p.C.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 					return err
 				}
 			}
 			ip := fmt.Sprintf("10.244.0.%d", next)
 			now := metav1.Now()
 			pod.Status.Phase = corev1.PodRunning
-			pod.Status.HostIP = p.nodeIP
+			pod.Status.HostIP = p.NodeIP
 			pod.Status.PodIP = ip
 			pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 			pod.Status.StartTime = &now
@@ -196,7 +207,7 @@ func (p *peerCluster) runKubelet(t *testing.T, ctx context.Context) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			}
-			if err := p.c.Status().Update(ctx, pod); err != nil {
+			if err := p.C.Status().Update(ctx, pod); err != nil {
 				return err
 			}
 			next++
@@ -208,14 +219,14 @@ func (p *peerCluster) runKubelet(t *testing.T, ctx context.Context) {
 // runAgent does what the gateway agent reports: for every gateway whose
 // peer's PublicKey is present, a Connection gw-<gateway> owned by the
 // gateway, Connected.
-func (p *peerCluster) runAgent(t *testing.T, ctx context.Context) {
+func (p *Cluster) runAgent(t *testing.T, ctx context.Context) {
 	loop(ctx, func(ctx context.Context) error {
 		var servers netv1beta1.GatewayServerList
 		var clients netv1beta1.GatewayClientList
-		if err := p.c.List(ctx, &servers); err != nil {
+		if err := p.C.List(ctx, &servers); err != nil {
 			return err
 		}
-		if err := p.c.List(ctx, &clients); err != nil {
+		if err := p.C.List(ctx, &clients); err != nil {
 			return err
 		}
 		var gateways []client.Object
@@ -234,13 +245,13 @@ func (p *peerCluster) runAgent(t *testing.T, ctx context.Context) {
 	})
 }
 
-func (p *peerCluster) connect(ctx context.Context, gw client.Object) error {
+func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 	if gw.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	peer := gw.GetLabels()[netv1beta1.RemoteClusterIDLabel]
 	var keys netv1beta1.PublicKeyList
-	if err := p.c.List(ctx, &keys, client.InNamespace(gw.GetNamespace()), client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}); err != nil {
+	if err := p.C.List(ctx, &keys, client.InNamespace(gw.GetNamespace()), client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}); err != nil {
 		return err
 	}
 	if len(keys.Items) == 0 {
@@ -248,7 +259,7 @@ func (p *peerCluster) connect(ctx context.Context, gw client.Object) error {
 	}
 	key := client.ObjectKey{Namespace: gw.GetNamespace(), Name: generators.GatewayObjectName(gw.GetName())}
 	var conn netv1beta1.Connection
-	err := p.c.Get(ctx, key, &conn)
+	err := p.C.Get(ctx, key, &conn)
 	if err == nil {
 		return nil
 	}
@@ -271,38 +282,38 @@ func (p *peerCluster) connect(ctx context.Context, gw client.Object) error {
 			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), Namespace: gw.GetNamespace(), UID: gw.GetUID(),
 		}},
 	}
-	if err := p.c.Create(ctx, &conn); err != nil {
+	if err := p.C.Create(ctx, &conn); err != nil {
 		return err
 	}
 	conn.Status.Value = netv1beta1.Connected
 	conn.Status.Latency = netv1beta1.ConnectionLatency{Value: "1.2ms", Timestamp: metav1.Now()}
-	return p.c.Status().Update(ctx, &conn)
+	return p.C.Status().Update(ctx, &conn)
 }
 
-// event is a change of a peering object, as a watch reported it.
-type event struct {
-	rv    int64
-	kind  string
-	name  string
-	typ   watch.EventType
-	ready bool
+// Event is a change of a peering object, as a watch reported it.
+type Event struct {
+	RV    int64
+	Kind  string
+	Name  string
+	Typ   watch.EventType
+	Ready bool
 }
 
-// recorder records the changes of the peering kinds of one cluster, to
+// Recorder records the changes of the peering kinds of one cluster, to
 // check in which order they happened: resource versions of one cluster are
 // ordered like the writes.
-type recorder struct {
+type Recorder struct {
 	mu     sync.Mutex
-	events []event
+	events []Event
 }
 
-func (p *peerCluster) record(t *testing.T) *recorder {
+func (p *Cluster) Record(t *testing.T) *Recorder {
 	t.Helper()
-	wc, err := client.NewWithWatch(p.tc.Config, client.Options{Scheme: p.c.Scheme()})
+	wc, err := client.NewWithWatch(p.TC.Config, client.Options{Scheme: p.C.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{}
+	r := &Recorder{}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	for _, l := range []client.ObjectList{
@@ -334,7 +345,7 @@ func (p *peerCluster) record(t *testing.T) *recorder {
 	return r
 }
 
-func (r *recorder) add(ev watch.Event) {
+func (r *Recorder) add(ev watch.Event) {
 	obj, ok := ev.Object.(client.Object)
 	if !ok {
 		return
@@ -343,43 +354,43 @@ func (r *recorder) add(ev watch.Event) {
 	if err != nil {
 		return
 	}
-	e := event{rv: rv, name: obj.GetName(), typ: ev.Type}
+	e := Event{RV: rv, Name: obj.GetName(), Typ: ev.Type}
 	switch o := obj.(type) {
 	case *netv1beta1.Configuration:
-		e.kind = generators.KindConfiguration
+		e.Kind = generators.KindConfiguration
 		c := meta.FindStatusCondition(o.Status.Conditions, netv1beta1.ConditionReady)
-		e.ready = c != nil && c.Status == metav1.ConditionTrue && o.Status.ObservedGeneration == o.Generation
+		e.Ready = c != nil && c.Status == metav1.ConditionTrue && o.Status.ObservedGeneration == o.Generation
 	case *netv1beta1.GatewayServer:
-		e.kind = generators.KindGatewayServer
+		e.Kind = generators.KindGatewayServer
 	case *netv1beta1.GatewayClient:
-		e.kind = generators.KindGatewayClient
+		e.Kind = generators.KindGatewayClient
 	case *netv1beta1.PublicKey:
-		e.kind = generators.KindPublicKey
+		e.Kind = generators.KindPublicKey
 	}
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
-// first returns the resource version of the first event matching, or -1.
-func (r *recorder) first(match func(event) bool) int64 {
+// first returns the resource version of the first Event matching, or -1.
+func (r *Recorder) First(match func(Event) bool) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	first := int64(-1)
 	for _, e := range r.events {
-		if match(e) && (first < 0 || e.rv < first) {
-			first = e.rv
+		if match(e) && (first < 0 || e.RV < first) {
+			first = e.RV
 		}
 	}
 	return first
 }
 
-func added(kind string) func(event) bool {
-	return func(e event) bool { return e.kind == kind && e.typ == watch.Added }
+func Added(kind string) func(Event) bool {
+	return func(e Event) bool { return e.Kind == kind && e.Typ == watch.Added }
 }
 
 // eventually retries check until it passes or the deadline.
-func eventually(t *testing.T, what string, check func(ctx context.Context) error) {
+func Eventually(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -395,28 +406,28 @@ func eventually(t *testing.T, what string, check func(ctx context.Context) error
 }
 
 // get reads an object, reporting it absent as an error that names it.
-func (p *peerCluster) get(ctx context.Context, ns, name string, obj client.Object) error {
-	if err := p.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
-		return fmt.Errorf("cluster %s: %T %s/%s: %w", p.id, obj, ns, name, err)
+func (p *Cluster) Get(ctx context.Context, ns, name string, obj client.Object) error {
+	if err := p.C.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return fmt.Errorf("cluster %s: %T %s/%s: %w", p.ID, obj, ns, name, err)
 	}
 	return nil
 }
 
 // absent fails unless the object is gone.
-func (p *peerCluster) absent(ctx context.Context, ns, name string, obj client.Object) error {
-	err := p.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+func (p *Cluster) Absent(ctx context.Context, ns, name string, obj client.Object) error {
+	err := p.C.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("cluster %s: %T %s/%s still there", p.id, obj, ns, name)
+	return fmt.Errorf("cluster %s: %T %s/%s still there", p.ID, obj, ns, name)
 }
 
 // keyReader returns a kubeconfig for a user who may read gateways and the
 // cluster info ConfigMap, and nothing else: no Secret.
-func (p *peerCluster) keyReader(t *testing.T) string {
+func (p *Cluster) KeyReader(t *testing.T) string {
 	t.Helper()
 	const user = "key-reader"
 	read := []string{"get", "list", "watch"}
@@ -433,11 +444,11 @@ func (p *peerCluster) keyReader(t *testing.T) string {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
 	for _, obj := range []client.Object{role, binding} {
-		if err := p.c.Create(t.Context(), obj); err != nil {
+		if err := p.C.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig := p.tc.UserKubeconfig(t, user)
+	kubeconfig := p.TC.UserKubeconfig(t, user)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -454,10 +465,10 @@ func (p *peerCluster) keyReader(t *testing.T) string {
 }
 
 // keySecretPublic returns data.publicKey of a gateway's key Secret.
-func (p *peerCluster) keySecretPublic(t *testing.T, ns, gateway string) []byte {
+func (p *Cluster) KeySecretPublic(t *testing.T, ns, gateway string) []byte {
 	t.Helper()
 	var s corev1.Secret
-	if err := p.get(t.Context(), ns, generators.GatewayObjectName(gateway), &s); err != nil {
+	if err := p.Get(t.Context(), ns, generators.GatewayObjectName(gateway), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Data[netv1beta1.PublicKeyField]

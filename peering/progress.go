@@ -1,4 +1,4 @@
-package main
+package peering
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -20,43 +21,45 @@ const (
 	reportInterval = 5 * time.Second
 )
 
-// progress prints the lines of a long operation, in the form users know from
+// Progress prints the lines of a long operation, in the form users know from
 // the reference CLI: "INFO   (local) Gateway client correctly set up".
-type progress struct {
-	out io.Writer
-	// scope is "local" or "remote" when a command works on two clusters.
-	scope string
-	// timeout bounds each wait.
-	timeout time.Duration
+type Progress struct {
+	Out io.Writer
+	// Scope is "local" or "remote" when a command works on two clusters.
+	Scope string
+	// Timeout bounds each wait.
+	Timeout time.Duration
 }
 
-func (p progress) with(scope string) progress {
-	p.scope = scope
+// With returns p for one of two clusters.
+func (p Progress) With(scope string) Progress {
+	p.Scope = scope
 	return p
 }
 
-func (p progress) infof(format string, args ...any) {
+// Infof prints one line.
+func (p Progress) Infof(format string, args ...any) {
 	prefix := "INFO   "
-	if p.scope != "" {
-		prefix += "(" + p.scope + ") "
+	if p.Scope != "" {
+		prefix += "(" + p.Scope + ") "
 	}
-	fmt.Fprintf(p.out, prefix+format+"\n", args...)
+	fmt.Fprintf(p.Out, prefix+format+"\n", args...)
 }
 
-// checkFunc reads the cluster once: done tells whether the wait is over,
-// state describes what was seen, for the progress lines and the timeout
+// CheckFunc reads the cluster once: done tells whether the wait is over,
+// state describes what was seen, for the Progress lines and the timeout
 // error.
-type checkFunc func(ctx context.Context) (done bool, state string, err error)
+type CheckFunc func(ctx context.Context) (done bool, state string, err error)
 
-// wait polls check until it is done, printing what it waits for, a line
+// Wait polls check until it is done, printing what it waits for, a line
 // every reportInterval with the elapsed time, and the final state. It gives
-// up after p.timeout with an error naming what was awaited and the last
+// up after p.Timeout with an error naming what was awaited and the last
 // state seen; an error of check ends it at once.
-func (p progress) wait(ctx context.Context, what string, check checkFunc) (string, error) {
+func (p Progress) Wait(ctx context.Context, what string, check CheckFunc) (string, error) {
 	start := time.Now()
 	// The timeout bounds the polling, not each read: a read started just
 	// before the deadline completes, and an error from it is a real one.
-	pollCtx, cancel := context.WithTimeout(ctx, p.timeout)
+	pollCtx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	lastReport := start
 	reported := false
@@ -71,10 +74,10 @@ func (p progress) wait(ctx context.Context, what string, check checkFunc) (strin
 			return true, nil
 		}
 		if !reported {
-			p.infof("Waiting for %s: %s", what, state)
+			p.Infof("Waiting for %s: %s", what, state)
 			reported = true
 		} else if time.Since(lastReport) >= reportInterval {
-			p.infof("Still waiting for %s after %s: %s", what, elapsed(start), state)
+			p.Infof("Still waiting for %s after %s: %s", what, elapsed(start), state)
 			lastReport = time.Now()
 		}
 		return false, nil
@@ -85,7 +88,7 @@ func (p progress) wait(ctx context.Context, what string, check checkFunc) (strin
 	case ctx.Err() != nil:
 		return state, fmt.Errorf("interrupted while waiting for %s: run the command again to resume", what)
 	case errors.Is(pollCtx.Err(), context.DeadlineExceeded) && wait.Interrupted(err):
-		return state, fmt.Errorf("timed out after %s waiting for %s (--timeout): last seen: %s", p.timeout, what, state)
+		return state, fmt.Errorf("timed out after %s waiting for %s (--timeout): last seen: %s", p.Timeout, what, state)
 	}
 	return state, err
 }
@@ -94,9 +97,9 @@ func elapsed(start time.Time) string {
 	return time.Since(start).Round(100 * time.Millisecond).String()
 }
 
-// readyState reads the kstatus conditions of an object: it is ready when
+// ReadyState reads the kstatus conditions of an object: it is ready when
 // its status describes the current generation and Ready is True.
-func readyState(u *unstructured.Unstructured) (bool, string) {
+func ReadyState(u *unstructured.Unstructured) (bool, string) {
 	gen := u.GetGeneration()
 	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	if observed < gen {
@@ -118,4 +121,20 @@ func readyState(u *unstructured.Unstructured) (bool, string) {
 		return status == "True", state
 	}
 	return false, "no Ready condition yet"
+}
+
+// ConditionState summarises the Ready condition for the current generation.
+func ConditionState(generation int64, s netv1beta1.CommonStatus) (bool, string) {
+	if s.ObservedGeneration < generation {
+		return false, "not reconciled yet"
+	}
+	c := meta.FindStatusCondition(s.Conditions, netv1beta1.ConditionReady)
+	if c == nil {
+		return false, "no Ready condition yet"
+	}
+	state := c.Reason
+	if c.Message != "" {
+		state += ": " + c.Message
+	}
+	return c.Status == "True", state
 }

@@ -1,0 +1,163 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+// ConnectOptions say how Connect sets a peering up.
+type ConnectOptions struct {
+	// Server is the GatewayServer to apply on the remote cluster; its Peer
+	// is set by Connect. Its MTU is the client's too.
+	Server generators.GatewayServerOptions
+	// ClientAddresses and ClientPort, when set, are where the client
+	// connects instead of the server's published endpoint.
+	ClientAddresses []string
+	ClientPort      int32
+	// ShareKeys hands each gateway's PublicKey to the other cluster.
+	ShareKeys bool
+	// Wait waits until both Connections report Connected.
+	Wait bool
+}
+
+// Connect peers the networks of two clusters, local becoming the gateway
+// client and remote the gateway server: each cluster's Configuration is
+// applied on the other and awaited Ready, then the GatewayServer (awaited
+// until it publishes its endpoint and key), the GatewayClient pointing at
+// it, and the PublicKeys. Every step is an apply, so an interrupted Connect
+// can run again.
+func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) error {
+	if local.Info.ClusterID == remote.Info.ClusterID {
+		return fmt.Errorf("both clusters are %q: the remote one must be another cluster", local.Info.ClusterID)
+	}
+	localID, remoteID := local.Info.ClusterID, remote.Info.ClusterID
+
+	// Each cluster's network, declared on the other.
+	for _, s := range []struct{ on, of *Cluster }{{remote, local}, {local, remote}} {
+		conf, err := generators.ConfigurationForPeer(s.of.Info, "")
+		if err != nil {
+			return err
+		}
+		if err := s.on.applyInTenant(ctx, conf); err != nil {
+			return err
+		}
+		s.on.Progress.Infof("Configuration of %s applied (pod CIDRs %s)", s.of.Info.ClusterID, strings.Join(prefixStrings(s.of.Info.PodCIDRs), ", "))
+	}
+	for _, s := range []struct{ on, of *Cluster }{{local, remote}, {remote, local}} {
+		conf := &netv1beta1.Configuration{}
+		key := client.ObjectKey{Namespace: generators.TenantNamespace(s.of.Info.ClusterID), Name: s.of.Info.ClusterID}
+		_, err := s.on.Progress.Wait(ctx, "the Configuration of "+s.of.Info.ClusterID+" to be Ready", func(ctx context.Context) (bool, string, error) {
+			if err := s.on.Client.Get(ctx, key, conf); err != nil {
+				return false, "", fmt.Errorf("get Configuration %s: %w", key, err)
+			}
+			ready, state := ConditionState(conf.Generation, conf.Status.CommonStatus)
+			return ready, state, nil
+		})
+		if err != nil {
+			return err
+		}
+		s.on.Progress.Infof("Network configuration correctly set up: pod CIDRs of %s %s", s.of.Info.ClusterID, remapString(configurationInfo(conf).PodCIDRs))
+	}
+
+	// The server, on the remote cluster.
+	serverOpts := o.Server
+	serverOpts.Peer = generators.Peer{RemoteClusterID: localID}
+	server, err := generators.GatewayServer(serverOpts)
+	if err != nil {
+		return err
+	}
+	if err := remote.applyInTenant(ctx, server); err != nil {
+		return err
+	}
+	remote.Progress.Infof("Gateway server %s applied", generators.ObjectRef(server.Namespace, server.Name))
+	serverKey := client.ObjectKeyFromObject(server)
+	if err := WaitServerEndpoint(ctx, remote.Client, remote.Progress, serverKey, server); err != nil {
+		return err
+	}
+	serverPub, err := WaitPublicKey(ctx, remote.Client, remote.Progress, generators.RoleServer, serverKey)
+	if err != nil {
+		return err
+	}
+	remote.Progress.Infof("Gateway server correctly set up: endpoint %s:%d", strings.Join(server.Status.Endpoint.Addresses, ","), server.Status.Endpoint.Port)
+
+	// The client, on the local cluster.
+	addresses, port := server.Status.Endpoint.Addresses, server.Status.Endpoint.Port
+	if len(o.ClientAddresses) > 0 {
+		addresses = o.ClientAddresses
+	}
+	if o.ClientPort != 0 {
+		port = o.ClientPort
+	}
+	gwc, err := generators.GatewayClient(generators.GatewayClientOptions{
+		Peer:      generators.Peer{RemoteClusterID: remoteID},
+		Addresses: addresses, Port: port, MTU: o.Server.MTU,
+	})
+	if err != nil {
+		return err
+	}
+	if err := local.applyInTenant(ctx, gwc); err != nil {
+		return err
+	}
+	local.Progress.Infof("Gateway client %s applied, connecting to %s:%d", generators.ObjectRef(gwc.Namespace, gwc.Name), strings.Join(addresses, ","), port)
+	clientPub, err := WaitPublicKey(ctx, local.Client, local.Progress, generators.RoleClient, client.ObjectKeyFromObject(gwc))
+	if err != nil {
+		return err
+	}
+	local.Progress.Infof("Gateway client correctly set up")
+
+	// Public keys: the server's to the local cluster, the client's to the remote one.
+	if !o.ShareKeys {
+		local.Progress.Infof("Public keys not shared (--disable-sharing-keys): apply each gateway's PublicKey on the other cluster")
+	} else {
+		for _, s := range []struct {
+			on    *Cluster
+			owner string
+			key   []byte
+		}{{local, remoteID, serverPub}, {remote, localID, clientPub}} {
+			pk, err := generators.PublicKeyForPeer(s.owner, "", s.key)
+			if err != nil {
+				return err
+			}
+			if err := s.on.applyInTenant(ctx, pk); err != nil {
+				return err
+			}
+			s.on.Progress.Infof("Public key of %s's gateway applied", s.owner)
+		}
+	}
+
+	if !o.Wait {
+		return nil
+	}
+	for _, s := range []struct {
+		on      *Cluster
+		gateway client.ObjectKey
+	}{{local, client.ObjectKeyFromObject(gwc)}, {remote, serverKey}} {
+		key := client.ObjectKey{Namespace: s.gateway.Namespace, Name: generators.GatewayObjectName(s.gateway.Name)}
+		state, err := s.on.Progress.Wait(ctx, "Connection "+key.String()+" to be Connected", func(ctx context.Context) (bool, string, error) {
+			var conn netv1beta1.Connection
+			if err := s.on.Client.Get(ctx, key, &conn); err != nil {
+				if apierrors.IsNotFound(err) {
+					return false, "not created yet by the gateway agent", nil
+				}
+				return false, "", fmt.Errorf("get Connection %s: %w", key, err)
+			}
+			state := orNone(string(conn.Status.Value))
+			if conn.Status.Latency.Value != "" {
+				state += ", latency " + conn.Status.Latency.Value
+			}
+			return conn.Status.Value == netv1beta1.Connected, state, nil
+		})
+		if err != nil {
+			return err
+		}
+		s.on.Progress.Infof("Connection is established: %s", state)
+	}
+	return nil
+}

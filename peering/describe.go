@@ -1,0 +1,300 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+// Description is what a cluster knows of itself and its peers: what
+// `peerlink info -o yaml` prints. Its clusterID and network parts are also
+// accepted by `render --cluster-info`.
+type Description struct {
+	ClusterID string      `json:"clusterID"`
+	Network   NetworkInfo `json:"network"`
+	Peers     []PeerInfo  `json:"peers"`
+}
+
+// NetworkInfo are the cluster's own ranges.
+type NetworkInfo struct {
+	PodCIDRs     []string `json:"podCIDRs"`
+	ServiceCIDR  string   `json:"serviceCIDR,omitempty"`
+	ExternalCIDR string   `json:"externalCIDR,omitempty"`
+	InternalCIDR string   `json:"internalCIDR,omitempty"`
+}
+
+// PeerInfo is what the cluster holds for one peer.
+type PeerInfo struct {
+	ClusterID  string          `json:"clusterID"`
+	Network    *PeerNetwork    `json:"network,omitempty"`
+	Gateway    *GatewayInfo    `json:"gateway,omitempty"`
+	PublicKey  string          `json:"publicKey,omitempty"`
+	Connection *ConnectionInfo `json:"connection,omitempty"`
+}
+
+// PeerNetwork is a peer's Configuration: its real ranges and how this
+// cluster sees them.
+type PeerNetwork struct {
+	Configuration string  `json:"configuration"`
+	Ready         bool    `json:"ready"`
+	State         string  `json:"state"`
+	PodCIDRs      []Remap `json:"podCIDRs"`
+	ExternalCIDRs []Remap `json:"externalCIDRs,omitempty"`
+}
+
+// Remap is one range of a peer: as the peer has it and as it is reached
+// from here (equal when it needed no remapping, empty while not allocated).
+type Remap struct {
+	CIDR     string `json:"cidr"`
+	Remapped string `json:"remapped,omitempty"`
+}
+
+// GatewayInfo is the cluster's gateway for a peer.
+type GatewayInfo struct {
+	Role      string   `json:"role"`
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	Addresses []string `json:"addresses,omitempty"`
+	Port      int32    `json:"port,omitempty"`
+	MTU       int      `json:"mtu,omitempty"`
+	Ready     bool     `json:"ready"`
+	State     string   `json:"state"`
+}
+
+// ConnectionInfo is the tunnel's state as the gateway reports it.
+type ConnectionInfo struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+	Latency string `json:"latency,omitempty"`
+}
+
+// Describe reads the cluster's facts, published in peerlinkNamespace, and
+// every peering object.
+func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (*Description, error) {
+	info, err := ReadClusterInfo(ctx, cl, peerlinkNamespace)
+	if err != nil {
+		return nil, err
+	}
+	doc := &Description{ClusterID: info.ClusterID, Network: NetworkInfo{PodCIDRs: prefixStrings(info.PodCIDRs)}}
+	if info.ServiceCIDR.IsValid() {
+		doc.Network.ServiceCIDR = info.ServiceCIDR.String()
+	}
+	if info.ExternalCIDR.IsValid() {
+		doc.Network.ExternalCIDR = info.ExternalCIDR.String()
+	}
+	if info.InternalCIDR.IsValid() {
+		doc.Network.InternalCIDR = info.InternalCIDR.String()
+	}
+
+	var confs netv1beta1.ConfigurationList
+	var servers netv1beta1.GatewayServerList
+	var clients netv1beta1.GatewayClientList
+	var keys netv1beta1.PublicKeyList
+	var conns netv1beta1.ConnectionList
+	for _, l := range []client.ObjectList{&confs, &servers, &clients, &keys, &conns} {
+		if err := cl.List(ctx, l); err != nil {
+			return nil, fmt.Errorf("list %T: %w", l, err)
+		}
+	}
+	peers := map[string]*PeerInfo{}
+	peer := func(labels map[string]string) *PeerInfo {
+		id := labels[netv1beta1.RemoteClusterIDLabel]
+		if id == "" {
+			return nil
+		}
+		if peers[id] == nil {
+			peers[id] = &PeerInfo{ClusterID: id}
+		}
+		return peers[id]
+	}
+	for i := range confs.Items {
+		c := &confs.Items[i]
+		if p := peer(c.Labels); p != nil {
+			p.Network = configurationInfo(c)
+		}
+	}
+	connection := func(ns, gateway string) *ConnectionInfo {
+		for _, c := range conns.Items {
+			if c.Namespace == ns && c.Name == generators.GatewayObjectName(gateway) {
+				return &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value}
+			}
+		}
+		return nil
+	}
+	for i := range servers.Items {
+		s := &servers.Items[i]
+		if p := peer(s.Labels); p != nil {
+			gw := &GatewayInfo{Role: string(generators.RoleServer), Name: s.Name, Namespace: s.Namespace, MTU: s.Spec.MTU}
+			if ep := s.Status.Endpoint; ep != nil {
+				gw.Addresses, gw.Port = ep.Addresses, ep.Port
+			}
+			gw.Ready, gw.State = ConditionState(s.Generation, s.Status.CommonStatus)
+			p.Gateway, p.Connection = gw, connection(s.Namespace, s.Name)
+		}
+	}
+	for i := range clients.Items {
+		c := &clients.Items[i]
+		if p := peer(c.Labels); p != nil {
+			gw := &GatewayInfo{Role: string(generators.RoleClient), Name: c.Name, Namespace: c.Namespace, MTU: c.Spec.MTU,
+				Addresses: c.Spec.Endpoint.Addresses, Port: c.Spec.Endpoint.Port}
+			gw.Ready, gw.State = ConditionState(c.Generation, c.Status.CommonStatus)
+			p.Gateway, p.Connection = gw, connection(c.Namespace, c.Name)
+		}
+	}
+	for i := range keys.Items {
+		k := &keys.Items[i]
+		if p := peer(k.Labels); p != nil {
+			p.PublicKey = generators.ObjectRef(k.Namespace, k.Name)
+		}
+	}
+	doc.Peers = []PeerInfo{}
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		doc.Peers = append(doc.Peers, *peers[id])
+	}
+	return doc, nil
+}
+
+// configurationInfo describes a peer's Configuration.
+func configurationInfo(c *netv1beta1.Configuration) *PeerNetwork {
+	n := &PeerNetwork{Configuration: generators.ObjectRef(c.Namespace, c.Name)}
+	n.Ready, n.State = ConditionState(c.Generation, c.Status.CommonStatus)
+	var status netv1beta1.ClusterConfigCIDR
+	if c.Status.Remote != nil {
+		status = c.Status.Remote.CIDR
+	}
+	n.PodCIDRs = remaps(c.Spec.Remote.CIDR.Pod, status.Pod)
+	n.ExternalCIDRs = remaps(c.Spec.Remote.CIDR.External, status.External)
+	return n
+}
+
+// remaps pairs the spec CIDRs with their index-aligned status entries.
+func remaps(spec, status []netv1beta1.CIDR) []Remap {
+	var out []Remap
+	for i, c := range spec {
+		r := Remap{CIDR: string(c)}
+		if i < len(status) {
+			r.Remapped = string(status[i])
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// WriteSummary writes the description for a human: the cluster, then a
+// line per peer.
+func (doc *Description) WriteSummary(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Cluster ID:\t%s\n", doc.ClusterID)
+	fmt.Fprintf(tw, "Pod CIDRs:\t%s\n", strings.Join(doc.Network.PodCIDRs, ", "))
+	fmt.Fprintf(tw, "Service CIDR:\t%s\n", orNone(doc.Network.ServiceCIDR))
+	fmt.Fprintf(tw, "External CIDR:\t%s\n", orNone(doc.Network.ExternalCIDR))
+	fmt.Fprintf(tw, "Internal CIDR:\t%s\n", orNone(doc.Network.InternalCIDR))
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	if len(doc.Peers) == 0 {
+		fmt.Fprintln(w, "No peers.")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER\tROLE\tENDPOINT\tCONNECTION\tLATENCY\tPOD CIDRS")
+	for _, p := range doc.Peers {
+		role, endpoint, status, latency := "-", "-", "-", "-"
+		if p.Gateway != nil {
+			role, endpoint = p.Gateway.Role, endpointString(p.Gateway)
+		}
+		if p.Connection != nil {
+			status, latency = orNone(p.Connection.Status), orNone(p.Connection.Latency)
+		}
+		pods := "-"
+		if p.Network != nil {
+			pods = remapString(p.Network.PodCIDRs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ClusterID, role, endpoint, status, latency, pods)
+	}
+	_ = tw.Flush()
+}
+
+// WriteSummary writes what the cluster holds for one peer, for a human.
+func (p PeerInfo) WriteSummary(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Peer:\t%s\n", p.ClusterID)
+	if n := p.Network; n != nil {
+		fmt.Fprintf(tw, "Configuration:\t%s (%s)\n", n.Configuration, readyWord(n.Ready, n.State))
+		fmt.Fprintf(tw, "Pod CIDRs:\t%s\n", remapString(n.PodCIDRs))
+		fmt.Fprintf(tw, "External CIDRs:\t%s\n", remapString(n.ExternalCIDRs))
+	} else {
+		fmt.Fprintf(tw, "Configuration:\tnone\n")
+	}
+	if gw := p.Gateway; gw != nil {
+		fmt.Fprintf(tw, "Gateway:\t%s %s (%s)\n", gw.Role, generators.ObjectRef(gw.Namespace, gw.Name), readyWord(gw.Ready, gw.State))
+		fmt.Fprintf(tw, "Endpoint:\t%s\n", endpointString(gw))
+		fmt.Fprintf(tw, "MTU:\t%d\n", gw.MTU)
+	} else {
+		fmt.Fprintf(tw, "Gateway:\tnone\n")
+	}
+	fmt.Fprintf(tw, "Peer public key:\t%s\n", orNone(p.PublicKey))
+	if c := p.Connection; c != nil {
+		fmt.Fprintf(tw, "Connection:\t%s %s\n", c.Name, orNone(c.Status))
+		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
+	} else {
+		fmt.Fprintf(tw, "Connection:\tnone\n")
+	}
+	_ = tw.Flush()
+}
+
+func readyWord(ready bool, state string) string {
+	if ready {
+		return "Ready"
+	}
+	return "not ready: " + state
+}
+
+func endpointString(gw *GatewayInfo) string {
+	if len(gw.Addresses) == 0 {
+		return "pending"
+	}
+	return fmt.Sprintf("%s:%d", strings.Join(gw.Addresses, ","), gw.Port)
+}
+
+func remapString(rs []Remap) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		switch r.Remapped {
+		case "":
+			parts[i] = r.CIDR + " -> (pending)"
+		case r.CIDR:
+			parts[i] = r.CIDR
+		default:
+			parts[i] = r.CIDR + " -> " + r.Remapped
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func prefixStrings(ps []netip.Prefix) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}

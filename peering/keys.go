@@ -1,0 +1,80 @@
+package peering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+// ErrKeyPending says a gateway has not published its public key yet: the
+// controller does once it has made or checked the gateway's key Secret.
+var ErrKeyPending = errors.New("not published yet by the controller")
+
+// GatewayPublicKey reads the public key a gateway publishes in its status.
+// No Secret is read.
+func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) ([]byte, error) {
+	var gw client.Object = &netv1beta1.GatewayClient{}
+	kind := generators.KindGatewayClient
+	if role == generators.RoleServer {
+		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
+	}
+	if err := c.Get(ctx, key, gw); err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
+	}
+	var pub []byte
+	switch gw := gw.(type) {
+	case *netv1beta1.GatewayServer:
+		pub = gw.Status.PublicKey
+	case *netv1beta1.GatewayClient:
+		pub = gw.Status.PublicKey
+	}
+	if len(pub) == 0 {
+		return nil, fmt.Errorf("status.publicKey of %s %s: %w", kind, key, ErrKeyPending)
+	}
+	return pub, nil
+}
+
+// WaitPublicKey waits until the controller has published a gateway's public
+// key, and returns it.
+func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role generators.Role, gateway client.ObjectKey) ([]byte, error) {
+	var key []byte
+	_, err := p.Wait(ctx, "the public key of gateway "+gateway.String(), func(ctx context.Context) (bool, string, error) {
+		k, err := GatewayPublicKey(ctx, c, role, gateway)
+		if errors.Is(err, ErrKeyPending) {
+			return false, "key pair not made yet by the controller", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		key = k
+		return true, "", nil
+	})
+	return key, err
+}
+
+// WaitServerEndpoint waits until a GatewayServer publishes its endpoint for
+// its current spec (a changed spec may move it), and reads it into server.
+func WaitServerEndpoint(ctx context.Context, c client.Reader, p Progress, key client.ObjectKey, server *netv1beta1.GatewayServer) error {
+	_, err := p.Wait(ctx, "the endpoint of gateway server "+key.String(), func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, key, server); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, "", fmt.Errorf("gatewayserver %s is gone", key)
+			}
+			return false, "", fmt.Errorf("get GatewayServer %s: %w", key, err)
+		}
+		ep := server.Status.Endpoint
+		if server.Status.ObservedGeneration < server.Generation || ep == nil || len(ep.Addresses) == 0 || ep.Port == 0 {
+			_, state := ConditionState(server.Generation, server.Status.CommonStatus)
+			return false, state, nil
+		}
+		return true, fmt.Sprintf("%s:%d", strings.Join(ep.Addresses, ","), ep.Port), nil
+	})
+	return err
+}
