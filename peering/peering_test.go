@@ -178,4 +178,3 @@ func kindsOf(objs []runtime.Object) string {
 	}
 	return strings.Join(kinds, ",")
 }
-

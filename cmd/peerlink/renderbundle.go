@@ -166,10 +166,10 @@ func readClusterInfoFile(path string) (clusterinfo.Info, error) {
 		return clusterinfo.Info{}, err
 	}
 	var doc struct {
-		Kind      string            `json:"kind"`
-		Data      map[string]string `json:"data"`
-		ClusterID string            `json:"clusterID"`
-		Network   peering.NetworkInfo       `json:"network"`
+		Kind      string              `json:"kind"`
+		Data      map[string]string   `json:"data"`
+		ClusterID string              `json:"clusterID"`
+		Network   peering.NetworkInfo `json:"network"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)
