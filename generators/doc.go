@@ -1,12 +1,12 @@
 // Package generators builds the manifests two peerlink administrators exchange
-// (Configuration, GatewayServer, GatewayClient, PublicKey), the kustomize peer
-// bundles that carry them through Git, and checks such manifests field by
-// field.
+// (Configuration, GatewayServer, GatewayClient, PublicKey) and checks such
+// manifests field by field. The peer bundles that carry them through Git are
+// package peerbundle's.
 //
 // Everything here is pure and deterministic: the same input gives
 // byte-identical YAML, with sorted keys, no timestamps and no generated names.
-// The package owns no client, reads no file and keeps no state; the CLI
-// (cmd/peerlink) reads the cluster or the disk and hands the facts in. It does
+// The package owns no client, reads no file and keeps no state; packages
+// peering and peerbundle read the cluster or the disk and hand the facts in. It does
 // not render gateway templates (package templates) nor allocate remapped
 // ranges (the controller does).
 package generators

@@ -49,3 +49,21 @@ func ValidateNamespace(ns string) error {
 	}
 	return nil
 }
+
+// Role is the side a cluster takes in a peering.
+type Role string
+
+// Roles of a peering.
+const (
+	RoleServer Role = "server"
+	RoleClient Role = "client"
+)
+
+// ParseRole accepts server or client.
+func ParseRole(s string) (Role, error) {
+	switch Role(s) {
+	case RoleServer, RoleClient:
+		return Role(s), nil
+	}
+	return "", fmt.Errorf("unknown role %q: use server or client", s)
+}

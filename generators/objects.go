@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -100,20 +101,36 @@ func GatewayServer(o GatewayServerOptions) (*netv1beta1.GatewayServer, error) {
 		Spec: netv1beta1.GatewayServerSpec{
 			ServerTemplateRef: templateRef(templates.ServerTemplateKind, netv1beta1.DefaultServerTemplateName, o.TemplateName, o.TemplateNamespace),
 			MTU:               o.MTU,
-			Endpoint: netv1beta1.Endpoint{
-				Port:        o.Port,
-				ServiceType: o.ServiceType,
-			},
+			Endpoint:          o.endpoint(),
 		},
 	}
+	return gw, check(gw)
+}
+
+// endpoint is the spec.endpoint of the server o describes.
+func (o GatewayServerOptions) endpoint() netv1beta1.Endpoint {
+	ep := netv1beta1.Endpoint{Port: o.Port, ServiceType: o.ServiceType}
 	if o.NodePort != 0 {
-		gw.Spec.Endpoint.NodePort = &o.NodePort
+		ep.NodePort = &o.NodePort
 	}
 	if o.LoadBalancerIP.IsValid() {
 		ip := o.LoadBalancerIP.String()
-		gw.Spec.Endpoint.LoadBalancerIP = &ip
+		ep.LoadBalancerIP = &ip
 	}
-	return gw, check(gw)
+	return ep
+}
+
+// Validate checks the endpoint and the MTU of o by the rules of the
+// GatewayServer it builds, leaving the peer out, so that the flags of a
+// server can be checked before its peer is known. Errors are an
+// *InvalidError naming the fields of spec.endpoint and spec.mtu.
+func (o GatewayServerOptions) Validate() error {
+	spec := field.NewPath("spec")
+	errs := append(validateServerEndpoint(o.endpoint(), spec.Child("endpoint")), validateMTU(o.MTU, spec.Child("mtu"))...)
+	if len(errs) > 0 {
+		return &InvalidError{Kind: KindGatewayServer, Fields: errs}
+	}
+	return nil
 }
 
 // GatewayClientOptions are the inputs of GatewayClient.

@@ -34,8 +34,8 @@ type ConnectOptions struct {
 // it, and the PublicKeys. Every step is an apply, so an interrupted Connect
 // can run again.
 func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) error {
-	if local.Info.ClusterID == remote.Info.ClusterID {
-		return fmt.Errorf("both clusters are %q: the remote one must be another cluster", local.Info.ClusterID)
+	if err := checkTwo(local, remote); err != nil {
+		return err
 	}
 	localID, remoteID := local.Info.ClusterID, remote.Info.ClusterID
 
@@ -158,6 +158,14 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 			return err
 		}
 		s.on.Progress.Infof("Connection is established: %s", state)
+	}
+	return nil
+}
+
+// checkTwo refuses a peering of a cluster with itself.
+func checkTwo(local, remote *Cluster) error {
+	if local.Info.ClusterID == remote.Info.ClusterID {
+		return fmt.Errorf("both clusters are %q: the remote one must be another cluster", local.Info.ClusterID)
 	}
 	return nil
 }

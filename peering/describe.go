@@ -2,17 +2,22 @@ package peering
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 )
 
@@ -297,4 +302,97 @@ func prefixStrings(ps []netip.Prefix) []string {
 		out[i] = p.String()
 	}
 	return out
+}
+
+// Encode writes doc, a Description or a PeerInfo, in format; with a dot path
+// (keys matched case-insensitively, list items by index), only the value
+// there: a string, number or boolean alone on its line, else the part of
+// the document under it.
+func Encode(doc any, format generators.Format, path string) ([]byte, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if path != "" {
+		if v, err = lookupPath(v, path); err != nil {
+			return nil, err
+		}
+		switch v.(type) {
+		case string, float64, bool:
+			return fmt.Appendln(nil, v), nil
+		}
+	}
+	if format == generators.FormatJSON {
+		out, err := json.MarshalIndent(v, "", "  ")
+		return append(out, '\n'), err
+	}
+	return yaml.Marshal(v)
+}
+
+// lookupPath walks a decoded JSON value along a dot path; map keys match
+// case-insensitively and list items are picked by index.
+func lookupPath(v any, path string) (any, error) {
+	walked := ""
+	for seg := range strings.SplitSeq(path, ".") {
+		switch node := v.(type) {
+		case map[string]any:
+			found := false
+			for _, k := range slices.Sorted(maps.Keys(node)) {
+				if strings.EqualFold(k, seg) {
+					v, found = node[k], true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%q: no key %q under %q (keys: %s)", path, seg, walked, strings.Join(slices.Sorted(maps.Keys(node)), ", "))
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, fmt.Errorf("%q: %q under %q is not an index of a list of %d", path, seg, walked, len(node))
+			}
+			v = node[i]
+		default:
+			return nil, fmt.Errorf("%q: %q is a value, it has no %q", path, walked, seg)
+		}
+		walked = strings.TrimPrefix(walked+"."+seg, ".")
+	}
+	return v, nil
+}
+
+// ReadInfoFile reads a cluster's facts from a file: a saved cluster-info
+// ConfigMap, or a Description as `peerlink info -o yaml` prints it.
+func ReadInfoFile(path string) (clusterinfo.Info, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return clusterinfo.Info{}, err
+	}
+	var doc struct {
+		Kind      string            `json:"kind"`
+		Data      map[string]string `json:"data"`
+		ClusterID string            `json:"clusterID"`
+		Network   NetworkInfo       `json:"network"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)
+	}
+	fields := doc.Data
+	if doc.Kind != "ConfigMap" {
+		fields = map[string]string{
+			clusterinfo.KeyClusterID:    doc.ClusterID,
+			clusterinfo.KeyPodCIDRs:     strings.Join(doc.Network.PodCIDRs, ","),
+			clusterinfo.KeyServiceCIDR:  doc.Network.ServiceCIDR,
+			clusterinfo.KeyExternalCIDR: doc.Network.ExternalCIDR,
+			clusterinfo.KeyInternalCIDR: doc.Network.InternalCIDR,
+		}
+	}
+	info, err := clusterinfo.Decode(fields)
+	if err != nil {
+		return clusterinfo.Info{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
 }

@@ -48,11 +48,7 @@ func Export(ctx context.Context, cl client.Reader, p Progress, peerlinkNS, ns, p
 		return nil, fmt.Errorf("no GatewayServer or GatewayClient labelled %s=%s in %s: apply this side's bundle first (bundle init)",
 			netv1beta1.RemoteClusterIDLabel, peer, ns)
 	}
-	pub, err := WaitPublicKey(ctx, cl, p, role, key)
-	if err != nil {
-		return nil, err
-	}
-	pk, err := generators.PublicKeyForPeer(info.ClusterID, "", pub)
+	pk, err := PublicKeyForPeer(ctx, cl, p, info.ClusterID, role, key, "")
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,18 @@ func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role genera
 	return key, err
 }
 
+// PublicKeyForPeer waits until a gateway of this cluster, clusterID, has
+// published its public key, and returns the PublicKey the peer applies:
+// named and labelled with clusterID, in namespace (empty: the peer's tenant
+// namespace for this cluster).
+func PublicKeyForPeer(ctx context.Context, c client.Reader, p Progress, clusterID string, role generators.Role, gateway client.ObjectKey, namespace string) (*netv1beta1.PublicKey, error) {
+	key, err := WaitPublicKey(ctx, c, p, role, gateway)
+	if err != nil {
+		return nil, err
+	}
+	return generators.PublicKeyForPeer(clusterID, namespace, key)
+}
+
 // WaitServerEndpoint waits until a GatewayServer publishes its endpoint for
 // its current spec (a changed spec may move it), and reads it into server.
 func WaitServerEndpoint(ctx context.Context, c client.Reader, p Progress, key client.ObjectKey, server *netv1beta1.GatewayServer) error {

@@ -33,6 +33,9 @@ func Reset(ctx context.Context, local, remote *Cluster) error {
 
 // teardown runs Disconnect, or Reset when all is set.
 func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
+	if err := checkTwo(local, remote); err != nil {
+		return err
+	}
 	kinds := []string{generators.KindGatewayClient, generators.KindGatewayServer, generators.KindPublicKey}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
 		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "gateways and public keys", kinds); err != nil {

@@ -1,27 +1,20 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net/netip"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kusttypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -47,9 +40,10 @@ Two files travel between the admins, one each way; no private key does.
 }
 
 func newBundleInitCmd(g *globalOptions) *cobra.Command {
-	var peer, role, serviceType, lbIP, tmplName, tmplNS string
+	var peer, role, tmplName, tmplNS string
+	var server serverFlags
 	var addresses []string
-	var port, nodePort int32
+	var port int32
 	var mtu int
 	var force bool
 	cmd := &cobra.Command{
@@ -77,93 +71,43 @@ the files of init added to its resources when missing.`,
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
-			if err := clusterinfo.ValidateClusterID(peer); err != nil {
-				return fmt.Errorf("--peer: %w", err)
+			p, err := peerOf("--peer", peer, g.Namespace, "")
+			if err != nil {
+				return err
 			}
-			if g.Namespace != "" {
-				if err := generators.ValidateNamespace(g.Namespace); err != nil {
-					return fmt.Errorf("--namespace: %w", err)
-				}
-			}
-			if err := generators.ValidateMTU(mtu); err != nil {
-				return fmt.Errorf("--mtu: %w", err)
-			}
-			p := generators.Peer{RemoteClusterID: peer, Namespace: g.Namespace}
-			flags := cmd.Flags()
+			fields := map[string]string{"spec.mtu": "--mtu", "spec.endpoint.port": "--port"}
 			var gateway runtime.Object
 			if r == generators.RoleServer {
-				for _, f := range []string{"addresses"} {
-					if flags.Changed(f) {
-						return fmt.Errorf("--%s: only for --role client", f)
-					}
+				if cmd.Flags().Changed("addresses") {
+					return errors.New("--addresses: only for --role client")
 				}
-				typ, err := generators.ParseServiceType(serviceType)
+				server.port = cmp.Or(port, netv1beta1.DefaultGatewayPort)
+				o, err := server.options(mtu, tmplName, tmplNS)
 				if err != nil {
-					return fmt.Errorf("--service-type: %w", err)
+					return err
 				}
-				if port == 0 {
-					port = netv1beta1.DefaultGatewayPort
+				o.Peer = p
+				if gateway, err = generators.GatewayServer(o); err != nil {
+					return flagErrors(err, fields)
 				}
-				if err := generators.ValidatePort(port); err != nil {
-					return fmt.Errorf("--port: %w", err)
-				}
-				if flags.Changed("node-port") {
-					if err := generators.ValidatePort(nodePort); err != nil {
-						return fmt.Errorf("--node-port: %w", err)
-					}
-				}
-				o := generators.GatewayServerOptions{Peer: p, ServiceType: typ, Port: port, NodePort: nodePort, MTU: mtu,
-					TemplateName: tmplName, TemplateNamespace: tmplNS}
-				if lbIP != "" {
-					addr, err := netip.ParseAddr(lbIP)
-					if err != nil || !addr.Is4() {
-						return fmt.Errorf("--load-balancer-ip: %q is not an IPv4 address", lbIP)
-					}
-					o.LoadBalancerIP = addr
-				}
-				gw, err := generators.GatewayServer(o)
-				if err != nil {
-					return flagErrors(err, map[string]string{
-						"spec.endpoint.nodePort":       "--node-port",
-						"spec.endpoint.loadBalancerIP": "--load-balancer-ip",
-					})
-				}
-				gateway = gw
 			} else {
-				for _, f := range []string{"service-type", "node-port", "load-balancer-ip"} {
-					if flags.Changed(f) {
-						return fmt.Errorf("--%s: only for --role server", f)
-					}
+				if set := server.changed(cmd); len(set) > 0 {
+					return fmt.Errorf("--%s: only for --role server", set[0])
 				}
-				addrs := splitList(addresses)
-				for _, a := range addrs {
-					if err := generators.ValidateAddress(a); err != nil {
-						return fmt.Errorf("--addresses: %w", err)
-					}
-				}
-				if flags.Changed("port") {
-					if err := generators.ValidatePort(port); err != nil {
-						return fmt.Errorf("--port: %w", err)
-					}
+				addrs, err := addressList("addresses", addresses)
+				if err != nil {
+					return err
 				}
 				if len(addrs) > 0 && port == 0 {
 					return errors.New("--port: the server's port is needed with --addresses")
 				}
-				gw, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: p, Addresses: addrs, Port: port, MTU: mtu,
+				gateway, err = generators.GatewayClient(generators.GatewayClientOptions{Peer: p, Addresses: addrs, Port: port, MTU: mtu,
 					TemplateName: tmplName, TemplateNamespace: tmplNS})
 				if err != nil {
-					return flagErrors(err, nil)
+					return flagErrors(err, fields)
 				}
-				gateway = gw
 			}
-			files, err := generators.InitBundle(gateway)
-			if err != nil {
-				return err
-			}
-			if files, err = keepKustomization(args[0], files); err != nil {
-				return err
-			}
-			return writeBundleFiles(cmd.OutOrStdout(), args[0], files, force)
+			return peerbundle.Init(cmd.OutOrStdout(), args[0], gateway, force)
 		},
 	}
 	f := cmd.Flags()
@@ -171,10 +115,8 @@ the files of init added to its resources when missing.`,
 	f.StringVar(&role, "role", "", "this side's role: server or client (required)")
 	_ = cmd.MarkFlagRequired("peer")
 	_ = cmd.MarkFlagRequired("role")
-	f.StringVar(&serviceType, "service-type", string(corev1.ServiceTypeLoadBalancer), "server: type of the gateway Service: LoadBalancer, NodePort or ClusterIP")
+	server.register(cmd, createServerFlags, "server: ", false)
 	f.Int32Var(&port, "port", 0, "server: WireGuard port of the Service (default 51840); client: the server's port, when known")
-	f.Int32Var(&nodePort, "node-port", 0, "server: pin the node port")
-	f.StringVar(&lbIP, "load-balancer-ip", "", "server: address to request from the load balancer")
 	f.StringArrayVar(&addresses, "addresses", nil, "client: the server's addresses, when known")
 	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
 	f.StringVar(&tmplName, "template-name", "", "gateway template name (default: wireguard-server or wireguard-client)")
@@ -182,73 +124,6 @@ the files of init added to its resources when missing.`,
 	f.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
-}
-
-// keepKustomization replaces the new kustomization.yaml among files by the
-// one dir already has, with the missing files added to its resources: what
-// bundle add listed there, and the user's own changes, stay.
-func keepKustomization(dir string, files []generators.File) ([]generators.File, error) {
-	path := filepath.Join(dir, generators.KustomizationFile)
-	old, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return files, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	var names []string
-	for _, f := range files {
-		if f.Name != generators.KustomizationFile {
-			names = append(names, f.Name)
-		}
-	}
-	merged, err := generators.AddResources(old, names...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	out := make([]generators.File, 0, len(files))
-	for _, f := range files {
-		if f.Name == generators.KustomizationFile {
-			f.Data = merged
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-// writeBundleFiles writes files into dir. A file already there with the
-// same content is left alone; with other content it is only replaced with
-// force, and otherwise nothing at all is written.
-func writeBundleFiles(out io.Writer, dir string, files []generators.File, force bool) error {
-	var conflicts []string
-	for _, f := range files {
-		old, err := os.ReadFile(filepath.Join(dir, f.Name))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return fmt.Errorf("read %s: %w", filepath.Join(dir, f.Name), err)
-		case !bytes.Equal(old, f.Data):
-			conflicts = append(conflicts, f.Name)
-		}
-	}
-	if len(conflicts) > 0 && !force {
-		return fmt.Errorf("%s already holds a different %s: pass --force to overwrite", dir, strings.Join(conflicts, ", "))
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
-		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, f.Data) {
-			fmt.Fprintf(out, "INFO   %s unchanged\n", path)
-			continue
-		}
-		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		fmt.Fprintf(out, "INFO   %s written\n", path)
-	}
-	return nil
 }
 
 func newBundleExportCmd(g *globalOptions) *cobra.Command {
@@ -278,10 +153,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if output == "-" {
 				progressOut = cmd.ErrOrStderr()
 			}
-			ns := g.Namespace
-			if ns == "" {
-				ns = generators.TenantNamespace(peer)
-			}
+			ns := cmp.Or(g.Namespace, generators.TenantNamespace(peer))
 			cl, err := g.local().client()
 			if err != nil {
 				return err
@@ -313,10 +185,6 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 	return cmd
 }
 
-// maxPeerFile bounds what bundle add reads of the file a peer sent: three
-// small manifests fit in a few kilobytes.
-const maxPeerFile = 1 << 20
-
 func newBundleAddCmd() *cobra.Command {
 	var allowed []string
 	cmd := &cobra.Command{
@@ -338,42 +206,11 @@ written when anything is wrong, and the files are replaced all together.`,
 		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, file := args[0], args[1]
 			policy, err := peerPolicy(allowed)
 			if err != nil {
 				return err
 			}
-			data, err := readLimited(file, maxPeerFile)
-			if err != nil {
-				return err
-			}
-			received, err := generators.ParseManifests(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			if len(received) == 0 {
-				return fmt.Errorf("%s: no objects", file)
-			}
-			kustomization, files, err := readBundle(dir)
-			if err != nil {
-				return err
-			}
-			res, err := generators.AddToBundle(kustomization, files, received, policy)
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			out := cmd.OutOrStdout()
-			written := append(slices.Clone(res.Files), generators.File{Name: generators.KustomizationFile, Data: res.Kustomization})
-			if err := replaceFiles(dir, written); err != nil {
-				return err
-			}
-			for _, f := range res.Files {
-				fmt.Fprintf(out, "INFO   %s written\n", filepath.Join(dir, f.Name))
-			}
-			for _, n := range res.Notes {
-				fmt.Fprintf(out, "INFO   %s\n", n)
-			}
-			return nil
+			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], policy)
 		},
 	}
 	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
@@ -390,87 +227,4 @@ func peerPolicy(allowed []string) (rangepolicy.Policy, error) {
 		return rangepolicy.Policy{}, fmt.Errorf("--allowed-peer-cidr: %w", err)
 	}
 	return rangepolicy.Policy{Allowed: ranges}, nil
-}
-
-// readLimited reads a file of at most limit bytes; a larger one is refused
-// without reading it all.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes: what a peer sends is a few small manifests", path, limit)
-	}
-	return data, nil
-}
-
-// replaceFiles writes files into dir all or nothing: each goes to a
-// temporary file beside its target first, and only when all are written are
-// they renamed over their targets.
-func replaceFiles(dir string, files []generators.File) error {
-	var temps []string
-	clean := func() {
-		for _, t := range temps {
-			os.Remove(t)
-		}
-	}
-	for _, f := range files {
-		tmp, err := os.CreateTemp(dir, "."+f.Name+".*")
-		if err != nil {
-			clean()
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-		}
-		temps = append(temps, tmp.Name())
-		_, werr := tmp.Write(f.Data)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o644)); err != nil {
-			clean()
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-		}
-	}
-	for i, f := range files {
-		if err := os.Rename(temps[i], filepath.Join(dir, f.Name)); err != nil {
-			clean()
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-		}
-	}
-	return nil
-}
-
-// readBundle reads a bundle's kustomization.yaml and the manifest files it
-// lists directly (directories and remote bases are not this bundle's own).
-func readBundle(dir string) ([]byte, []generators.ManifestFile, error) {
-	kpath := filepath.Join(dir, generators.KustomizationFile)
-	kdata, err := os.ReadFile(kpath)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s is not a bundle (run bundle init first): %w", dir, err)
-	}
-	var k kusttypes.Kustomization
-	if err := yaml.Unmarshal(kdata, &k); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", kpath, err)
-	}
-	var files []generators.ManifestFile
-	for _, r := range k.Resources {
-		path := filepath.Join(dir, r)
-		st, err := os.Stat(path)
-		if err != nil || st.IsDir() || filepath.Dir(filepath.Clean(r)) != "." {
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		objs, err := generators.ParseManifests(data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		files = append(files, generators.ManifestFile{Name: r, Objects: objs})
-	}
-	return kdata, files, nil
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,27 +64,38 @@ func (c *createCommon) addFlags(cmd *cobra.Command) {
 
 // peer checks the flags naming the object and returns where it goes.
 func (c *createCommon) peer(g *globalOptions, args []string) (generators.Peer, error) {
-	if err := clusterinfo.ValidateClusterID(c.remoteClusterID); err != nil {
-		return generators.Peer{}, fmt.Errorf("--remote-cluster-id: %w", err)
-	}
-	p := generators.Peer{RemoteClusterID: c.remoteClusterID, Namespace: g.Namespace}
+	name := ""
 	if len(args) > 0 {
-		p.Name = args[0]
+		name = args[0]
 	}
-	if g.Namespace != "" {
-		if err := generators.ValidateNamespace(g.Namespace); err != nil {
+	return peerOf("--remote-cluster-id", c.remoteClusterID, g.Namespace, name)
+}
+
+// peerOf checks the peer's cluster ID, given by flag, and the namespace of
+// -n, and returns where the objects for that peer go.
+func peerOf(flag, id, namespace, name string) (generators.Peer, error) {
+	if err := clusterinfo.ValidateClusterID(id); err != nil {
+		return generators.Peer{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	if namespace != "" {
+		if err := generators.ValidateNamespace(namespace); err != nil {
 			return generators.Peer{}, fmt.Errorf("--namespace: %w", err)
 		}
 	}
-	return p, nil
+	return generators.Peer{RemoteClusterID: id, Namespace: namespace, Name: name}, nil
 }
 
-// commonFieldFlags name the flags behind the fields every object has.
-func commonFieldFlags() map[string]string {
-	return map[string]string{
+// commonFieldFlags name the flags behind the fields every object has, and
+// the further field and flag pairs given.
+func commonFieldFlags(pairs ...string) map[string]string {
+	m := map[string]string{
 		"metadata.name": "NAME",
 		generators.RemoteClusterIDPath().String(): "--remote-cluster-id",
 	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]] = pairs[i+1]
+	}
+	return m
 }
 
 // finish prints the object with -o, or applies it and, with --wait, waits
@@ -131,14 +142,7 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 			}
 			conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: pods, ExternalCIDRs: ext})
 			if err != nil {
-				flags := commonFieldFlags()
-				for i := range pods {
-					flags[fmt.Sprintf("spec.remote.cidr.pod[%d]", i)] = "--pod-cidr"
-				}
-				for i := range ext {
-					flags[fmt.Sprintf("spec.remote.cidr.external[%d]", i)] = "--external-cidr"
-				}
-				return flagErrors(err, flags)
+				return flagErrors(err, commonFieldFlags("spec.remote.cidr.pod", "--pod-cidr", "spec.remote.cidr.external", "--external-cidr"))
 			}
 			return c.finish(cmd, g, conf)
 		},
@@ -151,8 +155,8 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 
 func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
-	var serviceType, lbIP, tmplName, tmplNS string
-	var port, nodePort int32
+	var server serverFlags
+	var tmplName, tmplNS string
 	var mtu int
 	cmd := &cobra.Command{
 		Use:     "gatewayserver [NAME]",
@@ -170,53 +174,24 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			typ, err := generators.ParseServiceType(serviceType)
+			o, err := server.options(mtu, tmplName, tmplNS)
 			if err != nil {
-				return fmt.Errorf("--service-type: %w", err)
+				return err
 			}
-			if err := generators.ValidatePort(port); err != nil {
-				return fmt.Errorf("--port: %w", err)
-			}
-			if cmd.Flags().Changed("node-port") {
-				if err := generators.ValidatePort(nodePort); err != nil {
-					return fmt.Errorf("--node-port: %w", err)
-				}
-			}
-			if err := generators.ValidateMTU(mtu); err != nil {
-				return fmt.Errorf("--mtu: %w", err)
-			}
-			o := generators.GatewayServerOptions{
-				Peer: p, ServiceType: typ, Port: port, NodePort: nodePort, MTU: mtu,
-				TemplateName: tmplName, TemplateNamespace: tmplNS,
-			}
-			if lbIP != "" {
-				addr, err := netip.ParseAddr(lbIP)
-				if err != nil || !addr.Is4() {
-					return fmt.Errorf("--load-balancer-ip: %q is not an IPv4 address", lbIP)
-				}
-				o.LoadBalancerIP = addr
-			}
+			o.Peer = p
 			gw, err := generators.GatewayServer(o)
 			if err != nil {
-				flags := commonFieldFlags()
-				flags["spec.endpoint.nodePort"] = "--node-port"
-				flags["spec.endpoint.loadBalancerIP"] = "--load-balancer-ip"
-				return flagErrors(err, flags)
+				return flagErrors(err, commonFieldFlags())
 			}
 			return c.finish(cmd, g, gw)
 		},
 	}
 	c.addFlags(cmd)
+	server.register(cmd, createServerFlags, "", true)
 	f := cmd.Flags()
-	f.StringVar(&serviceType, "service-type", string(corev1.ServiceTypeLoadBalancer), "type of the gateway Service: LoadBalancer, NodePort or ClusterIP")
-	f.Int32Var(&port, "port", netv1beta1.DefaultGatewayPort, "WireGuard port of the gateway Service")
-	f.Int32Var(&nodePort, "node-port", 0, "pin the node port (NodePort or LoadBalancer); default: allocated by Kubernetes")
-	f.StringVar(&lbIP, "load-balancer-ip", "", "address to request from the load balancer (LoadBalancer)")
 	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
 	f.StringVar(&tmplName, "template-name", netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate")
 	f.StringVar(&tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
-	_ = cmd.RegisterFlagCompletionFunc("service-type", cobra.FixedCompletions(
-		[]string{"LoadBalancer", "NodePort", "ClusterIP"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -245,27 +220,22 @@ is filled in.`,
 			if err != nil {
 				return err
 			}
-			if err := generators.ValidatePort(port); err != nil {
-				return fmt.Errorf("--port: %w", err)
-			}
-			if err := generators.ValidateMTU(mtu); err != nil {
-				return fmt.Errorf("--mtu: %w", err)
+			if port == 0 {
+				return errors.New("--port: the server's port is needed")
 			}
 			if corev1.Protocol(protocol) != corev1.ProtocolUDP {
 				return fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", protocol)
 			}
-			addrs := splitList(addresses)
-			for _, a := range addrs {
-				if err := generators.ValidateAddress(a); err != nil {
-					return fmt.Errorf("--addresses: %w", err)
-				}
+			addrs, err := addressList("addresses", addresses)
+			if err != nil {
+				return err
 			}
 			gw, err := generators.GatewayClient(generators.GatewayClientOptions{
 				Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: mtu,
 				TemplateName: tmplName, TemplateNamespace: tmplNS,
 			})
 			if err != nil {
-				return flagErrors(err, commonFieldFlags())
+				return flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu"))
 			}
 			return c.finish(cmd, g, gw)
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -90,10 +91,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err := generators.ValidateObjectName(gwName); err != nil {
 				return fmt.Errorf("--gateway-name: %w", err)
 			}
-			ns := g.Namespace
-			if ns == "" {
-				ns = generators.TenantNamespace(gwName)
-			}
+			ns := cmp.Or(g.Namespace, generators.TenantNamespace(gwName))
 			ctx := cmd.Context()
 			cl, err := g.local().client()
 			if err != nil {
@@ -104,11 +102,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 				return err
 			}
 			p := peering.Progress{Out: cmd.ErrOrStderr(), Timeout: timeout}
-			key, err := peering.WaitPublicKey(ctx, cl, p, role, client.ObjectKey{Namespace: ns, Name: gwName})
-			if err != nil {
-				return err
-			}
-			pk, err := generators.PublicKeyForPeer(info.ClusterID, remoteNS, key)
+			pk, err := peering.PublicKeyForPeer(ctx, cl, p, info.ClusterID, role, client.ObjectKey{Namespace: ns, Name: gwName}, remoteNS)
 			if err != nil {
 				return err
 			}

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
@@ -76,79 +71,24 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 // printInfo prints a document as YAML or JSON, one value of it with --get,
 // or the human summary.
 func printInfo(w io.Writer, doc any, output, get string, human func(io.Writer)) error {
-	if output != "" {
-		if _, err := generators.ParseFormat(output); err != nil {
-			return fmt.Errorf("--output: %w", err)
-		}
-	}
 	if get == "" && output == "" {
 		human(w)
 		return nil
 	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("encode info: %w", err)
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return fmt.Errorf("decode info: %w", err)
-	}
-	if get != "" {
-		if v, err = lookupPath(v, get); err != nil {
-			return fmt.Errorf("--get: %w", err)
+	format := generators.FormatYAML
+	if output != "" {
+		f, err := generators.ParseFormat(output)
+		if err != nil {
+			return fmt.Errorf("--output: %w", err)
 		}
-		switch s := v.(type) {
-		case string:
-			_, err := fmt.Fprintln(w, s)
-			return err
-		case float64, bool:
-			_, err := fmt.Fprintln(w, s)
-			return err
-		}
+		format = f
 	}
-	var out []byte
-	if output == string(generators.FormatJSON) {
-		out, err = json.MarshalIndent(v, "", "  ")
-		out = append(out, '\n')
-	} else {
-		out, err = yaml.Marshal(v)
-	}
+	out, err := peering.Encode(doc, format, get)
 	if err != nil {
-		return fmt.Errorf("encode info: %w", err)
+		return fmt.Errorf("--get: %w", err)
 	}
 	_, err = w.Write(out)
 	return err
-}
-
-// lookupPath walks a decoded JSON value along a dot path; map keys match
-// case-insensitively and list items are picked by index.
-func lookupPath(v any, path string) (any, error) {
-	walked := ""
-	for seg := range strings.SplitSeq(path, ".") {
-		switch node := v.(type) {
-		case map[string]any:
-			found := false
-			for _, k := range slices.Sorted(maps.Keys(node)) {
-				if strings.EqualFold(k, seg) {
-					v, found = node[k], true
-					break
-				}
-			}
-			if !found {
-				return nil, fmt.Errorf("%q: no key %q under %q (keys: %s)", path, seg, walked, strings.Join(slices.Sorted(maps.Keys(node)), ", "))
-			}
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil, fmt.Errorf("%q: %q under %q is not an index of a list of %d", path, seg, walked, len(node))
-			}
-			v = node[i]
-		default:
-			return nil, fmt.Errorf("%q: %q is a value, it has no %q", path, walked, seg)
-		}
-		walked = strings.TrimPrefix(walked+"."+seg, ".")
-	}
-	return v, nil
 }
 
 // describe reads what the cluster of the global flags knows of itself and

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
@@ -27,8 +25,7 @@ type networkOptions struct {
 	timeout                         time.Duration
 	wait                            bool
 	mtu                             int
-	serverServiceType, serverLBIP   string
-	serverPort, serverNodePort      int32
+	server                          serverFlags
 	clientAddresses                 []string
 	clientPort                      int32
 	disableSharingKeys, skipConfirm bool
@@ -81,9 +78,6 @@ func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Clu
 			return nil, nil, err
 		}
 	}
-	if sides[0].Info.ClusterID == sides[1].Info.ClusterID {
-		return nil, nil, fmt.Errorf("both kubeconfigs reach cluster %q: the remote one must be another cluster", sides[0].Info.ClusterID)
-	}
 	return sides[0], sides[1], nil
 }
 
@@ -109,63 +103,25 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.wait, "wait", false, "wait until the tunnel is Connected on both sides")
 	f.IntVar(&o.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel")
-	f.StringVar(&o.serverServiceType, "gw-server-service-type", string(corev1.ServiceTypeLoadBalancer), "type of the gateway server Service: LoadBalancer, NodePort or ClusterIP")
-	f.Int32Var(&o.serverPort, "gw-server-service-port", netv1beta1.DefaultGatewayPort, "port of the gateway server Service")
-	f.Int32Var(&o.serverNodePort, "gw-server-service-nodeport", 0, "pin the node port of the gateway server Service")
-	f.StringVar(&o.serverLBIP, "gw-server-service-loadbalancerip", "", "address to request from the load balancer")
+	o.server.register(cmd, connectServerFlags, "gateway server: ", true)
 	f.StringArrayVar(&o.clientAddresses, "gw-client-address", nil, "address the client connects to, instead of the server's published endpoint")
 	f.Int32Var(&o.clientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
 	f.BoolVar(&o.disableSharingKeys, "disable-sharing-keys", false, "do not hand the public keys over (they are exchanged another way)")
-	_ = cmd.RegisterFlagCompletionFunc("gw-server-service-type", cobra.FixedCompletions(
-		[]string{"LoadBalancer", "NodePort", "ClusterIP"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // plan checks the flags of connect.
 func (o *networkOptions) plan() (peering.ConnectOptions, error) {
-	typ, err := generators.ParseServiceType(o.serverServiceType)
+	server, err := o.server.options(o.mtu, "", "")
 	if err != nil {
-		return peering.ConnectOptions{}, fmt.Errorf("--gw-server-service-type: %w", err)
+		return peering.ConnectOptions{}, err
 	}
-	if err := generators.ValidatePort(o.serverPort); err != nil {
-		return peering.ConnectOptions{}, fmt.Errorf("--gw-server-service-port: %w", err)
+	plan := peering.ConnectOptions{Server: server, ShareKeys: !o.disableSharingKeys, Wait: o.wait}
+	if plan.ClientAddresses, err = addressList("gw-client-address", o.clientAddresses); err != nil {
+		return peering.ConnectOptions{}, err
 	}
-	if o.serverNodePort != 0 {
-		if err := generators.ValidatePort(o.serverNodePort); err != nil {
-			return peering.ConnectOptions{}, fmt.Errorf("--gw-server-service-nodeport: %w", err)
-		}
-		if typ == corev1.ServiceTypeClusterIP {
-			return peering.ConnectOptions{}, errors.New("--gw-server-service-nodeport: only allowed with --gw-server-service-type NodePort or LoadBalancer")
-		}
-	}
-	if err := generators.ValidateMTU(o.mtu); err != nil {
-		return peering.ConnectOptions{}, fmt.Errorf("--mtu: %w", err)
-	}
-	plan := peering.ConnectOptions{
-		Server:    generators.GatewayServerOptions{ServiceType: typ, Port: o.serverPort, NodePort: o.serverNodePort, MTU: o.mtu},
-		ShareKeys: !o.disableSharingKeys,
-		Wait:      o.wait,
-	}
-	if o.serverLBIP != "" {
-		addr, err := netip.ParseAddr(o.serverLBIP)
-		if err != nil || !addr.Is4() {
-			return peering.ConnectOptions{}, fmt.Errorf("--gw-server-service-loadbalancerip: %q is not an IPv4 address", o.serverLBIP)
-		}
-		if typ != corev1.ServiceTypeLoadBalancer {
-			return peering.ConnectOptions{}, errors.New("--gw-server-service-loadbalancerip: only allowed with --gw-server-service-type LoadBalancer")
-		}
-		plan.Server.LoadBalancerIP = addr
-	}
-	plan.ClientAddresses = splitList(o.clientAddresses)
-	for _, a := range plan.ClientAddresses {
-		if err := generators.ValidateAddress(a); err != nil {
-			return peering.ConnectOptions{}, fmt.Errorf("--gw-client-address: %w", err)
-		}
-	}
-	if o.clientPort != 0 {
-		if err := generators.ValidatePort(o.clientPort); err != nil {
-			return peering.ConnectOptions{}, fmt.Errorf("--gw-client-port: %w", err)
-		}
+	if err := generators.ValidatePort(o.clientPort); o.clientPort != 0 && err != nil {
+		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-port: %w", err)
 	}
 	plan.ClientPort = o.clientPort
 	return plan, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,8 @@ func printObjects(w io.Writer, format string, objs ...runtime.Object) error {
 
 // flagErrors rewrites the field errors of a built object so that they name
 // the flag the user gave, when there is one: "--node-port: Forbidden: only
-// allowed with serviceType NodePort or LoadBalancer".
+// allowed with serviceType NodePort or LoadBalancer". A field of a list
+// item (spec.remote.cidr.pod[1]) is looked up without its index too.
 func flagErrors(err error, flags map[string]string) error {
 	var inv *generators.InvalidError
 	if !errors.As(err, &inv) {
@@ -43,7 +45,11 @@ func flagErrors(err error, flags map[string]string) error {
 	}
 	msgs := make([]string, len(inv.Fields))
 	for i, f := range inv.Fields {
-		if flag, ok := flags[f.Field]; ok {
+		flag, ok := flags[f.Field]
+		if !ok {
+			flag, ok = flags[listIndex.ReplaceAllString(f.Field, "")]
+		}
+		if ok {
 			msgs[i] = flag + " (" + f.Field + "): " + f.ErrorBody()
 		} else {
 			msgs[i] = f.Error()
@@ -52,16 +58,23 @@ func flagErrors(err error, flags map[string]string) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// splitList flattens repeated flag values that may each be a comma-separated
-// list, dropping empty items.
-func splitList(values []string) []string {
+// listIndex matches the index of a list item in a field path.
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// addressList reads the server addresses of a repeatable flag whose values
+// may each be a comma-separated list, and checks each of them.
+func addressList(flag string, values []string) ([]string, error) {
 	var out []string
 	for _, v := range values {
 		for item := range strings.SplitSeq(v, ",") {
-			if item = strings.TrimSpace(item); item != "" {
-				out = append(out, item)
+			if item = strings.TrimSpace(item); item == "" {
+				continue
 			}
+			if err := generators.ValidateAddress(item); err != nil {
+				return nil, fmt.Errorf("--%s: %w", flag, err)
+			}
+			out = append(out, item)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -1,53 +1,28 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/klog/v2"
 
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/templates"
-)
-
-const (
-	// placeholderUID stands for the UID of a gateway read from a file that
-	// has none: it was never created, so the API server has not given it one.
-	placeholderUID = "00000000-0000-0000-0000-000000000000"
-	// defaultRenderNamespace is where a gateway without a namespace would
-	// go, as with kubectl apply on a default kubeconfig context.
-	defaultRenderNamespace = "default"
-	// embeddedSource names the default templates in messages.
-	embeddedSource = "(default template)"
+	"github.com/peerlink/peerlink/peerbundle"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // renderOptions are the flags of peerlink render.
 type renderOptions struct {
-	files  []string
-	output string
-	renderOverrides
-}
-
-// renderOverrides replace the template variables render would otherwise take
-// from each gateway; empty fields do not override.
-type renderOverrides struct {
-	uid, secretName, clusterID string
+	files               []string
+	output, clusterInfo string
+	peerbundle.RenderOverrides
 }
 
 func newRenderCmd() *cobra.Command {
 	var o renderOptions
 	cmd := &cobra.Command{
-		Use:   "render -f FILE [-f FILE ...]",
+		Use:   "render (DIR | -f FILE [-f FILE ...])",
 		Short: "Print the gateway object the controller renders from a GatewayServer or GatewayClient",
 		Long: `Render, offline, the template each GatewayServer and GatewayClient in the
 files references, and print the WgGatewayServer or WgGatewayClient the
@@ -62,249 +37,76 @@ none, the default template it references (wireguard-server,
 wireguard-client) is used. Other objects in the files are ignored.
 
 Template variables come from each gateway: .GatewayUID from metadata.uid
-(else ` + placeholderUID + `), .ClusterID from the
+(else ` + peerbundle.PlaceholderUID + `), .ClusterID from the
 liqo.io/remote-cluster-id label, .SecretName from spec.secretRef.name (else
-gw-<name>). A gateway without a namespace is rendered in "default".`,
+gw-<name>). A gateway without a namespace is rendered in "default".
+
+With DIR, a peer bundle (a kustomize directory) is built and its gateways
+rendered with the bundle's own templates, else the defaults. With
+--cluster-info FILE (a saved cluster-info ConfigMap, or the output of
+peerlink info -o yaml) each Configuration of the bundle is printed too, with
+the status.remote the controller would write: where the peer's ranges land in
+this cluster, as long as no other peer holds ranges yet.`,
 		Example: `  # What the controller will create for a GatewayServer, with the default template
   peerlink render -f gatewayserver.yaml
 
   # With a custom template, from standard input, as JSON
-  cat gatewayclient.yaml my-template.yaml | peerlink render -f - -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.InOrStdin(), cmd.OutOrStdout())
+  cat gatewayclient.yaml my-template.yaml | peerlink render -f - -o json
+
+  # What the controller will create for a peer bundle, and the remapping
+  peerlink info -o yaml > cluster-a.yaml
+  peerlink render peers/cluster-b --cluster-info cluster-a.yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, args)
 		},
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVarP(&o.files, "filename", "f", nil, "file with gateways and templates, or - for standard input (repeatable)")
 	flags.StringVarP(&o.output, "output", "o", string(generators.FormatYAML), "output format: yaml or json")
-	flags.StringVar(&o.uid, "uid", "", "the gateway UID to render with (default: metadata.uid, else "+placeholderUID+")")
-	flags.StringVar(&o.secretName, "secret-name", "", "the key Secret name to render with (default: spec.secretRef.name, else gw-<name>)")
-	flags.StringVar(&o.clusterID, "cluster-id", "", "the remote cluster ID to render with (default: the liqo.io/remote-cluster-id label)")
-	_ = cmd.MarkFlagRequired("filename")
+	flags.StringVar(&o.UID, "uid", "", "the gateway UID to render with (default: metadata.uid, else "+peerbundle.PlaceholderUID+")")
+	flags.StringVar(&o.SecretName, "secret-name", "", "the key Secret name to render with (default: spec.secretRef.name, else gw-<name>)")
+	flags.StringVar(&o.ClusterID, "cluster-id", "", "the remote cluster ID to render with (default: the liqo.io/remote-cluster-id label)")
+	flags.StringVar(&o.clusterInfo, "cluster-info", "", "with DIR: the local cluster's facts, to show how the bundle's Configurations are remapped")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-// run reads the files, renders and prints. Nothing is printed unless every
-// gateway renders.
-func (o *renderOptions) run(stdin io.Reader, stdout io.Writer) error {
+// run renders a bundle DIR or the files, and prints. Nothing is printed
+// unless every gateway renders.
+func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 	format, err := generators.ParseFormat(o.output)
 	if err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
-	sources, err := readRenderSources(o.files, stdin)
+	var manifests []map[string]any
+	switch {
+	case len(args) == 1 && len(o.files) > 0:
+		return errors.New("give either DIR or -f, not both")
+	case len(args) == 1:
+		var info *clusterinfo.Info
+		if o.clusterInfo != "" {
+			i, err := peering.ReadInfoFile(o.clusterInfo)
+			if err != nil {
+				return fmt.Errorf("--cluster-info: %w", err)
+			}
+			info = &i
+		}
+		manifests, err = peerbundle.RenderBundle(args[0], info)
+	case len(o.files) == 0:
+		return errors.New("a bundle DIR or -f FILE is required")
+	case o.clusterInfo != "":
+		return errors.New("--cluster-info: only with a bundle DIR")
+	default:
+		manifests, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides)
+	}
 	if err != nil {
 		return err
-	}
-	rendered, err := renderGateways(sources, o.renderOverrides)
-	if err != nil {
-		return err
-	}
-	manifests := make([]map[string]any, len(rendered))
-	for i, obj := range rendered {
-		manifests[i] = obj.Object
 	}
 	out, err := generators.MarshalManifests(format, manifests...)
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(out)
+	_, err = cmd.OutOrStdout().Write(out)
 	return err
-}
-
-// renderSource is an object to render from, with the file it was read from.
-type renderSource struct {
-	file string
-	obj  *unstructured.Unstructured
-}
-
-func (s renderSource) String() string {
-	return fmt.Sprintf("%s: %s %s", s.file, s.obj.GetKind(), klog.KRef(s.obj.GetNamespace(), s.obj.GetName()))
-}
-
-// readRenderSources parses the documents of each file; "-" is stdin, read
-// once.
-func readRenderSources(files []string, stdin io.Reader) ([]renderSource, error) {
-	var out []renderSource
-	readStdin := false
-	for _, file := range files {
-		var data []byte
-		var err error
-		if file == "-" {
-			if readStdin {
-				return nil, errors.New("-f -: standard input can be given once")
-			}
-			readStdin = true
-			file = "<stdin>"
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(file)
-		}
-		if err != nil {
-			return nil, err
-		}
-		objs, err := generators.ParseManifests(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		for _, obj := range objs {
-			out = append(out, renderSource{file: file, obj: obj})
-		}
-	}
-	return out, nil
-}
-
-// renderGateways renders every GatewayServer and GatewayClient among
-// sources, in order, with its template from sources or else the embedded
-// defaults, as the controller would. Errors name the file, the object and
-// the field.
-func renderGateways(sources []renderSource, ov renderOverrides) ([]*unstructured.Unstructured, error) {
-	defaults, err := templates.Defaults()
-	if err != nil {
-		return nil, err
-	}
-	candidates := make([]renderSource, 0, len(sources)+len(defaults))
-	candidates = append(candidates, sources...)
-	for _, d := range defaults {
-		candidates = append(candidates, renderSource{file: embeddedSource, obj: d})
-	}
-
-	var out []*unstructured.Unstructured
-	for _, src := range sources {
-		if src.obj.GetAPIVersion() != netv1beta1.GroupVersion.String() {
-			continue
-		}
-		var obj *unstructured.Unstructured
-		switch src.obj.GetKind() {
-		case "GatewayServer":
-			obj, err = renderServer(src, candidates, ov)
-		case "GatewayClient":
-			obj, err = renderClient(src, candidates, ov)
-		default:
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no GatewayServer or GatewayClient (networking.liqo.io/v1beta1) in the input")
-	}
-	return out, nil
-}
-
-func renderServer(src renderSource, candidates []renderSource, ov renderOverrides) (*unstructured.Unstructured, error) {
-	obj, err := decodeGateway(src, ov)
-	if err != nil {
-		return nil, err
-	}
-	gw, ok := obj.(*netv1beta1.GatewayServer)
-	if !ok {
-		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
-	}
-	if gw.Namespace == "" {
-		gw.Namespace = defaultRenderNamespace
-	}
-	templates.SetServerDefaults(&gw.Spec)
-	ref := templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace)
-	tmpl, err := lookupTemplate(src, ref, "spec.serverTemplateRef", candidates)
-	if err != nil {
-		return nil, err
-	}
-	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
-	rendered, err := templates.RenderServer(tmpl.obj, gw, templates.DataForServer(gw, uid, clusterID, secretName))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
-	}
-	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(true), nil); err != nil {
-		return nil, fmt.Errorf("%s: spec.serverTemplateRef: %s: %w", src, tmpl.file, err)
-	}
-	return rendered, nil
-}
-
-func renderClient(src renderSource, candidates []renderSource, ov renderOverrides) (*unstructured.Unstructured, error) {
-	obj, err := decodeGateway(src, ov)
-	if err != nil {
-		return nil, err
-	}
-	gw, ok := obj.(*netv1beta1.GatewayClient)
-	if !ok {
-		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
-	}
-	if gw.Namespace == "" {
-		gw.Namespace = defaultRenderNamespace
-	}
-	templates.SetClientDefaults(&gw.Spec)
-	ref := templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace)
-	tmpl, err := lookupTemplate(src, ref, "spec.clientTemplateRef", candidates)
-	if err != nil {
-		return nil, err
-	}
-	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
-	rendered, err := templates.Render(tmpl.obj, templates.DataForClient(gw, uid, clusterID, secretName))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
-	}
-	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(false), nil); err != nil {
-		return nil, fmt.Errorf("%s: spec.clientTemplateRef: %s: %w", src, tmpl.file, err)
-	}
-	return rendered, nil
-}
-
-// decodeGateway decodes src strictly into its Go type and validates it as
-// the API would. With --cluster-id, a missing remote-cluster-id label is no
-// error: the flag stands for it.
-func decodeGateway(src renderSource, ov renderOverrides) (runtime.Object, error) {
-	obj, unknown, err := generators.DecodeStrict(src.obj)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("%s: %w", src, unknown[0])
-	}
-	var errs []string
-	labelPath := generators.RemoteClusterIDPath().String()
-	for _, e := range generators.Validate(obj) {
-		if ov.clusterID != "" && e.Field == labelPath && e.Type == field.ErrorTypeRequired {
-			continue
-		}
-		errs = append(errs, e.Error())
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %s", src, strings.Join(errs, "; "))
-	}
-	return obj, nil
-}
-
-// variables returns the template variables of a gateway (UID, remote
-// cluster ID, key Secret name), overridden by the flags that are set.
-func (ov renderOverrides) variables(uid string, labels map[string]string, name string, secretRef corev1.LocalObjectReference) (string, string, string) {
-	return cmp.Or(ov.uid, uid, placeholderUID),
-		cmp.Or(ov.clusterID, labels[netv1beta1.RemoteClusterIDLabel]),
-		cmp.Or(ov.secretName, templates.KeySecretName(name, secretRef))
-}
-
-// lookupTemplate returns the template ref names among candidates: the
-// objects of the input first, then the embedded defaults. A candidate
-// without a namespace matches any.
-func lookupTemplate(gw renderSource, ref corev1.ObjectReference, field string, candidates []renderSource) (renderSource, error) {
-	var found []renderSource
-	for _, c := range candidates {
-		ns := c.obj.GetNamespace()
-		if c.obj.GetAPIVersion() == ref.APIVersion && c.obj.GetKind() == ref.Kind && c.obj.GetName() == ref.Name &&
-			(ns == "" || ns == ref.Namespace) {
-			found = append(found, c)
-		}
-	}
-	switch {
-	case len(found) == 0:
-		return renderSource{}, fmt.Errorf("%s: %s: %s %s not found in the input, and not a default template",
-			gw, field, ref.Kind, klog.KRef(ref.Namespace, ref.Name))
-	case len(found) > 1 && found[1].file != embeddedSource:
-		return renderSource{}, fmt.Errorf("%s: %s: %s %s is given twice: in %s and in %s",
-			gw, field, ref.Kind, klog.KRef(ref.Namespace, ref.Name), found[0].file, found[1].file)
-	}
-	return found[0], nil
 }

@@ -56,8 +56,6 @@ Three ways to peer two clusters:
 	flags.StringVar(&g.PeerlinkNamespace, "peerlink-namespace", templates.InstallNamespace,
 		"namespace of the peerlink controller and its "+clusterinfo.Name+" ConfigMap")
 
-	render := newRenderCmd()
-	addBundleRendering(render)
 	root.AddCommand(
 		newCreateCmd(g),
 		newGenerateCmd(g),
@@ -65,7 +63,7 @@ Three ways to peer two clusters:
 		newNetworkCmd(g),
 		newBundleCmd(g),
 		newLintCmd(),
-		render,
+		newRenderCmd(),
 		newCompletionCmd(),
 	)
 	// The completion command above has examples like every other command.

@@ -1,10 +1,11 @@
-package generators
+package peerbundle
 
 import (
 	"strings"
 	"testing"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
@@ -17,7 +18,7 @@ func FuzzAddToBundle(f *testing.F) {
 	f.Add(fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 2)[0])
 	f.Add("apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n")
 	f.Fuzz(func(t *testing.T, file string) {
-		received, err := ParseManifests([]byte(file))
+		received, err := generators.ParseManifests([]byte(file))
 		if err != nil || len(received) == 0 {
 			return
 		}
@@ -36,7 +37,7 @@ func FuzzAddToBundle(f *testing.F) {
 			}
 		}
 		for _, out := range res.Files {
-			objs, err := ParseManifests(out.Data)
+			objs, err := generators.ParseManifests(out.Data)
 			if err != nil {
 				t.Fatalf("%s does not parse: %v", out.Name, err)
 			}
@@ -44,10 +45,10 @@ func FuzzAddToBundle(f *testing.F) {
 				if len(u.GetAnnotations()) > 0 {
 					t.Fatalf("%s keeps annotations %v", out.Name, u.GetAnnotations())
 				}
-				if u.GetKind() != KindConfiguration {
+				if u.GetKind() != generators.KindConfiguration {
 					continue
 				}
-				obj, _, err := DecodeStrict(u)
+				obj, _, err := generators.DecodeStrict(u)
 				if err != nil {
 					t.Fatalf("%s: %v", out.Name, err)
 				}

@@ -1,6 +1,7 @@
-package generators
+package peerbundle
 
 import (
+	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // parsed manifest files, and its kustomization.
 func initClientBundle(t *testing.T) ([]byte, []ManifestFile) {
 	t.Helper()
-	gw, err := GatewayClient(GatewayClientOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
+	gw, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func parseBundleFiles(t *testing.T, files []File) ([]byte, []ManifestFile) {
 			k = f.Data
 			continue
 		}
-		objs, err := ParseManifests(f.Data)
+		objs, err := generators.ParseManifests(f.Data)
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
@@ -90,7 +91,7 @@ spec:
 
 func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := ParseManifests([]byte(s))
+	objs, err := generators.ParseManifests([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestAddToBundle(t *testing.T) {
 }
 
 func TestAddToBundleRefuses(t *testing.T) {
-	server, err := GatewayServer(GatewayServerOptions{Peer: Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
+	server, err := generators.GatewayServer(generators.GatewayServerOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package peerbundle
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // never panics, and it reports every problem as a finding naming a file.
 func FuzzLint(f *testing.F) {
 	for _, name := range []string{"configuration.yaml", "publickey.yaml", "gatewayclient.yaml"} {
-		b, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "bundles", "bad", "two-gateways", name))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "bundles", "bad", "two-gateways", name))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -25,8 +25,8 @@ func FuzzLint(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), manifest, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range lintBundle(dir) {
-			if f.file == "" || f.msg == "" {
+		for _, f := range Lint(dir) {
+			if f.File == "" || f.Msg == "" {
 				t.Fatalf("finding without a file or a message: %+v", f)
 			}
 		}

@@ -1,4 +1,4 @@
-package generators
+package peerbundle
 
 import (
 	"errors"
@@ -12,29 +12,12 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // KustomizationFile names the file kustomize reads in a bundle directory.
 const KustomizationFile = "kustomization.yaml"
-
-// Role is the side a cluster takes in a peering.
-type Role string
-
-// Roles of a peering.
-const (
-	RoleServer Role = "server"
-	RoleClient Role = "client"
-)
-
-// ParseRole accepts server or client.
-func ParseRole(s string) (Role, error) {
-	switch Role(s) {
-	case RoleServer, RoleClient:
-		return Role(s), nil
-	}
-	return "", fmt.Errorf("unknown role %q: use server or client", s)
-}
 
 // File is one file of a bundle, by its name inside the bundle directory.
 type File struct {
@@ -101,17 +84,17 @@ func InitBundle(gateway runtime.Object) ([]File, error) {
 	var ns, kind string
 	switch gw := gateway.(type) {
 	case *netv1beta1.GatewayServer:
-		ns, kind = gw.Namespace, KindGatewayServer
+		ns, kind = gw.Namespace, generators.KindGatewayServer
 	case *netv1beta1.GatewayClient:
-		ns, kind = gw.Namespace, KindGatewayClient
+		ns, kind = gw.Namespace, generators.KindGatewayClient
 	default:
 		return nil, fmt.Errorf("a bundle starts from a GatewayServer or a GatewayClient, not %T", gateway)
 	}
-	nsData, err := Marshal(FormatYAML, Namespace(ns))
+	nsData, err := generators.Marshal(generators.FormatYAML, generators.Namespace(ns))
 	if err != nil {
 		return nil, err
 	}
-	gwData, err := Marshal(FormatYAML, gateway)
+	gwData, err := generators.Marshal(generators.FormatYAML, gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +141,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	for _, f := range files {
 		content[f.Name] = f.Objects
 		for i, u := range f.Objects {
-			if !IsPeeringKind(u) {
+			if !generators.IsPeeringKind(u) {
 				continue
 			}
 			loc := located{f.Name, i}
@@ -169,7 +152,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			if namespace == "" {
 				namespace = u.GetNamespace()
 			}
-			if u.GetKind() == KindGatewayServer || u.GetKind() == KindGatewayClient {
+			if u.GetKind() == generators.KindGatewayServer || u.GetKind() == generators.KindGatewayClient {
 				if gateway != nil {
 					return nil, fmt.Errorf("%s: a second gateway (%s %s) for the same peer: a bundle holds one", f.Name, u.GetKind(), u.GetName())
 				}
@@ -194,7 +177,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 		}
 		seen[u.GetKind()] = doc
 		if id := u.GetLabels()[netv1beta1.RemoteClusterIDLabel]; peer != "" && id != peer {
-			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, RemoteClusterIDPath(), id, peer)
+			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, generators.RemoteClusterIDPath(), id, peer)
 		}
 		obj := cleanReceived(u)
 		if namespace != "" && obj.GetNamespace() != namespace {
@@ -202,8 +185,8 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			obj.SetNamespace(namespace)
 		}
 
-		if obj.GetKind() == KindGatewayClient && gateway != nil {
-			if gatewayKind == KindGatewayServer {
+		if obj.GetKind() == generators.KindGatewayClient && gateway != nil {
+			if gatewayKind == generators.KindGatewayServer {
 				return nil, fmt.Errorf("%s: this bundle is the server side of the peering; a GatewayClient belongs in the peer's bundle", doc)
 			}
 			local := content[gateway.file][gateway.index]
@@ -238,7 +221,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 		for i, u := range content[name] {
 			manifests[i] = u.Object
 		}
-		data, err := MarshalManifests(FormatYAML, manifests...)
+		data, err := generators.MarshalManifests(generators.FormatYAML, manifests...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -257,31 +240,31 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 // range the policy refuses, or an MTU of 0 written out (a zero MTU would
 // otherwise read as "the default").
 func checkReceived(u *unstructured.Unstructured, policy rangepolicy.Policy) error {
-	if !IsPeeringKind(u) {
+	if !generators.IsPeeringKind(u) {
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
 	switch u.GetKind() {
-	case KindConfiguration, KindPublicKey, KindGatewayClient:
+	case generators.KindConfiguration, generators.KindPublicKey, generators.KindGatewayClient:
 	default:
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
-	if key, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "publicKey"); found && u.GetKind() == KindPublicKey {
+	if key, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "publicKey"); found && u.GetKind() == generators.KindPublicKey {
 		text, _ := key.(string)
-		if _, err := ParsePublicKey(text); err != nil {
+		if _, err := generators.ParsePublicKey(text); err != nil {
 			return fmt.Errorf("spec.publicKey: %w", err)
 		}
 	}
 	if mtu, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "mtu"); found && (mtu == nil || fmt.Sprint(mtu) == "0") {
 		return fmt.Errorf("spec.mtu: %v is not an MTU: leave it out for the default %d", mtu, netv1beta1.DefaultMTU)
 	}
-	obj, unknown, err := DecodeStrict(u)
+	obj, unknown, err := generators.DecodeStrict(u)
 	if err != nil {
 		return err
 	}
 	if len(unknown) > 0 {
 		return unknown[0]
 	}
-	if errs := Validate(obj); len(errs) > 0 {
+	if errs := generators.Validate(obj); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	if conf, ok := obj.(*netv1beta1.Configuration); ok {
@@ -299,7 +282,7 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 		cidrs []netv1beta1.CIDR
 	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
 		for i, s := range l.cidrs {
-			p, err := ParseCIDR(string(s))
+			p, err := generators.ParseCIDR(string(s))
 			if err != nil {
 				continue // Validate reports it
 			}
@@ -327,7 +310,7 @@ func cleanReceived(u *unstructured.Unstructured) *unstructured.Unstructured {
 	out.SetName(u.GetName())
 	out.SetNamespace(u.GetNamespace())
 	labels := map[string]string{netv1beta1.RemoteClusterIDLabel: u.GetLabels()[netv1beta1.RemoteClusterIDLabel]}
-	if v, ok := u.GetLabels()[netv1beta1.GatewayResourceLabel]; ok && u.GetKind() == KindPublicKey {
+	if v, ok := u.GetLabels()[netv1beta1.GatewayResourceLabel]; ok && u.GetKind() == generators.KindPublicKey {
 		labels[netv1beta1.GatewayResourceLabel] = v
 	}
 	out.SetLabels(labels)

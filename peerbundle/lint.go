@@ -1,0 +1,454 @@
+package peerbundle
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/resource"
+	kusttypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/kbuild"
+)
+
+// originAnnotation is where kustomize records the file an object came from
+// when the kustomization asks for buildMetadata: [originAnnotations].
+const originAnnotation = "config.kubernetes.io/origin"
+
+// Finding is one problem in a bundle.
+type Finding struct {
+	// File is the manifest, as a path under the bundle directory.
+	File string
+	// Object is "Kind namespace/name"; empty for a problem of the bundle.
+	Object string
+	// Field is the field path; empty for a problem of the whole object.
+	Field string
+	Msg   string
+}
+
+// String is the finding as lint prints it: file: object: field: message.
+func (f Finding) String() string {
+	parts := []string{f.File}
+	if f.Object != "" {
+		parts = append(parts, f.Object)
+	}
+	if f.Field != "" {
+		parts = append(parts, f.Field)
+	}
+	return strings.Join(append(parts, f.Msg), ": ")
+}
+
+// bundleObject is an object of a built bundle with the file it came from.
+type bundleObject struct {
+	file string
+	u    *unstructured.Unstructured
+}
+
+func (o bundleObject) ref() string {
+	return fmt.Sprintf("%s %s", o.u.GetKind(), generators.ObjectRef(o.u.GetNamespace(), o.u.GetName()))
+}
+
+func (o bundleObject) finding(path, msg string) Finding {
+	return Finding{File: o.file, Object: o.ref(), Field: path, Msg: msg}
+}
+
+// buildBundle runs kustomize on dir, with origin annotations so every object
+// names its file.
+func buildBundle(dir string) ([]bundleObject, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := kbuild.BuildFS(originFS{FileSystem: filesys.MakeFsOnDisk(), root: abs}, abs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bundleObject, len(objs))
+	for i, u := range objs {
+		file := dir
+		annotations := u.GetAnnotations()
+		var origin resource.Origin
+		if s, ok := annotations[originAnnotation]; ok && yaml.Unmarshal([]byte(s), &origin) == nil && origin.Path != "" {
+			file = filepath.Join(dir, origin.Path)
+		}
+		delete(annotations, originAnnotation)
+		if len(annotations) == 0 {
+			annotations = nil
+		}
+		u.SetAnnotations(annotations)
+		out[i] = bundleObject{file: file, u: u}
+	}
+	return out, nil
+}
+
+// originFS is the disk, except that the root kustomization asks kustomize
+// to record where each object came from.
+type originFS struct {
+	filesys.FileSystem
+	root string
+}
+
+func (f originFS) ReadFile(path string) ([]byte, error) {
+	data, err := f.FileSystem.ReadFile(path)
+	if err != nil || filepath.Dir(path) != f.root || !slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
+		return data, err
+	}
+	root, err := kyaml.Parse(string(data))
+	if err != nil {
+		return data, nil // kustomize reports the syntax error itself
+	}
+	list, err := root.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "buildMetadata"))
+	if err != nil {
+		return data, nil
+	}
+	list.YNode().Content = append(list.YNode().Content, &kyaml.Node{Kind: kyaml.ScalarNode, Value: kusttypes.OriginAnnotations})
+	s, err := root.String()
+	if err != nil {
+		return data, nil
+	}
+	return []byte(s), nil
+}
+
+// Lint builds the bundle in dir with kustomize and checks what it
+// produces; each finding names the file, the object and the field.
+func Lint(dir string) []Finding {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return []Finding{buildFinding(dir, err)}
+	}
+	var findings []Finding
+	var typed []typedObject
+	for _, o := range objs {
+		findings = append(findings, privateKeyFindings(o)...)
+		if !generators.IsPeeringKind(o.u) {
+			continue
+		}
+		t, fs := checkPeeringObject(o)
+		findings = append(findings, fs...)
+		if t.obj != nil {
+			typed = append(typed, t)
+		}
+	}
+	findings = append(findings, namespaceFindings(objs, typed)...)
+	return append(findings, bundleFindings(typed)...)
+}
+
+// namespaceFindings reports objects in a namespace the bundle neither
+// creates (a Namespace of the bundle) nor holds its gateway in: applied
+// with the rights of whoever syncs the bundle, such an object lands where
+// the peering has no business.
+func namespaceFindings(objs []bundleObject, typed []typedObject) []Finding {
+	own := map[string]bool{}
+	for _, o := range objs {
+		if o.u.GetAPIVersion() == "v1" && o.u.GetKind() == "Namespace" {
+			own[o.u.GetName()] = true
+		}
+	}
+	for _, t := range typed {
+		if k := t.u.GetKind(); k == generators.KindGatewayServer || k == generators.KindGatewayClient {
+			own[t.u.GetNamespace()] = true
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(own))
+	var findings []Finding
+	for _, o := range objs {
+		if ns := o.u.GetNamespace(); ns != "" && !own[ns] {
+			findings = append(findings, o.finding("metadata.namespace", fmt.Sprintf(
+				"%q is neither created by the bundle nor its gateway's (%s)", ns, strings.Join(names, ", "))))
+		}
+	}
+	return findings
+}
+
+// buildFinding reports a bundle kustomize cannot build, with paths relative
+// to the bundle so the message reads the same on every machine.
+func buildFinding(dir string, err error) Finding {
+	msg := err.Error()
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		msg = strings.TrimPrefix(msg, "kustomize build "+abs+": ")
+		msg = strings.ReplaceAll(msg, abs+string(filepath.Separator), "")
+	}
+	return Finding{File: filepath.Join(dir, KustomizationFile), Msg: "kustomize build failed: " + msg}
+}
+
+// typedObject is a peering object decoded into its Go type.
+type typedObject struct {
+	bundleObject
+	obj interface{ GetLabels() map[string]string }
+}
+
+func (t typedObject) peer() string {
+	return t.obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+}
+
+// checkPeeringObject decodes a networking.liqo.io object strictly and
+// validates it.
+func checkPeeringObject(o bundleObject) (typedObject, []Finding) {
+	if o.u.GetKind() == generators.KindPublicKey {
+		// A key that is not base64 would fail decoding with a message naming
+		// no field, so it is checked first, on the raw value.
+		if s, ok, _ := unstructured.NestedString(o.u.Object, "spec", "publicKey"); ok {
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				return typedObject{}, []Finding{o.finding("spec.publicKey", "not base64: a public key is written as wg pubkey prints it")}
+			}
+		}
+	}
+	obj, unknown, err := generators.DecodeStrict(o.u)
+	if err != nil {
+		path := ""
+		if !generators.IsPeeringKind(o.u) || o.u.GroupVersionKind().Version != netv1beta1.GroupVersion.Version {
+			path = "apiVersion"
+		}
+		return typedObject{}, []Finding{o.finding(path, err.Error())}
+	}
+	var findings []Finding
+	for _, u := range unknown {
+		findings = append(findings, strictFinding(o, u))
+	}
+	for _, e := range generators.Validate(obj) {
+		findings = append(findings, o.finding(e.Field, e.ErrorBody()))
+	}
+	labelled, ok := obj.(interface{ GetLabels() map[string]string })
+	if !ok {
+		return typedObject{}, findings
+	}
+	return typedObject{bundleObject: o, obj: labelled}, findings
+}
+
+// strictFinding reports a field the schema does not have, or has twice,
+// with its path in the field slot: `unknown field "spec.mtuu"` names
+// spec.mtuu.
+func strictFinding(o bundleObject, err error) Finding {
+	msg := err.Error()
+	for _, kind := range []string{"unknown field", "duplicate field"} {
+		if rest, ok := strings.CutPrefix(msg, kind+` "`); ok {
+			if path, _, ok := strings.Cut(rest, `"`); ok {
+				return o.finding(path, kind+": not in the "+netv1beta1.GroupVersion.String()+" "+o.u.GetKind()+" schema")
+			}
+		}
+	}
+	return o.finding("", msg)
+}
+
+// privateKeyFindings refuses private keys in any object: keys are generated
+// in the cluster and only public keys travel.
+func privateKeyFindings(o bundleObject) []Finding {
+	var findings []Finding
+	if o.u.GetKind() == "Secret" && o.u.GetAPIVersion() == "v1" {
+		for _, section := range []string{"data", "stringData"} {
+			if _, ok, _ := unstructured.NestedFieldNoCopy(o.u.Object, section, netv1beta1.PrivateKeyField); ok {
+				findings = append(findings, o.finding(section+"."+netv1beta1.PrivateKeyField,
+					"a gateway private key must not be in a manifest: leave the gateway's spec.secretRef empty and the controller generates the key pair in the cluster"))
+			}
+		}
+		return findings
+	}
+	walkFields(o.u.Object, nil, func(path []string) {
+		if strings.EqualFold(path[len(path)-1], netv1beta1.PrivateKeyField) {
+			findings = append(findings, o.finding(strings.Join(path, "."),
+				"a privateKey field must not be in a manifest: private keys never leave the cluster that generated them"))
+		}
+	})
+	return findings
+}
+
+// walkFields calls fn with the path of every map key, depth first, in
+// sorted order so findings are stable.
+func walkFields(v any, path []string, fn func([]string)) {
+	switch node := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(node))
+		for k := range node {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := append(slices.Clone(path), k)
+			fn(p)
+			walkFields(node[k], p, fn)
+		}
+	case []any:
+		for i, item := range node {
+			if len(path) == 0 {
+				continue
+			}
+			p := slices.Clone(path)
+			p[len(p)-1] = fmt.Sprintf("%s[%d]", p[len(p)-1], i)
+			walkFields(item, p, fn)
+		}
+	}
+}
+
+// bundleFindings checks the objects of one bundle together: one gateway,
+// one peer.
+func bundleFindings(objs []typedObject) []Finding {
+	var findings []Finding
+	var gateway *typedObject
+	for i := range objs {
+		o := &objs[i]
+		switch o.obj.(type) {
+		case *netv1beta1.GatewayServer, *netv1beta1.GatewayClient:
+			if gateway != nil {
+				findings = append(findings, o.finding("", fmt.Sprintf(
+					"a second gateway for the peer, besides %s in %s: a bundle holds one GatewayServer or one GatewayClient", gateway.ref(), gateway.file)))
+				continue
+			}
+			gateway = o
+		}
+	}
+	// The gateway names the peer; without one, the first labelled object.
+	var ref *typedObject
+	if gateway != nil && gateway.peer() != "" {
+		ref = gateway
+	}
+	for i := range objs {
+		if ref == nil && objs[i].peer() != "" {
+			ref = &objs[i]
+		}
+	}
+	if ref == nil {
+		return findings
+	}
+	for _, o := range objs {
+		if id := o.peer(); id != "" && id != ref.peer() {
+			findings = append(findings, o.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+				"%q does not match %q of %s in %s: every object of a bundle is for the same peer", id, ref.peer(), ref.ref(), ref.file)))
+		}
+	}
+	return findings
+}
+
+// LintPair checks the bundles of the two sides of one peering against
+// each other.
+func LintPair(dirA, dirB string) []Finding {
+	a, errA := bundleGateway(dirA)
+	b, errB := bundleGateway(dirB)
+	if errA != nil || errB != nil || a == nil || b == nil {
+		// Build and decoding problems are already reported by lintBundle.
+		return nil
+	}
+	if a.peer() == b.peer() {
+		return []Finding{b.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+			"both bundles are for peer %q: --peer-bundle is the other cluster's bundle, whose label names this cluster", a.peer()))}
+	}
+	server, okS := a.obj.(*netv1beta1.GatewayServer)
+	client, okC := b.obj.(*netv1beta1.GatewayClient)
+	serverSide, clientSide := a, b
+	if !okS || !okC {
+		server, okS = b.obj.(*netv1beta1.GatewayServer)
+		client, okC = a.obj.(*netv1beta1.GatewayClient)
+		serverSide, clientSide = b, a
+	}
+	if !okS || !okC {
+		return []Finding{b.finding("", fmt.Sprintf("%s and %s cannot peer: one side needs a GatewayServer and the other a GatewayClient", a.ref(), b.ref()))}
+	}
+	var findings []Finding
+	if want, path, known := serverPort(server); known && client.Spec.Endpoint.Port != 0 && client.Spec.Endpoint.Port != want {
+		findings = append(findings, clientSide.finding("spec.endpoint.port", fmt.Sprintf(
+			"%d does not match %s %d of %s in %s", client.Spec.Endpoint.Port, path, want, serverSide.ref(), serverSide.file)))
+	}
+	if sm, cm := mtuOrDefault(server.Spec.MTU), mtuOrDefault(client.Spec.MTU); sm != cm {
+		findings = append(findings, clientSide.finding("spec.mtu", fmt.Sprintf(
+			"%d differs from %d of %s in %s: both sides of a tunnel must use the same MTU", cm, sm, serverSide.ref(), serverSide.file)))
+	}
+	if ep := server.Spec.Endpoint; ep.ServiceType == corev1.ServiceTypeLoadBalancer && ep.LoadBalancerIP != nil && *ep.LoadBalancerIP != "" &&
+		len(client.Spec.Endpoint.Addresses) > 0 && !slices.Contains(client.Spec.Endpoint.Addresses, *ep.LoadBalancerIP) {
+		findings = append(findings, clientSide.finding("spec.endpoint.addresses", fmt.Sprintf(
+			"%v does not hold %s, the pinned spec.endpoint.loadBalancerIP of %s in %s: the client would connect elsewhere than the server",
+			client.Spec.Endpoint.Addresses, *ep.LoadBalancerIP, serverSide.ref(), serverSide.file)))
+	}
+	// Each bundle holds the other side's PublicKey: the same key in both
+	// means one gateway's key was copied to the other.
+	if ka, kb := bundlePublicKey(dirA), bundlePublicKey(dirB); ka != nil && kb != nil && bytes.Equal(ka.key, kb.key) {
+		findings = append(findings, kb.finding("spec.publicKey", fmt.Sprintf(
+			"the same key as %s in %s: each side's gateway has its own key, so the two bundles hold different ones", ka.ref(), ka.file)))
+	}
+	return findings
+}
+
+// keyObject is a bundle's PublicKey and the key it holds.
+type keyObject struct {
+	typedObject
+	key []byte
+}
+
+// bundlePublicKey returns a bundle's PublicKey, if it holds one that
+// decodes.
+func bundlePublicKey(dir string) *keyObject {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return nil
+	}
+	for _, o := range objs {
+		if !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindPublicKey {
+			continue
+		}
+		obj, _, err := generators.DecodeStrict(o.u)
+		if err != nil {
+			return nil
+		}
+		pk := obj.(*netv1beta1.PublicKey)
+		return &keyObject{typedObject: typedObject{bundleObject: o, obj: pk}, key: pk.Spec.PublicKey}
+	}
+	return nil
+}
+
+// bundleGateway builds a bundle and returns its one gateway, if any.
+func bundleGateway(dir string) (*typedObject, error) {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if k := o.u.GetKind(); !generators.IsPeeringKind(o.u) || (k != generators.KindGatewayServer && k != generators.KindGatewayClient) {
+			continue
+		}
+		obj, _, err := generators.DecodeStrict(o.u)
+		if err != nil {
+			return nil, err
+		}
+		t := typedObject{bundleObject: o, obj: obj.(interface{ GetLabels() map[string]string })}
+		return &t, nil
+	}
+	return nil, nil
+}
+
+// serverPort is the port a client must use for a server, when the server's
+// spec fixes it: the pinned node port of a NodePort service, else the
+// service port. An unpinned node port is only known once allocated.
+func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
+	ep := s.Spec.Endpoint
+	port := ep.Port
+	if port == 0 {
+		port = netv1beta1.DefaultGatewayPort
+	}
+	if ep.ServiceType == corev1.ServiceTypeNodePort {
+		if ep.NodePort == nil || *ep.NodePort == 0 {
+			return 0, "", false
+		}
+		return *ep.NodePort, "the pinned spec.endpoint.nodePort", true
+	}
+	return port, "spec.endpoint.port", true
+}
+
+func mtuOrDefault(mtu int) int {
+	if mtu == 0 {
+		return netv1beta1.DefaultMTU
+	}
+	return mtu
+}

@@ -1,0 +1,254 @@
+package peerbundle
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/templates"
+)
+
+const (
+	// PlaceholderUID stands for the UID of a gateway read from a file that
+	// has none: it was never created, so the API server has not given it one.
+	PlaceholderUID = "00000000-0000-0000-0000-000000000000"
+	// defaultRenderNamespace is where a gateway without a namespace would
+	// go, as with kubectl apply on a default kubeconfig context.
+	defaultRenderNamespace = "default"
+	// embeddedSource names the default templates in messages.
+	embeddedSource = "(default template)"
+)
+
+// RenderOverrides replace the template variables render would otherwise take
+// from each gateway; empty fields do not override.
+type RenderOverrides struct {
+	UID, SecretName, ClusterID string
+}
+
+// renderSource is an object to render from, with the file it was read from.
+type renderSource struct {
+	file string
+	obj  *unstructured.Unstructured
+}
+
+func (s renderSource) String() string {
+	return fmt.Sprintf("%s: %s %s", s.file, s.obj.GetKind(), klog.KRef(s.obj.GetNamespace(), s.obj.GetName()))
+}
+
+// readRenderSources parses the documents of each file; "-" is stdin, read
+// once.
+func readRenderSources(files []string, stdin io.Reader) ([]renderSource, error) {
+	var out []renderSource
+	readStdin := false
+	for _, file := range files {
+		var data []byte
+		var err error
+		if file == "-" {
+			if readStdin {
+				return nil, errors.New("-f -: standard input can be given once")
+			}
+			readStdin = true
+			file = "<stdin>"
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, err
+		}
+		objs, err := generators.ParseManifests(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		for _, obj := range objs {
+			out = append(out, renderSource{file: file, obj: obj})
+		}
+	}
+	return out, nil
+}
+
+// renderGateways renders every GatewayServer and GatewayClient among
+// sources, in order, with its template from sources or else the embedded
+// defaults, as the controller would. Errors name the file, the object and
+// the field.
+func renderGateways(sources []renderSource, ov RenderOverrides) ([]*unstructured.Unstructured, error) {
+	defaults, err := templates.Defaults()
+	if err != nil {
+		return nil, err
+	}
+	candidates := make([]renderSource, 0, len(sources)+len(defaults))
+	candidates = append(candidates, sources...)
+	for _, d := range defaults {
+		candidates = append(candidates, renderSource{file: embeddedSource, obj: d})
+	}
+
+	var out []*unstructured.Unstructured
+	for _, src := range sources {
+		if src.obj.GetAPIVersion() != netv1beta1.GroupVersion.String() {
+			continue
+		}
+		var obj *unstructured.Unstructured
+		switch src.obj.GetKind() {
+		case "GatewayServer":
+			obj, err = renderServer(src, candidates, ov)
+		case "GatewayClient":
+			obj, err = renderClient(src, candidates, ov)
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no GatewayServer or GatewayClient (networking.liqo.io/v1beta1) in the input")
+	}
+	return out, nil
+}
+
+func renderServer(src renderSource, candidates []renderSource, ov RenderOverrides) (*unstructured.Unstructured, error) {
+	obj, err := decodeGateway(src, ov)
+	if err != nil {
+		return nil, err
+	}
+	gw, ok := obj.(*netv1beta1.GatewayServer)
+	if !ok {
+		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
+	}
+	if gw.Namespace == "" {
+		gw.Namespace = defaultRenderNamespace
+	}
+	templates.SetServerDefaults(&gw.Spec)
+	ref := templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace)
+	tmpl, err := lookupTemplate(src, ref, "spec.serverTemplateRef", candidates)
+	if err != nil {
+		return nil, err
+	}
+	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
+	rendered, err := templates.RenderServer(tmpl.obj, gw, templates.DataForServer(gw, uid, clusterID, secretName))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
+	}
+	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(true), nil); err != nil {
+		return nil, fmt.Errorf("%s: spec.serverTemplateRef: %s: %w", src, tmpl.file, err)
+	}
+	return rendered, nil
+}
+
+func renderClient(src renderSource, candidates []renderSource, ov RenderOverrides) (*unstructured.Unstructured, error) {
+	obj, err := decodeGateway(src, ov)
+	if err != nil {
+		return nil, err
+	}
+	gw, ok := obj.(*netv1beta1.GatewayClient)
+	if !ok {
+		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
+	}
+	if gw.Namespace == "" {
+		gw.Namespace = defaultRenderNamespace
+	}
+	templates.SetClientDefaults(&gw.Spec)
+	ref := templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace)
+	tmpl, err := lookupTemplate(src, ref, "spec.clientTemplateRef", candidates)
+	if err != nil {
+		return nil, err
+	}
+	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
+	rendered, err := templates.Render(tmpl.obj, templates.DataForClient(gw, uid, clusterID, secretName))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
+	}
+	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(false), nil); err != nil {
+		return nil, fmt.Errorf("%s: spec.clientTemplateRef: %s: %w", src, tmpl.file, err)
+	}
+	return rendered, nil
+}
+
+// decodeGateway decodes src strictly into its Go type and validates it as
+// the API would. With --cluster-id, a missing remote-cluster-id label is no
+// error: the flag stands for it.
+func decodeGateway(src renderSource, ov RenderOverrides) (runtime.Object, error) {
+	obj, unknown, err := generators.DecodeStrict(src.obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%s: %w", src, unknown[0])
+	}
+	var errs []string
+	labelPath := generators.RemoteClusterIDPath().String()
+	for _, e := range generators.Validate(obj) {
+		if ov.ClusterID != "" && e.Field == labelPath && e.Type == field.ErrorTypeRequired {
+			continue
+		}
+		errs = append(errs, e.Error())
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %s", src, strings.Join(errs, "; "))
+	}
+	return obj, nil
+}
+
+// variables returns the template variables of a gateway (UID, remote
+// cluster ID, key Secret name), overridden by the flags that are set.
+func (ov RenderOverrides) variables(uid string, labels map[string]string, name string, secretRef corev1.LocalObjectReference) (string, string, string) {
+	return cmp.Or(ov.UID, uid, PlaceholderUID),
+		cmp.Or(ov.ClusterID, labels[netv1beta1.RemoteClusterIDLabel]),
+		cmp.Or(ov.SecretName, templates.KeySecretName(name, secretRef))
+}
+
+// lookupTemplate returns the template ref names among candidates: the
+// objects of the input first, then the embedded defaults. A candidate
+// without a namespace matches any.
+func lookupTemplate(gw renderSource, ref corev1.ObjectReference, field string, candidates []renderSource) (renderSource, error) {
+	var found []renderSource
+	for _, c := range candidates {
+		ns := c.obj.GetNamespace()
+		if c.obj.GetAPIVersion() == ref.APIVersion && c.obj.GetKind() == ref.Kind && c.obj.GetName() == ref.Name &&
+			(ns == "" || ns == ref.Namespace) {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return renderSource{}, fmt.Errorf("%s: %s: %s %s not found in the input, and not a default template",
+			gw, field, ref.Kind, klog.KRef(ref.Namespace, ref.Name))
+	case len(found) > 1 && found[1].file != embeddedSource:
+		return renderSource{}, fmt.Errorf("%s: %s: %s %s is given twice: in %s and in %s",
+			gw, field, ref.Kind, klog.KRef(ref.Namespace, ref.Name), found[0].file, found[1].file)
+	}
+	return found[0], nil
+}
+
+// RenderFiles renders every GatewayServer and GatewayClient in files ("-"
+// is stdin, read once) with its template from the files, or else the
+// embedded default, as the controller would, and returns the manifests of
+// the rendered objects in order. Nothing is returned unless every gateway
+// renders.
+func RenderFiles(files []string, stdin io.Reader, ov RenderOverrides) ([]map[string]any, error) {
+	sources, err := readRenderSources(files, stdin)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := renderGateways(sources, ov)
+	if err != nil {
+		return nil, err
+	}
+	manifests := make([]map[string]any, len(rendered))
+	for i, obj := range rendered {
+		manifests[i] = obj.Object
+	}
+	return manifests, nil
+}
