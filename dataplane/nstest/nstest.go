@@ -15,22 +15,20 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-)
 
-// RequireEnv set to 1 turns the skip of a privileged test into a failure.
-const RequireEnv = "PEERLINK_REQUIRE_PRIVILEGED"
+	"github.com/peerlink/peerlink/internal/testenv"
+)
 
 // RequirePrivileged skips t unless the process is root and can create
 // network namespaces with iproute2; under PEERLINK_REQUIRE_PRIVILEGED=1 it
 // fails t instead.
 func RequirePrivileged(t testing.TB) {
 	t.Helper()
-	if err := Privileged(); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("privileged test cannot run: %v", err)
-		}
-		t.Skipf("privileged test skipped: %v", err)
+	var missing error
+	if !testing.Short() {
+		missing = Privileged()
 	}
+	testenv.Require(t, "privileged test", missing)
 }
 
 // Privileged reports why network namespaces cannot be created here, or nil.

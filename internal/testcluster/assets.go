@@ -16,8 +16,6 @@ const (
 	rootModule = "github.com/peerlink/peerlink"
 	// assetsEnv names the directory of the binaries, as for envtest.
 	assetsEnv = "KUBEBUILDER_ASSETS"
-	// requireEnv set to 1 turns a skip for missing binaries into a failure.
-	requireEnv = "PEERLINK_REQUIRE_PRIVILEGED"
 )
 
 // assetsDir returns the directory of the Kubernetes binaries: KUBEBUILDER_ASSETS

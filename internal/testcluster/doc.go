@@ -8,7 +8,7 @@
 // the repository root), the installation of CRDs and objects a test needs,
 // an admin kubeconfig for kubectl, and the teardown of every process it
 // starts. Tests skip when the binaries are missing, unless
-// PEERLINK_REQUIRE_PRIVILEGED=1 asks for them to fail instead.
+// PEERLINK_REQUIRE_PRIVILEGED=1 asks for them to fail instead (package testenv).
 //
 // It does not build the binaries, and it runs no scheduler, kubelet or
 // container runtime: pods are stored but never run. Clusters with nodes

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peerlink/peerlink/internal/testenv"
 )
 
 // fieldOwner is the server-side apply field manager of objects given with
@@ -118,6 +120,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		opt(&o)
 	}
 
+	testenv.Require(t, "testcluster", nil)
 	binDir, err := assetsDir()
 	if err != nil {
 		t.Fatalf("testcluster: find the Kubernetes binaries: %v", err)
@@ -127,12 +130,8 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		bins = append(bins, "kube-controller-manager")
 	}
 	if missing := missingBinaries(binDir, bins...); len(missing) > 0 {
-		msg := fmt.Sprintf("testcluster: %s missing in %s: run `make testbin` (hack/testbin.sh) or set %s",
-			strings.Join(missing, ", "), binDir, assetsEnv)
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Require(t, "testcluster", fmt.Errorf("%s missing in %s: run `make testbin` (hack/testbin.sh) or set %s",
+			strings.Join(missing, ", "), binDir, assetsEnv))
 	}
 
 	scheme := o.scheme
