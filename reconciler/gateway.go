@@ -262,3 +262,65 @@ func renderedOutcome(u *unstructured.Unstructured, s netv1beta1.WgGatewayServerS
 		return progressing(c.Reason, "%s: %s", name, c.Message)
 	}
 }
+
+// renderFlow is what the flow GatewayServer and GatewayClient share needs of
+// one gateway of either kind.
+type renderFlow struct {
+	gw metav1.Object
+	// kind is GatewayServer or GatewayClient; server tells which.
+	kind   string
+	server bool
+	// field is the template reference's field path, for messages.
+	field       string
+	templateRef corev1.ObjectReference
+	// render renders the template for the gateway's peer.
+	render func(tmpl *unstructured.Unstructured, clusterID string) (*unstructured.Unstructured, error)
+	// rendered is the status field referring to the rendered object.
+	rendered **corev1.ObjectReference
+}
+
+// run checks the gateway's peer, renders its template, applies the result
+// (owned by the gateway) in place of a former rendered object, and returns
+// that object and its status, for the caller to copy. A gateway that cannot
+// tell its peer, or whose peer has an older gateway already, must not run a
+// tunnel: what it rendered is deleted and unset is called, to empty the
+// status fields taken from it.
+func (f renderFlow) run(ctx context.Context, c client.Client, reader client.Reader, facts ClusterFacts,
+	unset func()) (*unstructured.Unstructured, netv1beta1.WgGatewayServerStatus, error) {
+	var none netv1beta1.WgGatewayServerStatus
+	id, err := gatewayRemoteClusterID(f.gw, facts.ClusterID)
+	if err == nil {
+		err = checkUniqueGateway(ctx, c, peerGateway{f.kind, f.gw}, id)
+	}
+	if err != nil {
+		if derr := deleteRendered(ctx, c, *f.rendered, f.gw); derr != nil {
+			return nil, none, derr
+		}
+		*f.rendered = nil
+		unset()
+		return nil, none, err
+	}
+	tmpl, err := fetchTemplate(ctx, c, f.templateRef, f.field, facts.Namespace, f.gw.GetNamespace())
+	if err != nil {
+		return nil, none, err
+	}
+	obj, err := f.render(tmpl, id)
+	if err != nil {
+		return nil, none, stall(ReasonInvalidTemplate, "%s: %v", f.field, err)
+	}
+	if err := checkRendered(obj, f.field, templates.RenderedKind(f.server), facts.AllowedTemplateKinds); err != nil {
+		return nil, none, err
+	}
+	owner := *metav1.NewControllerRef(f.gw, netv1beta1.GroupVersion.WithKind(f.kind))
+	if err := applyRendered(ctx, c, reader, obj, owner, id); err != nil {
+		return nil, none, err
+	}
+	if !isObject(*f.rendered, obj) {
+		if err := deleteRendered(ctx, c, *f.rendered, f.gw); err != nil {
+			return nil, none, err
+		}
+	}
+	*f.rendered = objectRef(obj)
+	s, err := renderedStatus(obj)
+	return obj, s, err
+}

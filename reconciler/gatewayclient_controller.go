@@ -2,9 +2,8 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -38,74 +37,31 @@ type GatewayClientReconciler struct {
 // Reconcile renders and applies the gateway of one GatewayClient and records
 // the result in its status.
 func (r *GatewayClientReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var gw netv1beta1.GatewayClient
-	if err := r.Client.Get(ctx, req.NamespacedName, &gw); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !gw.DeletionTimestamp.IsZero() {
-		// The garbage collector removes what the gateway owns.
-		return ctrl.Result{}, nil
-	}
-	before := gw.DeepCopy()
-	o, err := conclude(r.reconcile(ctx, &gw))
-	setKstatus(&gw.Status.CommonStatus, gw.Generation, o)
-	status := func(g *netv1beta1.GatewayClient) any { return g.Status }
-	if perr := patchStatus(ctx, r.Client, before, &gw, status); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return ctrl.Result{}, err
+	return reconcileObject(ctx, r.Client, req.NamespacedName, &netv1beta1.GatewayClient{}, statusOf[*netv1beta1.GatewayClient]{
+		common: func(o *netv1beta1.GatewayClient) *netv1beta1.CommonStatus { return &o.Status.CommonStatus },
+		status: func(o *netv1beta1.GatewayClient) any { return o.Status },
+	}, r.reconcile)
 }
 
 // reconcile checks the peer, renders the template, applies the result and
 // copies its status.
 func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.GatewayClient) (outcome, error) {
-	id, err := gatewayRemoteClusterID(gw, r.Facts.ClusterID)
-	if err == nil {
-		err = checkUniqueGateway(ctx, r.Client, peerGateway{"GatewayClient", gw}, id)
+	flow := renderFlow{
+		gw: gw, kind: "GatewayClient",
+		field:       "spec.clientTemplateRef",
+		templateRef: templates.ClientTemplateRef(&gw.Spec, r.Facts.Namespace),
+		render: func(tmpl *unstructured.Unstructured, id string) (*unstructured.Unstructured, error) {
+			return templates.Render(tmpl, templates.DataForClient(gw, string(gw.UID), id, templates.KeySecretName(gw.Name, gw.Spec.SecretRef)))
+		},
+		rendered: &gw.Status.ClientRef,
 	}
-	if err != nil {
-		// A gateway that cannot tell its peer, or whose peer has an older
-		// gateway already, must not run a tunnel.
-		if derr := deleteRendered(ctx, r.Client, gw.Status.ClientRef, gw); derr != nil {
-			return outcome{}, derr
-		}
-		gw.Status.ClientRef = nil
-		gw.Status.SecretRef = nil
-		gw.Status.PublicKey = nil
-		gw.Status.InternalEndpoint = nil
-		return outcome{}, err
-	}
-	ref := templates.ClientTemplateRef(&gw.Spec, r.Facts.Namespace)
-	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.clientTemplateRef", r.Facts.Namespace, gw.Namespace)
+	obj, s, err := flow.run(ctx, r.Client, r.APIReader, r.Facts, func() {
+		gw.Status.SecretRef, gw.Status.PublicKey, gw.Status.InternalEndpoint = nil, nil, nil
+	})
 	if err != nil {
 		return outcome{}, err
 	}
-	data := templates.DataForClient(gw, string(gw.UID), id, templates.KeySecretName(gw.Name, gw.Spec.SecretRef))
-	obj, err := templates.Render(tmpl, data)
-	if err != nil {
-		return outcome{}, stall(ReasonInvalidTemplate, "spec.clientTemplateRef: %v", err)
-	}
-	if err := checkRendered(obj, "spec.clientTemplateRef", templates.RenderedKind(false), r.Facts.AllowedTemplateKinds); err != nil {
-		return outcome{}, err
-	}
-	owner := *metav1.NewControllerRef(gw, netv1beta1.GroupVersion.WithKind("GatewayClient"))
-	if err := applyRendered(ctx, r.Client, r.APIReader, obj, owner, id); err != nil {
-		return outcome{}, err
-	}
-	if !isObject(gw.Status.ClientRef, obj) {
-		if err := deleteRendered(ctx, r.Client, gw.Status.ClientRef, gw); err != nil {
-			return outcome{}, err
-		}
-	}
-	gw.Status.ClientRef = objectRef(obj)
-
-	s, err := renderedStatus(obj)
-	if err != nil {
-		return outcome{}, err
-	}
-	gw.Status.SecretRef = s.SecretRef
-	gw.Status.PublicKey = s.PublicKey
-	gw.Status.InternalEndpoint = s.InternalEndpoint
+	gw.Status.SecretRef, gw.Status.PublicKey, gw.Status.InternalEndpoint = s.SecretRef, s.PublicKey, s.InternalEndpoint
 	o := renderedOutcome(obj, s)
 	if o.state != stateStalled && (len(gw.Spec.Endpoint.Addresses) == 0 || gw.Spec.Endpoint.Port == 0) {
 		return progressing(netv1beta1.ReasonWaitingForEndpoint,

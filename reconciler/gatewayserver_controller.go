@@ -2,9 +2,8 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -35,76 +34,31 @@ type GatewayServerReconciler struct {
 // Reconcile renders and applies the gateway of one GatewayServer and records
 // the result in its status.
 func (r *GatewayServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var gw netv1beta1.GatewayServer
-	if err := r.Client.Get(ctx, req.NamespacedName, &gw); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !gw.DeletionTimestamp.IsZero() {
-		// The garbage collector removes what the gateway owns.
-		return ctrl.Result{}, nil
-	}
-	before := gw.DeepCopy()
-	o, err := conclude(r.reconcile(ctx, &gw))
-	setKstatus(&gw.Status.CommonStatus, gw.Generation, o)
-	status := func(g *netv1beta1.GatewayServer) any { return g.Status }
-	if perr := patchStatus(ctx, r.Client, before, &gw, status); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return ctrl.Result{}, err
+	return reconcileObject(ctx, r.Client, req.NamespacedName, &netv1beta1.GatewayServer{}, statusOf[*netv1beta1.GatewayServer]{
+		common: func(o *netv1beta1.GatewayServer) *netv1beta1.CommonStatus { return &o.Status.CommonStatus },
+		status: func(o *netv1beta1.GatewayServer) any { return o.Status },
+	}, r.reconcile)
 }
 
 // reconcile checks the peer, renders the template, applies the result and
 // copies its status.
 func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.GatewayServer) (outcome, error) {
-	id, err := gatewayRemoteClusterID(gw, r.Facts.ClusterID)
-	if err == nil {
-		err = checkUniqueGateway(ctx, r.Client, peerGateway{"GatewayServer", gw}, id)
+	flow := renderFlow{
+		gw: gw, kind: "GatewayServer", server: true,
+		field:       "spec.serverTemplateRef",
+		templateRef: templates.ServerTemplateRef(&gw.Spec, r.Facts.Namespace),
+		render: func(tmpl *unstructured.Unstructured, id string) (*unstructured.Unstructured, error) {
+			return templates.RenderServer(tmpl, gw, templates.DataForServer(gw, string(gw.UID), id, templates.KeySecretName(gw.Name, gw.Spec.SecretRef)))
+		},
+		rendered: &gw.Status.ServerRef,
 	}
-	if err != nil {
-		// A gateway that cannot tell its peer, or whose peer has an older
-		// gateway already, must not run a tunnel.
-		if derr := deleteRendered(ctx, r.Client, gw.Status.ServerRef, gw); derr != nil {
-			return outcome{}, derr
-		}
-		gw.Status.ServerRef = nil
-		gw.Status.Endpoint = nil
-		gw.Status.SecretRef = nil
-		gw.Status.PublicKey = nil
-		gw.Status.InternalEndpoint = nil
-		return outcome{}, err
-	}
-	ref := templates.ServerTemplateRef(&gw.Spec, r.Facts.Namespace)
-	tmpl, err := fetchTemplate(ctx, r.Client, ref, "spec.serverTemplateRef", r.Facts.Namespace, gw.Namespace)
+	obj, s, err := flow.run(ctx, r.Client, r.APIReader, r.Facts, func() {
+		gw.Status.Endpoint, gw.Status.SecretRef, gw.Status.PublicKey, gw.Status.InternalEndpoint = nil, nil, nil, nil
+	})
 	if err != nil {
 		return outcome{}, err
 	}
-	data := templates.DataForServer(gw, string(gw.UID), id, templates.KeySecretName(gw.Name, gw.Spec.SecretRef))
-	obj, err := templates.RenderServer(tmpl, gw, data)
-	if err != nil {
-		return outcome{}, stall(ReasonInvalidTemplate, "spec.serverTemplateRef: %v", err)
-	}
-	if err := checkRendered(obj, "spec.serverTemplateRef", templates.RenderedKind(true), r.Facts.AllowedTemplateKinds); err != nil {
-		return outcome{}, err
-	}
-	owner := *metav1.NewControllerRef(gw, netv1beta1.GroupVersion.WithKind("GatewayServer"))
-	if err := applyRendered(ctx, r.Client, r.APIReader, obj, owner, id); err != nil {
-		return outcome{}, err
-	}
-	if !isObject(gw.Status.ServerRef, obj) {
-		if err := deleteRendered(ctx, r.Client, gw.Status.ServerRef, gw); err != nil {
-			return outcome{}, err
-		}
-	}
-	gw.Status.ServerRef = objectRef(obj)
-
-	s, err := renderedStatus(obj)
-	if err != nil {
-		return outcome{}, err
-	}
-	gw.Status.Endpoint = s.Endpoint
-	gw.Status.SecretRef = s.SecretRef
-	gw.Status.PublicKey = s.PublicKey
-	gw.Status.InternalEndpoint = s.InternalEndpoint
+	gw.Status.Endpoint, gw.Status.SecretRef, gw.Status.PublicKey, gw.Status.InternalEndpoint = s.Endpoint, s.SecretRef, s.PublicKey, s.InternalEndpoint
 	return renderedOutcome(obj, s), nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -120,6 +122,35 @@ func setKstatus(status *netv1beta1.CommonStatus, gen int64, o outcome) {
 		set(netv1beta1.ConditionStalled, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&status.Conditions, netv1beta1.ConditionReconciling)
 	}
+}
+
+// statusOf tells reconcileObject where the status of a kind is: common is
+// its kstatus part, status the whole of it, compared to tell whether to
+// write.
+type statusOf[T client.Object] struct {
+	common func(T) *netv1beta1.CommonStatus
+	status func(T) any
+}
+
+// reconcileObject is the flow of every reconciler of a gateway kind: read
+// the object by key into obj, run body unless the object is being deleted
+// (the garbage collector removes what it owns), set the kstatus conditions
+// from body's outcome and write the status when it changed.
+func reconcileObject[T client.Object](ctx context.Context, c client.Client, key types.NamespacedName, obj T, s statusOf[T],
+	body func(context.Context, T) (outcome, error)) (ctrl.Result, error) {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := obj.DeepCopyObject().(T)
+	o, err := conclude(body(ctx, obj))
+	setKstatus(s.common(obj), obj.GetGeneration(), o)
+	if perr := patchStatus(ctx, c, before, obj, s.status); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return ctrl.Result{}, err
 }
 
 // patchStatus writes the status of obj with a merge patch against before,

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,22 +41,10 @@ type WgGatewayClientReconciler struct {
 // Reconcile brings the children of one WgGatewayClient in line with its spec
 // and records the result in its status.
 func (r *WgGatewayClientReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var wg netv1beta1.WgGatewayClient
-	if err := r.Client.Get(ctx, req.NamespacedName, &wg); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !wg.DeletionTimestamp.IsZero() {
-		// The garbage collector removes the children.
-		return ctrl.Result{}, nil
-	}
-	before := wg.DeepCopy()
-	o, err := conclude(r.reconcile(ctx, &wg))
-	setKstatus(&wg.Status.CommonStatus, wg.Generation, o)
-	status := func(w *netv1beta1.WgGatewayClient) any { return w.Status }
-	if perr := patchStatus(ctx, r.Client, before, &wg, status); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return ctrl.Result{}, err
+	return reconcileObject(ctx, r.Client, req.NamespacedName, &netv1beta1.WgGatewayClient{}, statusOf[*netv1beta1.WgGatewayClient]{
+		common: func(o *netv1beta1.WgGatewayClient) *netv1beta1.CommonStatus { return &o.Status.CommonStatus },
+		status: func(o *netv1beta1.WgGatewayClient) any { return o.Status },
+	}, r.reconcile)
 }
 
 // reconcile applies the children and fills the status fields other than the
