@@ -8,7 +8,11 @@ import (
 // Names and numbers of the kernel objects peerlink owns.
 const (
 	// TunnelLink is the WireGuard link of a gateway.
-	TunnelLink = "liqo-tunnel"
+	TunnelLink = "peerlink-tunnel"
+	// LegacyTunnelLink is the name the WireGuard link of a gateway had in
+	// earlier releases: a kernel link of that name is adopted (renamed), so
+	// an upgrade in place keeps its sessions.
+	LegacyTunnelLink = "liqo-tunnel"
 	// OverlayLink is the overlay link of a gateway pod and of a node.
 	OverlayLink = "peerlink-ovl"
 	// GatewayNFTable is the nftables table (family ip) of a gateway.

@@ -324,3 +324,66 @@ func (f renderFlow) run(ctx context.Context, c client.Client, reader client.Read
 	s, err := renderedStatus(obj)
 	return obj, s, err
 }
+
+// setupGateway registers r, the reconciler of gateway (a GatewayServer or a
+// GatewayClient), with mgr. Besides the gateways and the object rendered
+// for them (owned, a WgGatewayServer or WgGatewayClient), it watches the
+// template kinds, to render again when a template changes, and the
+// gateways of both kinds, so that when one of two gateways for a peer goes
+// the other takes over.
+func setupGateway(mgr ctrl.Manager, r reconcile.Reconciler, c client.Client, installNS string, gateway, owned client.Object) error {
+	kind := "GatewayClient"
+	if _, ok := gateway.(*netv1beta1.GatewayServer); ok {
+		kind = "GatewayServer"
+	}
+	forTemplate := func(templateKind string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, t client.Object) []reconcile.Request {
+			users, err := templateUsers(ctx, c, installNS, kind)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "list gateways for a template event", "template", client.ObjectKeyFromObject(t))
+				return nil
+			}
+			var reqs []reconcile.Request
+			for key, ref := range users {
+				if ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == templateKind &&
+					ref.Namespace == t.GetNamespace() && ref.Name == t.GetName() {
+					reqs = append(reqs, reconcile.Request{NamespacedName: key})
+				}
+			}
+			return reqs
+		})
+	}
+	samePeer := handler.EnqueueRequestsFromMapFunc(samePeerMapper(c, kind))
+	return ctrl.NewControllerManagedBy(mgr).
+		For(gateway).
+		Owns(owned).
+		Watches(&netv1beta1.WgGatewayServerTemplate{}, forTemplate(templates.ServerTemplateKind)).
+		Watches(&netv1beta1.WgGatewayClientTemplate{}, forTemplate(templates.ClientTemplateKind)).
+		Watches(&netv1beta1.GatewayServer{}, samePeer).
+		Watches(&netv1beta1.GatewayClient{}, samePeer).
+		Complete(r)
+}
+
+// templateUsers returns the gateways of kind with the template each
+// references, defaults resolved against installNS.
+func templateUsers(ctx context.Context, c client.Reader, installNS, kind string) (map[types.NamespacedName]corev1.ObjectReference, error) {
+	users := map[types.NamespacedName]corev1.ObjectReference{}
+	if kind == "GatewayServer" {
+		var list netv1beta1.GatewayServerList
+		if err := c.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			users[client.ObjectKeyFromObject(&list.Items[i])] = templates.ServerTemplateRef(&list.Items[i].Spec, installNS)
+		}
+		return users, nil
+	}
+	var list netv1beta1.GatewayClientList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		users[client.ObjectKeyFromObject(&list.Items[i])] = templates.ClientTemplateRef(&list.Items[i].Spec, installNS)
+	}
+	return users, nil
+}

@@ -6,8 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -70,10 +68,7 @@ func (r *GatewayClientReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 	return o, nil
 }
 
-// SetupWithManager registers the reconciler with mgr. Besides GatewayClients
-// and the WgGatewayClients they own, it watches the template kinds, to
-// render again when a template changes, and the gateways of both kinds, so
-// that when one of two gateways for a peer goes the other takes over.
+// SetupWithManager registers the reconciler with mgr (see setupGateway).
 func (r *GatewayClientReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -81,33 +76,5 @@ func (r *GatewayClientReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&netv1beta1.GatewayClient{}).
-		Owns(&netv1beta1.WgGatewayClient{}).
-		Watches(&netv1beta1.WgGatewayServerTemplate{}, handler.EnqueueRequestsFromMapFunc(r.forTemplate(templates.ServerTemplateKind))).
-		Watches(&netv1beta1.WgGatewayClientTemplate{}, handler.EnqueueRequestsFromMapFunc(r.forTemplate(templates.ClientTemplateKind))).
-		Watches(&netv1beta1.GatewayServer{}, handler.EnqueueRequestsFromMapFunc(samePeerMapper(r.Client, "GatewayClient"))).
-		Watches(&netv1beta1.GatewayClient{}, handler.EnqueueRequestsFromMapFunc(samePeerMapper(r.Client, "GatewayClient"))).
-		Complete(r)
-}
-
-// forTemplate maps a template of the given kind to the GatewayClients
-// referencing it.
-func (r *GatewayClientReconciler) forTemplate(kind string) handler.MapFunc {
-	return func(ctx context.Context, t client.Object) []reconcile.Request {
-		var list netv1beta1.GatewayClientList
-		if err := r.Client.List(ctx, &list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list gatewayclients for a template event", "template", client.ObjectKeyFromObject(t))
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			ref := templates.ClientTemplateRef(&list.Items[i].Spec, r.Facts.Namespace)
-			if ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == kind &&
-				ref.Namespace == t.GetNamespace() && ref.Name == t.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-		return reqs
-	}
+	return setupGateway(mgr, r, r.Client, r.Facts.Namespace, &netv1beta1.GatewayClient{}, &netv1beta1.WgGatewayClient{})
 }

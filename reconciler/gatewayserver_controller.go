@@ -6,8 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -62,10 +60,7 @@ func (r *GatewayServerReconciler) reconcile(ctx context.Context, gw *netv1beta1.
 	return renderedOutcome(obj, s), nil
 }
 
-// SetupWithManager registers the reconciler with mgr. Besides GatewayServers
-// and the WgGatewayServers they own, it watches the template kinds, to
-// render again when a template changes, and the gateways of both kinds, so
-// that when one of two gateways for a peer goes the other takes over.
+// SetupWithManager registers the reconciler with mgr (see setupGateway).
 func (r *GatewayServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -73,33 +68,5 @@ func (r *GatewayServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&netv1beta1.GatewayServer{}).
-		Owns(&netv1beta1.WgGatewayServer{}).
-		Watches(&netv1beta1.WgGatewayServerTemplate{}, handler.EnqueueRequestsFromMapFunc(r.forTemplate(templates.ServerTemplateKind))).
-		Watches(&netv1beta1.WgGatewayClientTemplate{}, handler.EnqueueRequestsFromMapFunc(r.forTemplate(templates.ClientTemplateKind))).
-		Watches(&netv1beta1.GatewayServer{}, handler.EnqueueRequestsFromMapFunc(samePeerMapper(r.Client, "GatewayServer"))).
-		Watches(&netv1beta1.GatewayClient{}, handler.EnqueueRequestsFromMapFunc(samePeerMapper(r.Client, "GatewayServer"))).
-		Complete(r)
-}
-
-// forTemplate maps a template of the given kind to the GatewayServers
-// referencing it.
-func (r *GatewayServerReconciler) forTemplate(kind string) handler.MapFunc {
-	return func(ctx context.Context, t client.Object) []reconcile.Request {
-		var list netv1beta1.GatewayServerList
-		if err := r.Client.List(ctx, &list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list gatewayservers for a template event", "template", client.ObjectKeyFromObject(t))
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			ref := templates.ServerTemplateRef(&list.Items[i].Spec, r.Facts.Namespace)
-			if ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == kind &&
-				ref.Namespace == t.GetNamespace() && ref.Name == t.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-		return reqs
-	}
+	return setupGateway(mgr, r, r.Client, r.Facts.Namespace, &netv1beta1.GatewayServer{}, &netv1beta1.WgGatewayServer{})
 }

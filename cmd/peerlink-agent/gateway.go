@@ -42,7 +42,7 @@ func newGatewayCommand() *cobra.Command {
 		Use:   "gateway",
 		Short: "Run the gateway of one peering, in the gateway pod",
 		Long: `Run the gateway agent in the network namespace of a gateway pod: the
-WireGuard link liqo-tunnel (kernel WireGuard when the kernel has it, the
+WireGuard link peerlink-tunnel (kernel WireGuard when the kernel has it, the
 embedded wireguard-go otherwise), the overlay link to the cluster's nodes,
 the NAT between the peer's real and remapped ranges, routes, health pings
 over the tunnel and the Connection gw-<name>.

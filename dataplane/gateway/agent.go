@@ -367,6 +367,9 @@ func (a *Agent) ensureDevice(mtu int) error {
 		}
 		a.dev = nil
 	}
+	if err := wireguard.Rename(dataplane.LegacyTunnelLink, dataplane.TunnelLink); err != nil {
+		return err
+	}
 	dev, err := wireguard.Open(dataplane.TunnelLink, a.opts.WireGuard, mtu, a.log)
 	if err != nil {
 		return fmt.Errorf("open the WireGuard device %s: %w", dataplane.TunnelLink, err)

@@ -21,14 +21,14 @@ func testRuleset() Ruleset {
 		}}},
 		Chains: []Chain{
 			{Name: "pre", Type: NAT, Hook: Prerouting, Priority: -100, Rules: []Rule{
-				{Comment: "remapped to real", NotIIF: "liqo-tunnel", DNATMap: "to_real"},
+				{Comment: "remapped to real", NotIIF: "peerlink-tunnel", DNATMap: "to_real"},
 			}},
 			{Name: "post", Type: NAT, Hook: Postrouting, Priority: 99, Rules: []Rule{
 				{DstIn: "remote", SrcNotIn: "pods", SNATTo: netip.MustParseAddr("10.70.0.1")},
 				{DstIn: "remote", SNATKeepSource: true},
 			}},
 			{Name: "mss", Type: Filter, Hook: Forward, Priority: -150, Rules: []Rule{
-				{OIF: "liqo-tunnel", TCPSYN: true, ClampMSS: 1300},
+				{OIF: "peerlink-tunnel", TCPSYN: true, ClampMSS: 1300},
 			}},
 		},
 	}
@@ -65,10 +65,10 @@ func TestValidate(t *testing.T) {
 func TestString(t *testing.T) {
 	s := testRuleset().String()
 	for _, want := range []string{
-		`iifname != "liqo-tunnel" dnat ip prefix to ip daddr map @to_real`,
+		`iifname != "peerlink-tunnel" dnat ip prefix to ip daddr map @to_real`,
 		`ip saddr != @pods ip daddr @remote snat to 10.70.0.1`,
 		`ip daddr @remote snat to ip saddr`,
-		`oifname "liqo-tunnel" tcp flags syn tcp option maxseg size > 1300 tcp option maxseg size set 1300`,
+		`oifname "peerlink-tunnel" tcp flags syn tcp option maxseg size > 1300 tcp option maxseg size set 1300`,
 		`10.71.0.0/16 : 10.244.0.0/16`,
 	} {
 		if !strings.Contains(s, want) {

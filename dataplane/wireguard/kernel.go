@@ -42,6 +42,29 @@ func KernelAvailable() error {
 	return nil
 }
 
+// Rename gives the link old the name name, when old exists and name does
+// not: an earlier release named the link old, and a kernel link outlives
+// the process that made it.
+func Rename(old, name string) error {
+	link, err := netlink.LinkByName(old)
+	if errors.As(err, new(netlink.LinkNotFoundError)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up link %s: %w", old, err)
+	}
+	if _, err := netlink.LinkByName(name); err == nil {
+		return nil
+	}
+	if err := netlink.LinkSetDown(link); err != nil {
+		return fmt.Errorf("set link %s down to rename it %s: %w", old, name, err)
+	}
+	if err := netlink.LinkSetName(link, name); err != nil {
+		return fmt.Errorf("rename link %s to %s: %w", old, name, err)
+	}
+	return nil
+}
+
 func openKernel(name string, mtu int) (Device, error) {
 	link, err := netlink.LinkByName(name)
 	switch {

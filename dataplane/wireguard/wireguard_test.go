@@ -188,3 +188,37 @@ func TestAutoChoosesTheKernelWhenItCan(t *testing.T) {
 		t.Errorf("wgctrl does not see the %s device: %v", want, err)
 	}
 }
+
+// TestRenameAdoptsTheOldLink renames a link of the old name, and leaves
+// things alone when there is none or when the new name is taken.
+func TestRenameAdoptsTheOldLink(t *testing.T) {
+	if !nstest.InNamespace(t) {
+		return
+	}
+	if err := Rename("pltestold", "pltestnew"); err != nil {
+		t.Fatalf("rename without an old link: %v", err)
+	}
+	// A veth stands for the kernel WireGuard link, which this kernel may
+	// lack: renaming does not look at the kind.
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "pltestold", MTU: 1340}, PeerName: "pltestpeer1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename("pltestold", "pltestnew"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := netlink.LinkByName("pltestnew"); err != nil || l.Attrs().MTU != 1340 {
+		t.Fatalf("renamed link: %v, %v", l, err)
+	}
+	if _, err := netlink.LinkByName("pltestold"); err == nil {
+		t.Error("the old link is still there")
+	}
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "pltestold"}, PeerName: "pltestpeer2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename("pltestold", "pltestnew"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName("pltestold"); err != nil {
+		t.Error("the old link was touched although the new name is taken")
+	}
+}
