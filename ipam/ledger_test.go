@@ -135,3 +135,15 @@ func TestLedgerRebase(t *testing.T) {
 		t.Errorf("Assign(a) after the second Rebase = %v, want %v", got, want)
 	}
 }
+
+func TestRemoteStatus(t *testing.T) {
+	got := RemoteStatus(2, []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("10.0.1.0/24"), netip.MustParsePrefix("10.0.2.0/24"),
+	})
+	if len(got.CIDR.Pod) != 2 || got.CIDR.Pod[1] != "10.0.1.0/24" || len(got.CIDR.External) != 1 || got.CIDR.External[0] != "10.0.2.0/24" {
+		t.Errorf("RemoteStatus = %+v", got.CIDR)
+	}
+	if got := RemoteStatus(1, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}); got.CIDR.External != nil {
+		t.Errorf("no external CIDR laid out as %v, want nil", got.CIDR.External)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/ipam"
 )
 
@@ -50,7 +51,7 @@ func RenderBundle(dir string, info *clusterinfo.Info) ([]map[string]any, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", o.file, o.ref(), err)
 		}
-		m, err := remappedConfiguration(ledger, obj.(*netv1beta1.Configuration))
+		m, err := remappedConfiguration(ledger, info.PeerPolicy(), obj.(*netv1beta1.Configuration))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", o.file, o.ref(), err)
 		}
@@ -60,8 +61,12 @@ func RenderBundle(dir string, info *clusterinfo.Info) ([]map[string]any, error) 
 }
 
 // remappedConfiguration returns the manifest of conf with the status.remote
-// the controller would write, from the ranges the ledger assigns.
-func remappedConfiguration(ledger *ipam.Ledger, conf *netv1beta1.Configuration) (map[string]any, error) {
+// the controller would write, from the ranges the ledger assigns; ranges the
+// peer policy refuses are refused here too, as the controller would.
+func remappedConfiguration(ledger *ipam.Ledger, policy rangepolicy.Policy, conf *netv1beta1.Configuration) (map[string]any, error) {
+	if err := CheckPeerRanges(conf, policy); err != nil {
+		return nil, err
+	}
 	c := conf.Spec.Remote.CIDR
 	var wants []netip.Prefix
 	for _, s := range append(append([]netv1beta1.CIDR{}, c.Pod...), c.External...) {
@@ -75,19 +80,12 @@ func remappedConfiguration(ledger *ipam.Ledger, conf *netv1beta1.Configuration) 
 	if err != nil {
 		return nil, fmt.Errorf("remap spec.remote: %w", err)
 	}
-	status := netv1beta1.ClusterConfig{}
-	for i, p := range got {
-		if i < len(c.Pod) {
-			status.CIDR.Pod = append(status.CIDR.Pod, netv1beta1.CIDR(p.String()))
-		} else {
-			status.CIDR.External = append(status.CIDR.External, netv1beta1.CIDR(p.String()))
-		}
-	}
+	status := ipam.RemoteStatus(len(c.Pod), got)
 	m, err := generators.Manifest(conf)
 	if err != nil {
 		return nil, err
 	}
-	remote, err := generators.Manifest(&netv1beta1.Configuration{Spec: netv1beta1.ConfigurationSpec{Remote: status}})
+	remote, err := generators.Manifest(&netv1beta1.Configuration{Spec: netv1beta1.ConfigurationSpec{Remote: *status}})
 	if err != nil {
 		return nil, err
 	}

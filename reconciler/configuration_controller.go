@@ -158,11 +158,7 @@ func (r *ConfigurationReconciler) reconcile(ctx context.Context, conf *netv1beta
 		conf.Status.Remote = nil
 		return outcome{}, err
 	}
-	pods := len(conf.Spec.Remote.CIDR.Pod)
-	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-		Pod:      toCIDRs(got[:pods]),
-		External: toCIDRs(got[pods:]),
-	}}
+	conf.Status.Remote = ipam.RemoteStatus(len(conf.Spec.Remote.CIDR.Pod), got)
 	return ready(describeRanges(conf)), nil
 }
 
@@ -394,17 +390,6 @@ func describeRanges(conf *netv1beta1.Configuration) string {
 	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
 	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
 	return "remote CIDRs " + strings.Join(parts, ", ")
-}
-
-func toCIDRs(ps []netip.Prefix) []netv1beta1.CIDR {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]netv1beta1.CIDR, len(ps))
-	for i, p := range ps {
-		out[i] = netv1beta1.CIDR(p.String())
-	}
-	return out
 }
 
 // SetupWithManager registers the reconciler with mgr: an index of
