@@ -13,7 +13,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -185,4 +191,42 @@ func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[st
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+}
+
+// wgGatewayController starts the controller of a WgGateway kind, obj: its
+// children by metadata only (their content is applied, never read from the
+// cache), the key Secrets by metadata only and the gateway pods through a
+// cache of their own, which it returns. keySecrets lists, in a namespace,
+// the objects of the kind with the name of the key Secret of each, so that
+// a deleted generated Secret is made again and a fixed user Secret is
+// checked again.
+func wgGatewayController(mgr ctrl.Manager, obj client.Object,
+	keySecrets func(ctx context.Context, ns string) (map[types.NamespacedName]string, error)) (*builder.Builder, cache.Cache, error) {
+	pods, err := newGatewayPodCache(mgr)
+	if err != nil {
+		return nil, nil, err
+	}
+	forSecret := func(ctx context.Context, secret client.Object) []reconcile.Request {
+		users, err := keySecrets(ctx, secret.GetNamespace())
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list gateways for a secret event", "secret", client.ObjectKeyFromObject(secret))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for key, name := range users {
+			if name == secret.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+			}
+		}
+		return reqs
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(obj).
+		Owns(&appsv1.Deployment{}, builder.OnlyMetadata).
+		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
+		Owns(&rbacv1.Role{}, builder.OnlyMetadata).
+		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(forSecret), builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest)))
+	return b, pods, nil
 }

@@ -4,16 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -86,36 +80,20 @@ func (r *WgGatewayClientReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	pods, err := newGatewayPodCache(mgr)
+	b, pods, err := wgGatewayController(mgr, &netv1beta1.WgGatewayClient{}, func(ctx context.Context, ns string) (map[types.NamespacedName]string, error) {
+		var list netv1beta1.WgGatewayClientList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		users := map[types.NamespacedName]string{}
+		for i := range list.Items {
+			users[client.ObjectKeyFromObject(&list.Items[i])] = templates.KeySecretName(list.Items[i].Name, list.Items[i].Spec.SecretRef)
+		}
+		return users, nil
+	})
 	if err != nil {
 		return err
 	}
 	r.pods = pods
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&netv1beta1.WgGatewayClient{}).
-		Owns(&appsv1.Deployment{}, builder.OnlyMetadata).
-		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
-		Owns(&rbacv1.Role{}, builder.OnlyMetadata).
-		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret), builder.OnlyMetadata).
-		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest))).
-		Complete(r)
-}
-
-// forSecret maps a Secret to the WgGatewayClients whose keys it holds, so a
-// deleted generated Secret is made again and a fixed user Secret is checked
-// again.
-func (r *WgGatewayClientReconciler) forSecret(ctx context.Context, secret client.Object) []reconcile.Request {
-	var list netv1beta1.WgGatewayClientList
-	if err := r.Client.List(ctx, &list, client.InNamespace(secret.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list wggatewayclients for a secret event", "secret", client.ObjectKeyFromObject(secret))
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, wg := range list.Items {
-		if templates.KeySecretName(wg.Name, wg.Spec.SecretRef) == secret.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wg)})
-		}
-	}
-	return reqs
+	return b.Complete(r)
 }
