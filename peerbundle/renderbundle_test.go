@@ -7,46 +7,52 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/generators"
 )
 
 // writeConfigurationBundle writes the client bundle of peer cluster-b: its
 // GatewayClient and its Configuration with the given pod and external CIDRs.
 func writeConfigurationBundle(t *testing.T, pod, external string) string {
 	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{
-		"kustomization.yaml": "resources:\n- configuration.yaml\n- gatewayclient.yaml\n",
-		"gatewayclient.yaml": `apiVersion: networking.liqo.io/v1beta1
-kind: GatewayClient
-metadata:
-  name: cluster-b
-  namespace: liqo-tenant-cluster-b
-  labels:
-    liqo.io/remote-cluster-id: cluster-b
-spec:
-  endpoint:
-    addresses: [172.18.0.3]
-    port: 30851
-`,
-		"configuration.yaml": `apiVersion: networking.liqo.io/v1beta1
-kind: Configuration
-metadata:
-  name: cluster-b
-  namespace: liqo-tenant-cluster-b
-  labels:
-    liqo.io/remote-cluster-id: cluster-b
-spec:
-  remote:
-    cidr:
-      pod: [` + pod + `]
-      external: [` + external + `]
-`,
+	peer := generators.Peer{RemoteClusterID: "cluster-b"}
+	// Built unchecked: the bundle may hold a range the policy refuses,
+	// which is what render must find.
+	conf := &netv1beta1.Configuration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: netv1beta1.GroupVersion.String(), Kind: generators.KindConfiguration},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-b", Namespace: generators.TenantNamespace("cluster-b"), Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "cluster-b"}},
+		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+			Pod: []netv1beta1.CIDR{netv1beta1.CIDR(pod)}, External: []netv1beta1.CIDR{netv1beta1.CIDR(external)},
+		}}},
 	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+	gwc, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: peer, Addresses: []string{"172.18.0.3"}, Port: 30851})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := InitBundle(gwc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := generators.Marshal(generators.FormatYAML, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		if f.Name == KustomizationFile {
+			if f.Data, err = AddResources(f.Data, "configuration.yaml"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "configuration.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -61,10 +67,15 @@ func TestRenderBundleRemapsAsTheController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(manifests) != 2 || manifests[1]["kind"] != "Configuration" {
-		t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration", len(manifests))
+	var status map[string]any
+	for _, m := range manifests {
+		if m["kind"] == generators.KindConfiguration {
+			status, _ = m["status"].(map[string]any)
+		}
 	}
-	status, _ := manifests[1]["status"].(map[string]any)
+	if len(manifests) != 2 || status == nil {
+		t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration with a status", len(manifests))
+	}
 	remote, _ := status["remote"].(map[string]any)
 	cidr, _ := remote["cidr"].(map[string]any)
 	pods, _ := cidr["pod"].([]any)

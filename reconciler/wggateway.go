@@ -11,7 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -193,31 +195,30 @@ func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[st
 	}
 }
 
-// wgGatewayController starts the controller of a WgGateway kind, obj: its
-// children by metadata only (their content is applied, never read from the
-// cache), the key Secrets by metadata only and the gateway pods through a
-// cache of their own, which it returns. keySecrets lists, in a namespace,
-// the objects of the kind with the name of the key Secret of each, so that
-// a deleted generated Secret is made again and a fixed user Secret is
-// checked again.
-func wgGatewayController(mgr ctrl.Manager, obj client.Object,
-	keySecrets func(ctx context.Context, ns string) (map[types.NamespacedName]string, error)) (*builder.Builder, cache.Cache, error) {
+// wgGatewayController starts the controller of a WgGateway kind, obj, whose
+// lists are of list's type: its children by metadata only (their content is
+// applied, never read from the cache), the key Secrets by metadata only and
+// the gateway pods through a cache of their own, which it returns. A Secret
+// event brings back the objects whose key Secret it is, so that a deleted
+// generated Secret is made again and a fixed user Secret is checked again.
+func wgGatewayController(mgr ctrl.Manager, c client.Reader, obj client.Object, list client.ObjectList) (*builder.Builder, cache.Cache, error) {
 	pods, err := newGatewayPodCache(mgr)
 	if err != nil {
 		return nil, nil, err
 	}
 	forSecret := func(ctx context.Context, secret client.Object) []reconcile.Request {
-		users, err := keySecrets(ctx, secret.GetNamespace())
-		if err != nil {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, client.InNamespace(secret.GetNamespace())); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list gateways for a secret event", "secret", client.ObjectKeyFromObject(secret))
 			return nil
 		}
 		var reqs []reconcile.Request
-		for key, name := range users {
-			if name == secret.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if wg, ok := o.(client.Object); ok && keySecretName(wg) == secret.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wg)})
 			}
-		}
+			return nil
+		})
 		return reqs
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -229,4 +230,16 @@ func wgGatewayController(mgr ctrl.Manager, obj client.Object,
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(forSecret), builder.OnlyMetadata).
 		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest)))
 	return b, pods, nil
+}
+
+// keySecretName is the name of the key Secret of a WgGatewayServer or
+// WgGatewayClient.
+func keySecretName(obj client.Object) string {
+	switch wg := obj.(type) {
+	case *netv1beta1.WgGatewayServer:
+		return templates.KeySecretName(wg.Name, wg.Spec.SecretRef)
+	case *netv1beta1.WgGatewayClient:
+		return templates.KeySecretName(wg.Name, wg.Spec.SecretRef)
+	}
+	return ""
 }

@@ -5,12 +5,10 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/templates"
 )
 
 // WgGatewayClientReconciler runs the gateway of a WgGatewayClient: its
@@ -80,17 +78,7 @@ func (r *WgGatewayClientReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	b, pods, err := wgGatewayController(mgr, &netv1beta1.WgGatewayClient{}, func(ctx context.Context, ns string) (map[types.NamespacedName]string, error) {
-		var list netv1beta1.WgGatewayClientList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		users := map[types.NamespacedName]string{}
-		for i := range list.Items {
-			users[client.ObjectKeyFromObject(&list.Items[i])] = templates.KeySecretName(list.Items[i].Name, list.Items[i].Spec.SecretRef)
-		}
-		return users, nil
-	})
+	b, pods, err := wgGatewayController(mgr, r.Client, &netv1beta1.WgGatewayClient{}, &netv1beta1.WgGatewayClientList{})
 	if err != nil {
 		return err
 	}

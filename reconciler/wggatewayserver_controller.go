@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/templates"
 )
 
 // WgGatewayServerReconciler runs the gateway of a WgGatewayServer: its
@@ -105,17 +104,7 @@ func (r *WgGatewayServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	b, pods, err := wgGatewayController(mgr, &netv1beta1.WgGatewayServer{}, func(ctx context.Context, ns string) (map[types.NamespacedName]string, error) {
-		var list netv1beta1.WgGatewayServerList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		users := map[types.NamespacedName]string{}
-		for i := range list.Items {
-			users[client.ObjectKeyFromObject(&list.Items[i])] = templates.KeySecretName(list.Items[i].Name, list.Items[i].Spec.SecretRef)
-		}
-		return users, nil
-	})
+	b, pods, err := wgGatewayController(mgr, r.Client, &netv1beta1.WgGatewayServer{}, &netv1beta1.WgGatewayServerList{})
 	if err != nil {
 		return err
 	}
