@@ -41,15 +41,11 @@ func GatewayClientForPeer(localClusterID, namespace string, server *netv1beta1.G
 	if ep == nil || len(ep.Addresses) == 0 || ep.Port == 0 {
 		return nil, fmt.Errorf("gatewayserver %s/%s: status.endpoint is not published yet", server.Namespace, server.Name)
 	}
-	mtu := server.Spec.MTU
-	if mtu == 0 {
-		mtu = netv1beta1.DefaultMTU
-	}
 	o := GatewayClientOptions{
 		Peer:      Peer{Namespace: namespace, RemoteClusterID: localClusterID},
 		Addresses: ep.Addresses,
 		Port:      ep.Port,
-		MTU:       mtu,
+		MTU:       netv1beta1.EffectiveMTU(server.Spec.MTU),
 	}
 	if ep.Protocol != nil {
 		o.Protocol = *ep.Protocol

@@ -336,10 +336,8 @@ func takeEndpoint(local, received *unstructured.Unstructured) ([]string, error) 
 	if !found {
 		return notes, nil
 	}
-	localMTU, found, _ := unstructured.NestedInt64(local.Object, "spec", "mtu")
-	if !found {
-		localMTU = netv1beta1.DefaultMTU
-	}
+	localMTU, _, _ := unstructured.NestedInt64(local.Object, "spec", "mtu")
+	localMTU = int64(netv1beta1.EffectiveMTU(int(localMTU)))
 	if localMTU != peerMTU {
 		if err := unstructured.SetNestedField(local.Object, peerMTU, "spec", "mtu"); err != nil {
 			return nil, fmt.Errorf("%s: spec.mtu: %w", ref, err)

@@ -362,7 +362,7 @@ func LintPair(dirA, dirB string) []Finding {
 		findings = append(findings, clientSide.finding("spec.endpoint.port", fmt.Sprintf(
 			"%d does not match %s %d of %s in %s", client.Spec.Endpoint.Port, path, want, serverSide.ref(), serverSide.file)))
 	}
-	if sm, cm := mtuOrDefault(server.Spec.MTU), mtuOrDefault(client.Spec.MTU); sm != cm {
+	if sm, cm := netv1beta1.EffectiveMTU(server.Spec.MTU), netv1beta1.EffectiveMTU(client.Spec.MTU); sm != cm {
 		findings = append(findings, clientSide.finding("spec.mtu", fmt.Sprintf(
 			"%d differs from %d of %s in %s: both sides of a tunnel must use the same MTU", cm, sm, serverSide.ref(), serverSide.file)))
 	}
@@ -444,11 +444,4 @@ func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
 		return *ep.NodePort, "the pinned spec.endpoint.nodePort", true
 	}
 	return port, "spec.endpoint.port", true
-}
-
-func mtuOrDefault(mtu int) int {
-	if mtu == 0 {
-		return netv1beta1.DefaultMTU
-	}
-	return mtu
 }

@@ -130,7 +130,7 @@ func renderServer(src renderSource, candidates []renderSource, ov RenderOverride
 	if gw.Namespace == "" {
 		gw.Namespace = defaultRenderNamespace
 	}
-	templates.SetServerDefaults(&gw.Spec)
+	gw.Spec.Default()
 	ref := templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace)
 	tmpl, err := lookupTemplate(src, ref, "spec.serverTemplateRef", candidates)
 	if err != nil {
@@ -159,7 +159,7 @@ func renderClient(src renderSource, candidates []renderSource, ov RenderOverride
 	if gw.Namespace == "" {
 		gw.Namespace = defaultRenderNamespace
 	}
-	templates.SetClientDefaults(&gw.Spec)
+	gw.Spec.Default()
 	ref := templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace)
 	tmpl, err := lookupTemplate(src, ref, "spec.clientTemplateRef", candidates)
 	if err != nil {

@@ -36,13 +36,13 @@ func FuzzRender(f *testing.F) {
 	}
 
 	server := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "server", Namespace: "ns"}}
-	SetServerDefaults(&server.Spec)
+	server.Spec.Default()
 	pinned := server.DeepCopy()
 	pinned.Spec.Endpoint.NodePort = ptr.To[int32](30840)
 	pinned.Spec.Endpoint.LoadBalancerIP = ptr.To("192.0.2.1")
 	client := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: "ns"}}
 	client.Spec.Endpoint.Addresses = []string{"192.0.2.2", "gw.example.com"}
-	SetClientDefaults(&client.Spec)
+	client.Spec.Default()
 	datas := []Data{
 		DataForServer(server, "uid", "cluster-b", "gw-server"),
 		DataForServer(pinned, "uid", "cluster-b", "keys"),

@@ -56,32 +56,6 @@ func KeySecretName(gatewayName string, secretRef corev1.LocalObjectReference) st
 	return netv1beta1.GatewayObjectPrefix + gatewayName
 }
 
-// SetServerDefaults fills the fields of spec that the CRD defaults: mtu,
-// endpoint.port and endpoint.serviceType. Objects read from the API server
-// already have them; manifests read offline do not.
-func SetServerDefaults(spec *netv1beta1.GatewayServerSpec) {
-	if spec.MTU == 0 {
-		spec.MTU = netv1beta1.DefaultMTU
-	}
-	if spec.Endpoint.Port == 0 {
-		spec.Endpoint.Port = netv1beta1.DefaultGatewayPort
-	}
-	if spec.Endpoint.ServiceType == "" {
-		spec.Endpoint.ServiceType = corev1.ServiceTypeLoadBalancer
-	}
-}
-
-// SetClientDefaults fills the fields of spec that the CRD defaults: mtu and
-// endpoint.protocol, like SetServerDefaults.
-func SetClientDefaults(spec *netv1beta1.GatewayClientSpec) {
-	if spec.MTU == 0 {
-		spec.MTU = netv1beta1.DefaultMTU
-	}
-	if spec.Endpoint.Protocol == "" {
-		spec.Endpoint.Protocol = corev1.ProtocolUDP
-	}
-}
-
 // ServerTemplateRef returns spec.serverTemplateRef with each empty field
 // defaulted: apiVersion networking.liqo.io/v1beta1, kind
 // WgGatewayServerTemplate, name wireguard-server, namespace

@@ -90,7 +90,7 @@ func renderCase(t *testing.T, dir string) (*unstructured.Unstructured, error) {
 		if err := yaml.UnmarshalStrict(gwBytes, &gw); err != nil {
 			t.Fatal(err)
 		}
-		SetServerDefaults(&gw.Spec)
+		gw.Spec.Default()
 		data := DataForServer(&gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef))
 		return RenderServer(tmpl, &gw, data)
 	case "GatewayClient":
@@ -98,7 +98,7 @@ func renderCase(t *testing.T, dir string) (*unstructured.Unstructured, error) {
 		if err := yaml.UnmarshalStrict(gwBytes, &gw); err != nil {
 			t.Fatal(err)
 		}
-		SetClientDefaults(&gw.Spec)
+		gw.Spec.Default()
 		data := DataForClient(&gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef))
 		return Render(tmpl, data)
 	}

@@ -32,7 +32,7 @@ func customTemplate(spec map[string]any) *unstructured.Unstructured {
 
 func serverData() Data {
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "server", Namespace: "ns"}}
-	SetServerDefaults(&gw.Spec)
+	gw.Spec.Default()
 	return DataForServer(gw, "uid", "cluster-b", "gw-server")
 }
 
@@ -222,18 +222,18 @@ func TestJoin(t *testing.T) {
 
 func TestSetDefaults(t *testing.T) {
 	var s netv1beta1.GatewayServerSpec
-	SetServerDefaults(&s)
+	s.Default()
 	if s.MTU != 1340 || s.Endpoint.Port != 51840 || s.Endpoint.ServiceType != corev1.ServiceTypeLoadBalancer {
 		t.Errorf("server defaults: %+v", s)
 	}
 	s = netv1beta1.GatewayServerSpec{MTU: 1400, Endpoint: netv1beta1.Endpoint{Port: 4000, ServiceType: corev1.ServiceTypeNodePort}}
-	SetServerDefaults(&s)
+	s.Default()
 	if s.MTU != 1400 || s.Endpoint.Port != 4000 || s.Endpoint.ServiceType != corev1.ServiceTypeNodePort {
 		t.Errorf("server defaults overwrote set fields: %+v", s)
 	}
 
 	var c netv1beta1.GatewayClientSpec
-	SetClientDefaults(&c)
+	c.Default()
 	if c.MTU != 1340 || c.Endpoint.Protocol != corev1.ProtocolUDP || c.Endpoint.Port != 0 {
 		t.Errorf("client defaults: %+v", c)
 	}

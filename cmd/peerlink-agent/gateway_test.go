@@ -49,14 +49,14 @@ func TestGatewayTemplateArgs(t *testing.T) {
 	server := &netv1beta1.GatewayServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-b", Namespace: "liqo-tenant-cluster-b", UID: "u-1"},
 	}
-	templates.SetServerDefaults(&server.Spec)
+	server.Spec.Default()
 	client := &netv1beta1.GatewayClient{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-a", Namespace: "liqo-tenant-cluster-a", UID: "u-2"},
 		Spec: netv1beta1.GatewayClientSpec{Endpoint: netv1beta1.GatewayClientEndpoint{
 			Addresses: []string{"192.0.2.1", "gw.example.org"}, Port: 31000,
 		}},
 	}
-	templates.SetClientDefaults(&client.Spec)
+	client.Spec.Default()
 	emptyClient := client.DeepCopy()
 	emptyClient.Spec.Endpoint = netv1beta1.GatewayClientEndpoint{}
 
