@@ -66,8 +66,8 @@ func Configuration(o ConfigurationOptions) (*netv1beta1.Configuration, error) {
 		ObjectMeta: o.objectMeta(nil),
 		Spec: netv1beta1.ConfigurationSpec{
 			Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-				Pod:      cidrs(o.PodCIDRs),
-				External: cidrs(o.ExternalCIDRs),
+				Pod:      netv1beta1.CIDRsOf(o.PodCIDRs),
+				External: netv1beta1.CIDRsOf(o.ExternalCIDRs),
 			}},
 		},
 	}
@@ -126,7 +126,7 @@ func (o GatewayServerOptions) endpoint() netv1beta1.Endpoint {
 // *InvalidError naming the fields of spec.endpoint and spec.mtu.
 func (o GatewayServerOptions) Validate() error {
 	spec := field.NewPath("spec")
-	errs := append(validateServerEndpoint(o.endpoint(), spec.Child("endpoint")), validateMTU(o.MTU, spec.Child("mtu"))...)
+	errs := append(validateServerEndpoint(o.endpoint(), spec.Child("endpoint")), validateSet(o.MTU, spec.Child("mtu"), ValidateMTU)...)
 	if len(errs) > 0 {
 		return &InvalidError{Kind: KindGatewayServer, Fields: errs}
 	}
@@ -215,15 +215,4 @@ func templateRef(kind, defaultName, name, namespace string) corev1.ObjectReferen
 		Name:       name,
 		Namespace:  namespace,
 	}
-}
-
-func cidrs(prefixes []netip.Prefix) []netv1beta1.CIDR {
-	if len(prefixes) == 0 {
-		return nil
-	}
-	out := make([]netv1beta1.CIDR, len(prefixes))
-	for i, p := range prefixes {
-		out[i] = netv1beta1.CIDR(p.String())
-	}
-	return out
 }

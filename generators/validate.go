@@ -68,14 +68,14 @@ func Validate(obj runtime.Object) field.ErrorList {
 		errs = append(errs, validateGatewayName(o.Name)...)
 		spec := field.NewPath("spec")
 		errs = append(errs, validateTemplateRef(o.Spec.ServerTemplateRef, templates.ServerTemplateKind, spec.Child("serverTemplateRef"))...)
-		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
+		errs = append(errs, validateSet(o.Spec.MTU, spec.Child("mtu"), ValidateMTU)...)
 		return append(errs, validateServerEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
 	case *netv1beta1.GatewayClient:
 		errs := validateLabels(o.Labels)
 		errs = append(errs, validateGatewayName(o.Name)...)
 		spec := field.NewPath("spec")
 		errs = append(errs, validateTemplateRef(o.Spec.ClientTemplateRef, templates.ClientTemplateKind, spec.Child("clientTemplateRef"))...)
-		errs = append(errs, validateMTU(o.Spec.MTU, spec.Child("mtu"))...)
+		errs = append(errs, validateSet(o.Spec.MTU, spec.Child("mtu"), ValidateMTU)...)
 		return append(errs, validateClientEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
 	case *netv1beta1.PublicKey:
 		errs := validateLabels(o.Labels)
@@ -172,23 +172,13 @@ func validateTemplateRef(ref corev1.ObjectReference, kind string, path *field.Pa
 	return errs
 }
 
-func validateMTU(mtu int, path *field.Path) field.ErrorList {
-	if mtu == 0 {
+// validateSet checks v with check unless it is 0, which means "not set".
+func validateSet[T int | int32](v T, path *field.Path, check func(T) error) field.ErrorList {
+	if v == 0 {
 		return nil
 	}
-	if err := ValidateMTU(mtu); err != nil {
-		return field.ErrorList{field.Invalid(path, mtu, err.Error())}
-	}
-	return nil
-}
-
-// validatePortField accepts 0 as "not set".
-func validatePortField(port int32, path *field.Path) field.ErrorList {
-	if port == 0 {
-		return nil
-	}
-	if err := ValidatePort(port); err != nil {
-		return field.ErrorList{field.Invalid(path, port, err.Error())}
+	if err := check(v); err != nil {
+		return field.ErrorList{field.Invalid(path, v, err.Error())}
 	}
 	return nil
 }
@@ -209,7 +199,7 @@ func ParseServiceType(s string) (corev1.ServiceType, error) {
 }
 
 func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {
-	errs := validatePortField(ep.Port, path.Child("port"))
+	errs := validateSet(ep.Port, path.Child("port"), ValidatePort)
 	// An empty type is the CRD default, LoadBalancer.
 	typ := ep.ServiceType
 	if typ == "" {
@@ -219,7 +209,7 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 	}
 	if ep.NodePort != nil && *ep.NodePort != 0 {
 		np := path.Child("nodePort")
-		errs = append(errs, validatePortField(*ep.NodePort, np)...)
+		errs = append(errs, validateSet(*ep.NodePort, np, ValidatePort)...)
 		if typ == corev1.ServiceTypeClusterIP {
 			errs = append(errs, field.Forbidden(np, "only allowed with serviceType NodePort or LoadBalancer"))
 		}
@@ -237,7 +227,7 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 }
 
 func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Path) field.ErrorList {
-	errs := validatePortField(ep.Port, path.Child("port"))
+	errs := validateSet(ep.Port, path.Child("port"), ValidatePort)
 	if ep.Protocol != "" && ep.Protocol != corev1.ProtocolUDP {
 		errs = append(errs, field.NotSupported(path.Child("protocol"), ep.Protocol, []corev1.Protocol{corev1.ProtocolUDP}))
 	}

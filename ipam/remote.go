@@ -12,18 +12,7 @@ import (
 // them pod CIDRs.
 func RemoteStatus(pods int, assigned []netip.Prefix) *netv1beta1.ClusterConfig {
 	return &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-		Pod:      cidrs(assigned[:pods]),
-		External: cidrs(assigned[pods:]),
+		Pod:      netv1beta1.CIDRsOf(assigned[:pods]),
+		External: netv1beta1.CIDRsOf(assigned[pods:]),
 	}}
-}
-
-func cidrs(ps []netip.Prefix) []netv1beta1.CIDR {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]netv1beta1.CIDR, len(ps))
-	for i, p := range ps {
-		out[i] = netv1beta1.CIDR(p.String())
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,15 +99,10 @@ func renderGateways(sources []renderSource, ov RenderOverrides) ([]*unstructured
 		if src.obj.GetAPIVersion() != netv1beta1.GroupVersion.String() {
 			continue
 		}
-		var obj *unstructured.Unstructured
-		switch src.obj.GetKind() {
-		case "GatewayServer":
-			obj, err = renderServer(src, candidates, ov)
-		case "GatewayClient":
-			obj, err = renderClient(src, candidates, ov)
-		default:
+		if kind := src.obj.GetKind(); kind != "GatewayServer" && kind != "GatewayClient" {
 			continue
 		}
+		obj, err := renderGateway(src, candidates, ov)
 		if err != nil {
 			return nil, err
 		}
@@ -118,60 +114,52 @@ func renderGateways(sources []renderSource, ov RenderOverrides) ([]*unstructured
 	return out, nil
 }
 
-func renderServer(src renderSource, candidates []renderSource, ov RenderOverrides) (*unstructured.Unstructured, error) {
+// renderGateway renders the GatewayServer or GatewayClient of src.
+func renderGateway(src renderSource, candidates []renderSource, ov RenderOverrides) (*unstructured.Unstructured, error) {
 	obj, err := decodeGateway(src, ov)
 	if err != nil {
 		return nil, err
 	}
-	gw, ok := obj.(*netv1beta1.GatewayServer)
-	if !ok {
+	var (
+		meta      *metav1.ObjectMeta
+		server    bool
+		ref       corev1.ObjectReference
+		refPath   string
+		secretRef corev1.LocalObjectReference
+		render    func(tmpl *unstructured.Unstructured, uid, clusterID, secretName string) (*unstructured.Unstructured, error)
+	)
+	switch gw := obj.(type) {
+	case *netv1beta1.GatewayServer:
+		gw.Spec.Default()
+		meta, server, refPath, secretRef = &gw.ObjectMeta, true, "spec.serverTemplateRef", gw.Spec.SecretRef
+		ref = templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace)
+		render = func(tmpl *unstructured.Unstructured, uid, clusterID, secretName string) (*unstructured.Unstructured, error) {
+			return templates.RenderServer(tmpl, gw, templates.DataForServer(gw, uid, clusterID, secretName))
+		}
+	case *netv1beta1.GatewayClient:
+		gw.Spec.Default()
+		meta, refPath, secretRef = &gw.ObjectMeta, "spec.clientTemplateRef", gw.Spec.SecretRef
+		ref = templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace)
+		render = func(tmpl *unstructured.Unstructured, uid, clusterID, secretName string) (*unstructured.Unstructured, error) {
+			return templates.Render(tmpl, templates.DataForClient(gw, uid, clusterID, secretName))
+		}
+	default:
 		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
 	}
-	if gw.Namespace == "" {
-		gw.Namespace = defaultRenderNamespace
+	if meta.Namespace == "" {
+		meta.Namespace = defaultRenderNamespace
 	}
-	gw.Spec.Default()
-	ref := templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace)
-	tmpl, err := lookupTemplate(src, ref, "spec.serverTemplateRef", candidates)
+	tmpl, err := lookupTemplate(src, ref, refPath, candidates)
 	if err != nil {
 		return nil, err
 	}
-	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
-	rendered, err := templates.RenderServer(tmpl.obj, gw, templates.DataForServer(gw, uid, clusterID, secretName))
+	uid, clusterID, secretName := ov.variables(string(meta.UID), meta.Labels, meta.Name, secretRef)
+	rendered, err := render(tmpl.obj, uid, clusterID, secretName)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
 	}
-	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(true), nil); err != nil {
-		return nil, fmt.Errorf("%s: spec.serverTemplateRef: %s: %w", src, tmpl.file, err)
-	}
-	return rendered, nil
-}
-
-func renderClient(src renderSource, candidates []renderSource, ov RenderOverrides) (*unstructured.Unstructured, error) {
-	obj, err := decodeGateway(src, ov)
-	if err != nil {
-		return nil, err
-	}
-	gw, ok := obj.(*netv1beta1.GatewayClient)
-	if !ok {
-		return nil, fmt.Errorf("%s: decoded into %T", src, obj)
-	}
-	if gw.Namespace == "" {
-		gw.Namespace = defaultRenderNamespace
-	}
-	gw.Spec.Default()
-	ref := templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace)
-	tmpl, err := lookupTemplate(src, ref, "spec.clientTemplateRef", candidates)
-	if err != nil {
-		return nil, err
-	}
-	uid, clusterID, secretName := ov.variables(string(gw.UID), gw.Labels, gw.Name, gw.Spec.SecretRef)
-	rendered, err := templates.Render(tmpl.obj, templates.DataForClient(gw, uid, clusterID, secretName))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (rendering %s)", tmpl.file, err, src)
-	}
-	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(false), nil); err != nil {
-		return nil, fmt.Errorf("%s: spec.clientTemplateRef: %s: %w", src, tmpl.file, err)
+	if err := templates.CheckKind(rendered.GroupVersionKind(), templates.RenderedKind(server), nil); err != nil {
+		return nil, fmt.Errorf("%s: %s: %s: %w", src, refPath, tmpl.file, err)
 	}
 	return rendered, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -23,23 +24,20 @@ const (
 // uid is the gateway's UID, clusterID the remote cluster's ID and secretName
 // the Secret holding the key pair (see KeySecretName).
 func DataForServer(gw *netv1beta1.GatewayServer, uid, clusterID, secretName string) Data {
-	return Data{
-		Spec:       gw.Spec,
-		Name:       gw.Name,
-		Namespace:  gw.Namespace,
-		GatewayUID: uid,
-		ClusterID:  clusterID,
-		SecretName: secretName,
-	}
+	return newData(&gw.ObjectMeta, gw.Spec, uid, clusterID, secretName)
 }
 
 // DataForClient returns the variables for rendering the template of gw, like
 // DataForServer.
 func DataForClient(gw *netv1beta1.GatewayClient, uid, clusterID, secretName string) Data {
+	return newData(&gw.ObjectMeta, gw.Spec, uid, clusterID, secretName)
+}
+
+func newData(meta *metav1.ObjectMeta, spec any, uid, clusterID, secretName string) Data {
 	return Data{
-		Spec:       gw.Spec,
-		Name:       gw.Name,
-		Namespace:  gw.Namespace,
+		Spec:       spec,
+		Name:       meta.Name,
+		Namespace:  meta.Namespace,
 		GatewayUID: uid,
 		ClusterID:  clusterID,
 		SecretName: secretName,

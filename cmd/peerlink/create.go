@@ -111,6 +111,20 @@ func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.O
 	return peering.Create(cmd.Context(), cl, peering.Progress{Out: cmd.OutOrStdout(), Timeout: c.timeout}, obj, c.wait)
 }
 
+// templateFlags are the flags both gateway subcommands have: the tunnel's
+// MTU and the template the gateway is rendered from.
+type templateFlags struct {
+	mtu              int
+	tmplName, tmplNS string
+}
+
+func (t *templateFlags) addFlags(cmd *cobra.Command, kind, defaultName string) {
+	f := cmd.Flags()
+	f.IntVar(&t.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
+	f.StringVar(&t.tmplName, "template-name", defaultName, "name of the "+kind)
+	f.StringVar(&t.tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+}
+
 func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var pod, external []string
@@ -156,8 +170,7 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var server serverFlags
-	var tmplName, tmplNS string
-	var mtu int
+	var t templateFlags
 	cmd := &cobra.Command{
 		Use:     "gatewayserver [NAME]",
 		Aliases: []string{"gws", "gwserver"},
@@ -174,7 +187,7 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o, err := server.options(mtu, tmplName, tmplNS)
+			o, err := server.options(t.mtu, t.tmplName, t.tmplNS)
 			if err != nil {
 				return err
 			}
@@ -188,19 +201,16 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 	}
 	c.addFlags(cmd)
 	server.register(cmd, createServerFlags, "", true)
-	f := cmd.Flags()
-	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
-	f.StringVar(&tmplName, "template-name", netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate")
-	f.StringVar(&tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+	t.addFlags(cmd, "WgGatewayServerTemplate", netv1beta1.DefaultServerTemplateName)
 	return cmd
 }
 
 func newCreateGatewayClientCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var addresses []string
-	var protocol, tmplName, tmplNS string
+	var protocol string
 	var port int32
-	var mtu int
+	var t templateFlags
 	cmd := &cobra.Command{
 		Use:     "gatewayclient [NAME]",
 		Aliases: []string{"gwc", "gwclient"},
@@ -231,8 +241,8 @@ is filled in.`,
 				return err
 			}
 			gw, err := generators.GatewayClient(generators.GatewayClientOptions{
-				Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: mtu,
-				TemplateName: tmplName, TemplateNamespace: tmplNS,
+				Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu,
+				TemplateName: t.tmplName, TemplateNamespace: t.tmplNS,
 			})
 			if err != nil {
 				return flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu"))
@@ -245,9 +255,7 @@ is filled in.`,
 	f.StringArrayVar(&addresses, "addresses", nil, "addresses of the peer's gateway server (repeatable, or a comma-separated list)")
 	f.Int32Var(&port, "port", netv1beta1.DefaultGatewayPort, "port of the peer's gateway server")
 	f.StringVar(&protocol, "protocol", string(corev1.ProtocolUDP), "transport protocol of the tunnel: UDP")
-	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
-	f.StringVar(&tmplName, "template-name", netv1beta1.DefaultClientTemplateName, "name of the WgGatewayClientTemplate")
-	f.StringVar(&tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+	t.addFlags(cmd, "WgGatewayClientTemplate", netv1beta1.DefaultClientTemplateName)
 	return cmd
 }
 

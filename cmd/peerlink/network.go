@@ -147,33 +147,31 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 }
 
 func newDisconnectCmd(o *networkOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "disconnect",
-		Short: "Remove the gateways and public keys of a peering, keeping the Configurations",
-		Long: `Remove, on both clusters, the gateways (GatewayServer, GatewayClient) and the
+	return newTeardownCmd(o, false, "disconnect",
+		"Remove the gateways and public keys of a peering, keeping the Configurations",
+		`Remove, on both clusters, the gateways (GatewayServer, GatewayClient) and the
 PublicKeys of the peering, and wait until they are gone. The Configurations
-stay, so a later connect keeps the same remapped ranges.`,
-		Example: `  peerlink network disconnect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.teardown(cmd, false)
-		},
-	}
-	cmd.Flags().BoolVar(&o.skipConfirm, "skip-confirm", false, "do not ask for confirmation")
-	return cmd
+stay, so a later connect keeps the same remapped ranges.`)
 }
 
 func newResetCmd(o *networkOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "reset",
-		Short: "Remove everything of a peering: gateways, public keys, Configurations and empty tenant namespaces",
-		Long: `Remove, on both clusters, the gateways, PublicKeys and Configurations of the
+	return newTeardownCmd(o, true, "reset",
+		"Remove everything of a peering: gateways, public keys, Configurations and empty tenant namespaces",
+		`Remove, on both clusters, the gateways, PublicKeys and Configurations of the
 peering, wait until they are gone, then delete the tenant namespaces when
-nothing else is left in them, and wait until they are gone too.`,
-		Example: `  peerlink network reset --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm`,
+nothing else is left in them, and wait until they are gone too.`)
+}
+
+// newTeardownCmd makes disconnect, or reset when all is set.
+func newTeardownCmd(o *networkOptions, all bool, use, short, long string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: "  peerlink network " + use + " --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.teardown(cmd, true)
+			return o.teardown(cmd, all)
 		},
 	}
 	cmd.Flags().BoolVar(&o.skipConfirm, "skip-confirm", false, "do not ask for confirmation")

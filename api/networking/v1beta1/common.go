@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"net/netip"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -58,6 +60,18 @@ const (
 // CIDR is an IP prefix in CIDR notation, such as 10.244.0.0/16.
 // +kubebuilder:validation:Format=cidr
 type CIDR string
+
+// CIDRsOf returns prefixes as CIDRs, or nil when there are none.
+func CIDRsOf(prefixes []netip.Prefix) []CIDR {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	out := make([]CIDR, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = CIDR(p.String())
+	}
+	return out
+}
 
 // IP is an IPv4 address.
 // +kubebuilder:validation:Format=ipv4
