@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -64,19 +65,11 @@ func Validate(obj runtime.Object) field.ErrorList {
 		}
 		return append(errs, validateClusterConfig(o.Spec.Remote, field.NewPath("spec", "remote"))...)
 	case *netv1beta1.GatewayServer:
-		errs := validateLabels(o.Labels)
-		errs = append(errs, validateGatewayName(o.Name)...)
-		spec := field.NewPath("spec")
-		errs = append(errs, validateTemplateRef(o.Spec.ServerTemplateRef, templates.ServerTemplateKind, spec.Child("serverTemplateRef"))...)
-		errs = append(errs, validateSet(o.Spec.MTU, spec.Child("mtu"), ValidateMTU)...)
-		return append(errs, validateServerEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
+		errs := validateGateway(&o.ObjectMeta, o.Spec.ServerTemplateRef, "serverTemplateRef", templates.ServerTemplateKind, o.Spec.MTU)
+		return append(errs, validateServerEndpoint(o.Spec.Endpoint, field.NewPath("spec", "endpoint"))...)
 	case *netv1beta1.GatewayClient:
-		errs := validateLabels(o.Labels)
-		errs = append(errs, validateGatewayName(o.Name)...)
-		spec := field.NewPath("spec")
-		errs = append(errs, validateTemplateRef(o.Spec.ClientTemplateRef, templates.ClientTemplateKind, spec.Child("clientTemplateRef"))...)
-		errs = append(errs, validateSet(o.Spec.MTU, spec.Child("mtu"), ValidateMTU)...)
-		return append(errs, validateClientEndpoint(o.Spec.Endpoint, spec.Child("endpoint"))...)
+		errs := validateGateway(&o.ObjectMeta, o.Spec.ClientTemplateRef, "clientTemplateRef", templates.ClientTemplateKind, o.Spec.MTU)
+		return append(errs, validateClientEndpoint(o.Spec.Endpoint, field.NewPath("spec", "endpoint"))...)
 	case *netv1beta1.PublicKey:
 		errs := validateLabels(o.Labels)
 		errs = append(errs, validateName(o.Name)...)
@@ -170,6 +163,16 @@ func validateTemplateRef(ref corev1.ObjectReference, kind string, path *field.Pa
 		errs = append(errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{kind}))
 	}
 	return errs
+}
+
+// validateGateway checks what GatewayServer and GatewayClient have alike:
+// labels, name, template reference (spec.<refField>) and MTU.
+func validateGateway(meta *metav1.ObjectMeta, ref corev1.ObjectReference, refField, templateKind string, mtu int) field.ErrorList {
+	errs := validateLabels(meta.Labels)
+	errs = append(errs, validateGatewayName(meta.Name)...)
+	spec := field.NewPath("spec")
+	errs = append(errs, validateTemplateRef(ref, templateKind, spec.Child(refField))...)
+	return append(errs, validateSet(mtu, spec.Child("mtu"), ValidateMTU)...)
 }
 
 // validateSet checks v with check unless it is 0, which means "not set".
