@@ -57,10 +57,10 @@ type gatewayEnv struct {
 	c    client.Client
 	logs *syncBuffer
 
-	wgServer *WgGatewayServerReconciler
-	wgClient *WgGatewayClientReconciler
-	gwServer *GatewayServerReconciler
-	gwClient *GatewayClientReconciler
+	wgServer *wgGatewayReconciler[*netv1beta1.WgGatewayServer]
+	wgClient *wgGatewayReconciler[*netv1beta1.WgGatewayClient]
+	gwServer *gatewayReconciler[*netv1beta1.GatewayServer]
+	gwClient *gatewayReconciler[*netv1beta1.GatewayClient]
 }
 
 // gatewayFacts are the facts of the cluster the gateway tests run in; the
@@ -188,14 +188,17 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.wgServer = &WgGatewayServerReconciler{Facts: gatewayFacts()}
-	env.wgClient = &WgGatewayClientReconciler{Facts: gatewayFacts()}
-	env.gwServer = &GatewayServerReconciler{Facts: gatewayFacts()}
-	env.gwClient = &GatewayClientReconciler{Facts: gatewayFacts()}
-	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient, env.gwServer, env.gwClient} {
-		if err := r.SetupWithManager(mgr); err != nil {
-			t.Fatal(err)
-		}
+	if env.wgServer, err = setupWgGateway(mgr, gatewayFacts(), wgGatewayServerKind()); err != nil {
+		t.Fatal(err)
+	}
+	if env.wgClient, err = setupWgGateway(mgr, gatewayFacts(), wgGatewayClientKind()); err != nil {
+		t.Fatal(err)
+	}
+	if env.gwServer, err = setupGateway(mgr, gatewayFacts(), gatewayServerKind()); err != nil {
+		t.Fatal(err)
+	}
+	if env.gwClient, err = setupGateway(mgr, gatewayFacts(), gatewayClientKind()); err != nil {
+		t.Fatal(err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
