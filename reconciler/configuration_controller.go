@@ -165,19 +165,30 @@ func (r *ConfigurationReconciler) reconcile(ctx context.Context, conf *netv1beta
 // checkInput checks the peer's ID and CIDRs and returns the CIDRs, pod CIDRs
 // first, then external ones.
 func (r *ConfigurationReconciler) checkInput(ctx context.Context, conf *netv1beta1.Configuration) ([]netip.Prefix, error) {
-	id := conf.Labels[netv1beta1.RemoteClusterIDLabel]
-	switch {
-	case id == "":
-		return nil, stall(ReasonMissingRemoteClusterID,
-			"metadata.labels[%s] is missing: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel)
-	case id == r.Facts.ClusterID:
-		return nil, stall(ReasonOwnClusterID,
-			"metadata.labels[%s] is %q, the ID of this cluster: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel, id)
+	id, err := remoteClusterID(conf, r.Facts.ClusterID)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.checkUnique(ctx, conf, id); err != nil {
 		return nil, err
 	}
 	return parseRemoteCIDRs(conf.Spec.Remote.CIDR, r.Facts.PeerPolicy())
+}
+
+// remoteClusterID returns the peer an object declares or connects to, from
+// its mandatory remote-cluster-id label, which must not name this cluster.
+func remoteClusterID(obj metav1.Object, ownClusterID string) (string, error) {
+	id := obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+	switch {
+	case id == "":
+		return "", stall(ReasonMissingRemoteClusterID,
+			"metadata.labels[%s] is missing: set it to the ID of the peer cluster", netv1beta1.RemoteClusterIDLabel)
+	case id == ownClusterID:
+		return "", stall(ReasonOwnClusterID,
+			"metadata.labels[%s] is %q, the ID of this cluster: set it to the ID of the peer cluster",
+			netv1beta1.RemoteClusterIDLabel, id)
+	}
+	return id, nil
 }
 
 // checkUnique stalls conf when an older Configuration (by creation time,

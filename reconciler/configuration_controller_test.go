@@ -1,17 +1,14 @@
 package reconciler
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,12 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/testcluster"
@@ -56,48 +49,16 @@ type confEnv struct {
 
 	// stop stops the running manager.
 	stop func() error
-
-	mu   sync.Mutex
-	logs bytes.Buffer
-}
-
-func (e *confEnv) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.logs.Write(p)
+	logs syncBuffer
 }
 
 // startController runs a new manager with SetupAll against the cluster. It
 // runs until stopController or the end of the test.
 func (e *confEnv) startController(t *testing.T) {
 	t.Helper()
-	scheme, err := api.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cluster.Config), ctrl.Options{
-		Scheme: scheme,
-		Logger: funcr.New(func(prefix, args string) {
-			fmt.Fprintln(e, prefix, args)
-		}, funcr.Options{Verbosity: 1}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// The tests start the same controllers again, in one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	e.stop = startManager(t, rest.CopyConfig(e.cluster.Config), &e.logs, 1, func(mgr ctrl.Manager) error {
+		return SetupAll(mgr, e.facts)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupAll(mgr, e.facts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	e.stop = func() error {
-		cancel()
-		return <-done
-	}
 }
 
 // stopController stops the running manager and waits for it to return.
@@ -287,14 +248,7 @@ func (e *confEnv) snapshot(t *testing.T) map[string]netv1beta1.Configuration {
 // newConfEnv starts a control plane with the CRDs and the namespaces given.
 func newConfEnv(t *testing.T, namespaces ...string) *confEnv {
 	t.Helper()
-	scheme, err := api.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &confEnv{
-		cluster: testcluster.Start(t, testcluster.WithScheme(scheme), testcluster.WithCRDDirs("../bundles/install/crds")),
-		facts:   testFacts(),
-	}
+	e := &confEnv{cluster: startCluster(t), facts: testFacts()}
 	for _, ns := range namespaces {
 		e.createNamespace(t, ns)
 	}
@@ -309,9 +263,7 @@ func (e *confEnv) run(t *testing.T) {
 	t.Cleanup(func() {
 		e.stopController(t)
 		if t.Failed() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			t.Logf("controller log:\n%s", e.logs.String())
+			t.Logf("controller log:\n%s", e.logs.Bytes())
 		}
 	})
 }

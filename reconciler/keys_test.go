@@ -199,25 +199,16 @@ func walkStrings(v any, f func(string)) {
 }
 
 func testKeysConfined(t *testing.T, e *gatewayEnv) {
-	ctx := t.Context()
 	ns := e.namespace(t, "keys-confined")
-	server := newGatewayServer(ns, "server", "remote-s", corev1.ServiceTypeNodePort, nil)
-	if err := e.c.Create(ctx, server); err != nil {
-		t.Fatal(err)
-	}
-	client := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: "client", Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "remote-c2"},
-	}}
-	if err := e.c.Create(ctx, client); err != nil {
-		t.Fatal(err)
-	}
+	e.create(t, newGatewayServer(ns, "server", "remote-s", corev1.ServiceTypeNodePort, nil))
+	e.create(t, &netv1beta1.GatewayClient{ObjectMeta: peerMeta(ns, "client", "remote-c2")})
 	e.createNode(t, "node-keys", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.20"})
 	e.runGatewayPod(t, ns, "server", "node-keys", "10.244.0.20")
-	e.waitGatewayServer(t, ns, "server", metav1.ConditionTrue, ReasonReconciled, nil)
-	e.waitGatewayClient(t, ns, "client", metav1.ConditionFalse, netv1beta1.ReasonWaitingForEndpoint, nil)
+	gatewayServerKind().waitReady(t, e, ns, "server", metav1.ConditionTrue, ReasonReconciled, nil)
+	gatewayClientKind().waitReady(t, e, ns, "client", metav1.ConditionFalse, netv1beta1.ReasonWaitingForEndpoint, nil)
 	for _, name := range []string{"gw-server", "gw-client"} {
 		var secret corev1.Secret
-		if err := e.get(ctx, ns, name, &secret); err != nil {
+		if err := e.get(t.Context(), ns, name, &secret); err != nil {
 			t.Fatal(err)
 		}
 		e.checkPrivateKeyConfined(t, &secret)

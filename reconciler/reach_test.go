@@ -64,10 +64,8 @@ func testTemplateReach(t *testing.T, e *gatewayEnv) {
 			template(tc.templateNS, tc.name, tc.apiVersion, tc.kind, tc.renderNS)
 			gw := newGatewayServer(ns, tc.name, "remote-"+tc.name, corev1.ServiceTypeClusterIP, nil)
 			gw.Spec.ServerTemplateRef = corev1.ObjectReference{Name: tc.name, Namespace: tc.templateNS}
-			if err := e.c.Create(ctx, gw); err != nil {
-				t.Fatal(err)
-			}
-			e.waitGatewayServer(t, ns, tc.name, metav1.ConditionFalse, tc.reason, func(g *netv1beta1.GatewayServer) error {
+			e.create(t, gw)
+			gatewayServerKind().waitReady(t, e, ns, tc.name, metav1.ConditionFalse, tc.reason, func(g *netv1beta1.GatewayServer) error {
 				c := meta.FindStatusCondition(g.Status.Conditions, netv1beta1.ConditionStalled)
 				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.want) {
 					return fmt.Errorf("stalled condition %+v, want %s with %q", c, tc.reason, tc.want)
@@ -125,17 +123,13 @@ func testNoAdoption(t *testing.T, e *gatewayEnv) {
 		}, "Secret " + ns + "/gw-sec exists and is not controlled by WgGatewayServer sec"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := e.c.Create(ctx, tc.object); err != nil {
-				t.Fatal(err)
-			}
+			e.create(t, tc.object)
 			before := tc.object.GetGeneration()
 			name := strings.TrimPrefix(tc.object.GetName(), "gw-")
-			wg := newWgServer(ns, name, gatewayServiceTemplate(name, corev1.ServiceTypeClusterIP, 0))
-			if err := e.c.Create(ctx, wg); err != nil {
-				t.Fatal(err)
-			}
-			e.waitWgServer(t, ns, name, metav1.ConditionFalse, ReasonForeignObject, func(s *netv1beta1.WgGatewayServerStatus) error {
-				c := meta.FindStatusCondition(s.Conditions, netv1beta1.ConditionStalled)
+			e.create(t, &netv1beta1.WgGatewayServer{ObjectMeta: peerMeta(ns, name, "remote-1"),
+				Spec: wgSpec(name, gatewayServiceTemplate(name, corev1.ServiceTypeClusterIP, 0))})
+			wgGatewayServerKind().waitReady(t, e, ns, name, metav1.ConditionFalse, ReasonForeignObject, func(wg *netv1beta1.WgGatewayServer) error {
+				c := meta.FindStatusCondition(wg.Status.Conditions, netv1beta1.ConditionStalled)
 				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, tc.want) {
 					return fmt.Errorf("stalled condition %+v, want %q", c, tc.want)
 				}

@@ -19,16 +19,16 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
 	}
-	if err := (&WgGatewayServerReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+	if _, err := setupWgGateway(mgr, facts, wgGatewayServerKind()); err != nil {
 		return fmt.Errorf("set up wggatewayserver reconciler: %w", err)
 	}
-	if err := (&WgGatewayClientReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+	if _, err := setupWgGateway(mgr, facts, wgGatewayClientKind()); err != nil {
 		return fmt.Errorf("set up wggatewayclient reconciler: %w", err)
 	}
-	if err := (&GatewayServerReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+	if _, err := setupGateway(mgr, facts, gatewayServerKind()); err != nil {
 		return fmt.Errorf("set up gatewayserver reconciler: %w", err)
 	}
-	if err := (&GatewayClientReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+	if _, err := setupGateway(mgr, facts, gatewayClientKind()); err != nil {
 		return fmt.Errorf("set up gatewayclient reconciler: %w", err)
 	}
 	return nil

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
@@ -124,20 +128,98 @@ func setKstatus(status *netv1beta1.CommonStatus, gen int64, o outcome) {
 	}
 }
 
-// statusOf tells reconcileObject where the status of a kind is: common is
-// its kstatus part, status the whole of it, compared to tell whether to
-// write.
-type statusOf[T client.Object] struct {
-	common func(T) *netv1beta1.CommonStatus
-	status func(T) any
+// objectKind is one of the gateway kinds (GatewayServer, GatewayClient,
+// WgGatewayServer, WgGatewayClient) as the code they share needs it.
+type objectKind[T client.Object] struct {
+	// name is the kind, as the kind field of an object says it.
+	name      string
+	newObject func() T
+	newList   func() client.ObjectList
+	// status points into an object of the kind at its status.
+	status func(T) statusFields
+}
+
+// kindOf returns kind name, whose objects are of Go type O, listed as L,
+// with status pointing into their status.
+func kindOf[O, L any, T interface {
+	*O
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](name string, status func(T) statusFields) objectKind[T] {
+	return objectKind[T]{
+		name:      name,
+		newObject: func() T { return new(O) },
+		newList:   func() client.ObjectList { return PL(new(L)) },
+		status:    status,
+	}
+}
+
+// statusFields point into the status of an object of a gateway kind. Every
+// kind reports its kstatus conditions, its key Secret with the public key it
+// holds, and its active pod; a server kind where it is reachable; a Gateway
+// kind the object rendered for it. A field the kind lacks is nil.
+type statusFields struct {
+	// all is the whole status, compared to tell whether to write.
+	all              any
+	common           *netv1beta1.CommonStatus
+	secretRef        **corev1.ObjectReference
+	publicKey        *[]byte
+	internalEndpoint **netv1beta1.InternalGatewayEndpoint
+	endpoint         **netv1beta1.EndpointStatus
+	rendered         **corev1.ObjectReference
+}
+
+// report copies into f what s, the status of the object rendered for a
+// gateway, reports.
+func (f statusFields) report(s netv1beta1.WgGatewayServerStatus) {
+	*f.secretRef, *f.publicKey, *f.internalEndpoint = s.SecretRef, s.PublicKey, s.InternalEndpoint
+	if f.endpoint != nil {
+		*f.endpoint = s.Endpoint
+	}
+}
+
+// list returns the objects of the kind that c lists with opts.
+func (k objectKind[T]) list(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]T, error) {
+	l := k.newList()
+	if err := c.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("list %s objects: %w", k.name, err)
+	}
+	var objs []T
+	err := meta.EachListItem(l, func(o runtime.Object) error {
+		objs = append(objs, o.(T))
+		return nil
+	})
+	return objs, err
+}
+
+// requestsFor returns the map function of a watch: it brings back the
+// objects of the kind that match accepts for the object of the event.
+func (k objectKind[T]) requestsFor(c client.Reader, match func(event client.Object, obj T) bool) handler.MapFunc {
+	return func(ctx context.Context, event client.Object) []reconcile.Request {
+		objs, err := k.list(ctx, c)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list the objects an event brings back", "event", client.ObjectKeyFromObject(event))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, o := range objs {
+			if match(event, o) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	}
 }
 
 // reconcileObject is the flow of every reconciler of a gateway kind: read
-// the object by key into obj, run body unless the object is being deleted
+// the object of kind by key, run body unless the object is being deleted
 // (the garbage collector removes what it owns), set the kstatus conditions
 // from body's outcome and write the status when it changed.
-func reconcileObject[T client.Object](ctx context.Context, c client.Client, key types.NamespacedName, obj T, s statusOf[T],
+func reconcileObject[T client.Object](ctx context.Context, c client.Client, key types.NamespacedName, kind objectKind[T],
 	body func(context.Context, T) (outcome, error)) (ctrl.Result, error) {
+	obj := kind.newObject()
 	if err := c.Get(ctx, key, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -146,8 +228,8 @@ func reconcileObject[T client.Object](ctx context.Context, c client.Client, key 
 	}
 	before := obj.DeepCopyObject().(T)
 	o, err := conclude(body(ctx, obj))
-	setKstatus(s.common(obj), obj.GetGeneration(), o)
-	if perr := patchStatus(ctx, c, before, obj, s.status); perr != nil {
+	setKstatus(kind.status(obj).common, obj.GetGeneration(), o)
+	if perr := patchStatus(ctx, c, before, obj, func(o T) any { return kind.status(o).all }); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	return ctrl.Result{}, err

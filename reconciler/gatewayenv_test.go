@@ -1,21 +1,17 @@
 package reconciler
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,19 +20,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -57,10 +49,10 @@ type gatewayEnv struct {
 	c    client.Client
 	logs *syncBuffer
 
-	wgServer *WgGatewayServerReconciler
-	wgClient *WgGatewayClientReconciler
-	gwServer *GatewayServerReconciler
-	gwClient *GatewayClientReconciler
+	wgServer *wgGatewayReconciler[*netv1beta1.WgGatewayServer]
+	wgClient *wgGatewayReconciler[*netv1beta1.WgGatewayClient]
+	gwServer *gatewayReconciler[*netv1beta1.GatewayServer]
+	gwClient *gatewayReconciler[*netv1beta1.GatewayClient]
 }
 
 // gatewayFacts are the facts of the cluster the gateway tests run in; the
@@ -70,77 +62,10 @@ func gatewayFacts() ClusterFacts {
 		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16")}}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// decodeHexDumps adds to a log line's key/value list, for each value that is
-// a hex dump (as client-go logs binary bodies), the bytes it shows, in
-// plain hex: a secret in a dump would otherwise escape a search of the log.
-func decodeHexDumps(kvs []any) []any {
-	out := kvs
-	for i := 1; i < len(kvs); i += 2 {
-		s, ok := kvs[i].(string)
-		if !ok {
-			continue
-		}
-		if b := parseHexDump(s); len(b) > 0 {
-			out = append(out, fmt.Sprint(kvs[i-1], "-decoded"), hex.EncodeToString(b))
-		}
-	}
-	return out
-}
-
-// parseHexDump returns the bytes shown by the lines of s in the format of
-// encoding/hex.Dump, nil when there are none.
-func parseHexDump(s string) []byte {
-	var out []byte
-	for _, line := range strings.Split(s, "\n") {
-		end := strings.Index(line, "  |")
-		if len(line) < 10 || end < 0 {
-			continue
-		}
-		if _, err := hex.DecodeString(line[:8]); err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(line[8:end]) {
-			b, err := hex.DecodeString(f)
-			if err != nil || len(b) != 1 {
-				break
-			}
-			out = append(out, b[0])
-		}
-	}
-	return out
-}
-
 // startGatewayEnv starts the cluster and the manager; both stop when t ends.
 func startGatewayEnv(t *testing.T) *gatewayEnv {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := netv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cluster := testcluster.Start(t,
-		testcluster.WithScheme(scheme),
-		testcluster.WithCRDDirs("../bundles/install/crds"),
+	cluster := startCluster(t,
 		// No kubelet posts node status here: the node lifecycle controller
 		// would mark the test's nodes unreachable and their pods not ready.
 		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
@@ -173,37 +98,22 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 		UserName: "system:serviceaccount:" + gatewayFacts().Namespace + ":peerlink-controller",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + gatewayFacts().Namespace, "system:authenticated"},
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// Verbose enough for client-go to log request and response bodies.
-		Logger: funcr.New(func(prefix, args string) {
-			fmt.Fprintln(env.logs, prefix, args)
-		}, funcr.Options{Verbosity: 10, RenderArgsHook: decodeHexDumps}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Other tests of the package run the same controllers in managers
-		// of their own.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.wgServer = &WgGatewayServerReconciler{Facts: gatewayFacts()}
-	env.wgClient = &WgGatewayClientReconciler{Facts: gatewayFacts()}
-	env.gwServer = &GatewayServerReconciler{Facts: gatewayFacts()}
-	env.gwClient = &GatewayClientReconciler{Facts: gatewayFacts()}
-	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{env.wgServer, env.wgClient, env.gwServer, env.gwClient} {
-		if err := r.SetupWithManager(mgr); err != nil {
-			t.Fatal(err)
+	stop := startManager(t, cfg, env.logs, 10, func(mgr ctrl.Manager) error {
+		var err error
+		if env.wgServer, err = setupWgGateway(mgr, gatewayFacts(), wgGatewayServerKind()); err != nil {
+			return err
 		}
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+		if env.wgClient, err = setupWgGateway(mgr, gatewayFacts(), wgGatewayClientKind()); err != nil {
+			return err
+		}
+		if env.gwServer, err = setupGateway(mgr, gatewayFacts(), gatewayServerKind()); err != nil {
+			return err
+		}
+		env.gwClient, err = setupGateway(mgr, gatewayFacts(), gatewayClientKind())
+		return err
+	})
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 		if t.Failed() {
@@ -215,29 +125,35 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 
 // TestGateways runs the tests of the gateway reconcilers against one
 // control plane, each in a namespace of its own: starting one per test would
-// multiply the run time.
+// multiply the run time. A test both kinds of a pair run runs once per kind.
 func TestGateways(t *testing.T) {
 	e := startGatewayEnv(t)
+	wgServer, wgClient := wgServerCase(e), wgClientCase(e)
+	gwServer, gwClient := gatewayServerCase(e), gatewayClientCase(e)
 	for _, tc := range []struct {
 		name string
-		run  func(*testing.T, *gatewayEnv)
+		run  func(*testing.T)
 	}{
-		{"wg server node port", testWgServerNodePort},
-		{"wg server cluster ip", testWgServerClusterIP},
-		{"wg server user secret", testWgServerUserSecret},
-		{"wg client", testWgClient},
-		{"gateway server node port", testGatewayServerNodePort},
-		{"gateway server load balancer", testGatewayServerLoadBalancer},
-		{"gateway server template change", testGatewayServerTemplateChange},
-		{"gateway server bad input", testGatewayServerBadInput},
-		{"templates reach only what a gateway needs", testTemplateReach},
-		{"no foreign object is adopted", testNoAdoption},
-		{"gateway server deletion", testGatewayServerDeletion},
-		{"gateway client", testGatewayClient},
+		{"wg server", func(t *testing.T) { testWgGateway(t, e, wgServer) }},
+		{"wg client", func(t *testing.T) { testWgGateway(t, e, wgClient) }},
+		{"wg server cluster ip", func(t *testing.T) { testWgServerClusterIP(t, e) }},
+		{"wg server user secret", func(t *testing.T) { testWgUserSecret(t, e, wgServer) }},
+		{"wg client user secret", func(t *testing.T) { testWgUserSecret(t, e, wgClient) }},
+		{"gateway server", func(t *testing.T) { testGateway(t, e, gwServer) }},
+		{"gateway client", func(t *testing.T) { testGateway(t, e, gwClient) }},
+		{"gateway server allocated node port", func(t *testing.T) { testGatewayServerAllocatedNodePort(t, e) }},
+		{"gateway server load balancer", func(t *testing.T) { testGatewayServerLoadBalancer(t, e) }},
+		{"gateway server template change", func(t *testing.T) { testGatewayServerTemplateChange(t, e) }},
+		{"gateway server bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwServer) }},
+		{"gateway client bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwClient) }},
+		{"one gateway per peer", func(t *testing.T) { testDuplicateGateway(t, e) }},
+		{"templates reach only what a gateway needs", func(t *testing.T) { testTemplateReach(t, e) }},
+		{"no foreign object is adopted", func(t *testing.T) { testNoAdoption(t, e) }},
+		{"gateway server deletion", func(t *testing.T) { testGatewayServerDeletion(t, e) }},
 		// Last, so that every other test's objects are searched too.
-		{"keys confined", testKeysConfined},
+		{"keys confined", func(t *testing.T) { testKeysConfined(t, e) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+		t.Run(tc.name, tc.run)
 	}
 }
 
@@ -274,6 +190,58 @@ func (e *gatewayEnv) namespace(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// create creates obj, failing t when it cannot.
+func (e *gatewayEnv) create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := e.c.Create(t.Context(), obj); err != nil {
+		t.Fatalf("create %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+}
+
+// peerMeta is the metadata of object ns/name connecting peer id; without
+// the remote-cluster-id label when id is empty.
+func peerMeta(ns, name, id string) metav1.ObjectMeta {
+	m := objectMeta(ns, name)
+	if id != "" {
+		m.Labels = map[string]string{netv1beta1.RemoteClusterIDLabel: id}
+	}
+	return m
+}
+
+// waitReady waits until object ns/name of the kind reports, for its
+// current generation, the Ready condition status and reason given, and
+// check (nil: none) accepts it; it returns the object.
+func (k objectKind[T]) waitReady(t *testing.T, e *gatewayEnv, ns, name string, ready metav1.ConditionStatus, reason string,
+	check func(T) error) T {
+	t.Helper()
+	obj := k.newObject()
+	eventually(t, fmt.Sprintf("%s %s/%s Ready=%s/%s", k.name, ns, name, ready, reason), func(ctx context.Context) error {
+		if err := e.get(ctx, ns, name, obj); err != nil {
+			return err
+		}
+		s := k.status(obj).common
+		if s.ObservedGeneration != obj.GetGeneration() {
+			return fmt.Errorf("status describes generation %d, want %d", s.ObservedGeneration, obj.GetGeneration())
+		}
+		if err := conditionIs(s.Conditions, obj.GetGeneration(), netv1beta1.ConditionReady, ready, reason); err != nil {
+			return err
+		}
+		if check != nil {
+			return check(obj)
+		}
+		return nil
+	})
+	return obj
+}
+
+// named returns an empty object of the kind named ns/name.
+func (k objectKind[T]) named(ns, name string) T {
+	obj := k.newObject()
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	return obj
 }
 
 // eventually polls cond until it returns nil, failing t with its last error
@@ -399,8 +367,8 @@ func (e *gatewayEnv) runGatewayPod(t *testing.T, ns, name, node, ip string) stri
 
 // runImpostorPod creates a pod with the labels of gateway name's pods but
 // made by no Deployment, Running and Ready on node with ip, and waits until
-// the gateway reconcilers' pod cache holds it.
-func (e *gatewayEnv) runImpostorPod(t *testing.T, ns, name, node, ip string) {
+// pods, the pod cache of a gateway reconciler, holds it.
+func (e *gatewayEnv) runImpostorPod(t *testing.T, pods client.Reader, ns, name, node, ip string) {
 	t.Helper()
 	ctx := t.Context()
 	pod := &corev1.Pod{
@@ -426,7 +394,7 @@ func (e *gatewayEnv) runImpostorPod(t *testing.T, ns, name, node, ip string) {
 	}
 	eventually(t, "the impostor pod in the reconcilers' cache", func(ctx context.Context) error {
 		var got corev1.Pod
-		if err := e.wgClient.pods.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		if err := pods.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 			return err
 		}
 		if got.Status.PodIP != ip {
@@ -544,4 +512,129 @@ func (e *gatewayEnv) isGone(ctx context.Context, ns, name string, obj client.Obj
 	}
 	return fmt.Errorf("%T %s/%s still exists (deletionTimestamp %v, finalizers %v)",
 		obj, ns, name, obj.GetDeletionTimestamp(), obj.GetFinalizers())
+}
+
+// stalledWith checks that conds hold Stalled True with reason and message.
+func stalledWith(conds []metav1.Condition, reason, message string) error {
+	c := meta.FindStatusCondition(conds, netv1beta1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason || c.Message != message {
+		return fmt.Errorf("stalled condition %+v, want True/%s %q", c, reason, message)
+	}
+	return nil
+}
+
+// containerArgs returns the arguments of the gateway container of
+// Deployment ns/gw-<name>.
+func (e *gatewayEnv) containerArgs(ctx context.Context, ns, name string) ([]string, error) {
+	var dep appsv1.Deployment
+	if err := e.get(ctx, ns, "gw-"+name, &dep); err != nil {
+		return nil, err
+	}
+	return dep.Spec.Template.Spec.Containers[0].Args, nil
+}
+
+// endpointIs checks an endpoint status.
+func endpointIs(ep *netv1beta1.EndpointStatus, port int32, addrs ...string) error {
+	if ep == nil {
+		return fmt.Errorf("no endpoint")
+	}
+	if !slices.Equal(ep.Addresses, addrs) || ep.Port != port || ep.Protocol == nil || *ep.Protocol != corev1.ProtocolUDP {
+		return fmt.Errorf("endpoint %v port %d protocol %v, want %v port %d UDP", ep.Addresses, ep.Port, ep.Protocol, addrs, port)
+	}
+	return nil
+}
+
+// checkIdentity checks ServiceAccount, Role and RoleBinding gw-<name>: the
+// Role grants the gateway pod its own Secret and gateway object, the peer's
+// PublicKeys and Configurations, and Connections, nothing else.
+func (e *gatewayEnv) checkIdentity(t *testing.T, ns, name, gatewayResource, secretName string) {
+	t.Helper()
+	ctx := t.Context()
+	child := "gw-" + name
+	var sa corev1.ServiceAccount
+	if err := e.get(ctx, ns, child, &sa); err != nil {
+		t.Fatal(err)
+	}
+	var rb rbacv1.RoleBinding
+	if err := e.get(ctx, ns, child, &rb); err != nil {
+		t.Fatal(err)
+	}
+	if rb.RoleRef.Name != child || len(rb.Subjects) != 1 || rb.Subjects[0].Name != child || rb.Subjects[0].Kind != rbacv1.ServiceAccountKind {
+		t.Errorf("role binding %+v does not bind role %s to service account %s", rb, child, child)
+	}
+	var role rbacv1.Role
+	if err := e.get(ctx, ns, child, &role); err != nil {
+		t.Fatal(err)
+	}
+	// What the gateway's service account may do, checked by the API server.
+	user := "system:serviceaccount:" + ns + ":" + child
+	for _, tc := range []struct {
+		verb, group, resource, name string
+		allowed                     bool
+	}{
+		{"get", "", "secrets", secretName, true},
+		{"get", "", "secrets", "other", false},
+		{"list", "", "secrets", "", false},
+		{"get", "networking.liqo.io", gatewayResource, name, true},
+		{"get", "networking.liqo.io", gatewayResource, "other", false},
+		{"watch", "networking.liqo.io", gatewayResource, "", true},
+		{"list", "networking.liqo.io", "publickeies", "", true},
+		{"watch", "networking.liqo.io", "configurations", "", true},
+		{"create", "networking.liqo.io", "connections", "", true},
+		{"patch", "networking.liqo.io", "connections", "gw-" + name, true},
+		{"delete", "networking.liqo.io", "connections", "gw-" + name, false},
+		{"update", "networking.liqo.io", "configurations", "x", false},
+		{"create", "", "pods", "", false},
+	} {
+		if got := e.can(t, user, ns, tc.verb, tc.group, tc.resource, tc.name); got != tc.allowed {
+			t.Errorf("%s %s %s/%s %q: allowed=%v, want %v", user, tc.verb, tc.group, tc.resource, tc.name, got, tc.allowed)
+		}
+	}
+}
+
+// checkNoWrites reconciles ns/name once more with each of rs, directly, and
+// checks that none of objs (set with their namespace and name) was written.
+func (e *gatewayEnv) checkNoWrites(t *testing.T, ns, name string, rs []reconcile.Reconciler, objs ...client.Object) {
+	t.Helper()
+	snapshot := func() ([]string, error) {
+		var rvs []string
+		for _, o := range objs {
+			if err := e.get(t.Context(), o.GetNamespace(), o.GetName(), o); err != nil {
+				return nil, err
+			}
+			rvs = append(rvs, fmt.Sprintf("%T %s rv %s", o, o.GetName(), o.GetResourceVersion()))
+		}
+		return rvs, nil
+	}
+	// Wait until the cluster settles: the Deployment and ReplicaSet
+	// controllers update statuses for a while after a pod starts.
+	var before []string
+	eventually(t, "objects settle", func(ctx context.Context) error {
+		a, err := snapshot()
+		if err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second)
+		b, err := snapshot()
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(a, b) {
+			return fmt.Errorf("still changing: %v -> %v", a, b)
+		}
+		before = b
+		return nil
+	})
+	for _, r := range rs {
+		for range 2 {
+			e.reconcileAgain(t, r, ns, name)
+		}
+	}
+	after, err := snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(before, after) {
+		t.Errorf("a reconcile with nothing to change wrote:\nbefore %v\nafter  %v", before, after)
+	}
 }

@@ -11,17 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -40,6 +32,19 @@ func childLabels(owner metav1.Object) map[string]string {
 		return nil
 	}
 	return map[string]string{netv1beta1.RemoteClusterIDLabel: id}
+}
+
+// childMeta is the metadata of child gw-<name> of a gateway in namespace
+// ns, owned by owner: the labels and annotations of its template tmpl, if
+// any, with labels laid on top.
+func childMeta(name, ns string, tmpl netv1beta1.TemplateMetadata, labels map[string]string, owner metav1.OwnerReference) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            childName(name),
+		Namespace:       ns,
+		Labels:          mergeLabels(tmpl.Labels, labels),
+		Annotations:     tmpl.Annotations,
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}
 }
 
 // mergeLabels returns base with over laid on top; nil when both are empty.
@@ -110,14 +115,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 //     and remapped ranges;
 //   - Connections, which the agent creates and keeps up to date.
 func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[string]string, owner metav1.OwnerReference) []client.Object {
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name:            childName(name),
-			Namespace:       ns,
-			Labels:          labels,
-			OwnerReferences: []metav1.OwnerReference{owner},
-		}
-	}
+	meta := func() metav1.ObjectMeta { return childMeta(name, ns, netv1beta1.TemplateMetadata{}, labels, owner) }
 	read := []string{"get", "list", "watch"}
 	group := netv1beta1.GroupVersion.Group
 	return []client.Object{
@@ -155,15 +153,9 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 // tunnel.
 func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, local []netip.Prefix) *appsv1.Deployment {
 	d := &appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            childName(name),
-			Namespace:       ns,
-			Labels:          mergeLabels(t.Metadata.Labels, labels),
-			Annotations:     t.Metadata.Annotations,
-			OwnerReferences: []metav1.OwnerReference{owner},
-		},
-		Spec: *t.Spec.DeepCopy(),
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: childMeta(name, ns, t.Metadata, labels, owner),
+		Spec:       *t.Spec.DeepCopy(),
 	}
 	pod := &d.Spec.Template.Spec
 	pod.ServiceAccountName = childName(name)
@@ -183,63 +175,8 @@ func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels 
 // gatewayService builds Service gw-<name> from the rendered template.
 func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference) *corev1.Service {
 	return &corev1.Service{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            childName(name),
-			Namespace:       ns,
-			Labels:          mergeLabels(t.Metadata.Labels, labels),
-			Annotations:     t.Metadata.Annotations,
-			OwnerReferences: []metav1.OwnerReference{owner},
-		},
-		Spec: *t.Spec.DeepCopy(),
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: childMeta(name, ns, t.Metadata, labels, owner),
+		Spec:       *t.Spec.DeepCopy(),
 	}
-}
-
-// wgGatewayController starts the controller of a WgGateway kind, obj, whose
-// lists are of list's type: its children by metadata only (their content is
-// applied, never read from the cache), the key Secrets by metadata only and
-// the gateway pods through a cache of their own, which it returns. A Secret
-// event brings back the objects whose key Secret it is, so that a deleted
-// generated Secret is made again and a fixed user Secret is checked again.
-func wgGatewayController(mgr ctrl.Manager, c client.Reader, obj client.Object, list client.ObjectList) (*builder.Builder, cache.Cache, error) {
-	pods, err := newGatewayPodCache(mgr)
-	if err != nil {
-		return nil, nil, err
-	}
-	forSecret := func(ctx context.Context, secret client.Object) []reconcile.Request {
-		l := list.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, l, client.InNamespace(secret.GetNamespace())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list gateways for a secret event", "secret", client.ObjectKeyFromObject(secret))
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(l, func(o runtime.Object) error {
-			if wg, ok := o.(client.Object); ok && keySecretName(wg) == secret.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wg)})
-			}
-			return nil
-		})
-		return reqs
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(obj).
-		Owns(&appsv1.Deployment{}, builder.OnlyMetadata).
-		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
-		Owns(&rbacv1.Role{}, builder.OnlyMetadata).
-		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(forSecret), builder.OnlyMetadata).
-		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest)))
-	return b, pods, nil
-}
-
-// keySecretName is the name of the key Secret of a WgGatewayServer or
-// WgGatewayClient.
-func keySecretName(obj client.Object) string {
-	switch wg := obj.(type) {
-	case *netv1beta1.WgGatewayServer:
-		return templates.KeySecretName(wg.Name, wg.Spec.SecretRef)
-	case *netv1beta1.WgGatewayClient:
-		return templates.KeySecretName(wg.Name, wg.Spec.SecretRef)
-	}
-	return ""
 }

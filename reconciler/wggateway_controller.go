@@ -1,0 +1,193 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/templates"
+)
+
+// wgGatewayKind is WgGatewayServer or WgGatewayClient, as the flow the two
+// share needs it. A server is a client with a Service in front.
+type wgGatewayKind[T client.Object] struct {
+	objectKind[T]
+	// gatewayResource is the plural of the kind the gateway's agent reads:
+	// gatewayservers or gatewayclients.
+	gatewayResource string
+	// workload returns the Deployment template and the key Secret reference
+	// of an object of the kind.
+	workload func(T) (netv1beta1.DeploymentTemplate, corev1.LocalObjectReference)
+	// service returns the template of the Service exposing a server; nil
+	// for the client kind, which nothing reaches from outside.
+	service func(T) netv1beta1.ServiceTemplate
+}
+
+// wgGatewayServerKind is the WgGatewayServer kind.
+func wgGatewayServerKind() wgGatewayKind[*netv1beta1.WgGatewayServer] {
+	return wgGatewayKind[*netv1beta1.WgGatewayServer]{
+		objectKind: kindOf[netv1beta1.WgGatewayServer, netv1beta1.WgGatewayServerList]("WgGatewayServer", func(wg *netv1beta1.WgGatewayServer) statusFields {
+			s := &wg.Status
+			return statusFields{all: s, common: &s.CommonStatus, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint, endpoint: &s.Endpoint}
+		}),
+		gatewayResource: "gatewayservers",
+		workload: func(wg *netv1beta1.WgGatewayServer) (netv1beta1.DeploymentTemplate, corev1.LocalObjectReference) {
+			return wg.Spec.Deployment, wg.Spec.SecretRef
+		},
+		service: func(wg *netv1beta1.WgGatewayServer) netv1beta1.ServiceTemplate { return wg.Spec.Service },
+	}
+}
+
+// wgGatewayClientKind is the WgGatewayClient kind.
+func wgGatewayClientKind() wgGatewayKind[*netv1beta1.WgGatewayClient] {
+	return wgGatewayKind[*netv1beta1.WgGatewayClient]{
+		objectKind: kindOf[netv1beta1.WgGatewayClient, netv1beta1.WgGatewayClientList]("WgGatewayClient", func(wg *netv1beta1.WgGatewayClient) statusFields {
+			s := &wg.Status
+			return statusFields{all: s, common: &s.CommonStatus, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint}
+		}),
+		gatewayResource: "gatewayclients",
+		workload: func(wg *netv1beta1.WgGatewayClient) (netv1beta1.DeploymentTemplate, corev1.LocalObjectReference) {
+			return wg.Spec.Deployment, wg.Spec.SecretRef
+		},
+	}
+}
+
+// wgGatewayReconciler runs the gateway of a WgGatewayServer or
+// WgGatewayClient: its ServiceAccount and RBAC, key Secret, Deployment and,
+// for a server, Service, all named gw-<name> and owned by the object, and
+// reports in its status the key Secret, which pod carries traffic and, for a
+// server, where it is reachable.
+type wgGatewayReconciler[T client.Object] struct {
+	kind wgGatewayKind[T]
+	// client reads from the manager's cache and writes to the API server.
+	client client.Client
+	// apiReader reads Secrets and Nodes, which are watched by metadata only
+	// and so are not in the cache.
+	apiReader client.Reader
+	// facts are this cluster's own ranges, which the gateway pod learns to
+	// filter what comes out of the tunnel.
+	facts ClusterFacts
+	// pods reads gateway pods, from a cache of their own.
+	pods client.Reader
+}
+
+// Reconcile brings the children of one object in line with its spec and
+// records the result in its status.
+func (r *wgGatewayReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileObject(ctx, r.client, req.NamespacedName, r.kind.objectKind, r.reconcile)
+}
+
+// reconcile applies the children and fills the status fields other than the
+// conditions.
+func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, error) {
+	status := r.kind.status(wg)
+	owner := *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind(r.kind.name))
+	deployment, secretRef := r.kind.workload(wg)
+	ref, pub, err := applyWorkload(ctx, r.client, r.apiReader, wgGateway{
+		obj:             wg,
+		owner:           owner,
+		gatewayResource: r.kind.gatewayResource,
+		localRanges:     r.facts.LocalRanges(),
+		deployment:      deployment,
+		secretRef:       secretRef,
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	*status.secretRef, *status.publicKey = ref, pub[:]
+
+	var svc *corev1.Service
+	if r.kind.service != nil {
+		svc = gatewayService(r.kind.service(wg), wg.GetName(), wg.GetNamespace(), childLabels(wg), owner)
+		if err := applyTyped(ctx, r.client, r.apiReader, svc); err != nil {
+			return outcome{}, err
+		}
+	}
+
+	pod, err := activeGatewayPod(ctx, r.pods, r.apiReader, wg.GetNamespace(), wg.GetName(), wg.GetUID())
+	if err != nil {
+		return outcome{}, err
+	}
+	*status.internalEndpoint = internalEndpoint(pod)
+
+	reachable := ""
+	if svc != nil {
+		ep, wait, err := r.serverEndpoint(ctx, svc, pod)
+		if err != nil {
+			return outcome{}, err
+		}
+		*status.endpoint = ep
+		if wait != nil {
+			return *wait, nil
+		}
+		reachable = ", reachable at " + describeEndpoint(ep)
+	}
+	if pod == nil {
+		return progressing(ReasonWaitingForGatewayPod, "no running pod labelled %s=%s,%s=true",
+			GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
+	}
+	return ready(fmt.Sprintf("gateway pod %s on node %s%s", pod.Name, pod.Spec.NodeName, reachable)), nil
+}
+
+// serverEndpoint returns where a server exposed by svc, whose active pod is
+// pod (nil for none), is reachable, or the outcome to report while
+// something is awaited (see serviceEndpoint).
+func (r *wgGatewayReconciler[T]) serverEndpoint(ctx context.Context, svc *corev1.Service, pod *corev1.Pod) (*netv1beta1.EndpointStatus, *outcome, error) {
+	var node *corev1.Node
+	if pod != nil && svc.Spec.Type == corev1.ServiceTypeNodePort {
+		node = &corev1.Node{}
+		if err := r.apiReader.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+			return nil, nil, fmt.Errorf("get node %s of gateway pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+		}
+	}
+	ep, wait := serviceEndpoint(svc, node)
+	return ep, wait, nil
+}
+
+// setupWgGateway registers the reconciler of kind with mgr and returns it.
+// It watches the children by metadata only (their content is applied, never
+// read from the cache), the key Secrets by metadata only, and the gateway
+// pods through a cache of their own; for a server also the Nodes of its
+// pods, by metadata only. A Secret event brings back the objects whose key
+// Secret it is, so that a deleted generated Secret is made again and a
+// fixed user Secret is checked again.
+func setupWgGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind wgGatewayKind[T]) (*wgGatewayReconciler[T], error) {
+	pods, err := newGatewayPodCache(mgr)
+	if err != nil {
+		return nil, err
+	}
+	r := &wgGatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), facts: facts, pods: pods}
+	forSecret := kind.requestsFor(r.client, func(secret client.Object, wg T) bool {
+		_, ref := kind.workload(wg)
+		return wg.GetNamespace() == secret.GetNamespace() && templates.KeySecretName(wg.GetName(), ref) == secret.GetName()
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(kind.newObject()).
+		Owns(&appsv1.Deployment{}, builder.OnlyMetadata).
+		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
+		Owns(&rbacv1.Role{}, builder.OnlyMetadata).
+		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(forSecret), builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest)))
+	if kind.service != nil {
+		// A NodePort server is reached at the address of its pod's node.
+		forNode := kind.requestsFor(r.client, func(node client.Object, wg T) bool {
+			ie := *kind.status(wg).internalEndpoint
+			return ie != nil && ie.Node != nil && *ie.Node == node.GetName()
+		})
+		b = b.Owns(&corev1.Service{}, builder.OnlyMetadata).
+			Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(forNode), builder.OnlyMetadata)
+	}
+	return r, b.Complete(r)
+}
