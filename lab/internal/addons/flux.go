@@ -1,0 +1,91 @@
+package addons
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerlink/peerlink/internal/kbuild"
+)
+
+// FluxNamespace is where the lab installs the Flux controllers, as the Flux
+// CLI does.
+const FluxNamespace = "flux-system"
+
+// FluxControllers are the directories of the source-controller and
+// kustomize-controller modules, at the versions hack/flux pins; each holds
+// the controller's own install configuration under config/.
+type FluxControllers struct {
+	SourceController    string
+	KustomizeController string
+}
+
+// Flux returns the manifests that install source-controller and
+// kustomize-controller: their CRDs, RBAC, Deployments and Services, as the
+// modules' own config/ directories define them, in namespace flux-system,
+// with their images taken from the lab registry. Nothing is written but a
+// kustomization in a temporary directory.
+func Flux(c FluxControllers, registry string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "lab-flux-")
+	if err != nil {
+		return nil, fmt.Errorf("flux manifests: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var resources []string
+	var images []map[string]string
+	for _, ctl := range []struct{ name, dir string }{
+		{"source-controller", c.SourceController},
+		{"kustomize-controller", c.KustomizeController},
+	} {
+		if ctl.dir == "" {
+			return nil, fmt.Errorf("flux manifests: no module directory for %s", ctl.name)
+		}
+		// The modules' config/default cannot be used as it is: it names
+		// its own namespace, and kustomize-controller's fetches
+		// source-controller's manifests from the internet.
+		// kustomize takes only relative paths to other kustomizations.
+		rel, err := filepath.Rel(dir, ctl.dir)
+		if err != nil {
+			return nil, fmt.Errorf("flux manifests: %w", err)
+		}
+		for _, part := range []string{"crd", "rbac", "manager"} {
+			resources = append(resources, filepath.Join(rel, "config", part))
+		}
+		images = append(images, map[string]string{
+			"name": "fluxcd/" + ctl.name, "newName": registry + "/lab/" + ctl.name, "newTag": "latest",
+		})
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": FluxNamespace}}
+	k := map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"namespace":  FluxNamespace,
+		"resources":  append([]string{"namespace.yaml"}, resources...),
+		"images":     images,
+	}
+	for name, obj := range map[string]any{"namespace.yaml": ns, "kustomization.yaml": k} {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("flux manifests: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("flux manifests: %w", err)
+		}
+	}
+	objs, err := kbuild.BuildFS(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("flux manifests: %w", err)
+	}
+	var out []byte
+	for _, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("flux manifests: %s: %w", o.GetName(), err)
+		}
+		out = append(append(out, "---\n"...), data...)
+	}
+	return out, nil
+}
