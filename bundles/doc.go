@@ -3,5 +3,7 @@
 // administrators commit them. The package has no code of its own; its tests
 // build the bundles with kustomize and apply them to a real API server, and
 // check that the CRDs accept the manifests users write and reject malformed
-// ones with a message naming the field.
+// ones with a message naming the field. They also run the Lua health checks
+// of examples/argocd in gopher-lua, as Argo CD does, on objects the
+// controller reported on.
 package bundles
