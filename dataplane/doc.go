@@ -1,12 +1,13 @@
 // Package dataplane plans the kernel state of peerlink's two agents, purely:
-// Plan turns the facts of one peering (role, keys, endpoint, MTU, the peer's
-// real and remapped ranges, the overlay) into the desired state of a gateway
-// pod's network namespace, and PlanFabric turns the facts of one node (its
-// pod CIDRs, the active gateways and the ranges behind each) into the
-// desired state of the node. A plan is data: a WireGuard configuration, the
-// overlay link, addresses, routes and policy rules, and an nftables ruleset.
-// Planning reads no clock, no API and no kernel; the agents gather the
-// facts, and packages wireguard, overlay, route and nat apply the plans.
+// PlanGateway (gatewayplan.go) turns the facts of one peering (role, keys,
+// endpoint, MTU, the peer's real and remapped ranges, the overlay) into the
+// desired state of a gateway pod's network namespace, and PlanFabric
+// (fabricplan.go) turns the facts of one node (its pod CIDRs, the active
+// gateways and the ranges behind each) into the desired state of the node.
+// A plan is data: a WireGuard configuration, the overlay link, addresses,
+// routes and policy rules, and an nftables ruleset. Planning reads no clock,
+// no API and no kernel; the agents gather the facts, and packages wireguard,
+// overlay, route and nat apply the plans.
 //
 // The data path it plans:
 //

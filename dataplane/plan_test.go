@@ -141,7 +141,7 @@ func TestPlanGolden(t *testing.T) {
 				if err := json.Unmarshal(raw, &j); err != nil {
 					t.Fatal(err)
 				}
-				p, err := Plan(j.facts(t))
+				p, err := PlanGateway(j.facts(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +176,7 @@ func validGatewayFacts(t *testing.T) GatewayFacts {
 	return j.facts(t)
 }
 
-func TestPlanRejectsBadFacts(t *testing.T) {
+func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mutate func(*GatewayFacts)
 		want   string
@@ -198,18 +198,18 @@ func TestPlanRejectsBadFacts(t *testing.T) {
 	} {
 		f := validGatewayFacts(t)
 		tc.mutate(&f)
-		_, err := Plan(f)
+		_, err := PlanGateway(f)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Plan error = %v, want one containing %q", name, err, tc.want)
+			t.Errorf("%s: PlanGateway error = %v, want one containing %q", name, err, tc.want)
 		}
 	}
 }
 
-func TestPlanClientWithoutEndpointWaits(t *testing.T) {
+func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
 	f := validGatewayFacts(t)
 	f.Role = Client
 	f.Endpoint = netip.AddrPort{}
-	p, err := Plan(f)
+	p, err := PlanGateway(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func (a *Agent) sync(ctx context.Context) bool {
 	facts, err := a.gatherFacts(ctx)
 	if err == nil {
 		var plan dataplane.GatewayPlan
-		if plan, err = dataplane.Plan(facts); err == nil {
+		if plan, err = dataplane.PlanGateway(facts); err == nil {
 			err = a.apply(plan)
 		}
 	}

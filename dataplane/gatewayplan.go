@@ -100,9 +100,9 @@ func IngressDropReasons() []string {
 // headers without options.
 const tcpIPHeaders = 40
 
-// Plan computes the desired state of a gateway from its facts. It fails,
-// naming the fact, when the facts cannot make a working tunnel.
-func Plan(f GatewayFacts) (GatewayPlan, error) {
+// PlanGateway computes the desired state of a gateway from its facts. It
+// fails, naming the fact, when the facts cannot make a working tunnel.
+func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	if err := f.validate(); err != nil {
 		return GatewayPlan{}, err
 	}
