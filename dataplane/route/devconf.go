@@ -7,6 +7,8 @@ import (
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Indexes of IPv4 per-link settings (IPV4_DEVCONF_* in
@@ -22,8 +24,8 @@ const (
 // Nested attributes of IFLA_AF_SPEC for AF_INET.
 const iflaInetConf = 1
 
-// conf is what the link's settings ask of its IPv4 settings.
-func (l Link) conf() map[int]uint32 {
+// devconf is what the settings of l ask of its IPv4 settings.
+func devconf(l plan.Link) map[int]uint32 {
 	c := map[int]uint32{}
 	if l.Router {
 		c[devconfForwarding] = 1
