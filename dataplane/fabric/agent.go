@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
@@ -105,9 +104,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
-	tick := time.NewTicker(a.opts.ResyncInterval)
-	defer tick.Stop()
-	a.trigger.Notify()
+	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,7 +114,6 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.log.Info("stopping; the overlay link, routes, rules and nftables table stay for the next agent")
 			}
 			return nil
-		case <-tick.C:
 		case <-a.trigger:
 		}
 		a.sync(ctx)

@@ -144,9 +144,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 
-	tick := time.NewTicker(a.opts.ResyncInterval)
-	defer tick.Stop()
-	a.trigger.Notify()
+	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -156,7 +154,6 @@ func (a *Agent) Start(ctx context.Context) error {
 			wg.Wait()
 			a.cleanup()
 			return nil
-		case <-tick.C:
 		case <-a.trigger:
 		case <-a.rehandshake:
 			a.forceHandshake()
