@@ -36,17 +36,8 @@ peerlink's tables, and the NAT that keeps pod source addresses towards peers
 and sends other sources out as the cluster's unknown-source address.
 
 It needs CAP_NET_ADMIN.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := f.options()
-			if err != nil {
-				return err
-			}
-			return runFabric(f, opts)
-		},
 	}
-	f.addFlags(cmd.Flags())
-	return cmd
+	return subcommand(cmd, f.addFlags, f.options, func(opts fabric.Options) error { return runFabric(f, opts) })
 }
 
 func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {

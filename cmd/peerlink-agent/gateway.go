@@ -45,17 +45,8 @@ the NAT between the peer's real and remapped ranges, routes, health pings
 over the tunnel and the Connection gw-<name>.
 
 It needs CAP_NET_ADMIN, and /dev/net/tun for the userspace WireGuard.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := f.options()
-			if err != nil {
-				return err
-			}
-			return runGateway(f, opts)
-		},
 	}
-	f.addFlags(cmd.Flags())
-	return cmd
+	return subcommand(cmd, f.addFlags, f.options, func(opts gateway.Options) error { return runGateway(f, opts) })
 }
 
 func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {

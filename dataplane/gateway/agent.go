@@ -107,17 +107,21 @@ func (a *Agent) gatewayRef() (string, string) {
 	return "GatewayClient", string(a.gatewayUID)
 }
 
+// newGateway returns an empty object of the kind of the agent's gateway.
+func (a *Agent) newGateway() client.Object {
+	if a.opts.Role == dataplane.Server {
+		return &netv1beta1.GatewayServer{}
+	}
+	return &netv1beta1.GatewayClient{}
+}
+
 // Start runs the agent until ctx ends.
 func (a *Agent) Start(ctx context.Context) error {
 	if err := a.initKernel(); err != nil {
 		return err
 	}
 	defer a.kernel.Close()
-	gateway := client.Object(&netv1beta1.GatewayClient{})
-	if a.opts.Role == dataplane.Server {
-		gateway = &netv1beta1.GatewayServer{}
-	}
-	if err := resync.WatchObjects(ctx, a.informers, a.trigger, gateway, &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
+	if err := resync.WatchObjects(ctx, a.informers, a.trigger, a.newGateway(), &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)

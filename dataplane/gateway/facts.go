@@ -76,34 +76,30 @@ func readKey(dir, name string) (plan.Key, error) {
 
 // readGateway reads the gateway object: the MTU when no flag set it, and a
 // client's server endpoint when no flag set it. It also learns the object's
-// kind for the Connection.
+// UID for the Connection.
 func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]string, int, error) {
 	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: a.opts.Name}
-	addresses, port := a.opts.EndpointAddresses, a.opts.EndpointPort
-	if a.opts.Role == dataplane.Server {
-		var gw netv1beta1.GatewayServer
-		if err := a.client.Get(ctx, key, &gw); err != nil {
-			return nil, 0, fmt.Errorf("get GatewayServer %s: %w", key, err)
-		}
-		if f.MTU == 0 {
-			f.MTU = gw.Spec.MTU
-		}
-		a.setGatewayUID(gw.UID)
-		return nil, 0, nil
+	gw := a.newGateway()
+	if err := a.client.Get(ctx, key, gw); err != nil {
+		kind, _ := a.gatewayRef()
+		return nil, 0, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	var gw netv1beta1.GatewayClient
-	if err := a.client.Get(ctx, key, &gw); err != nil {
-		return nil, 0, fmt.Errorf("get GatewayClient %s: %w", key, err)
+	a.setGatewayUID(gw.GetUID())
+	mtu, addresses, port := 0, a.opts.EndpointAddresses, a.opts.EndpointPort
+	switch gw := gw.(type) {
+	case *netv1beta1.GatewayServer:
+		mtu, addresses, port = gw.Spec.MTU, nil, 0
+	case *netv1beta1.GatewayClient:
+		mtu = gw.Spec.MTU
+		if len(addresses) == 0 {
+			addresses = gw.Spec.Endpoint.Addresses
+		}
+		if port == 0 {
+			port = int(gw.Spec.Endpoint.Port)
+		}
 	}
 	if f.MTU == 0 {
-		f.MTU = gw.Spec.MTU
-	}
-	a.setGatewayUID(gw.UID)
-	if len(addresses) == 0 {
-		addresses = gw.Spec.Endpoint.Addresses
-	}
-	if port == 0 {
-		port = int(gw.Spec.Endpoint.Port)
+		f.MTU = mtu
 	}
 	return addresses, port, nil
 }

@@ -82,16 +82,6 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			&expr.Meta{Key: key, Register: reg1},
 			&expr.Cmp{Op: op, Register: reg1, Data: ifname(name)})
 	}
-	addrIn := func(offset uint32, name string, invert bool) error {
-		s, err := lookupSet(name)
-		if err != nil {
-			return err
-		}
-		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
-			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, Invert: invert})
-		return nil
-	}
 	if r.IIF != "" {
 		iface(expr.MetaKeyIIFNAME, r.IIF, expr.CmpOpEq)
 	}
@@ -101,25 +91,24 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 	if r.OIF != "" {
 		iface(expr.MetaKeyOIFNAME, r.OIF, expr.CmpOpEq)
 	}
-	if r.SrcIn != "" {
-		if err := addrIn(ipSrcOffset, r.SrcIn, false); err != nil {
+	for _, m := range []struct {
+		offset uint32
+		set    string
+		invert bool
+	}{
+		{ipSrcOffset, r.SrcIn, false}, {ipSrcOffset, r.SrcNotIn, true},
+		{ipDstOffset, r.DstIn, false}, {ipDstOffset, r.DstNotIn, true},
+	} {
+		if m.set == "" {
+			continue
+		}
+		s, err := lookupSet(m.set)
+		if err != nil {
 			return nil, err
 		}
-	}
-	if r.SrcNotIn != "" {
-		if err := addrIn(ipSrcOffset, r.SrcNotIn, true); err != nil {
-			return nil, err
-		}
-	}
-	if r.DstIn != "" {
-		if err := addrIn(ipDstOffset, r.DstIn, false); err != nil {
-			return nil, err
-		}
-	}
-	if r.DstNotIn != "" {
-		if err := addrIn(ipDstOffset, r.DstNotIn, true); err != nil {
-			return nil, err
-		}
+		ex = append(ex,
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: m.offset, Len: 4},
+			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, Invert: m.invert})
 	}
 	addrIs := func(offset uint32, a netip.Addr) {
 		b := a.As4()
