@@ -1,8 +1,9 @@
 package dataplane
 
 import (
-	"fmt"
 	"net/netip"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Names and numbers of the kernel objects peerlink owns.
@@ -48,6 +49,16 @@ const (
 	PriorityHostSource = TableHostSources
 )
 
+// owned is what a plan owns whatever its facts: the overlay link, the
+// nftables table nft, the routing tables and the rule priorities.
+func owned(nft string, tables, priorities []int) plan.NetNS {
+	return plan.NetNS{
+		Overlay: plan.Overlay{Name: OverlayLink},
+		Routes:  plan.Routing{Tables: tables, RulePriorities: priorities},
+		NAT:     plan.Ruleset{Table: nft},
+	}
+}
+
 // Tunnel addresses: a /30 of link-local space, the server .1, the client .2.
 var (
 	TunnelPrefix  = netip.MustParsePrefix("169.254.18.0/30")
@@ -63,15 +74,6 @@ const (
 	Server Role = "server"
 	Client Role = "client"
 )
-
-// ParseRole validates the value of the --mode flag.
-func ParseRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case Server, Client:
-		return r, nil
-	}
-	return "", fmt.Errorf("mode %q: must be server or client", s)
-}
 
 // TunnelAddress is the role's own address on the tunnel.
 func (r Role) TunnelAddress() netip.Addr {

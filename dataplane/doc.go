@@ -1,12 +1,19 @@
 // Package dataplane plans the kernel state of peerlink's two agents, purely:
-// Plan turns the facts of one peering (role, keys, endpoint, MTU, the peer's
-// real and remapped ranges, the overlay) into the desired state of a gateway
-// pod's network namespace, and PlanFabric turns the facts of one node (its
-// pod CIDRs, the active gateways and the ranges behind each) into the
-// desired state of the node. A plan is data: a WireGuard configuration, the
-// overlay link, addresses, routes and policy rules, and an nftables ruleset.
-// Planning reads no clock, no API and no kernel; the agents gather the
-// facts, and packages wireguard, overlay, route and nat apply the plans.
+// PlanGateway (gatewayplan.go) turns the facts of one peering (role, keys,
+// endpoint, MTU, the peer's real and remapped ranges, the overlay) into the
+// desired state of a gateway pod's network namespace, and PlanFabric
+// (fabricplan.go) turns the facts of one node (its pod CIDRs, the active
+// gateways and the ranges behind each) into the desired state of the node.
+// A plan is data, made of the types of package plan: a WireGuard
+// configuration, the overlay link, addresses, routes and policy rules, and
+// an nftables ruleset. GatewayOwned and FabricOwned name what such a plan
+// owns whatever its facts, which is what an agent removes. The package also
+// names the kernel objects peerlink owns (dataplane.go).
+//
+// Planning reads no clock, no API and no kernel, and imports nothing that
+// does (a test runs `go list -deps` to keep it so). The agents (packages
+// gateway and fabric) gather the facts, and packages wireguard, overlay,
+// route and nat apply the plans.
 //
 // The data path it plans:
 //

@@ -50,17 +50,8 @@ objects, and publishes this cluster's ID and ranges in the cluster-info
 ConfigMap of its namespace.
 
 Repeatable CIDR flags also take comma-separated lists.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			facts, err := o.facts()
-			if err != nil {
-				return err
-			}
-			return runController(o, facts)
-		},
 	}
-	o.addFlags(cmd.Flags())
-	return cmd
+	return subcommand(cmd, o.addFlags, o.facts, func(facts reconciler.ClusterFacts) error { return runController(o, facts) })
 }
 
 // addFlags defines the flags of the command in f.

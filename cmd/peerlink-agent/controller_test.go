@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -160,16 +159,7 @@ func TestControllerBundleArgs(t *testing.T) {
 
 	parse := func(env map[string]string) (reconciler.ClusterFacts, error) {
 		t.Helper()
-		args := make([]string, len(c.Args)-1)
-		for i, a := range c.Args[1:] {
-			args[i] = os.Expand(strings.NewReplacer("$(", "${", ")", "}").Replace(a), func(k string) string {
-				v, ok := env[k]
-				if !ok {
-					t.Errorf("argument %q uses $(%s), which is not in the environment", a, k)
-				}
-				return v
-			})
-		}
+		args := expandArgs(t, c.Args[1:], env)
 		var o controllerOptions
 		fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 		o.addFlags(fs)

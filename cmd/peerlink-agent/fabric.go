@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,18 +15,13 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane/fabric"
-	"github.com/peerlink/peerlink/dataplane/overlay"
 )
 
 // fabricFlags are the flags of `peerlink-agent fabric`.
 type fabricFlags struct {
-	processFlags
-	nodeName, nodeIP            string
-	namespace, gatewayNamespace string
-	overlayKind                 string
-	mtu                         int
-	resync                      time.Duration
-	cleanupOnExit               bool
+	agentFlags
+	nodeName, gatewayNamespace string
+	cleanupOnExit              bool
 }
 
 func newFabricCommand() *cobra.Command {
@@ -43,49 +36,33 @@ peerlink's tables, and the NAT that keeps pod source addresses towards peers
 and sends other sources out as the cluster's unknown-source address.
 
 It needs CAP_NET_ADMIN.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := f.options()
-			if err != nil {
-				return err
-			}
-			return runFabric(f, opts)
-		},
 	}
-	f.addFlags(cmd.Flags())
-	return cmd
+	return subcommand(cmd, f.addFlags, f.options, func(opts fabric.Options) error { return runFabric(f, opts) })
 }
 
 func (f *fabricFlags) addFlags(fs *pflag.FlagSet) {
 	f.processFlags.addFlags(fs, ":6092", "0", ", on the host network")
+	f.agentFlags.addFlags(fs, agentFlagHelp{
+		namespace: "namespace of the ConfigMap " + clusterinfo.Name, namespaceDefault: "peerlink",
+		nodeIP:      "address of this node where overlay packets arrive (default: the NODE_IP variable)",
+		overlayPeer: "the gateways'",
+		mtu:         "MTU of the overlay link; 0: the node link's MTU less the encapsulation",
+	})
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default: the NODE_NAME variable)")
-	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of this node where overlay packets arrive (default: the NODE_IP variable)")
-	fs.StringVar(&f.namespace, "namespace", "peerlink", "namespace of the ConfigMap "+clusterinfo.Name)
 	fs.StringVar(&f.gatewayNamespace, "gateway-namespace", "", "namespace of the gateways and Configurations; empty: all namespaces")
-	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the gateways': auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
-	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the overlay link; 0: the node link's MTU less the encapsulation")
-	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
 	fs.BoolVar(&f.cleanupOnExit, "cleanup-on-exit", false, "remove the overlay link, routes, rules and nftables table on SIGTERM (for uninstalling; without it they stay for the next agent, so a rollout drops nothing)")
 }
 
 func (f *fabricFlags) options() (fabric.Options, error) {
-	kind, err := overlay.ParseKind(f.overlayKind)
+	common, err := f.agentFlags.options()
 	if err != nil {
-		return fabric.Options{}, fmt.Errorf("--overlay: %w", err)
+		return fabric.Options{}, err
 	}
 	o := fabric.Options{
+		Options:          common,
 		NodeName:         f.nodeName,
-		Namespace:        f.namespace,
 		GatewayNamespace: f.gatewayNamespace,
-		Overlay:          kind,
-		MTU:              f.mtu,
-		ResyncInterval:   f.resync,
 		CleanupOnExit:    f.cleanupOnExit,
-	}
-	if f.nodeIP != "" {
-		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
-			return fabric.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
-		}
 	}
 	return o, o.Validate()
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -53,16 +51,7 @@ func TestFabricBundleArgs(t *testing.T) {
 	if len(c.Args) == 0 || c.Args[0] != "fabric" {
 		t.Fatalf("container args %q do not run the fabric", c.Args)
 	}
-	args := make([]string, len(c.Args)-1)
-	for i, a := range c.Args[1:] {
-		args[i] = os.Expand(strings.NewReplacer("$(", "${", ")", "}").Replace(a), func(k string) string {
-			v, ok := env[k]
-			if !ok {
-				t.Errorf("argument %q uses $(%s), which is not in the environment", a, k)
-			}
-			return v
-		})
-	}
+	args := expandArgs(t, c.Args[1:], env)
 	var f fabricFlags
 	fs := pflag.NewFlagSet("fabric", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)

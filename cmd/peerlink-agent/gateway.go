@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,22 +16,21 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/gateway"
-	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 // gatewayFlags are the flags of `peerlink-agent gateway`.
 type gatewayFlags struct {
-	processFlags
+	agentFlags
 
-	name, namespace, clusterID, mode, uid string
-	mtu, listenPort, endpointPort         int
-	endpointAddresses                     string
-	keyDir                                string
-	keepalive, pingInterval, resync       time.Duration
-	wireguardImpl, overlayKind, nodeIP    string
-	localCIDRs                            string
+	name, clusterID, mode, uid string
+	listenPort, endpointPort   int
+	endpointAddresses          string
+	keyDir                     string
+	keepalive, pingInterval    time.Duration
+	wireguardImpl              string
+	localCIDRs                 string
 }
 
 func newGatewayCommand() *cobra.Command {
@@ -48,38 +45,30 @@ the NAT between the peer's real and remapped ranges, routes, health pings
 over the tunnel and the Connection gw-<name>.
 
 It needs CAP_NET_ADMIN, and /dev/net/tun for the userspace WireGuard.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := f.options()
-			if err != nil {
-				return err
-			}
-			return runGateway(f, opts)
-		},
 	}
-	f.addFlags(cmd.Flags())
-	return cmd
+	return subcommand(cmd, f.addFlags, f.options, func(opts gateway.Options) error { return runGateway(f, opts) })
 }
 
 func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
 	f.processFlags.addFlags(fs, ":8081", ":8082", "")
+	f.agentFlags.addFlags(fs, agentFlagHelp{
+		namespace:   "namespace of the gateway object (required)",
+		nodeIP:      "address of the node running the pod (default: the NODE_IP variable); traffic from the tunnel goes to it through the overlay",
+		overlayPeer: "the fabric's",
+		mtu:         "MTU of the tunnel; 0 takes the gateway object's spec.mtu", mtuDefault: netv1beta1.DefaultMTU,
+	})
 
 	fs.StringVar(&f.name, "name", "", "name of the GatewayServer or GatewayClient (required)")
-	fs.StringVar(&f.namespace, "namespace", "", "namespace of the gateway object (required)")
 	fs.StringVar(&f.clusterID, "remote-cluster-id", "", "cluster ID of the peer (required)")
 	fs.StringVar(&f.mode, "mode", "", "server or client (required)")
 	fs.StringVar(&f.uid, "gateway-uid", "", "UID of the gateway object, for the Connection's owner reference")
-	fs.IntVar(&f.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; 0 takes the gateway object's spec.mtu")
 	fs.IntVar(&f.listenPort, "listen-port", 0, "WireGuard port of a server")
 	fs.StringVar(&f.endpointAddresses, "endpoint-address", "", "comma-separated addresses of the server, for a client; empty: read them from the GatewayClient")
 	fs.IntVar(&f.endpointPort, "endpoint-port", 0, "port of the server, for a client; 0: read it from the GatewayClient")
 	fs.StringVar(&f.keyDir, "key-dir", "/etc/peerlink/keys", "directory of the mounted key Secret (files privateKey and publicKey)")
 	fs.DurationVar(&f.keepalive, "keepalive", 25*time.Second, "WireGuard persistent keepalive; 0 disables it")
 	fs.DurationVar(&f.pingInterval, "ping-interval", 2*time.Second, "interval of the health pings over the tunnel")
-	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
 	fs.StringVar(&f.wireguardImpl, "wireguard-implementation", string(wireguard.Auto), "auto, kernel or userspace")
-	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as the fabric's: auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
-	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), "address of the node running the pod (default: the NODE_IP variable); traffic from the tunnel goes to it through the overlay")
 	fs.StringVar(&f.localCIDRs, "local-cidr", os.Getenv(netv1beta1.LocalCIDRsEnv), "comma-separated pod and external CIDRs of this cluster, the only destinations allowed out of the tunnel (default: the "+netv1beta1.LocalCIDRsEnv+" variable, which the controller sets; required)")
 }
 
@@ -89,49 +78,34 @@ const gatewayMaxMisses = 5
 
 // options parses the flags; errors name them.
 func (f *gatewayFlags) options() (gateway.Options, error) {
-	role, err := dataplane.ParseRole(f.mode)
+	role, err := parseChoice("mode", "mode", f.mode, dataplane.Server, dataplane.Client)
 	if err != nil {
-		return gateway.Options{}, fmt.Errorf("--mode: %w", err)
+		return gateway.Options{}, err
 	}
-	impl, err := wireguard.ParseImplementation(f.wireguardImpl)
+	impl, err := parseChoice("wireguard-implementation", "wireguard implementation", f.wireguardImpl, wireguard.Auto, wireguard.Kernel, wireguard.Userspace)
 	if err != nil {
-		return gateway.Options{}, fmt.Errorf("--wireguard-implementation: %w", err)
+		return gateway.Options{}, err
 	}
-	kind, err := overlay.ParseKind(f.overlayKind)
+	common, err := f.agentFlags.options()
 	if err != nil {
-		return gateway.Options{}, fmt.Errorf("--overlay: %w", err)
+		return gateway.Options{}, err
 	}
 	o := gateway.Options{
-		Name:            f.name,
-		Namespace:       f.namespace,
-		RemoteClusterID: f.clusterID,
-		Role:            role,
-		GatewayUID:      types.UID(f.uid),
-		MTU:             f.mtu,
-		ListenPort:      f.listenPort,
-		EndpointPort:    f.endpointPort,
-		KeyDir:          f.keyDir,
-		Keepalive:       f.keepalive,
-		PingInterval:    f.pingInterval,
-		MaxMisses:       gatewayMaxMisses,
-		WireGuard:       impl,
-		Overlay:         kind,
-		ResyncInterval:  f.resync,
+		Options:           common,
+		Name:              f.name,
+		RemoteClusterID:   f.clusterID,
+		Role:              role,
+		GatewayUID:        types.UID(f.uid),
+		ListenPort:        f.listenPort,
+		EndpointAddresses: commaList(f.endpointAddresses),
+		EndpointPort:      f.endpointPort,
+		KeyDir:            f.keyDir,
+		Keepalive:         f.keepalive,
+		PingInterval:      f.pingInterval,
+		MaxMisses:         gatewayMaxMisses,
+		WireGuard:         impl,
 	}
-	for _, a := range strings.Split(f.endpointAddresses, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			o.EndpointAddresses = append(o.EndpointAddresses, a)
-		}
-	}
-	if f.nodeIP != "" {
-		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
-			return gateway.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
-		}
-	}
-	for _, s := range strings.Split(f.localCIDRs, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
+	for _, s := range commaList(f.localCIDRs) {
 		p, err := cidr.ParseNetwork(s)
 		if err != nil {
 			return gateway.Options{}, fmt.Errorf("--local-cidr: %w", err)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -25,4 +26,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// subcommand completes cmd, a command without arguments: addFlags defines
+// its flags, parse makes what it runs with of them (failing on what the
+// flags cannot mean), and run runs it.
+func subcommand[T any](cmd *cobra.Command, addFlags func(*pflag.FlagSet), parse func() (T, error), run func(T) error) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(*cobra.Command, []string) error {
+		v, err := parse()
+		if err != nil {
+			return err
+		}
+		return run(v)
+	}
+	addFlags(cmd.Flags())
+	return cmd
 }

@@ -8,12 +8,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,10 +19,9 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/resync"
-	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
@@ -35,24 +31,17 @@ const (
 	GatewayAppValue = "peerlink-gateway"
 )
 
-// Options configure the fabric agent; the command line sets them.
+// Options configure the fabric agent; the command line sets them. Of the
+// options both agents take, Namespace holds the cluster-info ConfigMap,
+// NodeIP is required (gateways and other nodes send this node overlay
+// packets there), and MTU is the overlay link's (0: the MTU of the node's
+// link less the encapsulation).
 type Options struct {
+	agent.Options
 	// NodeName is the node the agent runs on.
 	NodeName string
-	// NodeIP is the node's address: gateways and other nodes send it overlay
-	// packets there.
-	NodeIP netip.Addr
-	// Namespace holds the cluster-info ConfigMap.
-	Namespace string
 	// GatewayNamespace limits the gateways to one namespace; empty: all.
 	GatewayNamespace string
-	// Overlay chooses the encapsulation; it must match the gateways'.
-	Overlay overlay.Kind
-	// MTU of the overlay link; 0: the MTU of the node's link less the
-	// encapsulation.
-	MTU int
-	// ResyncInterval is how often the kernel is compared with the plan.
-	ResyncInterval time.Duration
 	// CleanupOnExit removes the overlay link, routes, rules and nftables
 	// table when the agent stops. Off, they stay for the next agent (a
 	// rollout, a drain, a restart) and traffic to the peers goes on
@@ -66,19 +55,10 @@ func (o Options) Validate() error {
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name: required"))
 	}
-	if !o.NodeIP.Is4() {
-		errs = append(errs, fmt.Errorf("--node-ip %v: an IPv4 address is required", o.NodeIP))
+	if !o.NodeIP.IsValid() {
+		errs = append(errs, errors.New("--node-ip: required"))
 	}
-	if o.Namespace == "" {
-		errs = append(errs, errors.New("--namespace: required"))
-	}
-	if o.MTU < 0 {
-		errs = append(errs, fmt.Errorf("--mtu %d: must not be negative", o.MTU))
-	}
-	if o.ResyncInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--resync-interval %v: must be positive", o.ResyncInterval))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, o.Options.Check()...)...)
 }
 
 // Agent runs the fabric of one node. It is a controller-runtime Runnable.
@@ -88,10 +68,7 @@ type Agent struct {
 	informers cache.Informers
 	log       logr.Logger
 
-	handle  *netlink.Handle
-	routes  *route.Applier
-	nat     *nat.Applier
-	kind    overlay.Kind
+	kernel  *agent.Kernel
 	mtu     int
 	trigger resync.Trigger
 	outcome *resync.Outcome
@@ -121,15 +98,13 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := a.initKernel(); err != nil {
 		return err
 	}
-	defer a.routes.Close()
+	defer a.kernel.Close()
 	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{},
 		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
-	tick := time.NewTicker(a.opts.ResyncInterval)
-	defer tick.Stop()
-	a.trigger.Notify()
+	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,7 +114,6 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.log.Info("stopping; the overlay link, routes, rules and nftables table stay for the next agent")
 			}
 			return nil
-		case <-tick.C:
 		case <-a.trigger:
 		}
 		a.sync(ctx)
@@ -148,25 +122,19 @@ func (a *Agent) Start(ctx context.Context) error {
 
 func (a *Agent) initKernel() error {
 	var err error
-	if a.routes, err = route.NewApplier(netns.None()); err != nil {
+	if a.kernel, err = agent.OpenKernel(a.opts.Overlay, a.log); err != nil {
 		return err
-	}
-	a.handle = a.routes.Handle()
-	if a.nat, err = nat.NewApplier(netns.None()); err != nil {
-		return err
-	}
-	if a.kind, err = overlay.Detect(a.handle, a.opts.Overlay); err != nil {
-		return fmt.Errorf("choose the overlay encapsulation: %w", err)
 	}
 	a.mtu = a.opts.MTU
 	if a.mtu == 0 {
-		underlay, err := linkMTU(a.handle, a.opts.NodeIP)
+		underlay, err := linkMTU(a.kernel.Handle(), a.opts.NodeIP)
 		if err != nil {
 			return err
 		}
 		a.mtu = underlay - overlay.Overhead
 	}
-	a.log.Info("overlay", "kind", a.kind, "port", a.kind.Port(), "nodeIP", a.opts.NodeIP, "mtu", a.mtu)
+	kind := a.kernel.Overlay
+	a.log.Info("overlay", "kind", kind, "port", kind.Port(), "nodeIP", a.opts.NodeIP, "mtu", a.mtu)
 	return nil
 }
 
@@ -193,10 +161,10 @@ func linkMTU(h *netlink.Handle, addr netip.Addr) (int, error) {
 func (a *Agent) sync(ctx context.Context) {
 	facts, err := a.gatherFacts(ctx)
 	if err == nil {
-		var plan dataplane.FabricPlan
-		if plan, err = dataplane.PlanFabric(facts); err == nil {
-			a.reportSkipped(plan.Skipped)
-			err = a.apply(plan)
+		var p dataplane.FabricPlan
+		if p, err = dataplane.PlanFabric(facts); err == nil {
+			a.reportSkipped(p.Skipped)
+			err = a.kernel.Apply(p.NetNS, nil)
 		}
 	}
 	a.outcome.Record(err)
@@ -215,35 +183,10 @@ func (a *Agent) reportSkipped(skipped []dataplane.SkippedGateway) {
 	}
 }
 
-func (a *Agent) apply(plan dataplane.FabricPlan) error {
-	ovl, err := overlay.Ensure(a.handle, plan.Overlay)
-	if err != nil {
-		return err
-	}
-	changes, err := a.routes.Apply(plan.Routes)
-	if err != nil {
-		return err
-	}
-	natChanged, err := a.nat.Apply(plan.NAT)
-	if err != nil {
-		return err
-	}
-	if ovl {
-		changes = append(changes, "overlay link "+dataplane.OverlayLink+" created")
-	}
-	if natChanged {
-		changes = append(changes, "nftables table "+dataplane.FabricNFTable+" written")
-	}
-	if len(changes) > 0 {
-		a.log.Info("applied", "changes", strings.Join(changes, "; "))
-	}
-	return nil
-}
-
 // gatherFacts reads the cluster's ranges, the active gateway pods and their
 // peers' remapped ranges.
 func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
-	f := dataplane.FabricFacts{Node: a.opts.NodeIP, OverlayKind: a.kind, OverlayMTU: a.mtu}
+	f := dataplane.FabricFacts{Node: a.opts.NodeIP, OverlayKind: a.kernel.Overlay, OverlayMTU: a.mtu}
 	info, err := clusterinfo.Read(ctx, a.client, a.opts.Namespace)
 	if errors.Is(err, clusterinfo.ErrNotPublished) {
 		return f, resync.Waiting{Reason: err.Error()}
@@ -375,21 +318,7 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, pu
 
 // cleanup removes the nftables table, routes, rules and the overlay link.
 func (a *Agent) cleanup() {
-	var errs []error
-	if err := a.nat.Remove(dataplane.FabricNFTable); err != nil {
-		errs = append(errs, err)
-	}
-	owned := route.State{
-		Tables:         []int{dataplane.TablePodSources, dataplane.TableHostSources},
-		RulePriorities: []int{dataplane.PriorityPodSources, dataplane.PriorityHostSource},
-	}
-	if err := a.routes.Remove(owned); err != nil {
-		errs = append(errs, err)
-	}
-	if err := overlay.Remove(a.handle, dataplane.OverlayLink); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := a.kernel.Remove(dataplane.FabricOwned()); err != nil {
 		a.log.Error(err, "clean up")
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,11 +22,11 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/health"
-	"github.com/peerlink/peerlink/dataplane/nat"
 	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
-	"github.com/peerlink/peerlink/dataplane/route"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
 
@@ -43,9 +41,7 @@ type Agent struct {
 	metrics   *metrics
 
 	// Kernel state, touched only by the goroutine of Start.
-	handle       *netlink.Handle
-	routes       *route.Applier
-	nat          *nat.Applier
+	kernel       *agent.Kernel
 	dev          wireguard.Device
 	overlayFacts dataplane.GatewayOverlay
 	applied      *dataplane.GatewayPlan
@@ -111,17 +107,21 @@ func (a *Agent) gatewayRef() (string, string) {
 	return "GatewayClient", string(a.gatewayUID)
 }
 
+// newGateway returns an empty object of the kind of the agent's gateway.
+func (a *Agent) newGateway() client.Object {
+	if a.opts.Role == dataplane.Server {
+		return &netv1beta1.GatewayServer{}
+	}
+	return &netv1beta1.GatewayClient{}
+}
+
 // Start runs the agent until ctx ends.
 func (a *Agent) Start(ctx context.Context) error {
 	if err := a.initKernel(); err != nil {
 		return err
 	}
-	defer a.routes.Close()
-	gateway := client.Object(&netv1beta1.GatewayClient{})
-	if a.opts.Role == dataplane.Server {
-		gateway = &netv1beta1.GatewayServer{}
-	}
-	if err := resync.WatchObjects(ctx, a.informers, a.trigger, gateway, &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
+	defer a.kernel.Close()
+	if err := resync.WatchObjects(ctx, a.informers, a.trigger, a.newGateway(), &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
@@ -148,9 +148,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 
-	tick := time.NewTicker(a.opts.ResyncInterval)
-	defer tick.Stop()
-	a.trigger.Notify()
+	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,7 +158,6 @@ func (a *Agent) Start(ctx context.Context) error {
 			wg.Wait()
 			a.cleanup()
 			return nil
-		case <-tick.C:
 		case <-a.trigger:
 		case <-a.rehandshake:
 			a.forceHandshake()
@@ -191,22 +188,15 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 }
 
-// initKernel opens the netlink and nftables appliers in the current network
-// namespace, picks the overlay kind and finds the pod's own address.
+// initKernel opens the kernel stage in the current network namespace,
+// which picks the overlay kind, and finds the pod's own address.
 func (a *Agent) initKernel() error {
 	var err error
-	if a.routes, err = route.NewApplier(netns.None()); err != nil {
+	if a.kernel, err = agent.OpenKernel(a.opts.Overlay, a.log); err != nil {
 		return err
 	}
-	a.handle = a.routes.Handle()
-	if a.nat, err = nat.NewApplier(netns.None()); err != nil {
-		return err
-	}
-	kind, err := overlay.Detect(a.handle, a.opts.Overlay)
-	if err != nil {
-		return fmt.Errorf("choose the overlay encapsulation: %w", err)
-	}
-	addr, mtu, err := podUnderlay(a.handle)
+	kind := a.kernel.Overlay
+	addr, mtu, err := podUnderlay(a.kernel.Handle())
 	if err != nil {
 		return err
 	}
@@ -252,64 +242,38 @@ func podUnderlay(h *netlink.Handle) (netip.Addr, int, error) {
 func (a *Agent) sync(ctx context.Context) bool {
 	facts, err := a.gatherFacts(ctx)
 	if err == nil {
-		var plan dataplane.GatewayPlan
-		if plan, err = dataplane.Plan(facts); err == nil {
-			err = a.apply(plan)
+		var p dataplane.GatewayPlan
+		if p, err = dataplane.PlanGateway(facts); err == nil {
+			err = a.apply(p)
 		}
 	}
 	a.outcome.Record(err)
 	return err == nil || a.applied != nil
 }
 
-// apply writes the plan, each part compared with the kernel first.
-func (a *Agent) apply(plan dataplane.GatewayPlan) error {
-	if err := a.ensureDevice(plan.TunnelMTU); err != nil {
+// apply writes the plan, the tunnel first, each part compared with the
+// kernel first, and reads back what the metrics show.
+func (a *Agent) apply(p dataplane.GatewayPlan) error {
+	tunnel := func() (bool, error) {
+		if err := a.ensureDevice(p.TunnelMTU); err != nil {
+			return false, err
+		}
+		return wireguard.Sync(a.dev, a.withKnownEndpoint(p.WireGuard))
+	}
+	if err := a.kernel.Apply(p.NetNS, tunnel); err != nil {
 		return err
 	}
-	wgChanged, err := wireguard.Sync(a.dev, a.withKnownEndpoint(plan.WireGuard))
-	if err != nil {
-		return err
-	}
-	ovlChanged, err := overlay.Ensure(a.handle, plan.Overlay)
-	if err != nil {
-		return err
-	}
-	changes, err := a.routes.Apply(plan.Routes)
-	if err != nil {
-		return err
-	}
-	natChanged, err := a.nat.Apply(plan.NAT)
-	if err != nil {
-		return err
-	}
-	if drops, err := a.nat.Counters(plan.NAT.Table); err == nil {
+	if drops, err := a.kernel.Counters(p.NAT.Table); err == nil {
 		a.metrics.observeDrops(drops)
 	} else {
 		a.log.Error(err, "read the ingress filter's counters")
 	}
-	if wgChanged {
-		changes = append(changes, "wireguard configuration written")
-	}
-	if ovlChanged {
-		changes = append(changes, "overlay link "+dataplane.OverlayLink+" created")
-	}
-	if natChanged {
-		changes = append(changes, "nftables table "+dataplane.GatewayNFTable+" written")
-	}
-	if len(changes) > 0 {
-		a.log.Info("applied", "changes", strings.Join(changes, "; "))
-	}
 	if dev, err := a.dev.Device(); err == nil {
-		var peer *wgtypes.Peer
-		for i := range dev.Peers {
-			if dev.Peers[i].PublicKey == plan.WireGuard.Peer.PublicKey {
-				peer = &dev.Peers[i]
-			}
-		}
+		peer := wireguard.FindPeer(dev, p.WireGuard.Peer.PublicKey)
 		a.metrics.observe(a.dev.Implementation(), peer)
 		a.rememberEndpoint(peer)
 	}
-	a.applied = &plan
+	a.applied = &p
 	return nil
 }
 
@@ -317,7 +281,7 @@ func (a *Agent) apply(plan dataplane.GatewayPlan) error {
 // client (it was just created) the last one known, so that it starts the
 // handshake at once. An endpoint the device reports is never replaced: the
 // client may have roamed.
-func (a *Agent) withKnownEndpoint(cfg wireguard.Config) wireguard.Config {
+func (a *Agent) withKnownEndpoint(cfg plan.WireGuard) plan.WireGuard {
 	if a.opts.Role != dataplane.Server || !a.peerEndpoint.IsValid() {
 		return cfg
 	}
@@ -325,10 +289,8 @@ func (a *Agent) withKnownEndpoint(cfg wireguard.Config) wireguard.Config {
 	if err != nil {
 		return cfg
 	}
-	for _, p := range dev.Peers {
-		if p.PublicKey == cfg.Peer.PublicKey && p.Endpoint != nil {
-			return cfg
-		}
+	if p := wireguard.FindPeer(dev, cfg.Peer.PublicKey); p != nil && p.Endpoint != nil {
+		return cfg
 	}
 	cfg.Peer.Endpoint = a.peerEndpoint
 	return cfg
@@ -358,7 +320,7 @@ func (a *Agent) rememberEndpoint(peer *wgtypes.Peer) {
 // ensureDevice opens the WireGuard device, again when its link went away.
 func (a *Agent) ensureDevice(mtu int) error {
 	if a.dev != nil {
-		if _, err := a.handle.LinkByName(dataplane.TunnelLink); err == nil {
+		if _, err := a.kernel.Handle().LinkByName(dataplane.TunnelLink); err == nil {
 			return nil
 		}
 		a.log.Info("the tunnel link is gone; creating it again", "link", dataplane.TunnelLink)
@@ -477,32 +439,15 @@ func (a *Agent) writeReports(ctx context.Context, conn *connectionWriter) {
 // cleanup removes what the agent created: the nftables table, the routes
 // and rules, the overlay link and the tunnel link.
 func (a *Agent) cleanup() {
-	var errs []error
-	if err := a.nat.Remove(dataplane.GatewayNFTable); err != nil {
-		errs = append(errs, err)
-	}
-	// What a plan owns does not depend on the facts: any plan tells.
-	owned := route.State{
-		Tables:         []int{dataplane.TableToPeer, dataplane.TableFromPeer},
-		RulePriorities: []int{dataplane.PriorityToPeer, dataplane.PriorityFromPeer},
-		LocalExceptIIF: dataplane.OverlayLink,
-	}
-	if a.applied != nil {
-		owned = a.applied.Routes
-	}
-	if err := a.routes.Remove(owned); err != nil {
-		errs = append(errs, err)
-	}
-	if err := overlay.Remove(a.handle, dataplane.OverlayLink); err != nil {
-		errs = append(errs, err)
-	}
+	errs := []error{a.kernel.Remove(dataplane.GatewayOwned())}
 	if a.dev != nil {
 		if err := a.dev.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if link, err := a.handle.LinkByName(dataplane.TunnelLink); err == nil {
-		if err := a.handle.LinkDel(link); err != nil {
+	h := a.kernel.Handle()
+	if link, err := h.LinkByName(dataplane.TunnelLink); err == nil {
+		if err := h.LinkDel(link); err != nil {
 			errs = append(errs, fmt.Errorf("delete link %s: %w", dataplane.TunnelLink, err))
 		}
 	}

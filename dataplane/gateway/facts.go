@@ -11,12 +11,12 @@ import (
 	"slices"
 	"strconv"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
@@ -58,67 +58,63 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 }
 
 // readKey reads a raw 32-byte WireGuard key from the mounted key Secret.
-func readKey(dir, name string) (wgtypes.Key, error) {
+func readKey(dir, name string) (plan.Key, error) {
 	path := filepath.Join(dir, name)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return wgtypes.Key{}, resync.Waiting{Reason: fmt.Sprintf("key file %s does not exist yet", path)}
+		return plan.Key{}, resync.Waiting{Reason: fmt.Sprintf("key file %s does not exist yet", path)}
 	}
 	if err != nil {
-		return wgtypes.Key{}, fmt.Errorf("read key file %s: %w", path, err)
+		return plan.Key{}, fmt.Errorf("read key file %s: %w", path, err)
 	}
-	k, err := wgtypes.NewKey(b)
+	k, err := plan.NewKey(b)
 	if err != nil {
-		return wgtypes.Key{}, fmt.Errorf("key file %s: %d bytes, want the 32 raw bytes of a WireGuard key", path, len(b))
+		return plan.Key{}, fmt.Errorf("key file %s: %d bytes, want the 32 raw bytes of a WireGuard key", path, len(b))
 	}
 	return k, nil
 }
 
 // readGateway reads the gateway object: the MTU when no flag set it, and a
 // client's server endpoint when no flag set it. It also learns the object's
-// kind for the Connection.
+// UID for the Connection.
 func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]string, int, error) {
 	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: a.opts.Name}
-	addresses, port := a.opts.EndpointAddresses, a.opts.EndpointPort
-	if a.opts.Role == dataplane.Server {
-		var gw netv1beta1.GatewayServer
-		if err := a.client.Get(ctx, key, &gw); err != nil {
-			return nil, 0, fmt.Errorf("get GatewayServer %s: %w", key, err)
-		}
-		if f.MTU == 0 {
-			f.MTU = gw.Spec.MTU
-		}
-		a.setGatewayUID(gw.UID)
-		return nil, 0, nil
+	gw := a.newGateway()
+	if err := a.client.Get(ctx, key, gw); err != nil {
+		kind, _ := a.gatewayRef()
+		return nil, 0, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	var gw netv1beta1.GatewayClient
-	if err := a.client.Get(ctx, key, &gw); err != nil {
-		return nil, 0, fmt.Errorf("get GatewayClient %s: %w", key, err)
+	a.setGatewayUID(gw.GetUID())
+	mtu, addresses, port := 0, a.opts.EndpointAddresses, a.opts.EndpointPort
+	switch gw := gw.(type) {
+	case *netv1beta1.GatewayServer:
+		mtu, addresses, port = gw.Spec.MTU, nil, 0
+	case *netv1beta1.GatewayClient:
+		mtu = gw.Spec.MTU
+		if len(addresses) == 0 {
+			addresses = gw.Spec.Endpoint.Addresses
+		}
+		if port == 0 {
+			port = int(gw.Spec.Endpoint.Port)
+		}
 	}
 	if f.MTU == 0 {
-		f.MTU = gw.Spec.MTU
-	}
-	a.setGatewayUID(gw.UID)
-	if len(addresses) == 0 {
-		addresses = gw.Spec.Endpoint.Addresses
-	}
-	if port == 0 {
-		port = int(gw.Spec.Endpoint.Port)
+		f.MTU = mtu
 	}
 	return addresses, port, nil
 }
 
 // peerKey finds the PublicKey of the peer in the namespace. Several are an
 // error: the agent cannot tell which one the peer uses.
-func (a *Agent) peerKey(ctx context.Context) (wgtypes.Key, error) {
+func (a *Agent) peerKey(ctx context.Context) (plan.Key, error) {
 	var list netv1beta1.PublicKeyList
 	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
 		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
-		return wgtypes.Key{}, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+		return plan.Key{}, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
 	}
 	switch len(list.Items) {
 	case 0:
-		return wgtypes.Key{}, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
+		return plan.Key{}, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
 	case 1:
 	default:
 		var names []string
@@ -126,12 +122,12 @@ func (a *Agent) peerKey(ctx context.Context) (wgtypes.Key, error) {
 			names = append(names, pk.Name)
 		}
 		slices.Sort(names)
-		return wgtypes.Key{}, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+		return plan.Key{}, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
 	}
 	pk := list.Items[0]
-	k, err := wgtypes.NewKey(pk.Spec.PublicKey)
+	k, err := plan.NewKey(pk.Spec.PublicKey)
 	if err != nil {
-		return wgtypes.Key{}, fmt.Errorf("spec.publicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.PublicKey))
+		return plan.Key{}, fmt.Errorf("spec.publicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.PublicKey))
 	}
 	return k, nil
 }

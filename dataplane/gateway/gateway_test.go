@@ -18,6 +18,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/testcluster"
@@ -85,8 +86,8 @@ func TestReadKey(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := Options{Name: "n", Namespace: "ns", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840,
-		KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5, ResyncInterval: time.Second,
+	ok := Options{Options: agent.Options{Namespace: "ns", ResyncInterval: time.Second},
+		Name: "n", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
 		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,19 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
 
-// Options configure the agent; the command line sets them.
+// Options configure the agent; the command line sets them. Of the options
+// both agents take, Namespace is the gateway object's, NodeIP is where
+// traffic from the tunnel is sent through the overlay (invalid: that
+// traffic follows the pod's own routes), and MTU is the tunnel's (0: the
+// gateway object's spec.mtu).
 type Options struct {
-	// Name and Namespace of the GatewayServer or GatewayClient.
-	Name, Namespace string
+	agent.Options
+	// Name of the GatewayServer or GatewayClient.
+	Name string
 	// RemoteClusterID is the peer's cluster ID: the label value that finds
 	// its PublicKey and Configuration.
 	RemoteClusterID string
@@ -26,8 +31,6 @@ type Options struct {
 	// GatewayUID is the UID of the gateway object, for the Connection's
 	// gatewayRef and owner reference.
 	GatewayUID types.UID
-	// MTU of the tunnel; 0 takes the gateway object's spec.mtu.
-	MTU int
 	// ListenPort is the server's WireGuard port.
 	ListenPort int
 	// EndpointAddresses and EndpointPort are where a client finds the
@@ -44,15 +47,6 @@ type Options struct {
 	MaxMisses int
 	// WireGuard chooses the WireGuard back-end.
 	WireGuard wireguard.Implementation
-	// Overlay chooses the overlay encapsulation; it must match the fabric's.
-	Overlay overlay.Kind
-	// NodeIP is the address of the node running the pod, where traffic
-	// from the tunnel is sent through the overlay; invalid: that traffic
-	// follows the pod's own routes.
-	NodeIP netip.Addr
-	// ResyncInterval is how often the kernel state is compared with the
-	// plan even when nothing was notified.
-	ResyncInterval time.Duration
 	// LocalRanges are this cluster's pod and external CIDRs: the only
 	// destinations the ingress filter lets out of the tunnel.
 	LocalRanges []netip.Prefix
@@ -63,9 +57,6 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.Name == "" {
 		errs = append(errs, errors.New("--name: required"))
-	}
-	if o.Namespace == "" {
-		errs = append(errs, errors.New("--namespace: required"))
 	}
 	if o.RemoteClusterID == "" {
 		errs = append(errs, errors.New("--remote-cluster-id: required"))
@@ -79,9 +70,6 @@ func (o Options) Validate() error {
 	if o.EndpointPort < 0 || o.EndpointPort > 65535 {
 		errs = append(errs, fmt.Errorf("--endpoint-port %d: must be in 1-65535", o.EndpointPort))
 	}
-	if o.MTU < 0 {
-		errs = append(errs, fmt.Errorf("--mtu %d: must not be negative", o.MTU))
-	}
 	if o.KeyDir == "" {
 		errs = append(errs, errors.New("--key-dir: required"))
 	}
@@ -94,9 +82,6 @@ func (o Options) Validate() error {
 	if o.MaxMisses < 1 {
 		errs = append(errs, fmt.Errorf("max misses %d: must be at least 1", o.MaxMisses))
 	}
-	if o.ResyncInterval <= 0 {
-		errs = append(errs, fmt.Errorf("resync interval %v: must be positive", o.ResyncInterval))
-	}
 	if len(o.LocalRanges) == 0 {
 		// Without them the ingress filter would have to let everything in.
 		errs = append(errs, fmt.Errorf("--local-cidr: required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
@@ -106,8 +91,5 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--local-cidr %s: must be an IPv4 network", p))
 		}
 	}
-	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
-		errs = append(errs, fmt.Errorf("--node-ip %s: must be an IPv4 address", o.NodeIP))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, o.Options.Check()...)...)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Applier writes rulesets into the nftables of one network namespace.
@@ -37,7 +39,7 @@ func NewApplier(ns netns.NsHandle) (*Applier, error) {
 // elements) it is deleted and written anew in a single transaction, so
 // packets see either the old or the new ruleset; when it matches nothing is
 // written. It reports whether it wrote.
-func (a *Applier) Apply(rs Ruleset) (bool, error) {
+func (a *Applier) Apply(rs plan.Ruleset) (bool, error) {
 	if err := rs.Validate(); err != nil {
 		return false, err
 	}
@@ -74,7 +76,7 @@ func (a *Applier) Apply(rs Ruleset) (bool, error) {
 	return true, nil
 }
 
-func write(c *nftables.Conn, table *nftables.Table, rs Ruleset) error {
+func write(c *nftables.Conn, table *nftables.Table, rs plan.Ruleset) error {
 	c.AddTable(table)
 	for _, name := range rs.Counters {
 		c.AddObj(&nftables.CounterObj{Table: table, Name: name})
@@ -116,11 +118,11 @@ func write(c *nftables.Conn, table *nftables.Table, rs Ruleset) error {
 	return nil
 }
 
-func hookNum(h Hook) *nftables.ChainHook {
+func hookNum(h plan.Hook) *nftables.ChainHook {
 	switch h {
-	case Prerouting:
+	case plan.Prerouting:
 		return nftables.ChainHookRef(unix.NF_INET_PRE_ROUTING)
-	case Forward:
+	case plan.Forward:
 		return nftables.ChainHookRef(unix.NF_INET_FORWARD)
 	default:
 		return nftables.ChainHookRef(unix.NF_INET_POST_ROUTING)
@@ -130,7 +132,7 @@ func hookNum(h Hook) *nftables.ChainHook {
 // matches compares the kernel's table with rs: chains with their hooks and
 // priorities, each rule by the fingerprint in its comment, each set and map
 // element by element.
-func (a *Applier) matches(table *nftables.Table, rs Ruleset) (bool, error) {
+func (a *Applier) matches(table *nftables.Table, rs plan.Ruleset) (bool, error) {
 	chains, err := a.conn.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	if err != nil {
 		return false, fmt.Errorf("list chains of table ip %s: %w", rs.Table, err)

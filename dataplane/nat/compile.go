@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Offsets in the IPv4 and TCP headers, and the TCP MSS option.
@@ -50,13 +53,13 @@ func ifname(name string) []byte {
 
 // fingerprint is stored in each rule's comment, so that a rule changed by
 // hand is told apart from the one peerlink wrote.
-func fingerprint(r Rule) string {
+func fingerprint(r plan.Rule) string {
 	sum := sha256.Sum256([]byte(r.String()))
 	return hex.EncodeToString(sum[:4])
 }
 
 // ruleUserData is the comment stored with a rule.
-func ruleUserData(r Rule) []byte {
+func ruleUserData(r plan.Rule) []byte {
 	c := fmt.Sprintf("peerlink %s", fingerprint(r))
 	if r.Comment != "" {
 		c = r.Comment + " [" + fingerprint(r) + "]"
@@ -65,7 +68,7 @@ func ruleUserData(r Rule) []byte {
 }
 
 // compileRule returns the expressions of r. sets resolves set and map names.
-func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
+func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 	var ex []expr.Any
 	lookupSet := func(name string) (*nftables.Set, error) {
 		s, ok := sets[name]
@@ -79,16 +82,6 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			&expr.Meta{Key: key, Register: reg1},
 			&expr.Cmp{Op: op, Register: reg1, Data: ifname(name)})
 	}
-	addrIn := func(offset uint32, name string, invert bool) error {
-		s, err := lookupSet(name)
-		if err != nil {
-			return err
-		}
-		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
-			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, Invert: invert})
-		return nil
-	}
 	if r.IIF != "" {
 		iface(expr.MetaKeyIIFNAME, r.IIF, expr.CmpOpEq)
 	}
@@ -98,25 +91,24 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 	if r.OIF != "" {
 		iface(expr.MetaKeyOIFNAME, r.OIF, expr.CmpOpEq)
 	}
-	if r.SrcIn != "" {
-		if err := addrIn(ipSrcOffset, r.SrcIn, false); err != nil {
+	for _, m := range []struct {
+		offset uint32
+		set    string
+		invert bool
+	}{
+		{ipSrcOffset, r.SrcIn, false}, {ipSrcOffset, r.SrcNotIn, true},
+		{ipDstOffset, r.DstIn, false}, {ipDstOffset, r.DstNotIn, true},
+	} {
+		if m.set == "" {
+			continue
+		}
+		s, err := lookupSet(m.set)
+		if err != nil {
 			return nil, err
 		}
-	}
-	if r.SrcNotIn != "" {
-		if err := addrIn(ipSrcOffset, r.SrcNotIn, true); err != nil {
-			return nil, err
-		}
-	}
-	if r.DstIn != "" {
-		if err := addrIn(ipDstOffset, r.DstIn, false); err != nil {
-			return nil, err
-		}
-	}
-	if r.DstNotIn != "" {
-		if err := addrIn(ipDstOffset, r.DstNotIn, true); err != nil {
-			return nil, err
-		}
+		ex = append(ex,
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: m.offset, Len: 4},
+			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, Invert: m.invert})
 	}
 	addrIs := func(offset uint32, a netip.Addr) {
 		b := a.As4()
@@ -201,7 +193,7 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			ex = append(ex, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: r.Counter})
 		}
 		kind := expr.VerdictAccept
-		if r.Verdict == Drop {
+		if r.Verdict == plan.Drop {
 			kind = expr.VerdictDrop
 		}
 		ex = append(ex, &expr.Verdict{Kind: kind})
@@ -215,7 +207,7 @@ func compileRule(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 // first address, and the address after its last as an interval end.
 func setElements(ps []netip.Prefix) []nftables.SetElement {
 	var out []nftables.SetElement
-	for _, p := range sortedPrefixes(ps) {
+	for _, p := range slices.SortedFunc(slices.Values(ps), netip.Prefix.Compare) {
 		first, last := bounds(p)
 		a := first.As4()
 		out = append(out, nftables.SetElement{Key: a[:]})
@@ -229,7 +221,7 @@ func setElements(ps []netip.Prefix) []nftables.SetElement {
 
 // mapElements returns the interval elements of a prefix map: each key
 // prefix carries the first and last address of its target prefix.
-func mapElements(elems []MapElement) []nftables.SetElement {
+func mapElements(elems []plan.MapElement) []nftables.SetElement {
 	byKey := map[netip.Prefix]netip.Prefix{}
 	keys := make([]netip.Prefix, 0, len(elems))
 	for _, e := range elems {
@@ -237,7 +229,7 @@ func mapElements(elems []MapElement) []nftables.SetElement {
 		keys = append(keys, e.From)
 	}
 	var out []nftables.SetElement
-	for _, k := range sortedPrefixes(keys) {
+	for _, k := range slices.SortedFunc(slices.Values(keys), netip.Prefix.Compare) {
 		first, last := bounds(k)
 		tFirst, tLast := bounds(byKey[k])
 		a, tf, tl := first.As4(), tFirst.As4(), tLast.As4()

@@ -1,14 +1,11 @@
-// Package nat owns the nftables tables of the agents. A Ruleset is data: the
-// sets and prefix maps a table holds and its chains of rules, each rule a
-// few matches and one statement drawn from the small vocabulary peerlink
-// needs (prefix NAT through a map, identity SNAT, SNAT to an address, TCP MSS
-// clamping). Every lookup goes through a set or an interval map, so the
-// number of rules on the packet path does not depend on the number of peers
-// or ranges.
+// Package nat owns the nftables tables of the agents. Applier.Apply writes a
+// plan.Ruleset (the data type, in package plan) as one table, replaced in
+// one atomic transaction when it differs from what the kernel holds,
+// untouched when it does not; Remove deletes the table. Other tables are
+// never touched. Each rule is compiled into nftables expressions and carries
+// a fingerprint of its nft syntax in its comment, so that a rule edited by
+// hand is told apart from the one peerlink wrote.
 //
-// Applier.Apply writes a Ruleset as one table, replaced in one atomic
-// transaction when it differs from what the kernel holds, untouched when it
-// does not; Remove deletes the table. Other tables are never touched.
-//
-// It does not decide what the rules are (package dataplane plans them).
+// It does not decide what the rules are (package dataplane plans them) nor
+// define the ruleset's vocabulary (package plan does).
 package nat

@@ -6,28 +6,30 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
-func testRuleset() Ruleset {
-	return Ruleset{
+// natRuleset has a rule of every NAT statement and an MSS clamp.
+func natRuleset() plan.Ruleset {
+	return plan.Ruleset{
 		Table: "peerlink-test",
-		Sets: []Set{
+		Sets: []plan.Set{
 			{Name: "pods", Prefixes: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}},
 			{Name: "remote", Prefixes: []netip.Prefix{netip.MustParsePrefix("10.72.0.0/16"), netip.MustParsePrefix("10.71.0.0/16")}},
 		},
-		Maps: []Map{{Name: "to_real", Elements: []MapElement{
+		Maps: []plan.Map{{Name: "to_real", Elements: []plan.MapElement{
 			{From: netip.MustParsePrefix("10.71.0.0/16"), To: netip.MustParsePrefix("10.244.0.0/16")},
 			{From: netip.MustParsePrefix("10.72.0.0/24"), To: netip.MustParsePrefix("10.70.0.0/24")},
 		}}},
-		Chains: []Chain{
-			{Name: "pre", Type: NAT, Hook: Prerouting, Priority: -100, Rules: []Rule{
+		Chains: []plan.Chain{
+			{Name: "pre", Type: plan.NAT, Hook: plan.Prerouting, Priority: -100, Rules: []plan.Rule{
 				{Comment: "remapped to real", NotIIF: "peerlink-tunnel", DNATMap: "to_real"},
 			}},
-			{Name: "post", Type: NAT, Hook: Postrouting, Priority: 99, Rules: []Rule{
+			{Name: "post", Type: plan.NAT, Hook: plan.Postrouting, Priority: 99, Rules: []plan.Rule{
 				{DstIn: "remote", SrcNotIn: "pods", SNATTo: netip.MustParseAddr("10.70.0.1")},
 				{DstIn: "remote", SNATKeepSource: true},
 			}},
-			{Name: "mss", Type: Filter, Hook: Forward, Priority: -150, Rules: []Rule{
+			{Name: "mss", Type: plan.Filter, Hook: plan.Forward, Priority: -150, Rules: []plan.Rule{
 				{OIF: "peerlink-tunnel", TCPSYN: true, ClampMSS: 1300},
 			}},
 		},
@@ -35,44 +37,68 @@ func testRuleset() Ruleset {
 }
 
 func TestValidate(t *testing.T) {
-	if err := testRuleset().Validate(); err != nil {
-		t.Fatalf("valid ruleset: %v", err)
+	for _, rs := range []plan.Ruleset{natRuleset(), filterRuleset()} {
+		if err := rs.Validate(); err != nil {
+			t.Errorf("valid ruleset %s: %v", rs.Table, err)
+		}
 	}
-	for name, mutate := range map[string]func(*Ruleset){
-		"two statements":      func(rs *Ruleset) { rs.Chains[0].Rules[0].SNATKeepSource = true },
-		"no statement":        func(rs *Ruleset) { rs.Chains[0].Rules[0].DNATMap = "" },
-		"unknown set":         func(rs *Ruleset) { rs.Chains[1].Rules[0].DstIn = "nope" },
-		"unknown map":         func(rs *Ruleset) { rs.Chains[0].Rules[0].DNATMap = "nope" },
-		"nat in filter chain": func(rs *Ruleset) { rs.Chains[2].Rules[0] = Rule{SNATKeepSource: true} },
-		"length mismatch": func(rs *Ruleset) {
+	for name, tc := range map[string]struct {
+		ruleset func() plan.Ruleset
+		mutate  func(*plan.Ruleset)
+	}{
+		"two statements":      {natRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].SNATKeepSource = true }},
+		"no statement":        {natRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].DNATMap = "" }},
+		"unknown set":         {natRuleset, func(rs *plan.Ruleset) { rs.Chains[1].Rules[0].DstIn = "nope" }},
+		"unknown map":         {natRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].DNATMap = "nope" }},
+		"nat in filter chain": {natRuleset, func(rs *plan.Ruleset) { rs.Chains[2].Rules[0] = plan.Rule{SNATKeepSource: true} }},
+		"length mismatch": {natRuleset, func(rs *plan.Ruleset) {
 			rs.Maps[0].Elements[0].To = netip.MustParsePrefix("10.244.0.0/24")
-		},
-		"overlapping set": func(rs *Ruleset) {
+		}},
+		"overlapping set": {natRuleset, func(rs *plan.Ruleset) {
 			rs.Sets[1].Prefixes = append(rs.Sets[1].Prefixes, netip.MustParsePrefix("10.71.3.0/24"))
-		},
+		}},
+		"unknown counter":         {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[1].Counter = "nope" }},
+		"counter without verdict": {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[1] = plan.Rule{Counter: "source", ClampMSS: 1300} }},
+		"verdict in a nat chain":  {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Type = plan.NAT }},
+		"unknown verdict":         {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].Verdict = "reject" }},
+		"unknown filter set":      {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[3].DstNotIn = "nope" }},
+		"IPv6 address":            {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].Src = netip.MustParseAddr("fd00::1") }},
+		"verdict and nat":         {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].SNATKeepSource = true }},
 	} {
-		rs := testRuleset()
-		rs.Sets = append([]Set(nil), rs.Sets...)
-		rs.Sets[1].Prefixes = append([]netip.Prefix(nil), rs.Sets[1].Prefixes...)
-		rs.Maps = []Map{{Name: "to_real", Elements: append([]MapElement(nil), rs.Maps[0].Elements...)}}
-		mutate(&rs)
+		rs := tc.ruleset()
+		tc.mutate(&rs)
 		if err := rs.Validate(); err == nil {
 			t.Errorf("%s: Validate accepted it", name)
 		}
 	}
 }
 
+// TestString checks the nft syntax of each kind of rule: it is shown to
+// people and, fingerprinted, stored with each rule.
 func TestString(t *testing.T) {
-	s := testRuleset().String()
-	for _, want := range []string{
-		`iifname != "peerlink-tunnel" dnat ip prefix to ip daddr map @to_real`,
-		`ip saddr != @pods ip daddr @remote snat to 10.70.0.1`,
-		`ip daddr @remote snat to ip saddr`,
-		`oifname "peerlink-tunnel" tcp flags syn tcp option maxseg size > 1300 tcp option maxseg size set 1300`,
-		`10.71.0.0/16 : 10.244.0.0/16`,
+	for _, tc := range []struct {
+		rs   plan.Ruleset
+		want []string
+	}{
+		{natRuleset(), []string{
+			`iifname != "peerlink-tunnel" dnat ip prefix to ip daddr map @to_real`,
+			`ip saddr != @pods ip daddr @remote snat to 10.70.0.1`,
+			`ip daddr @remote snat to ip saddr`,
+			`oifname "peerlink-tunnel" tcp flags syn tcp option maxseg size > 1300 tcp option maxseg size set 1300`,
+			`10.71.0.0/16 : 10.244.0.0/16`,
+		}},
+		{filterRuleset(), []string{
+			`iifname "in" ip saddr 10.9.0.1 ip daddr 10.9.0.2 udp dport 9999 accept`,
+			`iifname "in" ip saddr != @allowed counter name "source" drop`,
+			`iifname "in" fib daddr type local counter name "self" drop`,
+			`iifname "in" ip daddr != @local counter name "destination" drop`,
+		}},
 	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("rendered ruleset lacks %q:\n%s", want, s)
+		s := tc.rs.String()
+		for _, want := range tc.want {
+			if !strings.Contains(s, want) {
+				t.Errorf("rendered ruleset lacks %q:\n%s", want, s)
+			}
 		}
 	}
 }
@@ -92,7 +118,7 @@ func TestSetElements(t *testing.T) {
 			t.Errorf("element %d = %s end=%v, want %s end=%v", i, k, got[i].IntervalEnd, w.key, w.end)
 		}
 	}
-	m := mapElements([]MapElement{{From: netip.MustParsePrefix("10.71.0.0/16"), To: netip.MustParsePrefix("10.244.0.0/16")}})
+	m := mapElements([]plan.MapElement{{From: netip.MustParsePrefix("10.71.0.0/16"), To: netip.MustParsePrefix("10.244.0.0/16")}})
 	if len(m) != 2 || netip.AddrFrom4([4]byte(m[0].Val[:4])).String() != "10.244.0.0" || netip.AddrFrom4([4]byte(m[0].Val[4:])).String() != "10.244.255.255" {
 		t.Errorf("map element value = %v, want the range 10.244.0.0-10.244.255.255", m)
 	}
@@ -105,7 +131,7 @@ func TestApplyIdempotentAndRestoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := testRuleset()
+	rs := natRuleset()
 
 	if changed, err := a.Apply(rs); err != nil || !changed {
 		t.Fatalf("first Apply = %v, %v; want a write", changed, err)

@@ -12,9 +12,13 @@
 // kernel, and the fabric and gateway agents take the same --overlay flag.
 //
 // The links carry Ethernet frames. Every overlay link derives its MAC
-// address from its underlay IP (MAC), so a sender writes the receiver's MAC
-// as a permanent neighbor entry and never needs ARP, which a link in
-// metadata mode cannot carry.
+// address from its underlay IP (plan.OverlayMAC), so a sender writes the
+// receiver's MAC as a permanent neighbor entry and never needs ARP, which a
+// link in metadata mode cannot carry.
+//
+// The link's desired state, its kinds and ports are data in package plan;
+// this package creates, adopts and removes the link, and picks the kind the
+// kernel can make (Detect).
 //
 // It does not decide which ranges go through the overlay (package dataplane
 // plans that) nor write routes (package route).

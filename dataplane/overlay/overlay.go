@@ -6,52 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
-// Kind is the encapsulation of the overlay.
-type Kind string
+// Auto asks Detect for Geneve when the kernel has it, VXLAN otherwise.
+const Auto plan.OverlayKind = "auto"
 
-// Encapsulations, and Auto for "Geneve when the kernel has it".
-const (
-	Auto   Kind = "auto"
-	Geneve Kind = "geneve"
-	VXLAN  Kind = "vxlan"
-)
-
-// Ports and identifiers of the overlay.
-const (
-	// GenevePort is the Geneve UDP port: not 6081, which CNIs use.
-	GenevePort = 6091
-	// VXLANPort is the VXLAN UDP port: not 4789 nor 8472, which CNIs use.
-	VXLANPort = 4790
-	// VNI is the tunnel identifier written on every overlay packet. A link
-	// in metadata mode accepts any VNI; a fixed one keeps captures readable.
-	VNI = 6091
-	// Overhead is what the encapsulation adds to an inner IPv4 packet: outer
-	// IPv4 (20) and UDP (8), Geneve or VXLAN header (8), inner Ethernet (14).
-	Overhead = 50
-)
-
-// ParseKind validates the value of the --overlay flag.
-func ParseKind(s string) (Kind, error) {
-	switch k := Kind(s); k {
-	case Auto, Geneve, VXLAN:
-		return k, nil
-	}
-	return "", fmt.Errorf("overlay %q: must be auto, geneve or vxlan", s)
-}
-
-// Port is the UDP port of the kind.
-func (k Kind) Port() int {
-	if k == Geneve {
-		return GenevePort
-	}
-	return VXLANPort
-}
+// Overhead is what the encapsulation adds to an inner IPv4 packet: outer
+// IPv4 (20) and UDP (8), Geneve or VXLAN header (8), inner Ethernet (14).
+const Overhead = 50
 
 // ErrNotSupported reports that the kernel cannot create links of a kind.
 var ErrNotSupported = errors.New("overlay kind not supported by the kernel")
@@ -59,10 +26,10 @@ var ErrNotSupported = errors.New("overlay kind not supported by the kernel")
 // Detect resolves Auto to Geneve when the kernel can create a Geneve link
 // (found by creating a throwaway one), to VXLAN otherwise; other kinds are
 // checked the same way.
-func Detect(h *netlink.Handle, want Kind) (Kind, error) {
-	try := []Kind{want}
+func Detect(h *netlink.Handle, want plan.OverlayKind) (plan.OverlayKind, error) {
+	try := []plan.OverlayKind{want}
 	if want == Auto {
-		try = []Kind{Geneve, VXLAN}
+		try = []plan.OverlayKind{plan.Geneve, plan.VXLAN}
 	}
 	var errs []error
 	for _, k := range try {
@@ -78,7 +45,7 @@ func Detect(h *netlink.Handle, want Kind) (Kind, error) {
 	return "", errors.Join(errs...)
 }
 
-func probe(h *netlink.Handle, k Kind) error {
+func probe(h *netlink.Handle, k plan.OverlayKind) error {
 	var suffix [4]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return fmt.Errorf("probe %s: %w", k, err)
@@ -87,9 +54,9 @@ func probe(h *netlink.Handle, k Kind) error {
 	name := "plov" + hex.EncodeToString(suffix[:])
 	var l netlink.Link
 	switch k {
-	case Geneve:
+	case plan.Geneve:
 		l = &netlink.Geneve{LinkAttrs: netlink.LinkAttrs{Name: name}, ID: 1, Remote: net.IPv4(192, 0, 2, 1)}
-	case VXLAN:
+	case plan.VXLAN:
 		l = &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name}, VxlanId: 1}
 	default:
 		return fmt.Errorf("probe overlay kind %q: unknown", k)
@@ -106,31 +73,12 @@ func probe(h *netlink.Handle, k Kind) error {
 	return nil
 }
 
-// MAC is the MAC address of the overlay link of the host whose underlay
-// address is ip: locally administered, unicast, 02:50 followed by the four
-// bytes of the address.
-func MAC(ip netip.Addr) net.HardwareAddr {
-	a := ip.Unmap().As4()
-	return net.HardwareAddr{0x02, 0x50, a[0], a[1], a[2], a[3]}
-}
-
-// Link is the desired overlay link of a namespace.
-type Link struct {
-	// Name of the link.
-	Name string
-	// Kind of encapsulation.
-	Kind Kind
-	// Underlay is the address peers send overlay packets to; it names the
-	// link's MAC address.
-	Underlay netip.Addr
-}
-
 // Ensure creates the overlay link, or keeps it when a link of that name has
 // the right kind, port and MAC address (a restarted agent adopts it without
 // a gap); a link that differs is replaced. It reports whether it wrote
 // anything. MTU and IP settings are package route's.
-func Ensure(h *netlink.Handle, want Link) (bool, error) {
-	mac := MAC(want.Underlay)
+func Ensure(h *netlink.Handle, want plan.Overlay) (bool, error) {
+	mac := plan.OverlayMAC(want.Underlay)
 	cur, err := h.LinkByName(want.Name)
 	if err == nil {
 		if matches(cur, want) {
@@ -151,10 +99,10 @@ func Ensure(h *netlink.Handle, want Link) (bool, error) {
 	attrs := netlink.LinkAttrs{Name: want.Name, HardwareAddr: mac}
 	var l netlink.Link
 	switch want.Kind {
-	case Geneve:
-		l = &netlink.Geneve{LinkAttrs: attrs, Dport: GenevePort, FlowBased: true}
-	case VXLAN:
-		l = &netlink.Vxlan{LinkAttrs: attrs, Port: VXLANPort, FlowBased: true, Learning: false}
+	case plan.Geneve:
+		l = &netlink.Geneve{LinkAttrs: attrs, Dport: plan.GenevePort, FlowBased: true}
+	case plan.VXLAN:
+		l = &netlink.Vxlan{LinkAttrs: attrs, Port: plan.VXLANPort, FlowBased: true, Learning: false}
 	default:
 		return false, fmt.Errorf("create overlay link %s: kind %q is not geneve nor vxlan", want.Name, want.Kind)
 	}
@@ -167,12 +115,12 @@ func Ensure(h *netlink.Handle, want Link) (bool, error) {
 	return true, nil
 }
 
-func matches(cur netlink.Link, want Link) bool {
+func matches(cur netlink.Link, want plan.Overlay) bool {
 	switch l := cur.(type) {
 	case *netlink.Geneve:
-		return want.Kind == Geneve && l.FlowBased && l.Dport == GenevePort
+		return want.Kind == plan.Geneve && l.FlowBased && l.Dport == plan.GenevePort
 	case *netlink.Vxlan:
-		return want.Kind == VXLAN && l.FlowBased && l.Port == VXLANPort
+		return want.Kind == plan.VXLAN && l.FlowBased && l.Port == plan.VXLANPort
 	}
 	return false
 }

@@ -7,25 +7,9 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
 )
-
-func TestMAC(t *testing.T) {
-	if got := MAC(netip.MustParseAddr("10.244.0.10")).String(); got != "02:50:0a:f4:00:0a" {
-		t.Errorf("MAC(10.244.0.10) = %s", got)
-	}
-}
-
-func TestParseKind(t *testing.T) {
-	for _, ok := range []string{"auto", "geneve", "vxlan"} {
-		if _, err := ParseKind(ok); err != nil {
-			t.Errorf("ParseKind(%q): %v", ok, err)
-		}
-	}
-	if _, err := ParseKind("gre"); err == nil {
-		t.Error("ParseKind accepted gre")
-	}
-}
 
 // TestOverlayCarriesTraffic joins a "node" and a "gateway" namespace with a
 // veth, gives each an overlay link in metadata mode, and sends a ping from
@@ -50,51 +34,45 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("overlay kind on this kernel: %s", kind)
-	if _, err := Detect(nh, Geneve); err != nil && !errors.Is(err, ErrNotSupported) {
+	if _, err := Detect(nh, plan.Geneve); err != nil && !errors.Is(err, ErrNotSupported) {
 		t.Errorf("Detect(geneve) = %v, want nil or ErrNotSupported", err)
 	}
 
+	// Each side gets an overlay link, which a second Ensure keeps, and a
+	// route to the other side's range through it.
 	for _, side := range []struct {
-		ns   *nstest.NS
-		self netip.Addr
-	}{{node, nodeIP}, {gw, gwIP}} {
+		ns         *nstest.NS
+		self, peer netip.Addr
+		table      int
+		dst        string
+	}{{node, nodeIP, gwIP, 1803, "10.71.0.0/16"}, {gw, gwIP, nodeIP, 1802, "10.244.0.0/16"}} {
 		h := side.ns.Netlink(t)
-		want := Link{Name: "plovl", Kind: kind, Underlay: side.self}
+		want := plan.Overlay{Name: "plovl", Kind: kind, Underlay: side.self}
 		if changed, err := Ensure(h, want); err != nil || !changed {
 			t.Fatalf("Ensure in %s = %v, %v", side.ns.Name, changed, err)
 		}
 		if changed, err := Ensure(h, want); err != nil || changed {
 			t.Fatalf("second Ensure in %s = %v, %v; want no change", side.ns.Name, changed, err)
 		}
-	}
-	if out := gw.MustRun(t, "ip", "-d", "link", "show", "plovl"); !strings.Contains(out, "external") || !strings.Contains(out, MAC(gwIP).String()) {
-		t.Errorf("overlay link:\n%s", out)
-	}
-
-	apply := func(ns *nstest.NS, s route.State) {
-		a, err := route.NewApplier(ns.Handle)
+		a, err := route.NewApplier(side.ns.Handle)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		if _, err := a.Apply(s); err != nil {
+		if _, err := a.Apply(plan.Routing{
+			Links:     []plan.Link{{Name: "plovl", Router: true}},
+			Neighbors: []plan.Neighbor{{Link: "plovl", IP: side.peer, MAC: plan.OverlayMAC(side.peer)}},
+			Routes: []plan.Route{{Table: side.table, Dst: netip.MustParsePrefix(side.dst), Link: "plovl",
+				Via: side.peer, Encap: side.peer, VNI: plan.VNI}},
+			Rules:  []plan.PolicyRule{{Priority: side.table, Table: side.table}},
+			Tables: []int{side.table}, RulePriorities: []int{side.table},
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply(node, route.State{
-		Links:     []route.Link{{Name: "plovl", Router: true}},
-		Neighbors: []route.Neighbor{{Link: "plovl", IP: gwIP, MAC: MAC(gwIP)}},
-		Routes:    []route.Route{{Table: 1803, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "plovl", Via: gwIP, Encap: gwIP, VNI: VNI}},
-		Rules:     []route.Rule{{Priority: 1803, Table: 1803}},
-		Tables:    []int{1803}, RulePriorities: []int{1803},
-	})
-	apply(gw, route.State{
-		Links:     []route.Link{{Name: "plovl", Router: true}},
-		Neighbors: []route.Neighbor{{Link: "plovl", IP: nodeIP, MAC: MAC(nodeIP)}},
-		Routes:    []route.Route{{Table: 1802, Dst: netip.MustParsePrefix("10.244.0.0/16"), Link: "plovl", Via: nodeIP, Encap: nodeIP, VNI: VNI}},
-		Rules:     []route.Rule{{Priority: 1802, Table: 1802}},
-		Tables:    []int{1802}, RulePriorities: []int{1802},
-	})
+	if out := gw.MustRun(t, "ip", "-d", "link", "show", "plovl"); !strings.Contains(out, "external") || !strings.Contains(out, plan.OverlayMAC(gwIP).String()) {
+		t.Errorf("overlay link:\n%s", out)
+	}
 	// Both directions cross the overlay: the request by the node's route,
 	// the reply by the gateway's.
 	node.MustRun(t, "ping", "-c", "2", "-W", "2", "-I", "10.244.1.5", "10.71.2.7")

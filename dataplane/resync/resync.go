@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
@@ -27,6 +28,25 @@ func (t Trigger) Notify() {
 	case t <- struct{}{}:
 	default:
 	}
+}
+
+// Tick pulls t at once and then every interval until ctx ends: the resync
+// that catches what no watch announces (nftables edits, a lost
+// notification).
+func Tick(ctx context.Context, t Trigger, interval time.Duration) {
+	t.Notify()
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				t.Notify()
+			}
+		}
+	}()
 }
 
 // WatchObjects pulls t on every add, update and delete of the kinds of

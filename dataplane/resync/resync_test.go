@@ -1,10 +1,12 @@
 package resync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 )
@@ -18,6 +20,37 @@ func TestTriggerFoldsRequests(t *testing.T) {
 	select {
 	case <-tr:
 		t.Fatal("three requests made while one was pending gave two syncs")
+	default:
+	}
+}
+
+func TestTickPullsAtOnceAndThenEveryInterval(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := NewTrigger()
+	Tick(ctx, tr, 10*time.Millisecond)
+	select {
+	case <-tr:
+	default:
+		t.Fatal("no sync at once")
+	}
+	for range 2 {
+		select {
+		case <-tr:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no sync after an interval")
+		}
+	}
+	cancel()
+	// A tick may have been under way as ctx ended; then none comes.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-tr:
+	default:
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-tr:
+		t.Error("a sync after ctx ended")
 	default:
 	}
 }

@@ -11,13 +11,15 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // ErrLinkMissing reports that a link the state refers to does not exist;
 // the link's owner has to create it before the state can be applied.
 var ErrLinkMissing = errors.New("link missing")
 
-// Applier writes State into one network namespace.
+// Applier writes a plan.Routing into one network namespace.
 type Applier struct {
 	h   *netlink.Handle
 	ns  netns.NsHandle
@@ -69,7 +71,7 @@ func (a *Applier) Handle() *netlink.Handle { return a.h }
 
 // Apply brings the namespace to want and returns a description of each
 // change it made; nothing is written when the kernel already matches.
-func (a *Applier) Apply(want State) ([]string, error) {
+func (a *Applier) Apply(want plan.Routing) ([]string, error) {
 	var changes []string
 	note := func(format string, args ...any) { changes = append(changes, fmt.Sprintf(format, args...)) }
 
@@ -106,7 +108,7 @@ func (a *Applier) Apply(want State) ([]string, error) {
 			}
 			note("link %s: up", l.Name)
 		}
-		if want := l.conf(); len(want) > 0 {
+		if want := devconf(l); len(want) > 0 {
 			conf, err := a.inetConf(nl.Attrs().Index)
 			if err != nil {
 				return changes, fmt.Errorf("read IPv4 settings of link %s: %w", l.Name, err)
@@ -252,7 +254,7 @@ func (a *Applier) restoreLocalRule(iif string) error {
 	return nil
 }
 
-func (a *Applier) syncAddresses(l netlink.Link, want []Address) ([]string, error) {
+func (a *Applier) syncAddresses(l netlink.Link, want []plan.Address) ([]string, error) {
 	var changes []string
 	name := l.Attrs().Name
 	have, err := a.h.AddrList(l, netlink.FAMILY_V4)
@@ -288,7 +290,7 @@ func (a *Applier) syncAddresses(l netlink.Link, want []Address) ([]string, error
 	return changes, nil
 }
 
-func (a *Applier) syncNeighbors(l netlink.Link, want []Neighbor) ([]string, error) {
+func (a *Applier) syncNeighbors(l netlink.Link, want []plan.Neighbor) ([]string, error) {
 	var changes []string
 	name, index := l.Attrs().Name, l.Attrs().Index
 	have, err := a.h.NeighList(index, netlink.FAMILY_V4)
@@ -334,9 +336,9 @@ func (a *Applier) syncNeighbors(l netlink.Link, want []Neighbor) ([]string, erro
 	return changes, nil
 }
 
-func (a *Applier) syncRoutes(want State, link func(string) (netlink.Link, error)) ([]string, error) {
+func (a *Applier) syncRoutes(want plan.Routing, link func(string) (netlink.Link, error)) ([]string, error) {
 	var changes []string
-	byTable := map[int][]Route{}
+	byTable := map[int][]plan.Route{}
 	for _, r := range want.Routes {
 		byTable[r.Table] = append(byTable[r.Table], r)
 	}
@@ -400,7 +402,7 @@ func (a *Applier) listTable(table int) (map[netip.Prefix]netlink.Route, error) {
 	return out, nil
 }
 
-func toNetlinkRoute(r Route, link func(string) (netlink.Link, error)) (*netlink.Route, error) {
+func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error)) (*netlink.Route, error) {
 	nr := &netlink.Route{Table: r.Table, Dst: ipNet(r.Dst), Family: netlink.FAMILY_V4}
 	if r.Unreachable {
 		nr.Type = unix.RTN_UNREACHABLE
@@ -443,7 +445,7 @@ func (a *Applier) sameEncap(key routeKey, want *netlink.Route) bool {
 	return ok && last == *e
 }
 
-func (a *Applier) syncRules(want State) ([]string, error) {
+func (a *Applier) syncRules(want plan.Routing) ([]string, error) {
 	var changes []string
 	have, err := a.h.RuleList(netlink.FAMILY_V4)
 	if err != nil {
@@ -458,7 +460,7 @@ func (a *Applier) syncRules(want State) ([]string, error) {
 		if !owned[h.Priority] {
 			continue
 		}
-		i := slices.IndexFunc(want.Rules, func(w Rule) bool { return sameRule(h, w) })
+		i := slices.IndexFunc(want.Rules, func(w plan.PolicyRule) bool { return sameRule(h, w) })
 		if i >= 0 && !matched[i] {
 			matched[i] = true
 			continue
@@ -488,7 +490,7 @@ func (a *Applier) syncRules(want State) ([]string, error) {
 	return changes, nil
 }
 
-func sameRule(h netlink.Rule, w Rule) bool {
+func sameRule(h netlink.Rule, w plan.PolicyRule) bool {
 	if h.Priority != w.Priority || h.Table != w.Table || h.IifName != w.IIF || h.OifName != "" || h.Invert {
 		return false
 	}
@@ -506,7 +508,7 @@ func sameRule(h netlink.Rule, w Rule) bool {
 // owned priorities of s, and restores the kernel's local-table rule when s
 // replaced it. Addresses and neighbors go with the links, which their
 // owners delete.
-func (a *Applier) Remove(s State) error {
+func (a *Applier) Remove(s plan.Routing) error {
 	var errs []error
 	if s.LocalExceptIIF != "" {
 		if err := a.restoreLocalRule(s.LocalExceptIIF); err != nil {

@@ -3,10 +3,13 @@ package route
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Indexes of IPv4 per-link settings (IPV4_DEVCONF_* in
@@ -22,8 +25,8 @@ const (
 // Nested attributes of IFLA_AF_SPEC for AF_INET.
 const iflaInetConf = 1
 
-// conf is what the link's settings ask of its IPv4 settings.
-func (l Link) conf() map[int]uint32 {
+// devconf is what the settings of l ask of its IPv4 settings.
+func devconf(l plan.Link) map[int]uint32 {
 	c := map[int]uint32{}
 	if l.Router {
 		c[devconfForwarding] = 1
@@ -55,40 +58,38 @@ func (a *Applier) inetConf(index int) ([]uint32, error) {
 		if m.Header.Type != unix.RTM_NEWLINK || len(m.Data) < unix.SizeofIfInfomsg {
 			continue
 		}
-		attrs, err := nl.ParseRouteAttr(m.Data[unix.SizeofIfInfomsg:])
+		conf, ok, err := nestedAttr(m.Data[unix.SizeofIfInfomsg:], unix.IFLA_AF_SPEC, unix.AF_INET, iflaInetConf)
 		if err != nil {
 			return nil, fmt.Errorf("parse link attributes: %w", err)
 		}
-		for _, attr := range attrs {
-			if attr.Attr.Type&nl.NLA_TYPE_MASK != unix.IFLA_AF_SPEC {
-				continue
-			}
-			families, err := nl.ParseRouteAttr(attr.Value)
-			if err != nil {
-				return nil, fmt.Errorf("parse IFLA_AF_SPEC: %w", err)
-			}
-			for _, fam := range families {
-				if fam.Attr.Type&nl.NLA_TYPE_MASK != unix.AF_INET {
-					continue
-				}
-				inet, err := nl.ParseRouteAttr(fam.Value)
-				if err != nil {
-					return nil, fmt.Errorf("parse AF_INET settings: %w", err)
-				}
-				for _, c := range inet {
-					if c.Attr.Type&nl.NLA_TYPE_MASK != iflaInetConf {
-						continue
-					}
-					vals := make([]uint32, len(c.Value)/4)
-					for i := range vals {
-						vals[i] = nl.NativeEndian().Uint32(c.Value[4*i:])
-					}
-					return vals, nil
-				}
-			}
+		if !ok {
+			continue
 		}
+		vals := make([]uint32, len(conf)/4)
+		for i := range vals {
+			vals[i] = nl.NativeEndian().Uint32(conf[4*i:])
+		}
+		return vals, nil
 	}
 	return nil, fmt.Errorf("link %d reports no IPv4 settings", index)
+}
+
+// nestedAttr follows a path of nested attributes from data, a run of route
+// attributes, and returns the value of the last one, or false when one of
+// them is missing.
+func nestedAttr(data []byte, path ...int) ([]byte, bool, error) {
+	for _, typ := range path {
+		attrs, err := nl.ParseRouteAttr(data)
+		if err != nil {
+			return nil, false, err
+		}
+		i := slices.IndexFunc(attrs, func(a syscall.NetlinkRouteAttr) bool { return int(a.Attr.Type&nl.NLA_TYPE_MASK) == typ })
+		if i < 0 {
+			return nil, false, nil
+		}
+		data = attrs[i].Value
+	}
+	return data, true, nil
 }
 
 // setInetConf writes IPv4 settings of the link with the given index.

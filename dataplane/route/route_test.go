@@ -2,26 +2,13 @@ package route
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
-
-func TestStrings(t *testing.T) {
-	r := Route{Table: 1801, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: netip.MustParseAddr("10.244.0.10"), Encap: netip.MustParseAddr("10.244.0.10"), VNI: 6091}
-	if got, want := r.String(), "10.71.0.0/16 encap ip id 6091 dst 10.244.0.10 via 10.244.0.10 dev ovl onlink table 1801"; got != want {
-		t.Errorf("Route.String() = %q, want %q", got, want)
-	}
-	u := Route{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true}
-	if got, want := u.String(), "unreachable 0.0.0.0/0 table 1801"; got != want {
-		t.Errorf("Route.String() = %q, want %q", got, want)
-	}
-	rule := Rule{Priority: 1801, IIF: "ovl", Table: 1801}
-	if got, want := rule.String(), "1801: from all iif ovl lookup 1801"; got != want {
-		t.Errorf("Rule.String() = %q, want %q", got, want)
-	}
-}
 
 func TestApply(t *testing.T) {
 	nstest.RequirePrivileged(t)
@@ -38,16 +25,16 @@ func TestApply(t *testing.T) {
 	}
 	defer a.Close()
 	gw := netip.MustParseAddr("10.244.0.10")
-	want := State{
-		Links:     []Link{{Name: "up0", MTU: 1400, Router: true, AcceptLocal: true}, {Name: "ovl", Router: true}},
-		Addresses: []Address{{Link: "up0", Prefix: netip.MustParsePrefix("169.254.18.1/30")}},
-		Neighbors: []Neighbor{{Link: "ovl", IP: gw, MAC: []byte{2, 0x50, 10, 244, 0, 10}}},
-		Routes: []Route{
+	want := plan.Routing{
+		Links:     []plan.Link{{Name: "up0", MTU: 1400, Router: true, AcceptLocal: true}, {Name: "ovl", Router: true}},
+		Addresses: []plan.Address{{Link: "up0", Prefix: netip.MustParsePrefix("169.254.18.1/30")}},
+		Neighbors: []plan.Neighbor{{Link: "ovl", IP: gw, MAC: []byte{2, 0x50, 10, 244, 0, 10}}},
+		Routes: []plan.Route{
 			{Table: 1801, Dst: netip.MustParsePrefix("10.244.0.0/16"), Link: "up0"},
 			{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true},
 			{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw, Encap: gw, VNI: 6091},
 		},
-		Rules: []Rule{
+		Rules: []plan.PolicyRule{
 			{Priority: 1801, IIF: "ovl", Table: 1801},
 			{Priority: 1802, Src: netip.MustParsePrefix("10.244.0.0/16"), Table: 1802},
 			{Priority: 1802, Src: netip.MustParsePrefix("10.245.0.0/16"), Table: 1802},
@@ -88,7 +75,7 @@ func TestApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"route 10.244.0.0/16 dev up0 table 1801: written", "route 192.0.2.0/24 table 1801: deleted", "rule 1801: from all iif ovl lookup 1801: added", "address 192.0.2.1/24 dev up0: deleted"} {
-		if !contains(changes, c) {
+		if !slices.Contains(changes, c) {
 			t.Errorf("Apply after hand edits: changes %q lack %q", changes, c)
 		}
 	}
@@ -110,17 +97,8 @@ func TestApply(t *testing.T) {
 	}
 
 	missing := want
-	missing.Links = append(missing.Links, Link{Name: "nope"})
+	missing.Links = append(missing.Links, plan.Link{Name: "nope"})
 	if _, err := a.Apply(missing); err == nil || !strings.Contains(err.Error(), "link nope") {
 		t.Errorf("Apply with a missing link = %v", err)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/nat"
 	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
 )
 
@@ -278,7 +279,7 @@ func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
 // last peer, which receives the pod's traffic through the overlay. Dst is an
 // address in the last peer's pod range. overlay.Auto picks the kind as the
 // agents do.
-func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
+func FabricNode(peers int, kind plan.OverlayKind) (*Pair, error) {
 	if peers < 1 || peers > 1024 {
 		return nil, fmt.Errorf("peers %d: must be in 1-1024", peers)
 	}
@@ -344,11 +345,11 @@ func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
 			Ranges: []netip.Prefix{podRange, extRange},
 		})
 	}
-	plan, err := dataplane.PlanFabric(facts)
+	fabricPlan, err := dataplane.PlanFabric(facts)
 	if err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
-	if err := applyFabric(node, plan); err != nil {
+	if err := applyFabric(node, fabricPlan); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 
@@ -359,7 +360,7 @@ func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
 		return nil, errors.Join(err, p.Close())
 	}
 	defer gh.Close()
-	if _, err := overlay.Ensure(gh, overlay.Link{Name: dataplane.OverlayLink, Kind: kind, Underlay: gatewayIP}); err != nil {
+	if _, err := overlay.Ensure(gh, plan.Overlay{Name: dataplane.OverlayLink, Kind: kind, Underlay: gatewayIP}); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 	for _, args := range [][]string{

@@ -6,10 +6,11 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/go-logr/logr"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // Implementation names a WireGuard back-end.
@@ -22,15 +23,6 @@ const (
 	Kernel    Implementation = "kernel"
 	Userspace Implementation = "userspace"
 )
-
-// ParseImplementation validates the value of a command-line flag.
-func ParseImplementation(s string) (Implementation, error) {
-	switch i := Implementation(s); i {
-	case Auto, Kernel, Userspace:
-		return i, nil
-	}
-	return "", fmt.Errorf("wireguard implementation %q: must be auto, kernel or userspace", s)
-}
 
 var (
 	// ErrNotSupported reports that the requested back-end cannot run here:
@@ -77,39 +69,23 @@ func Open(name string, impl Implementation, mtu int, log logr.Logger) (Device, e
 	return nil, fmt.Errorf("open wireguard device %s: unknown implementation %q", name, impl)
 }
 
-// Config is the desired configuration of a device with a single peer.
-type Config struct {
-	// PrivateKey is the device's own key.
-	PrivateKey wgtypes.Key
-	// ListenPort is the UDP port to listen on; 0 lets the device pick one
-	// (a client needs no fixed port).
-	ListenPort int
-	// Peer is the other side of the tunnel.
-	Peer Peer
-}
-
-// Peer is the desired configuration of the device's one peer.
-type Peer struct {
-	// PublicKey identifies the peer.
-	PublicKey wgtypes.Key
-	// Endpoint is where the peer is reached. Invalid (the zero value) means
-	// "keep whatever the device learned": a server never knows its client's
-	// address in advance, and must not forget it on a resync.
-	Endpoint netip.AddrPort
-	// AllowedIPs are the source ranges accepted from the peer.
-	AllowedIPs []netip.Prefix
-	// PersistentKeepalive is the keepalive interval; 0 disables it.
-	PersistentKeepalive time.Duration
+// FindPeer returns the peer of dev whose public key is key, or nil.
+func FindPeer(dev *wgtypes.Device, key plan.Key) *wgtypes.Peer {
+	for i := range dev.Peers {
+		if dev.Peers[i].PublicKey == wgtypes.Key(key) {
+			return &dev.Peers[i]
+		}
+	}
+	return nil
 }
 
 // Diff returns the wgctrl configuration that turns cur into want, and false
 // when cur already matches. Peers other than want's are removed; an endpoint
 // is written only when want names one that differs.
-func Diff(cur *wgtypes.Device, want Config) (wgtypes.Config, bool) {
+func Diff(cur *wgtypes.Device, want plan.WireGuard) (wgtypes.Config, bool) {
 	var cfg wgtypes.Config
 	changed := false
-	if cur.PrivateKey != want.PrivateKey {
-		k := want.PrivateKey
+	if k := wgtypes.Key(want.PrivateKey); cur.PrivateKey != k {
 		cfg.PrivateKey = &k
 		changed = true
 	}
@@ -118,16 +94,15 @@ func Diff(cur *wgtypes.Device, want Config) (wgtypes.Config, bool) {
 		cfg.ListenPort = &p
 		changed = true
 	}
-	var peer *wgtypes.Peer
-	for i := range cur.Peers {
-		if cur.Peers[i].PublicKey == want.Peer.PublicKey {
-			peer = &cur.Peers[i]
-			continue
+	wantKey := wgtypes.Key(want.Peer.PublicKey)
+	peer := FindPeer(cur, want.Peer.PublicKey)
+	for _, p := range cur.Peers {
+		if p.PublicKey != wantKey {
+			cfg.Peers = append(cfg.Peers, wgtypes.PeerConfig{PublicKey: p.PublicKey, Remove: true})
+			changed = true
 		}
-		cfg.Peers = append(cfg.Peers, wgtypes.PeerConfig{PublicKey: cur.Peers[i].PublicKey, Remove: true})
-		changed = true
 	}
-	pc := wgtypes.PeerConfig{PublicKey: want.Peer.PublicKey}
+	pc := wgtypes.PeerConfig{PublicKey: wantKey}
 	peerChanged := peer == nil
 	if want.Peer.Endpoint.IsValid() && (peer == nil || !sameEndpoint(peer.Endpoint, want.Peer.Endpoint)) {
 		pc.Endpoint = net.UDPAddrFromAddrPort(want.Peer.Endpoint)
@@ -154,7 +129,7 @@ func Diff(cur *wgtypes.Device, want Config) (wgtypes.Config, bool) {
 
 // Sync brings dev to want, writing only what differs. It reports whether
 // anything was written.
-func Sync(dev Device, want Config) (bool, error) {
+func Sync(dev Device, want plan.WireGuard) (bool, error) {
 	cur, err := dev.Device()
 	if err != nil {
 		return false, err
@@ -174,8 +149,8 @@ func Sync(dev Device, want Config) (bool, error) {
 // handshake. A client uses it when its peer's device was recreated: the old
 // session is unknown to the new device and WireGuard alone would notice only
 // after its 15-second rekey timeout.
-func Rehandshake(dev Device, want Config) error {
-	if err := dev.Configure(wgtypes.Config{Peers: []wgtypes.PeerConfig{{PublicKey: want.Peer.PublicKey, Remove: true}}}); err != nil {
+func Rehandshake(dev Device, want plan.WireGuard) error {
+	if err := dev.Configure(wgtypes.Config{Peers: []wgtypes.PeerConfig{{PublicKey: wgtypes.Key(want.Peer.PublicKey), Remove: true}}}); err != nil {
 		return fmt.Errorf("remove peer %s: %w", want.Peer.PublicKey, err)
 	}
 	cur, err := dev.Device()
@@ -207,14 +182,6 @@ func sameAllowedIPs(cur []net.IPNet, want []netip.Prefix) bool {
 		bits, _ := n.Mask.Size()
 		got = append(got, netip.PrefixFrom(a.Unmap(), bits))
 	}
-	w := slices.Clone(want)
-	cmp := func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	}
-	slices.SortFunc(got, cmp)
-	slices.SortFunc(w, cmp)
-	return slices.Equal(got, w)
+	slices.SortFunc(got, netip.Prefix.Compare)
+	return slices.Equal(got, slices.SortedFunc(slices.Values(want), netip.Prefix.Compare))
 }

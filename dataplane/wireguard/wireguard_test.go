@@ -14,23 +14,24 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
-func mustKey(t *testing.T) wgtypes.Key {
+func mustKey(t *testing.T) plan.Key {
 	t.Helper()
 	k, err := wgtypes.GeneratePrivateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return plan.Key(k)
 }
 
 func TestDiff(t *testing.T) {
 	priv, peer, other := mustKey(t), mustKey(t).PublicKey(), mustKey(t).PublicKey()
-	want := Config{
+	want := plan.WireGuard{
 		PrivateKey: priv,
 		ListenPort: 51840,
-		Peer: Peer{
+		Peer: plan.WireGuardPeer{
 			PublicKey:           peer,
 			AllowedIPs:          []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("169.254.18.2/32")},
 			PersistentKeepalive: 25 * time.Second,
@@ -38,10 +39,10 @@ func TestDiff(t *testing.T) {
 	}
 	roamed := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 40000}
 	inSync := &wgtypes.Device{
-		PrivateKey: priv,
+		PrivateKey: wgtypes.Key(priv),
 		ListenPort: 51840,
 		Peers: []wgtypes.Peer{{
-			PublicKey:                   peer,
+			PublicKey:                   wgtypes.Key(peer),
 			Endpoint:                    roamed,
 			PersistentKeepaliveInterval: 25 * time.Second,
 			AllowedIPs: []net.IPNet{
@@ -57,7 +58,7 @@ func TestDiff(t *testing.T) {
 
 	empty := &wgtypes.Device{}
 	cfg, changed := Diff(empty, want)
-	if !changed || cfg.PrivateKey == nil || *cfg.PrivateKey != priv || cfg.ListenPort == nil || *cfg.ListenPort != 51840 {
+	if !changed || cfg.PrivateKey == nil || *cfg.PrivateKey != wgtypes.Key(priv) || cfg.ListenPort == nil || *cfg.ListenPort != 51840 {
 		t.Fatalf("Diff of an empty device = %+v, %v; want key and port written", cfg, changed)
 	}
 	if len(cfg.Peers) != 1 || cfg.Peers[0].Endpoint != nil || !cfg.Peers[0].ReplaceAllowedIPs || len(cfg.Peers[0].AllowedIPs) != 2 ||
@@ -74,21 +75,10 @@ func TestDiff(t *testing.T) {
 	}
 
 	stale := *inSync
-	stale.Peers = append([]wgtypes.Peer{{PublicKey: other}}, inSync.Peers...)
+	stale.Peers = append([]wgtypes.Peer{{PublicKey: wgtypes.Key(other)}}, inSync.Peers...)
 	cfg, changed = Diff(&stale, want)
-	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != other || !cfg.Peers[0].Remove {
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(other) || !cfg.Peers[0].Remove {
 		t.Errorf("Diff with a foreign peer = %+v, %v; want it removed and nothing else", cfg, changed)
-	}
-}
-
-func TestParseImplementation(t *testing.T) {
-	for _, ok := range []string{"auto", "kernel", "userspace"} {
-		if _, err := ParseImplementation(ok); err != nil {
-			t.Errorf("ParseImplementation(%q): %v", ok, err)
-		}
-	}
-	if _, err := ParseImplementation("boringtun"); err == nil {
-		t.Error("ParseImplementation accepted boringtun")
 	}
 }
 
@@ -113,10 +103,10 @@ func TestUserspaceDevice(t *testing.T) {
 		t.Fatalf("link %s: %v, mtu %v; want mtu 1340", name, err, link)
 	}
 
-	want := Config{
+	want := plan.WireGuard{
 		PrivateKey: mustKey(t),
 		ListenPort: 51999,
-		Peer: Peer{
+		Peer: plan.WireGuardPeer{
 			PublicKey:           mustKey(t).PublicKey(),
 			Endpoint:            netip.MustParseAddrPort("192.0.2.1:51840"),
 			AllowedIPs:          []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},

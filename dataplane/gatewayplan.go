@@ -6,12 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
-	"github.com/peerlink/peerlink/dataplane/nat"
-	"github.com/peerlink/peerlink/dataplane/overlay"
-	"github.com/peerlink/peerlink/dataplane/route"
-	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
@@ -20,9 +15,9 @@ type GatewayFacts struct {
 	// Role is the gateway's side of the tunnel.
 	Role Role
 	// PrivateKey is the gateway's own WireGuard key.
-	PrivateKey wgtypes.Key
+	PrivateKey plan.Key
 	// PeerPublicKey is the peer gateway's WireGuard public key.
-	PeerPublicKey wgtypes.Key
+	PeerPublicKey plan.Key
 	// ListenPort is the server's WireGuard port.
 	ListenPort int
 	// Endpoint is where a client finds the server; invalid while unknown.
@@ -43,7 +38,7 @@ type GatewayFacts struct {
 // GatewayOverlay are the facts of a gateway pod's overlay endpoint.
 type GatewayOverlay struct {
 	// Kind is the encapsulation the cluster's fabric uses.
-	Kind overlay.Kind
+	Kind plan.OverlayKind
 	// Address is the gateway pod's own address, where nodes send overlay
 	// packets; it names the overlay link's MAC address.
 	Address netip.Addr
@@ -55,18 +50,25 @@ type GatewayOverlay struct {
 	MTU int
 }
 
-// GatewayPlan is the desired state of a gateway pod's network namespace.
+// GatewayPlan is the desired state of a gateway pod's network namespace:
+// the tunnel, and the overlay link, routing and nftables table a node has
+// too.
 type GatewayPlan struct {
 	// WireGuard is the configuration of TunnelLink.
-	WireGuard wireguard.Config
+	WireGuard plan.WireGuard
 	// TunnelMTU is the MTU TunnelLink is created with.
 	TunnelMTU int
-	// Overlay is the overlay link.
-	Overlay overlay.Link
-	// Routes are addresses, neighbors, routes and rules.
-	Routes route.State
-	// NAT is the gateway's nftables table.
-	NAT nat.Ruleset
+	plan.NetNS
+}
+
+// GatewayOwned is the part of every gateway plan that its facts do not
+// change: the names of its overlay link and nftables table, and the routing
+// tables, rule priorities and local-table rule it owns. It is what a gateway
+// removes when it stops.
+func GatewayOwned() plan.NetNS {
+	o := owned(GatewayNFTable, []int{TableToPeer, TableFromPeer}, []int{PriorityToPeer, PriorityFromPeer})
+	o.Routes.LocalExceptIIF = OverlayLink
+	return o
 }
 
 // Names of the gateway's nftables sets, maps and chains.
@@ -100,21 +102,21 @@ func IngressDropReasons() []string {
 // headers without options.
 const tcpIPHeaders = 40
 
-// Plan computes the desired state of a gateway from its facts. It fails,
-// naming the fact, when the facts cannot make a working tunnel.
-func Plan(f GatewayFacts) (GatewayPlan, error) {
+// PlanGateway computes the desired state of a gateway from its facts. It
+// fails, naming the fact, when the facts cannot make a working tunnel.
+func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	if err := f.validate(); err != nil {
 		return GatewayPlan{}, err
 	}
-	var p GatewayPlan
+	p := GatewayPlan{NetNS: GatewayOwned()}
 
 	peerRanges := []netip.Prefix{netip.PrefixFrom(f.Role.PeerTunnelAddress(), 32)}
 	for _, m := range f.Remote {
 		peerRanges = append(peerRanges, m.Real)
 	}
-	p.WireGuard = wireguard.Config{
+	p.WireGuard = plan.WireGuard{
 		PrivateKey: f.PrivateKey,
-		Peer: wireguard.Peer{
+		Peer: plan.WireGuardPeer{
 			PublicKey:           f.PeerPublicKey,
 			AllowedIPs:          peerRanges,
 			PersistentKeepalive: f.Keepalive,
@@ -126,103 +128,97 @@ func Plan(f GatewayFacts) (GatewayPlan, error) {
 		p.WireGuard.Peer.Endpoint = f.Endpoint
 	}
 	p.TunnelMTU = f.MTU
-	p.Overlay = overlay.Link{Name: OverlayLink, Kind: f.Overlay.Kind, Underlay: f.Overlay.Address}
+	p.Overlay.Kind, p.Overlay.Underlay = f.Overlay.Kind, f.Overlay.Address
 
 	// The peer's pod range is often this cluster's own, so a peer pod may
 	// have the very address of this gateway pod. Its packets must not be
 	// dropped as martians on the way in (AcceptLocal), and the replies to
 	// it, whose destination is that address once the SNAT is undone, must
-	// go back into the tunnel rather than to this pod (LocalExceptIIF):
-	// nothing arriving on the overlay is for the gateway itself.
-	rs := route.State{
-		Links: []route.Link{
-			{Name: TunnelLink, MTU: f.MTU, Router: true, AcceptLocal: true},
-			{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
-		},
-		LocalExceptIIF: OverlayLink,
-		Addresses:      []route.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(f.Role.TunnelAddress(), TunnelPrefix.Bits())}},
-		Tables:         []int{TableToPeer, TableFromPeer},
-		RulePriorities: []int{PriorityToPeer, PriorityFromPeer},
+	// go back into the tunnel rather than to this pod (LocalExceptIIF, in
+	// GatewayOwned): nothing arriving on the overlay is for the gateway
+	// itself.
+	rs := p.Routes
+	rs.Links = []plan.Link{
+		{Name: TunnelLink, MTU: f.MTU, Router: true, AcceptLocal: true},
+		{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
 	}
+	rs.Addresses = []plan.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(f.Role.TunnelAddress(), TunnelPrefix.Bits())}}
 	// Whatever arrives from the overlay is for the peer: after the DNAT its
 	// destination is in the peer's real ranges, and anything else is
 	// rejected rather than leaked through the pod's default route.
 	for _, m := range f.Remote {
-		rs.Routes = append(rs.Routes, route.Route{Table: TableToPeer, Dst: m.Real, Link: TunnelLink})
+		rs.Routes = append(rs.Routes, plan.Route{Table: TableToPeer, Dst: m.Real, Link: TunnelLink})
 	}
-	rs.Routes = append(rs.Routes, route.Route{Table: TableToPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true})
-	rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityToPeer, IIF: OverlayLink, Table: TableToPeer})
+	rs.Routes = append(rs.Routes, plan.Route{Table: TableToPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true})
+	rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityToPeer, IIF: OverlayLink, Table: TableToPeer})
 	if n := f.Overlay.Node; n.IsValid() {
-		rs.Neighbors = append(rs.Neighbors, route.Neighbor{Link: OverlayLink, IP: n, MAC: overlay.MAC(n)})
-		rs.Routes = append(rs.Routes, route.Route{
+		rs.Neighbors = append(rs.Neighbors, plan.Neighbor{Link: OverlayLink, IP: n, MAC: plan.OverlayMAC(n)})
+		rs.Routes = append(rs.Routes, plan.Route{
 			Table: TableFromPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"),
-			Link: OverlayLink, Via: n, Encap: n, VNI: overlay.VNI,
+			Link: OverlayLink, Via: n, Encap: n, VNI: plan.VNI,
 		})
-		rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
+		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
 	}
 	p.Routes = rs.Sorted()
 
-	toReal := nat.Map{Name: mapRemappedToReal}
-	toRemapped := nat.Map{Name: mapRealToRemapped}
+	toReal := plan.Map{Name: mapRemappedToReal}
+	toRemapped := plan.Map{Name: mapRealToRemapped}
 	for _, m := range f.Remote {
 		if m.Real == m.Remapped {
 			continue
 		}
-		toReal.Elements = append(toReal.Elements, nat.MapElement{From: m.Remapped, To: m.Real})
-		toRemapped.Elements = append(toRemapped.Elements, nat.MapElement{From: m.Real, To: m.Remapped})
+		toReal.Elements = append(toReal.Elements, plan.MapElement{From: m.Remapped, To: m.Real})
+		toRemapped.Elements = append(toRemapped.Elements, plan.MapElement{From: m.Real, To: m.Remapped})
 	}
 	mss := uint16(f.MTU - tcpIPHeaders)
 	var real []netip.Prefix
 	for _, m := range f.Remote {
 		real = append(real, m.Real)
 	}
-	p.NAT = nat.Ruleset{
-		Table: GatewayNFTable,
-		Sets: []nat.Set{
-			{Name: setPeerRanges, Prefixes: real},
-			{Name: setLocalRanges, Prefixes: f.LocalRanges},
-		},
-		Maps:     []nat.Map{toReal, toRemapped},
-		Counters: IngressDropReasons(),
-		Chains: []nat.Chain{
-			// The tunnel is a narrow door: before routing and before the
-			// source is remapped, a packet from the peer must come from
-			// the peer's declared ranges and go to this cluster's pods or
-			// external range. Nothing else of this cluster (its nodes,
-			// Services, other peers, the gateway pod itself but for the
-			// health probe) is reachable from the tunnel.
-			{Name: "ingress", Type: nat.Filter, Hook: nat.Prerouting, Priority: -150, Rules: []nat.Rule{
-				{
-					Comment: "from the peer: its health probe to this gateway",
-					IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), UDPDstPort: HealthPort,
-					Verdict: nat.Accept,
-				},
-				{
-					Comment: "from the peer: only from its declared ranges",
-					IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: nat.Drop,
-				},
-				{
-					Comment: "from the peer: nothing for the gateway itself",
-					IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: nat.Drop,
-				},
-				{
-					Comment: "from the peer: only to this cluster's pod and external ranges",
-					IIF:     TunnelLink, DstNotIn: setLocalRanges, Counter: DropDestination, Verdict: nat.Drop,
-				},
-			}},
-			{Name: "prerouting", Type: nat.NAT, Hook: nat.Prerouting, Priority: -100, Rules: []nat.Rule{{
-				Comment: "to the peer: remapped destination to its real range",
-				IIF:     OverlayLink, DNATMap: mapRemappedToReal,
-			}}},
-			{Name: "postrouting", Type: nat.NAT, Hook: nat.Postrouting, Priority: 100, Rules: []nat.Rule{{
-				Comment: "from the peer: real source to its remapped range",
-				IIF:     TunnelLink, SNATMap: mapRealToRemapped,
-			}}},
-			{Name: "forward", Type: nat.Filter, Hook: nat.Forward, Priority: -150, Rules: []nat.Rule{
-				{Comment: "clamp MSS into the tunnel", OIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
-				{Comment: "clamp MSS out of the tunnel", IIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
-			}},
-		},
+	p.NAT.Sets = []plan.Set{
+		{Name: setPeerRanges, Prefixes: real},
+		{Name: setLocalRanges, Prefixes: f.LocalRanges},
+	}
+	p.NAT.Maps = []plan.Map{toReal, toRemapped}
+	p.NAT.Counters = IngressDropReasons()
+	p.NAT.Chains = []plan.Chain{
+		// The tunnel is a narrow door: before routing and before the
+		// source is remapped, a packet from the peer must come from
+		// the peer's declared ranges and go to this cluster's pods or
+		// external range. Nothing else of this cluster (its nodes,
+		// Services, other peers, the gateway pod itself but for the
+		// health probe) is reachable from the tunnel.
+		{Name: "ingress", Type: plan.Filter, Hook: plan.Prerouting, Priority: -150, Rules: []plan.Rule{
+			{
+				Comment: "from the peer: its health probe to this gateway",
+				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), UDPDstPort: HealthPort,
+				Verdict: plan.Accept,
+			},
+			{
+				Comment: "from the peer: only from its declared ranges",
+				IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: plan.Drop,
+			},
+			{
+				Comment: "from the peer: nothing for the gateway itself",
+				IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: plan.Drop,
+			},
+			{
+				Comment: "from the peer: only to this cluster's pod and external ranges",
+				IIF:     TunnelLink, DstNotIn: setLocalRanges, Counter: DropDestination, Verdict: plan.Drop,
+			},
+		}},
+		{Name: "prerouting", Type: plan.NAT, Hook: plan.Prerouting, Priority: -100, Rules: []plan.Rule{{
+			Comment: "to the peer: remapped destination to its real range",
+			IIF:     OverlayLink, DNATMap: mapRemappedToReal,
+		}}},
+		{Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: 100, Rules: []plan.Rule{{
+			Comment: "from the peer: real source to its remapped range",
+			IIF:     TunnelLink, SNATMap: mapRealToRemapped,
+		}}},
+		{Name: "forward", Type: plan.Filter, Hook: plan.Forward, Priority: -150, Rules: []plan.Rule{
+			{Comment: "clamp MSS into the tunnel", OIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
+			{Comment: "clamp MSS out of the tunnel", IIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
+		}},
 	}
 	return p, nil
 }
@@ -238,10 +234,10 @@ func (f GatewayFacts) validate() error {
 	if f.Role != Server && f.Role != Client {
 		errs = append(errs, fmt.Errorf("role %q: must be server or client", f.Role))
 	}
-	if f.PrivateKey == (wgtypes.Key{}) {
+	if f.PrivateKey == (plan.Key{}) {
 		errs = append(errs, errors.New("private key: missing"))
 	}
-	if f.PeerPublicKey == (wgtypes.Key{}) {
+	if f.PeerPublicKey == (plan.Key{}) {
 		errs = append(errs, errors.New("peer public key: missing"))
 	}
 	if f.Role == Server && (f.ListenPort < 1 || f.ListenPort > 65535) {
@@ -253,7 +249,7 @@ func (f GatewayFacts) validate() error {
 	if f.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("keepalive %v: must not be negative", f.Keepalive))
 	}
-	if f.Overlay.Kind != overlay.Geneve && f.Overlay.Kind != overlay.VXLAN {
+	if f.Overlay.Kind != plan.Geneve && f.Overlay.Kind != plan.VXLAN {
 		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.Overlay.Kind))
 	}
 	if !f.Overlay.Address.Is4() {

@@ -1,4 +1,4 @@
-package route
+package plan
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// State is the desired IP configuration of one network namespace, and the
-// extent of what peerlink owns in it.
-type State struct {
+// Routing is the desired IP configuration of one network namespace, and
+// the extent of what peerlink owns in it.
+type Routing struct {
 	// Links are the interface settings of peerlink's links.
 	Links []Link
 	// Addresses are the addresses of the owned links.
@@ -20,7 +20,7 @@ type State struct {
 	// Routes are the routes of the owned tables.
 	Routes []Route
 	// Rules are the policy rules at the owned priorities.
-	Rules []Rule
+	Rules []PolicyRule
 	// Tables are the routing tables peerlink owns entirely.
 	Tables []int
 	// RulePriorities are the rule priorities peerlink owns entirely.
@@ -81,8 +81,8 @@ type Route struct {
 	VNI uint32
 }
 
-// Rule is a policy routing rule.
-type Rule struct {
+// PolicyRule is a policy routing rule.
+type PolicyRule struct {
 	// Priority orders the rule among all rules; peerlink owns it.
 	Priority int
 	// IIF matches packets that arrived on this link; empty matches any.
@@ -117,7 +117,7 @@ func (r Route) String() string {
 }
 
 // String renders a rule as `ip rule` would.
-func (r Rule) String() string {
+func (r PolicyRule) String() string {
 	from := "all"
 	if r.Src.IsValid() {
 		from = r.Src.String()
@@ -154,10 +154,44 @@ func (l Link) String() string {
 	return s
 }
 
+// String renders the routing for people, as ip(8) lists each part, a
+// section each.
+func (s Routing) String() string {
+	var b strings.Builder
+	b.WriteString("\n# links\n")
+	for _, l := range s.Links {
+		fmt.Fprintln(&b, l)
+	}
+	if len(s.Addresses) > 0 {
+		b.WriteString("\n# addresses\n")
+		for _, a := range s.Addresses {
+			fmt.Fprintln(&b, a)
+		}
+	}
+	if len(s.Neighbors) > 0 {
+		b.WriteString("\n# neighbors\n")
+		for _, n := range s.Neighbors {
+			fmt.Fprintln(&b, n)
+		}
+	}
+	fmt.Fprintf(&b, "\n# routes (tables %v)\n", s.Tables)
+	for _, r := range s.Routes {
+		fmt.Fprintln(&b, r)
+	}
+	fmt.Fprintf(&b, "\n# rules (priorities %v)\n", s.RulePriorities)
+	if s.LocalExceptIIF != "" {
+		fmt.Fprintf(&b, "0: not from all iif %s lookup local (replaces 0: from all lookup local)\n", s.LocalExceptIIF)
+	}
+	for _, r := range s.Rules {
+		fmt.Fprintln(&b, r)
+	}
+	return b.String()
+}
+
 // Sorted returns a copy of s with every list in a canonical order, so that
 // two equal states compare and print alike.
-func (s State) Sorted() State {
-	out := State{
+func (s Routing) Sorted() Routing {
+	out := Routing{
 		Links:          slices.Clone(s.Links),
 		Addresses:      slices.Clone(s.Addresses),
 		Neighbors:      slices.Clone(s.Neighbors),
@@ -172,7 +206,7 @@ func (s State) Sorted() State {
 		if c := strings.Compare(a.Link, b.Link); c != 0 {
 			return c
 		}
-		return comparePrefix(a.Prefix, b.Prefix)
+		return a.Prefix.Compare(b.Prefix)
 	})
 	slices.SortFunc(out.Neighbors, func(a, b Neighbor) int {
 		if c := strings.Compare(a.Link, b.Link); c != 0 {
@@ -184,9 +218,9 @@ func (s State) Sorted() State {
 		if a.Table != b.Table {
 			return a.Table - b.Table
 		}
-		return comparePrefix(a.Dst, b.Dst)
+		return a.Dst.Compare(b.Dst)
 	})
-	slices.SortFunc(out.Rules, func(a, b Rule) int {
+	slices.SortFunc(out.Rules, func(a, b PolicyRule) int {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
 		}
@@ -195,11 +229,4 @@ func (s State) Sorted() State {
 	slices.Sort(out.Tables)
 	slices.Sort(out.RulePriorities)
 	return out
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return a.Bits() - b.Bits()
 }

@@ -1,4 +1,4 @@
-package nat
+package plan
 
 import (
 	"fmt"
@@ -9,7 +9,13 @@ import (
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
-// Ruleset is one nftables table of family ip, owned entirely by peerlink.
+// Ruleset is one nftables table of family ip, owned entirely by peerlink:
+// its sets and prefix maps and its chains of rules, each rule a few matches
+// and one statement drawn from the small vocabulary peerlink needs (prefix
+// NAT through a map, identity SNAT, SNAT to an address, TCP MSS clamping, a
+// counted verdict). Every lookup goes through a set or an interval map, so
+// the number of rules on the packet path does not depend on the number of
+// peers or ranges.
 type Ruleset struct {
 	// Table is the table's name.
 	Table string
@@ -78,8 +84,8 @@ const (
 	Drop   Verdict = "drop"
 )
 
-// Rule matches packets on every field set and then applies its one
-// statement.
+// Rule is a rule of a Ruleset's chain: it matches packets on every field set
+// and then applies its one statement.
 type Rule struct {
 	// Comment says what the rule is for; it is stored with the rule.
 	Comment string
@@ -301,16 +307,4 @@ func (r Rule) String() string {
 		parts = append(parts, string(r.Verdict))
 	}
 	return strings.Join(parts, " ")
-}
-
-// sortedPrefixes returns ps sorted by address, then length.
-func sortedPrefixes(ps []netip.Prefix) []netip.Prefix {
-	out := slices.Clone(ps)
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
-	return out
 }

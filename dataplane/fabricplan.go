@@ -7,9 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/peerlink/peerlink/dataplane/nat"
-	"github.com/peerlink/peerlink/dataplane/overlay"
-	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
@@ -21,7 +19,7 @@ type FabricFacts struct {
 	// it overlay packets; it names the overlay link's MAC address.
 	Node netip.Addr
 	// OverlayKind is the encapsulation of the cluster's overlay.
-	OverlayKind overlay.Kind
+	OverlayKind plan.OverlayKind
 	// OverlayMTU is the MTU of the overlay link.
 	OverlayMTU int
 	// PodCIDRs are the cluster's pod ranges: their sources keep their
@@ -66,12 +64,15 @@ type FabricPlan struct {
 	// (an IPv6 range, a range on this cluster's pods or on another peer's)
 	// cost that peer its routes, never the other peers theirs.
 	Skipped []SkippedGateway
-	// Overlay is the overlay link.
-	Overlay overlay.Link
-	// Routes are neighbors, routes and rules.
-	Routes route.State
-	// NAT is the node's nftables table.
-	NAT nat.Ruleset
+	plan.NetNS
+}
+
+// FabricOwned is the part of every fabric plan that its facts do not
+// change: the names of its overlay link and nftables table, and the routing
+// tables and rule priorities it owns. It is what a fabric agent removes when
+// it is told to clean up.
+func FabricOwned() plan.NetNS {
+	return owned(FabricNFTable, []int{TablePodSources, TableHostSources}, []int{PriorityPodSources, PriorityHostSource})
 }
 
 // Names of the fabric's nftables sets.
@@ -99,7 +100,8 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	gws := slices.Clone(f.Gateways)
 	slices.SortFunc(gws, func(a, b FabricGateway) int { return cmp.Compare(a.Name, b.Name) })
 
-	p := FabricPlan{Overlay: overlay.Link{Name: OverlayLink, Kind: f.OverlayKind, Underlay: f.Node}}
+	p := FabricPlan{NetNS: FabricOwned()}
+	p.Overlay.Kind, p.Overlay.Underlay = f.OverlayKind, f.Node
 	// Gateways are checked in name order: of two whose ranges overlap,
 	// the first keeps its routes.
 	var planned []netip.Prefix
@@ -111,28 +113,25 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		planned = append(planned, g.Ranges...)
 		return false
 	})
-	rs := route.State{
-		Links:          []route.Link{{Name: OverlayLink, MTU: f.OverlayMTU, Router: true}},
-		Tables:         []int{TablePodSources, TableHostSources},
-		RulePriorities: []int{PriorityPodSources, PriorityHostSource},
-	}
+	rs := p.Routes
+	rs.Links = []plan.Link{{Name: OverlayLink, MTU: f.OverlayMTU, Router: true}}
 	neighbors := map[netip.Addr]bool{}
 	neighbor := func(a netip.Addr) {
 		if !neighbors[a] {
 			neighbors[a] = true
-			rs.Neighbors = append(rs.Neighbors, route.Neighbor{Link: OverlayLink, IP: a, MAC: overlay.MAC(a)})
+			rs.Neighbors = append(rs.Neighbors, plan.Neighbor{Link: OverlayLink, IP: a, MAC: plan.OverlayMAC(a)})
 		}
 	}
-	via := func(table int, dst netip.Prefix, to netip.Addr) route.Route {
-		return route.Route{Table: table, Dst: dst, Link: OverlayLink, Via: to, Encap: to, VNI: overlay.VNI}
+	via := func(table int, dst netip.Prefix, to netip.Addr) plan.Route {
+		return plan.Route{Table: table, Dst: dst, Link: OverlayLink, Via: to, Encap: to, VNI: plan.VNI}
 	}
 	var remote, home []netip.Prefix
 	for _, g := range gws {
 		if !g.Address.IsValid() {
 			for _, r := range g.Ranges {
 				rs.Routes = append(rs.Routes,
-					route.Route{Table: TablePodSources, Dst: r, Unreachable: true},
-					route.Route{Table: TableHostSources, Dst: r, Unreachable: true})
+					plan.Route{Table: TablePodSources, Dst: r, Unreachable: true},
+					plan.Route{Table: TableHostSources, Dst: r, Unreachable: true})
 			}
 			continue
 		}
@@ -156,32 +155,29 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		}
 	}
 	for _, pod := range f.PodCIDRs {
-		rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityPodSources, Src: pod, Table: TablePodSources})
+		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityPodSources, Src: pod, Table: TablePodSources})
 	}
-	rs.Rules = append(rs.Rules, route.Rule{Priority: PriorityHostSource, Table: TableHostSources})
+	rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityHostSource, Table: TableHostSources})
 	p.Routes = rs.Sorted()
 
-	p.NAT = nat.Ruleset{
-		Table: FabricNFTable,
-		Sets: []nat.Set{
-			{Name: setPodCIDRs, Prefixes: f.PodCIDRs},
-			{Name: setRemoteRanges, Prefixes: remote},
-			{Name: setHomeRanges, Prefixes: home},
-		},
-		Chains: []nat.Chain{{
-			Name: "postrouting", Type: nat.NAT, Hook: nat.Postrouting, Priority: FabricNATPriority,
-			Rules: []nat.Rule{
-				{
-					Comment:  "other sources leave through this node's gateway as the unknown source",
-					SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
-				},
-				{
-					Comment: "keep sources towards peers, bypassing the CNI's masquerade",
-					DstIn:   setRemoteRanges, SNATKeepSource: true,
-				},
-			},
-		}},
+	p.NAT.Sets = []plan.Set{
+		{Name: setPodCIDRs, Prefixes: f.PodCIDRs},
+		{Name: setRemoteRanges, Prefixes: remote},
+		{Name: setHomeRanges, Prefixes: home},
 	}
+	p.NAT.Chains = []plan.Chain{{
+		Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: FabricNATPriority,
+		Rules: []plan.Rule{
+			{
+				Comment:  "other sources leave through this node's gateway as the unknown source",
+				SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
+			},
+			{
+				Comment: "keep sources towards peers, bypassing the CNI's masquerade",
+				DstIn:   setRemoteRanges, SNATKeepSource: true,
+			},
+		},
+	}}
 	return p, nil
 }
 
@@ -190,7 +186,7 @@ func (f FabricFacts) validate() error {
 	if !f.Node.Is4() {
 		errs = append(errs, fmt.Errorf("node address %v: must be an IPv4 address", f.Node))
 	}
-	if f.OverlayKind != overlay.Geneve && f.OverlayKind != overlay.VXLAN {
+	if f.OverlayKind != plan.Geneve && f.OverlayKind != plan.VXLAN {
 		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.OverlayKind))
 	}
 	if f.OverlayMTU < minMTU {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/peerlink/peerlink/dataplane/agent"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/plan"
+)
+
+// agentFlags are the flags both dataplane agents take, flag for flag (the
+// options of package agent), beside the process's.
+type agentFlags struct {
+	processFlags
+	namespace, nodeIP, overlayKind string
+	mtu                            int
+	resync                         time.Duration
+}
+
+// agentFlagHelp is what the flags whose meaning depends on the agent mean
+// to it: their help and defaults.
+type agentFlagHelp struct {
+	namespace, namespaceDefault string
+	nodeIP                      string
+	// overlayPeer is who the overlay encapsulation must agree with.
+	overlayPeer string
+	mtu         string
+	mtuDefault  int
+}
+
+func (f *agentFlags) addFlags(fs *pflag.FlagSet, h agentFlagHelp) {
+	fs.StringVar(&f.namespace, "namespace", h.namespaceDefault, h.namespace)
+	fs.StringVar(&f.nodeIP, "node-ip", os.Getenv("NODE_IP"), h.nodeIP)
+	fs.StringVar(&f.overlayKind, "overlay", string(overlay.Auto), "overlay encapsulation, as "+h.overlayPeer+": auto (geneve if the kernel has it, else vxlan), geneve or vxlan")
+	fs.IntVar(&f.mtu, "mtu", h.mtuDefault, h.mtu)
+	fs.DurationVar(&f.resync, "resync-interval", time.Second, "how often the kernel state is checked against the plan")
+}
+
+// options parses the flags; errors name them. The agent validates them
+// with its own.
+func (f *agentFlags) options() (agent.Options, error) {
+	kind, err := parseChoice("overlay", "overlay", f.overlayKind, overlay.Auto, plan.Geneve, plan.VXLAN)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	o := agent.Options{Namespace: f.namespace, Overlay: kind, MTU: f.mtu, ResyncInterval: f.resync}
+	if f.nodeIP != "" {
+		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
+			return agent.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
+		}
+	}
+	return o, nil
+}
+
+// parseChoice returns s, the value of --flag, as the one of choices it
+// spells; what names the value in the error.
+func parseChoice[T ~string](flag, what, s string, choices ...T) (T, error) {
+	if i := slices.Index(choices, T(s)); i >= 0 {
+		return choices[i], nil
+	}
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		names[i] = string(c)
+	}
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", fmt.Errorf("--%s: %s %q: must be %s", flag, what, s, list)
+}
+
+// commaList splits a comma-separated flag value, leaving out empty items:
+// an empty value is an empty list, so that a manifest can pass
+// --flag=$(VAR) with nothing in it.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

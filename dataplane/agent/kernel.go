@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/peerlink/peerlink/dataplane/nat"
+	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/dataplane/route"
+)
+
+// Kernel is the network namespace the agent runs in, as the agent writes
+// it. It is used by one goroutine.
+type Kernel struct {
+	// Overlay is the encapsulation this kernel uses: the one asked for,
+	// or the one Detect chose for Auto.
+	Overlay plan.OverlayKind
+
+	log    logr.Logger
+	routes *route.Applier
+	nat    *nat.Applier
+}
+
+// OpenKernel opens the appliers of the current network namespace and
+// resolves the overlay encapsulation wanted.
+func OpenKernel(wantOverlay plan.OverlayKind, log logr.Logger) (*Kernel, error) {
+	routes, err := route.NewApplier(netns.None())
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{log: log, routes: routes}
+	if k.nat, err = nat.NewApplier(netns.None()); err != nil {
+		k.Close()
+		return nil, err
+	}
+	if k.Overlay, err = overlay.Detect(k.Handle(), wantOverlay); err != nil {
+		k.Close()
+		return nil, fmt.Errorf("choose the overlay encapsulation: %w", err)
+	}
+	return k, nil
+}
+
+// Handle is the netlink handle of the namespace, for the agent's own
+// look-ups.
+func (k *Kernel) Handle() *netlink.Handle { return k.routes.Handle() }
+
+// Close releases the netlink handle.
+func (k *Kernel) Close() { k.routes.Close() }
+
+// Apply writes want into the namespace, each part compared with the kernel
+// first and written only where it differs: first the tunnel, when there is
+// one (a gateway's WireGuard link, which its routes name), then the overlay
+// link, the routing and the nftables table. tunnel reports whether it wrote.
+// What changed is logged in one line.
+func (k *Kernel) Apply(want plan.NetNS, tunnel func() (bool, error)) error {
+	var changes []string
+	if tunnel != nil {
+		wrote, err := tunnel()
+		if err != nil {
+			return err
+		}
+		if wrote {
+			changes = append(changes, "wireguard configuration written")
+		}
+	}
+	created, err := overlay.Ensure(k.Handle(), want.Overlay)
+	if err != nil {
+		return err
+	}
+	if created {
+		changes = append(changes, "overlay link "+want.Overlay.Name+" created")
+	}
+	routed, err := k.routes.Apply(want.Routes)
+	if err != nil {
+		return err
+	}
+	changes = append(changes, routed...)
+	written, err := k.nat.Apply(want.NAT)
+	if err != nil {
+		return err
+	}
+	if written {
+		changes = append(changes, "nftables table "+want.NAT.Table+" written")
+	}
+	if len(changes) > 0 {
+		k.log.Info("applied", "changes", strings.Join(changes, "; "))
+	}
+	return nil
+}
+
+// Counters returns the packets counted so far in each named counter of
+// the nftables table.
+func (k *Kernel) Counters(table string) (map[string]uint64, error) { return k.nat.Counters(table) }
+
+// Remove deletes what a plan that owns owned wrote: its nftables table, the
+// routes of its tables and the rules at its priorities (putting the
+// kernel's local-table rule back), and its overlay link. It goes on past an
+// error and returns them all.
+func (k *Kernel) Remove(owned plan.NetNS) error {
+	return errors.Join(
+		k.nat.Remove(owned.NAT.Table),
+		k.routes.Remove(owned.Routes),
+		overlay.Remove(k.Handle(), owned.Overlay.Name),
+	)
+}

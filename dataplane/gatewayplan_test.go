@@ -1,0 +1,113 @@
+package dataplane
+
+import (
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
+)
+
+// gatewayFactsFile is the JSON form of GatewayFacts in the golden cases.
+type gatewayFactsFile struct {
+	Role          Role   `json:"role"`
+	PrivateKey    string `json:"privateKey"`
+	PeerPublicKey string `json:"peerPublicKey"`
+	ListenPort    int    `json:"listenPort"`
+	Endpoint      string `json:"endpoint"`
+	MTU           int    `json:"mtu"`
+	Keepalive     string `json:"keepalive"`
+	Remote        []struct {
+		Real     string `json:"real"`
+		Remapped string `json:"remapped"`
+	} `json:"remote"`
+	LocalRanges []string `json:"localRanges"`
+	Overlay     struct {
+		Kind    string `json:"kind"`
+		Address string `json:"address"`
+		Node    string `json:"node"`
+		MTU     int    `json:"mtu"`
+	} `json:"overlay"`
+}
+
+func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
+	t.Helper()
+	f := GatewayFacts{Role: j.Role, ListenPort: j.ListenPort, MTU: j.MTU}
+	var err error
+	if f.PrivateKey, err = plan.ParseKey(j.PrivateKey); err != nil {
+		t.Fatal(err)
+	}
+	if f.PeerPublicKey, err = plan.ParseKey(j.PeerPublicKey); err != nil {
+		t.Fatal(err)
+	}
+	if j.Endpoint != "" {
+		f.Endpoint = netip.MustParseAddrPort(j.Endpoint)
+	}
+	if f.Keepalive, err = time.ParseDuration(j.Keepalive); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range j.Remote {
+		f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix(r.Real), Remapped: netip.MustParsePrefix(r.Remapped)})
+	}
+	for _, r := range j.LocalRanges {
+		f.LocalRanges = append(f.LocalRanges, netip.MustParsePrefix(r))
+	}
+	f.Overlay = GatewayOverlay{Kind: plan.OverlayKind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
+	if j.Overlay.Node != "" {
+		f.Overlay.Node = netip.MustParseAddr(j.Overlay.Node)
+	}
+	return f
+}
+
+func validGatewayFacts(t *testing.T) GatewayFacts {
+	var j gatewayFactsFile
+	readFacts(t, filepath.Join(goldenDir, "gateway-server-remap"), &j)
+	return j.facts(t)
+}
+
+func TestPlanGatewayRejectsBadFacts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*GatewayFacts)
+		want   string
+	}{
+		"no role":         {func(f *GatewayFacts) { f.Role = "" }, `role ""`},
+		"no private key":  {func(f *GatewayFacts) { f.PrivateKey = plan.Key{} }, "private key: missing"},
+		"no peer key":     {func(f *GatewayFacts) { f.PeerPublicKey = plan.Key{} }, "peer public key: missing"},
+		"server, no port": {func(f *GatewayFacts) { f.ListenPort = 0 }, "listen port 0"},
+		"tiny MTU":        {func(f *GatewayFacts) { f.MTU = 100 }, "MTU 100"},
+		"length mismatch": {func(f *GatewayFacts) { f.Remote[0].Remapped = netip.MustParsePrefix("10.71.0.0/24") }, "length of the real one"},
+		"host bits":       {func(f *GatewayFacts) { f.Remote[0].Real = netip.MustParsePrefix("10.244.1.0/16") }, "host bits set"},
+		"overlap": {func(f *GatewayFacts) {
+			f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix("10.244.7.0/24"), Remapped: netip.MustParsePrefix("10.80.7.0/24")})
+		}, "remote ranges 10.244.0.0/16 and 10.244.7.0/24 overlap"},
+		"IPv6": {func(f *GatewayFacts) {
+			f.Remote[0] = RangeMapping{Real: netip.MustParsePrefix("fd00::/64"), Remapped: netip.MustParsePrefix("fd01::/64")}
+		}, "only IPv4"},
+		"no overlay kind": {func(f *GatewayFacts) { f.Overlay.Kind = "auto" }, `overlay kind "auto"`},
+	} {
+		f := validGatewayFacts(t)
+		tc.mutate(&f)
+		_, err := PlanGateway(f)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: PlanGateway error = %v, want one containing %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
+	f := validGatewayFacts(t)
+	f.Role = Client
+	f.Endpoint = netip.AddrPort{}
+	p, err := PlanGateway(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WireGuard.Peer.Endpoint.IsValid() || p.WireGuard.ListenPort != 0 {
+		t.Errorf("client without endpoint: wireguard %+v", p.WireGuard)
+	}
+	if got := p.Routes.Addresses[0].Prefix.String(); got != "169.254.18.2/30" {
+		t.Errorf("client tunnel address = %s", got)
+	}
+}
