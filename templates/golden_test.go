@@ -86,21 +86,13 @@ func renderCase(t *testing.T, dir string) (*unstructured.Unstructured, error) {
 	tmpl := caseTemplate(t, dir, head.Kind)
 	switch head.Kind {
 	case "GatewayServer":
-		var gw netv1beta1.GatewayServer
-		if err := yaml.UnmarshalStrict(gwBytes, &gw); err != nil {
-			t.Fatal(err)
-		}
+		gw := decodeStrict[netv1beta1.GatewayServer](t, gwBytes)
 		gw.Spec.Default()
-		data := DataForServer(&gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef))
-		return RenderServer(tmpl, &gw, data)
+		return RenderServer(tmpl, gw, DataForServer(gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef)))
 	case "GatewayClient":
-		var gw netv1beta1.GatewayClient
-		if err := yaml.UnmarshalStrict(gwBytes, &gw); err != nil {
-			t.Fatal(err)
-		}
+		gw := decodeStrict[netv1beta1.GatewayClient](t, gwBytes)
 		gw.Spec.Default()
-		data := DataForClient(&gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef))
-		return Render(tmpl, data)
+		return Render(tmpl, DataForClient(gw, string(gw.UID), gw.Labels[netv1beta1.RemoteClusterIDLabel], KeySecretName(gw.Name, gw.Spec.SecretRef)))
 	}
 	t.Fatalf("gateway.yaml: kind %q is not GatewayServer or GatewayClient", head.Kind)
 	return nil, nil
@@ -149,4 +141,14 @@ func checkTyped(t *testing.T, obj *unstructured.Unstructured) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
 		t.Errorf("the rendered %s does not decode into its Go type: %v", obj.GetKind(), err)
 	}
+}
+
+// decodeStrict decodes data into a new T, failing t on an unknown field.
+func decodeStrict[T any](t *testing.T, data []byte) *T {
+	t.Helper()
+	obj := new(T)
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
