@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
 
@@ -65,7 +66,7 @@ func newRootCmd() *cobra.Command {
 					ids = append(ids, fmt.Sprintf("cluster-%d", i))
 				}
 			}
-			repo, err := labctl.FindRepo()
+			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
 			}
@@ -137,7 +138,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			repo, err := labctl.FindRepo()
+			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
 			}

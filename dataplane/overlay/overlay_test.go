@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 func TestMAC(t *testing.T) {
@@ -32,10 +32,10 @@ func TestParseKind(t *testing.T) {
 // the node to an address of the gateway through a route that encapsulates
 // towards the gateway's underlay address.
 func TestOverlayCarriesTraffic(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	node := nstest.New(t, "node")
-	gw := nstest.New(t, "gw")
-	if err := nstest.Veth(node, "eth0", gw, "eth0"); err != nil {
+	netns.RequirePrivileged(t)
+	node := netns.New(t, "node")
+	gw := netns.New(t, "gw")
+	if err := netns.Veth(node, "eth0", gw, "eth0"); err != nil {
 		t.Fatal(err)
 	}
 	node.MustRun(t, "ip", "addr", "add", "192.168.50.1/24", "dev", "eth0")
@@ -55,7 +55,7 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 	}
 
 	for _, side := range []struct {
-		ns   *nstest.NS
+		ns   *netns.NS
 		self netip.Addr
 	}{{node, nodeIP}, {gw, gwIP}} {
 		h := side.ns.Netlink(t)
@@ -71,7 +71,7 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 		t.Errorf("overlay link:\n%s", out)
 	}
 
-	apply := func(ns *nstest.NS, s route.State) {
+	apply := func(ns *netns.NS, s route.State) {
 		a, err := route.NewApplier(ns.Handle)
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 	// Both directions cross the overlay: the request by the node's route,
 	// the reply by the gateway's.
 	node.MustRun(t, "ping", "-c", "2", "-W", "2", "-I", "10.244.1.5", "10.71.2.7")
-	for _, ns := range []*nstest.NS{node, gw} {
+	for _, ns := range []*netns.NS{node, gw} {
 		l, err := ns.Netlink(t).LinkByName("plovl")
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // fieldOwner is the server-side apply field manager of objects given with
@@ -259,33 +260,25 @@ func (c *Cluster) startControlPlane(t testing.TB, o *options, scheme *runtime.Sc
 	return env, nil
 }
 
-// logFile creates c.Dir/<name>.log and, when the test fails, logs its end.
+// logFile creates the log file of a process envtest starts (see logPath).
 func (c *Cluster) logFile(t testing.TB, name string) (*os.File, error) {
-	path := filepath.Join(c.Dir, name+".log")
-	f, err := os.Create(path)
+	f, err := os.Create(c.logPath(t, name))
 	if err != nil {
 		return nil, fmt.Errorf("create log file: %w", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("testcluster: last lines of %s:\n%s", name, tail(path, 40))
-		}
-		_ = f.Close()
-	})
+	t.Cleanup(func() { _ = f.Close() })
 	return f, nil
 }
 
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+// logPath is c.Dir/<name>.log, whose end is logged when the test fails.
+func (c *Cluster) logPath(t testing.TB, name string) string {
+	path := filepath.Join(c.Dir, name+".log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testcluster: last lines of %s:\n%s", name, proc.Tail(path, 40))
+		}
+	})
+	return path
 }
 
 // apply server-side applies a copy of obj and waits for a CRD to be

@@ -20,7 +20,6 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
@@ -131,9 +130,10 @@ func TestHostilePeer(t *testing.T) {
 				}
 			}
 		}
+		nodeA := nodeNS(t, a)
 		for _, addr := range []string{"169.254.169.254", "8.8.8.8", "127.0.0.2", a.NodeIP().String()} {
-			out, err := exec.CommandContext(ctx, "nsenter", "--net="+netns.Path(a.Namespace()), "ip", "route", "get", addr).CombinedOutput()
-			if err == nil && (strings.Contains(string(out), dataplane.OverlayLink) || strings.Contains(string(out), "table 180")) {
+			out, err := nodeA.Run("ip", "route", "get", addr)
+			if err == nil && (strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180")) {
 				t.Errorf("A's node sends %s to a peer: %s", addr, out)
 			}
 		}
@@ -252,13 +252,11 @@ func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Nod
 // nodeRoutes lists the routes of the fabric's tables on the node of n.
 func nodeRoutes(t *testing.T, n *node.Node) []string {
 	t.Helper()
+	ns := nodeNS(t, n)
 	var lines []string
 	for _, table := range []int{dataplane.TablePodSources, dataplane.TableHostSources} {
-		out, err := exec.Command("nsenter", "--net="+netns.Path(n.Namespace()), "ip", "route", "show", "table", strconv.Itoa(table)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("routes of table %d on %s: %v: %s", table, n.ClusterID, err, out)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		out := ns.MustRun(t, "ip", "route", "show", "table", strconv.Itoa(table))
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
 				lines = append(lines, line)
 			}

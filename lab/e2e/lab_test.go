@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
@@ -39,8 +39,8 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // that nothing is left, when the test ends.
 func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 	t.Helper()
-	nstest.RequirePrivileged(t)
-	repo, err := labctl.FindRepo()
+	netns.RequirePrivileged(t)
+	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,17 @@ func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 		t.Fatalf("lab up: %v", err)
 	}
 	return l
+}
+
+// nodeNS opens the network namespace of the node of n for the test.
+func nodeNS(t *testing.T, n *node.Node) *netns.NS {
+	t.Helper()
+	ns, err := netns.Open(n.Namespace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	return ns
 }
 
 // echoPods lists the echo pods of a cluster, which must be all there.

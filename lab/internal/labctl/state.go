@@ -87,23 +87,3 @@ func sweepOf(dir string, s State) sweep.Lab {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
-
-// FindRepo returns the root of the peerlink repository that contains the
-// working directory: the lab builds from it.
-func FindRepo() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/peerlink/peerlink\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the peerlink repository: run the lab from its checkout")
-		}
-		dir = parent
-	}
-}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
-	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // Components are the cluster's processes, in start order.
@@ -111,8 +111,8 @@ func (n *Node) commands() map[string][]string {
 // namespace, which must exist, then waits until the node is Ready and the
 // default ServiceAccount exists. The processes keep running after Up returns.
 func (n *Node) Up(ctx context.Context) error {
-	if !netns.Exists(n.Namespace()) {
-		return fmt.Errorf("cluster %s: network namespace %s does not exist", n.ClusterID, n.Namespace())
+	if err := n.configureNamespace(); err != nil {
+		return err
 	}
 	if err := n.writeFiles(); err != nil {
 		return err
@@ -194,6 +194,30 @@ func (n *Node) Up(ctx context.Context) error {
 	})
 }
 
+// configureNamespace sets the sysctls of the cluster's network namespace,
+// which must exist: it forwards, since the pods behind the CNI bridge are
+// routed through it, and the bridge netfilter switch makes pod-to-service
+// traffic between pods of the same bridge go through kube-proxy's rules.
+func (n *Node) configureNamespace() error {
+	ns, err := netns.Open(n.Namespace())
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+	}
+	defer ns.Close()
+	return ns.Do(func() error {
+		for key, value := range map[string]string{
+			"net/ipv4/ip_forward":                 "1",
+			"net/bridge/bridge-nf-call-iptables":  "1",
+			"net/bridge/bridge-nf-call-ip6tables": "1",
+		} {
+			if err := netns.WriteSysctl(key, value); err != nil {
+				return fmt.Errorf("cluster %s: network namespace %s: %w", n.ClusterID, ns.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
 // Start starts one component of the cluster in its namespace. Up starts
 // them all; Start alone restarts one that Stop ended.
 func (n *Node) Start(component string) (*proc.Process, error) {
@@ -204,9 +228,10 @@ func (n *Node) Start(component string) (*proc.Process, error) {
 	return proc.Start(proc.Spec{
 		Name:    n.ClusterID + " " + component,
 		Argv:    argv,
-		Netns:   netns.Path(n.Namespace()),
+		Netns:   n.Namespace(),
 		Log:     n.Log(component),
 		PidFile: n.PidFile(component),
+		Detach:  true,
 	})
 }
 

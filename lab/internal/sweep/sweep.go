@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/node"
-	"github.com/peerlink/peerlink/lab/internal/proc"
 )
 
 // Shim sockets live in containerd's compiled-in state directory, whatever
@@ -195,7 +195,7 @@ func Remove(l Lab, logf func(string, ...any)) error {
 		errs = append(errs, err)
 	}
 	for _, i := range l.Indices {
-		if err := netns.Delete(node.Pair(i)); err != nil {
+		if err := node.Pair(i).Delete(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -486,7 +486,7 @@ func (l Lab) Leftovers() ([]string, error) {
 		if netns.Exists(p.Namespace) {
 			out = append(out, "network namespace "+p.Namespace)
 		}
-		if _, err := os.Stat(filepath.Join("/sys/class/net", p.HostIf)); err == nil {
+		if p.HostIfExists() {
 			out = append(out, "interface "+p.HostIf)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 func TestUnescapeMountPath(t *testing.T) {

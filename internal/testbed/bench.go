@@ -17,9 +17,9 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/nat"
-	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // Run is one iperf3 measurement.
@@ -40,7 +40,7 @@ func (r Run) CPUPerGB() float64 { return r.Busy.Seconds() / (r.Bytes / 1e9) }
 // Iperf measures TCP throughput with iperf3, one stream for d, from client
 // to dst, where an iperf3 server in server listens (dst may be translated on
 // the way), after a first second left out.
-func Iperf(ctx context.Context, server, client *nstest.NS, dst netip.Addr, d time.Duration) (Run, error) {
+func Iperf(ctx context.Context, server, client *netns.NS, dst netip.Addr, d time.Duration) (Run, error) {
 	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
 	srv := server.Command(ctx, "iperf3", "--server", "--one-off")
@@ -141,7 +141,7 @@ func ReadCPUTimes() (CPUTimes, error) {
 
 // Pair is a sender and a receiver namespace and the receiver's address.
 type Pair struct {
-	Sender, Receiver *nstest.NS
+	Sender, Receiver *netns.NS
 	// Dst is the address the sender sends to.
 	Dst     netip.Addr
 	cleanup []func() error
@@ -156,8 +156,8 @@ func (p *Pair) Close() error {
 	return errors.Join(errs...)
 }
 
-func (p *Pair) ns(prefix string) (*nstest.NS, error) {
-	ns, err := nstest.Create(prefix)
+func (p *Pair) ns(prefix string) (*netns.NS, error) {
+	ns, err := netns.Create(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +175,11 @@ func veth() (*Pair, error) {
 	if p.Receiver, err = p.ns("rcv"); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
-	if err := nstest.Veth(p.Sender, "eth0", p.Receiver, "eth0"); err != nil {
+	if err := netns.Veth(p.Sender, "eth0", p.Receiver, "eth0"); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 	for _, x := range []struct {
-		ns   *nstest.NS
+		ns   *netns.NS
 		addr string
 	}{{p.Sender, "10.10.0.1/24"}, {p.Receiver, "10.10.0.2/24"}} {
 		if _, err := x.ns.Run("ip", "addr", "add", x.addr, "dev", "eth0"); err != nil {
@@ -209,7 +209,7 @@ func BareWireGuard(bin, dir string, mtu int) (*Pair, error) {
 		return nil, errors.Join(err, p.Close())
 	}
 	sides := []struct {
-		ns        *nstest.NS
+		ns        *netns.NS
 		key, peer wgtypes.Key
 		self      netip.Addr
 		endpoint  string
@@ -218,14 +218,14 @@ func BareWireGuard(bin, dir string, mtu int) (*Pair, error) {
 		{p.Receiver, kRcv, kSnd.PublicKey(), dataplane.ServerAddress, "10.10.0.1:51840"},
 	}
 	for _, s := range sides {
-		proc, err := Start(s.ns, filepath.Join(dir, "wgbare-"+s.ns.Name+".log"), bin,
+		agent, err := start(s.ns, filepath.Join(dir, "wgbare-"+s.ns.Name+".log"), bin,
 			"--mtu="+strconv.Itoa(mtu),
 			"--address="+netip.PrefixFrom(s.self, dataplane.TunnelPrefix.Bits()).String(),
 			"--private-key="+s.key.String(), "--peer-public-key="+s.peer.String(), "--endpoint="+s.endpoint)
 		if err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		p.cleanup = append(p.cleanup, func() error { return proc.Stop(5 * time.Second) })
+		p.cleanup = append(p.cleanup, func() error { return agent.Stop(5 * time.Second) })
 	}
 	p.Dst = dataplane.ServerAddress
 	return p, nil
@@ -246,8 +246,8 @@ func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	routers := [2]*nstest.NS{p.Sender, p.Receiver}
-	var pods [2]*nstest.NS
+	routers := [2]*netns.NS{p.Sender, p.Receiver}
+	var pods [2]*netns.NS
 	for i, name := range []string{"wgpodsnd", "wgpodrcv"} {
 		if pods[i], err = p.ns(name); err != nil {
 			return nil, errors.Join(err, p.Close())
@@ -256,7 +256,7 @@ func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
 			return nil, errors.Join(err, p.Close())
 		}
 		for _, c := range []struct {
-			ns   *nstest.NS
+			ns   *netns.NS
 			args []string
 		}{
 			{routers[i], []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
@@ -284,7 +284,7 @@ func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
 	}
 	p := &Pair{}
 	var err error
-	var node *nstest.NS
+	var node *netns.NS
 	if node, err = p.ns("fnode"); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
@@ -375,7 +375,7 @@ func FabricNode(peers int, kind overlay.Kind) (*Pair, error) {
 }
 
 // applyFabric writes a fabric plan into ns as the fabric agent does.
-func applyFabric(ns *nstest.NS, plan dataplane.FabricPlan) error {
+func applyFabric(ns *netns.NS, plan dataplane.FabricPlan) error {
 	ra, err := route.NewApplier(ns.Handle)
 	if err != nil {
 		return err
