@@ -270,7 +270,11 @@ func Down(dir string, out io.Writer) error {
 	if err != nil && !isNotExist(err) {
 		return err
 	}
-	l := sweepOf(dir, s)
+	var recorded []int
+	for _, c := range s.Clusters {
+		recorded = append(recorded, c.Index)
+	}
+	l := sweep.Find(dir, recorded)
 	if err := sweep.Remove(l, p.Logf); err != nil {
 		return fmt.Errorf("lab in %s: %w", dir, err)
 	}

@@ -6,12 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-
-	"github.com/peerlink/peerlink/lab/internal/node"
-	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
 // stateFile records, before anything else is created, what a lab is made of,
@@ -60,30 +54,6 @@ func ReadState(dir string) (State, error) {
 		return s, fmt.Errorf("lab state %s: %w", filepath.Join(dir, stateFile), err)
 	}
 	return s, nil
-}
-
-// sweepOf names what to remove for the lab in dir: the clusters of its
-// record, plus any cluster directory found (a record can be missing when
-// the directory was copied or the record damaged).
-func sweepOf(dir string, s State) sweep.Lab {
-	seen := map[int]bool{}
-	for _, c := range s.Clusters {
-		seen[c.Index] = true
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		// Cluster directories are named after the namespaces.
-		digits, ok := strings.CutPrefix(e.Name(), "c")
-		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && node.Namespace(i) == e.Name() {
-			seen[i] = true
-		}
-	}
-	l := sweep.Lab{Dir: dir}
-	for i := range seen {
-		l.Indices = append(l.Indices, i)
-	}
-	sort.Ints(l.Indices)
-	return l
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
