@@ -29,6 +29,22 @@ func Components() []string {
 func (n *Node) commands() map[string][]string {
 	bin := func(name string) string { return filepath.Join(n.BinDir, name) }
 	pki := func(name string) string { return n.path("pki", name) }
+	// controller is the command line of a controller of the control plane
+	// (kube-controller-manager, kube-scheduler): one kubeconfig for the API
+	// and for delegated authentication and authorization, serving on the
+	// loopback only, alone (no leader election).
+	controller := func(name string, flags ...string) []string {
+		kc := n.componentKubeconfig(name)
+		return append([]string{bin(name),
+			"--kubeconfig=" + kc,
+			"--authentication-kubeconfig=" + kc,
+			"--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1",
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		}, flags...)
+	}
 	return map[string][]string{
 		// A lab cluster's data is disposable; skipping fsync keeps two
 		// clusters from stalling on a shared disk.
@@ -67,33 +83,18 @@ func (n *Node) commands() map[string][]string {
 			"--profiling=false",
 			"--v=1",
 		},
-		"kube-controller-manager": {bin("kube-controller-manager"),
-			"--kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--bind-address=127.0.0.1",
-			"--cert-dir=" + n.path("pki"),
-			"--root-ca-file=" + pki("ca.crt"),
-			"--service-account-private-key-file=" + pki("sa.key"),
+		"kube-controller-manager": controller("kube-controller-manager",
+			"--cert-dir="+n.path("pki"),
+			"--root-ca-file="+pki("ca.crt"),
+			"--service-account-private-key-file="+pki("sa.key"),
 			"--use-service-account-credentials=true",
-			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--service-cluster-ip-range="+ServiceCIDR,
 			// The node's spec.podCIDR is what node-local agents read.
 			"--allocate-node-cidrs=true",
-			"--cluster-cidr=" + PodCIDR,
+			"--cluster-cidr="+PodCIDR,
 			"--node-cidr-mask-size=24",
-			"--leader-elect=false",
-			"--profiling=false",
-			"--v=1",
-		},
-		"kube-scheduler": {bin("kube-scheduler"),
-			"--kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--bind-address=127.0.0.1",
-			"--leader-elect=false",
-			"--profiling=false",
-			"--v=1",
-		},
+		),
+		"kube-scheduler": controller("kube-scheduler"),
 		"kubelet": {bin("kubelet"),
 			"--config=" + n.path("kubelet-config.yaml"),
 			"--kubeconfig=" + n.componentKubeconfig("kubelet"),
