@@ -3,18 +3,12 @@ package proc
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/peerlink/peerlink/internal/testenv"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // waitLog waits until the log of p holds want.
@@ -51,8 +45,9 @@ func TestStartStopAgain(t *testing.T) {
 	if !Running(p.Pid) {
 		t.Errorf("Running(%d) is false while the process runs", p.Pid)
 	}
-	var exitErr *exec.ExitError
-	if err := p.Stop(5 * time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
+	// How the process ended is an *exec.ExitError.
+	var exit interface{ ExitCode() int }
+	if err := p.Stop(5 * time.Second); !errors.As(err, &exit) || exit.ExitCode() != 3 {
 		t.Errorf("Stop: %v, want exit status 3", err)
 	}
 	if Running(p.Pid) {
@@ -66,8 +61,8 @@ func TestStartStopAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := append(slices.Clone(p.Argv), "second"); !slices.Equal(q.Argv, want) {
-		t.Errorf("Again: argv %q, want %q", q.Argv, want)
+	if got, want := strings.Join(q.Argv, " "), strings.Join(p.Argv, " ")+" second"; got != want {
+		t.Errorf("Again: argv %q, want %q", got, want)
 	}
 	waitLog(t, q, "started first second")
 	q.Kill()
@@ -94,8 +89,8 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	}
 	waitLog(t, p, "ready")
 	err = p.Stop(200 * time.Millisecond)
-	var exitErr *exec.ExitError
-	if err == nil || !strings.Contains(err.Error(), "did not stop within 200ms") || !errors.As(err, &exitErr) {
+	var killed interface{ ExitCode() int }
+	if err == nil || !strings.Contains(err.Error(), "did not stop within 200ms") || !errors.As(err, &killed) || killed.ExitCode() != -1 {
 		t.Errorf("Stop: %v, want a kill after 200ms", err)
 	}
 }
@@ -135,70 +130,5 @@ func TestTail(t *testing.T) {
 	}
 	if got := Tail(path+".missing", 3); !strings.HasPrefix(got, "(") {
 		t.Errorf("Tail of a missing file = %q, want a note in parentheses", got)
-	}
-}
-
-// Build names each binary after its package and builds it statically.
-func TestBuild(t *testing.T) {
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	if err := Build(t.Context(), repo, out, "./lab/pause"); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "pause"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A dynamically linked ELF names its interpreter.
-	if strings.Contains(string(b), "ld-linux") {
-		t.Error("the binary is dynamically linked")
-	}
-	if err := Build(t.Context(), repo, out, "./no/such/package"); err == nil {
-		t.Error("Build of a missing package succeeded")
-	}
-}
-
-// A program started in a namespace runs there, in the caller's mounts, or
-// in mounts of its own as a pod.
-func TestNetns(t *testing.T) {
-	netns.RequirePrivileged(t)
-	ns := netns.New(t, "proc")
-	want, err := netns.Inode(netns.Path(ns.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostMnt, err := netns.Inode("/proc/self/ns/mnt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pod := range []bool{false, true} {
-		p, err := Start(Spec{Name: "sleep", Argv: []string{"sleep", "30"}, Netns: ns.Name, Pod: pod, Log: filepath.Join(t.TempDir(), "sleep.log")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Kill)
-		// The pid is the program's once nsenter or the shell has exec'd it.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			exe, _ := os.Readlink("/proc/" + strconv.Itoa(p.Pid) + "/exe")
-			if filepath.Base(exe) == "sleep" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pod %v: process %d runs %s, not sleep", pod, p.Pid, exe)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		got, err := netns.Inode("/proc/" + strconv.Itoa(p.Pid) + "/ns/net")
-		if err != nil || got != want {
-			t.Errorf("pod %v: network namespace %d (%v), want %d", pod, got, err, want)
-		}
-		mnt, err := netns.Inode("/proc/" + strconv.Itoa(p.Pid) + "/ns/mnt")
-		if err != nil || (mnt == hostMnt) == pod {
-			t.Errorf("pod %v: mount namespace %d (%v), the host's is %d", pod, mnt, err, hostMnt)
-		}
 	}
 }
