@@ -19,8 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
@@ -177,6 +180,23 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		}
 	}
 	return c
+}
+
+// NewManager returns a controller-runtime manager on the cluster for the
+// controllers a test runs in its own process, with o's scheme, logger and
+// the rest. It serves neither metrics nor health probes, so that no port
+// collides between tests, and lets the controllers be set up again in
+// other managers of the process.
+func (c *Cluster) NewManager(t testing.TB, o ctrl.Options) ctrl.Manager {
+	t.Helper()
+	o.Metrics = metricsserver.Options{BindAddress: "0"}
+	o.HealthProbeBindAddress = "0"
+	o.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(rest.CopyConfig(c.Config), o)
+	if err != nil {
+		t.Fatalf("testcluster: new manager: %v", err)
+	}
+	return mgr
 }
 
 // UserKubeconfig writes a kubeconfig for a user authenticated by a client
