@@ -12,6 +12,7 @@
 // (internal/testbed, the kernel tests of dataplane) and the lab, whose
 // clusters outlive the command that started them.
 //
-// It holds no product code, and no product package imports it outside its
-// tests.
+// It holds no product code. No product package imports it, nor the other
+// harnesses (internal/testbed, internal/testcluster, internal/peertest),
+// outside its tests: a test of this package checks it.
 package testenv
