@@ -51,7 +51,7 @@ type NS struct {
 func Create(prefix string) (*NS, error) {
 	var suffix [3]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("name a network namespace %s: %w", prefix, err)
 	}
 	return add(fmt.Sprintf("pl-%s-%s", prefix, hex.EncodeToString(suffix[:])))
 }
