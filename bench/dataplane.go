@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/dataplane/overlay"
-	"github.com/peerlink/peerlink/dataplane/testbed"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/testbed"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 const (
@@ -47,7 +47,7 @@ const (
 // a bare veth, and a node running the fabric's plan for 1, 100 and 1,000
 // peers.
 func dataplaneTable(ctx context.Context) (*table, error) {
-	if err := nstest.Privileged(); err != nil {
+	if err := netns.Privileged(); err != nil {
 		return nil, fmt.Errorf("dataplane table: %w (run `make bench` as root)", err)
 	}
 	if _, err := exec.LookPath("iperf3"); err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
 
@@ -46,8 +47,19 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	var dir string
+	var dir, benchDir string
 	root.PersistentFlags().StringVar(&dir, "dir", labctl.DefaultDir, "directory of the lab's state")
+	// The lab records and compares absolute paths.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		for _, d := range []*string{&dir, &benchDir} {
+			abs, err := filepath.Abs(*d)
+			if err != nil {
+				return err
+			}
+			*d = abs
+		}
+		return nil
+	}
 
 	var clusters int
 	var ids []string
@@ -65,16 +77,12 @@ func newRootCmd() *cobra.Command {
 					ids = append(ids, fmt.Sprintf("cluster-%d", i))
 				}
 			}
-			repo, err := labctl.FindRepo()
-			if err != nil {
-				return err
-			}
-			abs, err := filepath.Abs(dir)
+			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: abs, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
+				Dir: dir, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 			})
 			if err != nil {
 				return err
@@ -91,11 +99,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Remove every process, mount, cgroup, namespace, interface and file of the lab",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			return labctl.Down(abs, cmd.OutOrStdout())
+			return labctl.Down(dir, cmd.OutOrStdout())
 		},
 	}
 	status := &cobra.Command{
@@ -103,11 +107,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Print the clusters, their kubeconfigs and node readiness",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			return labctl.Status(cmd.Context(), abs, cmd.OutOrStdout())
+			return labctl.Status(cmd.Context(), dir, cmd.OutOrStdout())
 		},
 	}
 	demo := &cobra.Command{
@@ -115,11 +115,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Peer the first two clusters with peerlink network connect and show traffic between their pods",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			l, err := labctl.Open(abs)
+			l, err := labctl.Open(dir)
 			if err != nil {
 				return err
 			}
@@ -130,30 +126,25 @@ func newRootCmd() *cobra.Command {
 			return nil
 		},
 	}
-	var benchDir string
 	var asJSON bool
 	bench := &cobra.Command{
 		Use:   "bench",
 		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			repo, err := labctl.FindRepo()
-			if err != nil {
-				return err
-			}
-			abs, err := filepath.Abs(benchDir)
+			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
 			}
 			// Progress goes to stderr: stdout carries the figures.
 			progress := cmd.ErrOrStderr()
 			defer func() {
-				if derr := labctl.Down(abs, progress); derr != nil && err == nil {
+				if derr := labctl.Down(benchDir, progress); derr != nil && err == nil {
 					err = derr
 				}
 			}()
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: abs, IDs: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
+				Dir: benchDir, IDs: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
 			})
 			if err != nil {
 				return err

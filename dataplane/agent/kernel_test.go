@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
@@ -19,7 +19,7 @@ import (
 // time, nothing at all when the tunnel step fails, and all of it gone after
 // Remove.
 func TestKernel(t *testing.T) {
-	if !nstest.InNamespace(t) {
+	if !netns.InNamespace(t) {
 		return
 	}
 	var lines []string

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // forge sends pongs to the prober at to from conn, with nonces that a
@@ -94,9 +94,9 @@ func TestForgedPongs(t *testing.T) {
 // the same link: first from its own address, then holding the peer's
 // address itself. The prober never turns Connected.
 func TestForgedPongsInNamespaces(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	gw, other := nstest.New(t, "hgw"), nstest.New(t, "hforge")
-	if err := nstest.Veth(gw, "tun0", other, "eth0"); err != nil {
+	netns.RequirePrivileged(t)
+	gw, other := netns.New(t, "hgw"), netns.New(t, "hforge")
+	if err := netns.Veth(gw, "tun0", other, "eth0"); err != nil {
 		t.Fatal(err)
 	}
 	gw.MustRun(t, "ip", "addr", "add", "169.254.18.1/30", "dev", "tun0")

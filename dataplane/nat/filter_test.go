@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -36,9 +36,9 @@ func filterRuleset() plan.Ruleset {
 // real namespace and checks which pass and which counter each drop lands
 // in.
 func TestFilterInKernel(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	src, dst := nstest.New(t, "fsrc"), nstest.New(t, "fdst")
-	if err := nstest.Veth(src, "out", dst, "in"); err != nil {
+	netns.RequirePrivileged(t)
+	src, dst := netns.New(t, "fsrc"), netns.New(t, "fdst")
+	if err := netns.Veth(src, "out", dst, "in"); err != nil {
 		t.Fatal(err)
 	}
 	src.MustRun(t, "ip", "addr", "add", "10.9.0.1/24", "dev", "out")
@@ -119,7 +119,7 @@ func TestFilterInKernel(t *testing.T) {
 }
 
 // ruleHandle finds the handle of the rule using counter name.
-func ruleHandle(t *testing.T, ns *nstest.NS, table, counter string) string {
+func ruleHandle(t *testing.T, ns *netns.NS, table, counter string) string {
 	t.Helper()
 	out := ns.MustRun(t, "nft", "-a", "list", "chain", "ip", table, "ingress")
 	for _, line := range strings.Split(out, "\n") {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -125,8 +125,8 @@ func TestSetElements(t *testing.T) {
 }
 
 func TestApplyIdempotentAndRestoring(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	ns := nstest.New(t, "nat")
+	netns.RequirePrivileged(t)
+	ns := netns.New(t, "nat")
 	a, err := NewApplier(ns.Handle)
 	if err != nil {
 		t.Fatal(err)

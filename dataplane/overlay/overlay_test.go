@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
 )
@@ -16,10 +16,10 @@ import (
 // the node to an address of the gateway through a route that encapsulates
 // towards the gateway's underlay address.
 func TestOverlayCarriesTraffic(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	node := nstest.New(t, "node")
-	gw := nstest.New(t, "gw")
-	if err := nstest.Veth(node, "eth0", gw, "eth0"); err != nil {
+	netns.RequirePrivileged(t)
+	node := netns.New(t, "node")
+	gw := netns.New(t, "gw")
+	if err := netns.Veth(node, "eth0", gw, "eth0"); err != nil {
 		t.Fatal(err)
 	}
 	node.MustRun(t, "ip", "addr", "add", "192.168.50.1/24", "dev", "eth0")
@@ -41,7 +41,7 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 	// Each side gets an overlay link, which a second Ensure keeps, and a
 	// route to the other side's range through it.
 	for _, side := range []struct {
-		ns         *nstest.NS
+		ns         *netns.NS
 		self, peer netip.Addr
 		table      int
 		dst        string
@@ -76,7 +76,7 @@ func TestOverlayCarriesTraffic(t *testing.T) {
 	// Both directions cross the overlay: the request by the node's route,
 	// the reply by the gateway's.
 	node.MustRun(t, "ping", "-c", "2", "-W", "2", "-I", "10.244.1.5", "10.71.2.7")
-	for _, ns := range []*nstest.NS{node, gw} {
+	for _, ns := range []*netns.NS{node, gw} {
 		l, err := ns.Netlink(t).LinkByName("plovl")
 		if err != nil {
 			t.Fatal(err)

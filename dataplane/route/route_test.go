@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 func TestApply(t *testing.T) {
-	nstest.RequirePrivileged(t)
-	ns := nstest.New(t, "route")
-	peer := nstest.New(t, "peer")
-	if err := nstest.Veth(ns, "up0", peer, "down0"); err != nil {
+	netns.RequirePrivileged(t)
+	ns := netns.New(t, "route")
+	peer := netns.New(t, "peer")
+	if err := netns.Veth(ns, "up0", peer, "down0"); err != nil {
 		t.Fatal(err)
 	}
 	ns.MustRun(t, "ip", "link", "add", "ovl", "type", "vxlan", "external", "dstport", "4790")

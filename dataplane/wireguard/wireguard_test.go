@@ -13,7 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -86,7 +86,7 @@ func TestDiff(t *testing.T) {
 // `wg show` see it through the UAPI socket, Sync writes once then nothing,
 // and the device reports itself closed when its link is deleted by hand.
 func TestUserspaceDevice(t *testing.T) {
-	if !nstest.InNamespace(t) {
+	if !netns.InNamespace(t) {
 		return
 	}
 	const name = "plwgtest0"
@@ -153,7 +153,7 @@ func TestUserspaceDevice(t *testing.T) {
 // created, the userspace one otherwise, with ErrNotSupported reported for
 // an explicit kernel request.
 func TestAutoChoosesTheKernelWhenItCan(t *testing.T) {
-	if !nstest.InNamespace(t) {
+	if !netns.InNamespace(t) {
 		return
 	}
 	want := Kernel
@@ -182,7 +182,7 @@ func TestAutoChoosesTheKernelWhenItCan(t *testing.T) {
 // TestRenameAdoptsTheOldLink renames a link of the old name, and leaves
 // things alone when there is none or when the new name is taken.
 func TestRenameAdoptsTheOldLink(t *testing.T) {
-	if !nstest.InNamespace(t) {
+	if !netns.InNamespace(t) {
 		return
 	}
 	if err := Rename("pltestold", "pltestnew"); err != nil {

@@ -19,11 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -88,16 +85,8 @@ func Start(t *testing.T, id, nodeIP string) *Cluster {
 	}
 	p.createNode(t)
 
-	mgr, err := ctrl.NewManager(tc.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Each test cluster runs the same controllers in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Each test cluster runs the same controllers in this process.
+	mgr := tc.NewManager(t, ctrl.Options{Scheme: scheme})
 	facts := reconciler.ClusterFacts{
 		Info: clusterinfo.Info{
 			ClusterID:    id,

@@ -1,22 +1,14 @@
 package testcluster
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/peerlink/peerlink/internal/testenv"
 )
 
-const (
-	// rootModule is the module whose directory holds bin/.
-	rootModule = "github.com/peerlink/peerlink"
-	// assetsEnv names the directory of the binaries, as for envtest.
-	assetsEnv = "KUBEBUILDER_ASSETS"
-)
+// assetsEnv names the directory of the binaries, as for envtest.
+const assetsEnv = "KUBEBUILDER_ASSETS"
 
 // assetsDir returns the directory of the Kubernetes binaries: KUBEBUILDER_ASSETS
 // when set (a relative path is taken from the repository root, since go test
@@ -27,11 +19,7 @@ func assetsDir() (string, error) {
 	if dir != "" && filepath.IsAbs(dir) {
 		return dir, nil
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("get working directory: %w", err)
-	}
-	root, err := repoRoot(wd)
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -39,44 +27,6 @@ func assetsDir() (string, error) {
 		return filepath.Join(root, dir), nil
 	}
 	return filepath.Join(root, "bin", "k8s", "current"), nil
-}
-
-// repoRoot walks up from dir to the directory whose go.mod declares the root
-// module.
-func repoRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("absolute path: %w", err)
-	}
-	for d := dir; ; {
-		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && modulePath(data) == rootModule {
-			return d, nil
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("read go.mod: %w", err)
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod of module %s in %s or above", rootModule, dir)
-		}
-		d = parent
-	}
-}
-
-// modulePath returns the path of the module directive of a go.mod file.
-func modulePath(gomod []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "module" {
-			if p, err := strconv.Unquote(fields[1]); err == nil {
-				return p
-			}
-			return fields[1]
-		}
-	}
-	return ""
 }
 
 // missingBinaries returns the names among bins that are not executable files

@@ -2,18 +2,17 @@ package testcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 const (
@@ -48,11 +47,7 @@ func (c *Cluster) startControllerManager(t testing.TB, flags []string) error {
 		return fmt.Errorf("controller manager: %w", err)
 	}
 
-	logFile, err := c.logFile(t, "kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	args := append([]string{
+	args := []string{filepath.Join(c.BinDir, "kube-controller-manager"),
 		"--kubeconfig=" + kubeconfigFile,
 		// Delegated authn/authz is only for its own HTTPS endpoint, which
 		// is off: no port to collide between parallel clusters.
@@ -62,51 +57,32 @@ func (c *Cluster) startControllerManager(t testing.TB, flags []string) error {
 		"--service-account-private-key-file=" + saKey,
 		"--root-ca-file=" + caFile,
 		"--cluster-name=testcluster",
-	}, flags...)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "kube-controller-manager"), args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = kcmStopTimeout
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		err := <-exited
-		var exitErr *exec.ExitError
-		if err != nil && !errors.As(err, &exitErr) {
-			t.Errorf("testcluster: stop kube-controller-manager: %v", err)
-		}
+	p, err := proc.Start(proc.Spec{
+		Name: "kube-controller-manager",
+		Argv: append(args, flags...),
+		Log:  c.logPath(t, "kube-controller-manager"),
 	})
+	if err != nil {
+		return err
+	}
+	// Stop ends it, killed after kcmStopTimeout if need be: how it ended
+	// (an exit status, SIGTERM or SIGKILL) tells nothing about the test.
+	t.Cleanup(func() { _ = p.Stop(kcmStopTimeout) })
 
 	// The serviceaccount controller creating default/default shows that the
 	// controllers run.
-	ready, readyCancel := context.WithTimeout(ctx, kcmReadyTimeout)
-	defer readyCancel()
-	var (
-		hasExited bool
-		exitErr   error
-	)
-	err = wait.PollUntilContextCancel(ready, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), kcmReadyTimeout)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
-		case exitErr = <-exited:
-			hasExited = true
-			exited <- exitErr
-			return false, errors.New("kube-controller-manager exited")
+		case <-p.Exited:
+			return false, p.Failure()
 		default:
 		}
 		var sa corev1.ServiceAccount
 		return c.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, &sa) == nil, nil
 	})
-	if hasExited {
-		return fmt.Errorf("kube-controller-manager exited (%v); its log ends with:\n%s", exitErr, tail(logFile.Name(), 20))
-	}
 	if err != nil {
 		return fmt.Errorf("wait for kube-controller-manager to create the default service account: %w", err)
 	}

@@ -19,10 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // fieldOwner is the server-side apply field manager of objects given with
@@ -178,6 +182,23 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	return c
 }
 
+// NewManager returns a controller-runtime manager on the cluster for the
+// controllers a test runs in its own process, with o's scheme, logger and
+// the rest. It serves neither metrics nor health probes, so that no port
+// collides between tests, and lets the controllers be set up again in
+// other managers of the process.
+func (c *Cluster) NewManager(t testing.TB, o ctrl.Options) ctrl.Manager {
+	t.Helper()
+	o.Metrics = metricsserver.Options{BindAddress: "0"}
+	o.HealthProbeBindAddress = "0"
+	o.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(rest.CopyConfig(c.Config), o)
+	if err != nil {
+		t.Fatalf("testcluster: new manager: %v", err)
+	}
+	return mgr
+}
+
 // UserKubeconfig writes a kubeconfig for a user authenticated by a client
 // certificate, name in the given groups, and returns its path. The user may
 // do only what RBAC grants it.
@@ -259,33 +280,25 @@ func (c *Cluster) startControlPlane(t testing.TB, o *options, scheme *runtime.Sc
 	return env, nil
 }
 
-// logFile creates c.Dir/<name>.log and, when the test fails, logs its end.
+// logFile creates the log file of a process envtest starts (see logPath).
 func (c *Cluster) logFile(t testing.TB, name string) (*os.File, error) {
-	path := filepath.Join(c.Dir, name+".log")
-	f, err := os.Create(path)
+	f, err := os.Create(c.logPath(t, name))
 	if err != nil {
 		return nil, fmt.Errorf("create log file: %w", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("testcluster: last lines of %s:\n%s", name, tail(path, 40))
-		}
-		_ = f.Close()
-	})
+	t.Cleanup(func() { _ = f.Close() })
 	return f, nil
 }
 
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+// logPath is c.Dir/<name>.log, whose end is logged when the test fails.
+func (c *Cluster) logPath(t testing.TB, name string) string {
+	path := filepath.Join(c.Dir, name+".log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testcluster: last lines of %s:\n%s", name, proc.Tail(path, 40))
+		}
+	})
+	return path
 }
 
 // apply server-side applies a copy of obj and waits for a CRD to be

@@ -19,43 +19,16 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerlink/peerlink/internal/testenv"
 )
-
-func TestRepoRoot(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := repoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "hack", "testbin.sh")); err != nil {
-		t.Errorf("repository root %s has no hack/testbin.sh: %v", root, err)
-	}
-	if _, err := repoRoot(filepath.Join(root, "hack", "kube", "etcd")); err != nil {
-		t.Errorf("repoRoot from a nested module: %v", err)
-	}
-}
-
-func TestModulePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"module example.com/a\n\ngo 1.26\n":     "example.com/a",
-		"// c\nmodule \"example.com/b\" // x\n": "example.com/b",
-		"go 1.26\n":                             "",
-	} {
-		if got := modulePath([]byte(in)); got != want {
-			t.Errorf("modulePath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestControllerManager(t *testing.T) {
 	c := Start(t, WithControllerManager())
 	ctx := t.Context()
 
 	t.Run("version", func(t *testing.T) {
-		root, err := repoRoot(".")
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			t.Fatal(err)
 		}

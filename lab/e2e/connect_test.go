@@ -21,18 +21,9 @@ import (
 // addresses, disconnect (traffic stops, Configurations stay), reset
 // (nothing of the peering is left).
 func TestOneCommand(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "one-a", "one-b")
+	ctx, l := newPeeredLab(t, 10*time.Minute, "one-a", "one-b")
 	a, b := l.Nodes[0], l.Nodes[1]
-
-	if out, err := l.Connect(ctx, a, b); err != nil {
-		t.Fatalf("connect: %v\n%s", err, out)
-	}
-	waitConnected(t, ctx, l, a, b)
-	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
-	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[1])
-	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[1])
+	podsA, podsB := checkPeered(t, ctx, l, a, b)
 
 	// Both clusters use one pod range, so a pod of one has, sooner or
 	// later, the address of the other's gateway pod: traffic must flow
@@ -183,6 +174,17 @@ func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.
 		t.Fatal(err)
 	}
 	t.Logf("%s and %s Connected after %.1fs of waiting", a.ClusterID, b.ClusterID, time.Since(start).Seconds())
+}
+
+// checkPeered waits until a and b are Connected and checks traffic both
+// ways between their echo pods, which it returns.
+func checkPeered(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) (podsA, podsB []corev1.Pod) {
+	t.Helper()
+	waitConnected(t, ctx, l, a, b)
+	podsA, podsB = echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
+	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[1])
+	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[1])
+	return podsA, podsB
 }
 
 // checkTraffic sends a request from pod from of cluster src to pod to of

@@ -31,14 +31,8 @@ type fault struct {
 // other; after each fault, traffic must keep flowing or resume within
 // maxOutage, and neither cluster's remapping may change.
 func TestFaults(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "fault-a", "fault-b")
+	ctx, l := newPeeredLab(t, 15*time.Minute, "fault-a", "fault-b")
 	a, b := l.Nodes[0], l.Nodes[1]
-	if out, err := l.Connect(ctx, a, b); err != nil {
-		t.Fatalf("connect: %v\n%s", err, out)
-	}
-	waitConnected(t, ctx, l, a, b)
 	before := remaps(t, ctx, l, a, b)
 
 	faults := []fault{

@@ -20,10 +20,8 @@ import (
 // exactly two files passed between the admins; then an MTU change
 // committed on both sides converges.
 func TestGitOps(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "git-a", "git-b")
-	a, b := newAdmin(t, l, l.Nodes[0]), newAdmin(t, l, l.Nodes[1])
+	ctx, l := newLab(t, 10*time.Minute, "git-a", "git-b")
+	a, b := newAdmins(t, l)
 	idA, idB := a.n.ClusterID, b.n.ClusterID
 	bundleA := filepath.Join(a.dir, "peers", idB)
 	bundleB := filepath.Join(b.dir, "peers", idA)
@@ -49,10 +47,7 @@ func TestGitOps(t *testing.T) {
 	a.offline(t, ctx, "add.log", "bundle", "add", bundleA, file2)
 	sync(a, bundleA)
 
-	waitConnected(t, ctx, l, a.n, b.n)
-	podsA, podsB := echoPods(t, ctx, l, a.n), echoPods(t, ctx, l, b.n)
-	checkTraffic(t, ctx, l, a.n, podsA[0], b.n, podsB[1])
-	checkTraffic(t, ctx, l, b.n, podsB[0], a.n, podsA[1])
+	podsA, podsB := checkPeered(t, ctx, l, a.n, b.n)
 
 	// Both admins lower the MTU in their gateway and commit it.
 	const mtu = 1280
@@ -80,9 +75,7 @@ func TestGitOps(t *testing.T) {
 			return gatewayRunsWithMTU(ctx, l, ad, mtu)
 		})
 	}
-	waitConnected(t, ctx, l, a.n, b.n)
-	checkTraffic(t, ctx, l, a.n, podsA[0], b.n, podsB[1])
-	checkTraffic(t, ctx, l, b.n, podsB[0], a.n, podsA[1])
+	checkPeered(t, ctx, l, a.n, b.n)
 	// Full-size segments cross the smaller tunnel (MSS clamped to it).
 	to, err := l.RemappedIP(ctx, a.n, b.n, podsB[0].Status.PodIP)
 	if err != nil {

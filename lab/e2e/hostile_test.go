@@ -1,17 +1,13 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,7 +16,6 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
@@ -31,18 +26,8 @@ import (
 // the tunnel reach nothing of A but its pods: not its nodes, not its
 // Services, not C. Meanwhile B's pods keep reaching A's pods.
 func TestHostilePeer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "hostile-a", "hostile-b", "hostile-c")
+	ctx, l := newPeeredLab(t, 15*time.Minute, "hostile-a", "hostile-b", "hostile-c")
 	a, b, c := l.Nodes[0], l.Nodes[1], l.Nodes[2]
-	for _, peer := range []*node.Node{b, c} {
-		if out, err := l.Connect(ctx, a, peer); err != nil {
-			t.Fatalf("connect %s to %s: %v\n%s", a.ClusterID, peer.ClusterID, err, out)
-		}
-	}
-	for _, peer := range []*node.Node{b, c} {
-		waitConnected(t, ctx, l, a, peer)
-	}
 	podsA, podsB, podsC := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b), echoPods(t, ctx, l, c)
 	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
 
@@ -50,7 +35,7 @@ func TestHostilePeer(t *testing.T) {
 		ad := newAdmin(t, l, a)
 		bundle := filepath.Join(ad.dir, "peers", b.ClusterID)
 		ad.offline(t, ctx, "init.log", "bundle", "init", bundle, "--peer", b.ClusterID, "--role", "server")
-		before := dirDigest(t, bundle)
+		before := dirFiles(t, bundle)
 		key := "bWFkZS11cCBidXQgY2Fub25pY2FsIHB1YmxpYyBrZXk="
 		for name, file := range map[string]string{
 			"link-local":         hostileConfiguration(b.ClusterID, "10.244.0.0/24", "169.254.0.0/16"),
@@ -71,7 +56,7 @@ func TestHostilePeer(t *testing.T) {
 			if err == nil {
 				t.Errorf("bundle add of %s succeeded:\n%s", name, out)
 			}
-			if got := dirDigest(t, bundle); got != before {
+			if got := dirFiles(t, bundle); !maps.Equal(got, before) {
 				t.Errorf("bundle add of %s changed the bundle", name)
 			}
 		}
@@ -131,9 +116,10 @@ func TestHostilePeer(t *testing.T) {
 				}
 			}
 		}
+		nodeA := nodeNS(t, a)
 		for _, addr := range []string{"169.254.169.254", "8.8.8.8", "127.0.0.2", a.NodeIP().String()} {
-			out, err := exec.CommandContext(ctx, "nsenter", "--net="+netns.Path(a.Namespace()), "ip", "route", "get", addr).CombinedOutput()
-			if err == nil && (strings.Contains(string(out), dataplane.OverlayLink) || strings.Contains(string(out), "table 180")) {
+			out, err := nodeA.Run("ip", "route", "get", addr)
+			if err == nil && (strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180")) {
 				t.Errorf("A's node sends %s to a peer: %s", addr, out)
 			}
 		}
@@ -210,26 +196,23 @@ spec:
 `, id, id, key)
 }
 
-// dirDigest hashes the names and contents of the files under dir.
-func dirDigest(t *testing.T, dir string) string {
+// dirFiles reads the files under dir, by path.
+func dirFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	files := map[string]string{}
+	fsys := os.DirFS(dir)
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			var b []byte
+			b, err = fs.ReadFile(fsys, path)
+			files[path] = string(b)
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
-		h.Write(b)
-		return nil
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return files
 }
 
 // waitCondition waits until condition cond of Configuration ns/name of
@@ -252,13 +235,11 @@ func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Nod
 // nodeRoutes lists the routes of the fabric's tables on the node of n.
 func nodeRoutes(t *testing.T, n *node.Node) []string {
 	t.Helper()
+	ns := nodeNS(t, n)
 	var lines []string
 	for _, table := range []int{dataplane.TablePodSources, dataplane.TableHostSources} {
-		out, err := exec.Command("nsenter", "--net="+netns.Path(n.Namespace()), "ip", "route", "show", "table", strconv.Itoa(table)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("routes of table %d on %s: %v: %s", table, n.ClusterID, err, out)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		out := ns.MustRun(t, "ip", "route", "show", "table", strconv.Itoa(table))
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
 				lines = append(lines, line)
 			}
@@ -298,17 +279,6 @@ func exposeNodePort(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.No
 	return port
 }
 
-// hostileGateway is the gateway pod of a cluster, seen by an attacker who
-// controls it: its network namespace and its WireGuard device.
-type hostileGateway struct {
-	t *testing.T
-	// pid is a process in the gateway pod.
-	pid int
-	// podIP is the pod's own address, in its cluster's pod range: packets
-	// from it pass the peer's WireGuard as that cluster's pods do.
-	podIP string
-}
-
 // gatewayAgent finds the gateway agent of cluster n for the peer peerID,
 // by the UID of its gateway object: the agents of other clusters for the
 // same peer have the same name and namespace.
@@ -316,21 +286,21 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node
 	t.Helper()
 	uid := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", "liqo-tenant-"+peerID, "get", "gatewayservers,gatewayclients",
 		"-o", "jsonpath={.items[0].metadata.uid}")))
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(string(b), "\x00")
 		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "gateway" ||
 			!strings.Contains(string(b), "\x00--gateway-uid="+uid+"\x00") {
 			continue
 		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		gw := &hostileGateway{t: t, pid: pid}
 		out, err := gw.run("ip", "-4", "-o", "addr", "show", "dev", "eth0")
 		if err != nil {
@@ -348,90 +318,6 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node
 		return gw
 	}
 	t.Fatalf("no gateway agent of %s for peer %s found", n.ClusterID, peerID)
-	return nil
-}
-
-// run runs a host program in the gateway pod's network namespace.
-func (g *hostileGateway) run(args ...string) ([]byte, error) {
-	return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(g.pid), "-n", "--"}, args...)...).CombinedOutput()
-}
-
-// connect tries a TCP connection to addr through the tunnel, as the owner
-// of the gateway pod can: a route to addr into the tunnel from the pod's
-// own address, and the peer's WireGuard allowed IPs widened to everything
-// (the agent sets them back at its next sync, so they are widened again
-// before each try). It returns nil only if a connection was made.
-func (g *hostileGateway) connect(ctx context.Context, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if out, err := g.run("ip", "route", "replace", host+"/32", "dev", dataplane.TunnelLink, "src", g.podIP); err != nil {
-		return fmt.Errorf("route %s into the tunnel: %v: %s", host, err, out)
-	}
-	defer g.run("ip", "route", "del", host+"/32", "dev", dataplane.TunnelLink)
-	// The new route wakes the agent, which then writes its WireGuard
-	// configuration again: widen it after that.
-	time.Sleep(500 * time.Millisecond)
-	var last error
-	for range 3 {
-		if err := g.widenAllowedIPs(); err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		out, err := exec.CommandContext(cctx, "nsenter", "-t", strconv.Itoa(g.pid), "-n", "--",
-			"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%s", host, port)).CombinedOutput()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
-	}
-	return last
-}
-
-// widenAllowedIPs lets the gateway's WireGuard send anything to its peer,
-// through the device's UAPI socket (the userspace WireGuard's, seen
-// through the pod's root).
-func (g *hostileGateway) widenAllowedIPs() error {
-	sock := fmt.Sprintf("/proc/%d/root/var/run/wireguard/%s.sock", g.pid, dataplane.TunnelLink)
-	uapi := func(req string) (string, error) {
-		c, err := net.DialTimeout("unix", sock, 2*time.Second)
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Write([]byte(req)); err != nil {
-			return "", err
-		}
-		var out strings.Builder
-		sc := bufio.NewScanner(c)
-		for sc.Scan() {
-			if sc.Text() == "" {
-				break
-			}
-			out.WriteString(sc.Text() + "\n")
-		}
-		return out.String(), sc.Err()
-	}
-	state, err := uapi("get=1\n\n")
-	if err != nil {
-		return fmt.Errorf("read the WireGuard device of the gateway: %w", err)
-	}
-	var peer string
-	for _, line := range strings.Split(state, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok && k == "public_key" {
-			peer = v
-		}
-	}
-	if peer == "" {
-		return fmt.Errorf("the WireGuard device of the gateway has no peer:\n%s", state)
-	}
-	got, err := uapi("set=1\npublic_key=" + peer + "\nupdate_only=true\nreplace_allowed_ips=true\nallowed_ip=0.0.0.0/0\n\n")
-	if err != nil || !strings.Contains(got, "errno=0") {
-		return fmt.Errorf("widen the allowed IPs of the gateway's peer: %v %s", err, got)
-	}
 	return nil
 }
 

@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
@@ -35,12 +35,16 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newLab brings up fresh clusters for one test and removes them, checking
-// that nothing is left, when the test ends.
-func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
+// newLab brings up fresh clusters for one test, which has until timeout
+// (the context's deadline), and removes them, checking that nothing is
+// left, when the test ends.
+func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
-	nstest.RequirePrivileged(t)
-	repo, err := labctl.FindRepo()
+	netns.RequirePrivileged(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// Registered first, so that it runs after the lab is down.
+	t.Cleanup(cancel)
+	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +62,36 @@ func newLab(t *testing.T, ctx context.Context, ids ...string) *labctl.Lab {
 	if err != nil {
 		t.Fatalf("lab up: %v", err)
 	}
-	return l
+	return ctx, l
+}
+
+// newPeeredLab brings up a lab (newLab) and connects its first cluster to
+// each of the others with `peerlink network connect`, as a user holding
+// both kubeconfigs does, then waits until every peering is Connected.
+func newPeeredLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
+	t.Helper()
+	ctx, l := newLab(t, timeout, ids...)
+	first := l.Nodes[0]
+	for _, peer := range l.Nodes[1:] {
+		if out, err := l.Connect(ctx, first, peer); err != nil {
+			t.Fatalf("connect %s to %s: %v\n%s", first.ClusterID, peer.ClusterID, err, out)
+		}
+	}
+	for _, peer := range l.Nodes[1:] {
+		waitConnected(t, ctx, l, first, peer)
+	}
+	return ctx, l
+}
+
+// nodeNS opens the network namespace of the node of n for the test.
+func nodeNS(t *testing.T, n *node.Node) *netns.NS {
+	t.Helper()
+	ns, err := netns.Open(n.Namespace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	return ns
 }
 
 // echoPods lists the echo pods of a cluster, which must be all there.
@@ -79,9 +112,7 @@ func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) []
 // Service, NodePorts reachable from the other cluster and from the host,
 // and a teardown that leaves nothing behind.
 func TestLab(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "lab-a", "lab-b")
+	ctx, l := newLab(t, 10*time.Minute, "lab-a", "lab-b")
 	a, b := l.Nodes[0], l.Nodes[1]
 	podRange := netip.MustParsePrefix(node.PodCIDR)
 

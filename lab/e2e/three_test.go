@@ -1,48 +1,35 @@
 package e2e
 
 import (
-	"context"
+	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // TestThreeClusters peers a first cluster with two others, all three with
 // the same pod range: the first must reach both peers, each at a remapped
 // range of its own, and both must reach it.
 func TestThreeClusters(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	l := newLab(t, ctx, "tri-a", "tri-b", "tri-c")
-	a, b, c := l.Nodes[0], l.Nodes[1], l.Nodes[2]
-	for _, peer := range []*node.Node{b, c} {
-		if out, err := l.Connect(ctx, a, peer); err != nil {
-			t.Fatalf("connect %s to %s: %v\n%s", a.ClusterID, peer.ClusterID, err, out)
+	ctx, l := newPeeredLab(t, 12*time.Minute, "tri-a", "tri-b", "tri-c")
+	a, peers := l.Nodes[0], l.Nodes[1:]
+	var ranges, views []netip.Prefix
+	for _, peer := range peers {
+		r, v, err := l.PodCIDRView(ctx, a, peer)
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Logf("%s sees the pods of %s at %s", a.ClusterID, peer.ClusterID, v)
+		ranges, views = append(ranges, r), append(views, v)
 	}
-	for _, peer := range []*node.Node{b, c} {
-		waitConnected(t, ctx, l, a, peer)
+	if ranges[0] != ranges[1] {
+		t.Fatalf("the peers should share one pod range: %s and %s", ranges[0], ranges[1])
 	}
-
-	realB, viewB, err := l.PodCIDRView(ctx, a, b)
-	if err != nil {
-		t.Fatal(err)
+	if views[0].Overlaps(views[1]) {
+		t.Errorf("%s sees %s at %s and %s at %s: the ranges overlap", a.ClusterID, peers[0].ClusterID, views[0], peers[1].ClusterID, views[1])
 	}
-	realC, viewC, err := l.PodCIDRView(ctx, a, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if realB != realC {
-		t.Fatalf("the peers should share one pod range: %s and %s", realB, realC)
-	}
-	if viewB.Overlaps(viewC) {
-		t.Errorf("%s sees %s at %s and %s at %s: the ranges overlap", a.ClusterID, b.ClusterID, viewB, c.ClusterID, viewC)
-	}
-	t.Logf("%s sees the pods of %s at %s and those of %s at %s", a.ClusterID, b.ClusterID, viewB, c.ClusterID, viewC)
 
 	podsA := echoPods(t, ctx, l, a)
-	for _, peer := range []*node.Node{b, c} {
+	for _, peer := range peers {
 		podsP := echoPods(t, ctx, l, peer)
 		// checkTraffic checks that the answer comes from that very pod of
 		// that very cluster: the same address in the other peer would

@@ -158,87 +158,80 @@ func get(ctx context.Context, args []string) error {
 	return json.NewEncoder(os.Stdout).Encode(echoapi.Got{URL: url, From: from, Reply: reply})
 }
 
-func measureFlags(name string, args []string, size int) (addr string, d time.Duration, n int, err error) {
+// measure runs a measurement named name: it parses its flags, connects to
+// its host:port argument, lets run use the connection until the deadline,
+// and prints what it carried.
+func measure(ctx context.Context, name string, args []string, size int, run func(c net.Conn, size int, deadline time.Time) (bytes, exchanges int64, err error)) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	duration := fs.Duration("duration", 3*time.Second, "how long to measure")
 	sz := fs.Int("size", size, "bytes per write (stream) or per message (rr)")
 	if err := fs.Parse(args); err != nil {
-		return "", 0, 0, err
-	}
-	if fs.NArg() != 1 {
-		return "", 0, 0, fmt.Errorf("%s: want exactly one host:port", name)
-	}
-	if *sz <= 0 {
-		return "", 0, 0, fmt.Errorf("%s: --size must be positive", name)
-	}
-	return fs.Arg(0), *duration, *sz, nil
-}
-
-// stream sends as much as it can to a sink for the duration.
-func stream(ctx context.Context, args []string) error {
-	addr, d, size, err := measureFlags("stream", args, 128<<10)
-	if err != nil {
 		return err
 	}
-	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%s: want exactly one host:port", name)
+	}
+	if *sz <= 0 {
+		return fmt.Errorf("%s: --size must be positive", name)
+	}
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	buf := make([]byte, size)
 	start := time.Now()
-	deadline := start.Add(d)
-	_ = c.SetWriteDeadline(deadline)
-	var sent int64
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		n, err := c.Write(buf)
-		sent += int64(n)
-		if err != nil {
+	bytes, n, err := run(c, *sz, start.Add(*duration))
+	if err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{
+		Seconds: secs, Bytes: bytes, BitsPerSecond: float64(bytes) * 8 / secs,
+		Exchanges: n, PerSecond: float64(n) / secs,
+	})
+}
+
+// stream sends as much as it can to a sink for the duration.
+func stream(ctx context.Context, args []string) error {
+	return measure(ctx, "stream", args, 128<<10, func(c net.Conn, size int, deadline time.Time) (int64, int64, error) {
+		buf := make([]byte, size)
+		_ = c.SetWriteDeadline(deadline)
+		var sent int64
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			n, err := c.Write(buf)
+			sent += int64(n)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				break
 			}
-			return err
+			if err != nil {
+				return 0, 0, err
+			}
 		}
-	}
-	secs := time.Since(start).Seconds()
-	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{Seconds: secs, Bytes: sent, BitsPerSecond: float64(sent) * 8 / secs})
+		return sent, 0, nil
+	})
 }
 
 // requestResponse sends one message, waits for it to come back, and repeats
 // for the duration: the rate measures round trips, not bandwidth.
 func requestResponse(ctx context.Context, args []string) error {
-	addr, d, size, err := measureFlags("rr", args, 64)
-	if err != nil {
-		return err
-	}
-	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	msg := make([]byte, size)
-	back := make([]byte, size)
-	start := time.Now()
-	deadline := start.Add(d)
-	_ = c.SetDeadline(deadline.Add(5 * time.Second))
-	var n int64
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if _, err := c.Write(msg); err != nil {
-			return err
+	return measure(ctx, "rr", args, 64, func(c net.Conn, size int, deadline time.Time) (int64, int64, error) {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
 		}
-		if _, err := io.ReadFull(c, back); err != nil {
-			return err
+		msg := make([]byte, size)
+		back := make([]byte, size)
+		_ = c.SetDeadline(deadline.Add(5 * time.Second))
+		var n int64
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if _, err := c.Write(msg); err != nil {
+				return 0, 0, err
+			}
+			if _, err := io.ReadFull(c, back); err != nil {
+				return 0, 0, err
+			}
+			n++
 		}
-		n++
-	}
-	secs := time.Since(start).Seconds()
-	bytes := n * int64(2*size)
-	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{
-		Seconds: secs, Bytes: bytes, BitsPerSecond: float64(bytes) * 8 / secs,
-		Exchanges: n, PerSecond: float64(n) / secs,
+		return n * int64(2*size), n, nil
 	})
 }
 

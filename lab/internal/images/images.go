@@ -9,8 +9,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // AgentImage is the image name the install bundle and the gateway templates
@@ -58,19 +60,13 @@ func Binaries(pauseImage string) []Binary {
 	}
 }
 
-// Build compiles the binaries statically for linux/amd64 into out.
+// Build compiles the binaries statically for this machine into out.
 func Build(ctx context.Context, repo, out string, bins []Binary) error {
-	args := []string{"build", "-trimpath", "-o", out + string(filepath.Separator)}
-	for _, b := range bins {
-		args = append(args, b.Package)
+	pkgs := make([]string, len(bins))
+	for i, b := range bins {
+		pkgs[i] = b.Package
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
+	return proc.Build(ctx, repo, out, pkgs...)
 }
 
 // Publish makes an image of each binary that has one (the binary alone, as
@@ -112,7 +108,7 @@ func LocalName(image, registry string) string {
 	return registry + "/" + path
 }
 
-// imageOf builds a one-layer linux/amd64 image holding the binary at
+// imageOf builds a one-layer image for this machine holding the binary at
 // /<name>, which is also its entrypoint.
 func imageOf(file string) (v1.Image, error) {
 	bin, err := os.ReadFile(file)
@@ -148,7 +144,7 @@ func imageOf(file string) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
-	cf.Architecture = "amd64"
+	cf.Architecture = runtime.GOARCH
 	cf.Config.Entrypoint = []string{"/" + base}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -24,7 +25,8 @@ func TestLocalName(t *testing.T) {
 	}
 }
 
-// TestImageOf checks that a binary becomes a linux/amd64 image whose only
+// TestImageOf checks that a binary becomes a Linux image for this machine
+// (the binaries are built for it) whose only
 // layer holds it, executable, at /<name>, which is the entrypoint.
 func TestImageOf(t *testing.T) {
 	dir := t.TempDir()
@@ -41,8 +43,8 @@ func TestImageOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.OS != "linux" || cf.Architecture != "amd64" {
-		t.Errorf("platform %s/%s, want linux/amd64", cf.OS, cf.Architecture)
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
 	}
 	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/tool" {
 		t.Errorf("entrypoint %v, want [/tool]", cf.Config.Entrypoint)

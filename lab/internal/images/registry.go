@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // Registry is the lab's image registry: the lab/registry binary, running in
@@ -33,6 +33,7 @@ func (r Registry) Start(ctx context.Context) error {
 		Argv:    []string{r.Binary, "--addr=" + r.Addr, "--dir=" + r.Dir},
 		Log:     r.Log,
 		PidFile: r.PidFile,
+		Detach:  true,
 	})
 	if err != nil {
 		return err

@@ -70,16 +70,9 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 	f.ConnectSeconds = time.Since(applied).Seconds()
 	l.progress.Logf("Connected %.2fs after the last manifest", f.ConnectSeconds)
 
-	src, err := l.EchoPods(ctx, a)
+	src, dst, err := l.echoPodsOf(ctx, a, b)
 	if err != nil {
 		return f, err
-	}
-	dst, err := l.EchoPods(ctx, b)
-	if err != nil {
-		return f, err
-	}
-	if len(src) == 0 || len(dst) == 0 {
-		return f, errors.New("no echo pods")
 	}
 	from, to := src[0], dst[0]
 	remapped, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)

@@ -60,16 +60,9 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 // of dst for a while: routes and NAT rules on every hop settle just after
 // Connected.
 func (l *Lab) reachEventually(ctx context.Context, src, dst *node.Node) (echoapi.Got, corev1.Pod, error) {
-	fromPods, err := l.EchoPods(ctx, src)
+	fromPods, toPods, err := l.echoPodsOf(ctx, src, dst)
 	if err != nil {
 		return echoapi.Got{}, corev1.Pod{}, err
-	}
-	toPods, err := l.EchoPods(ctx, dst)
-	if err != nil {
-		return echoapi.Got{}, corev1.Pod{}, err
-	}
-	if len(fromPods) == 0 || len(toPods) == 0 {
-		return echoapi.Got{}, corev1.Pod{}, fmt.Errorf("no echo pods in %s or %s", src.ClusterID, dst.ClusterID)
 	}
 	// A destination whose address differs from the source's own shows
 	// that the answer comes from the other cluster.

@@ -46,6 +46,21 @@ func (l *Lab) EchoPods(ctx context.Context, n *node.Node) ([]corev1.Pod, error) 
 	return pods.Items, nil
 }
 
+// echoPodsOf lists the echo pods of src and those of dst; neither list is
+// empty.
+func (l *Lab) echoPodsOf(ctx context.Context, src, dst *node.Node) (fromPods, toPods []corev1.Pod, err error) {
+	if fromPods, err = l.EchoPods(ctx, src); err != nil {
+		return nil, nil, err
+	}
+	if toPods, err = l.EchoPods(ctx, dst); err != nil {
+		return nil, nil, err
+	}
+	if len(fromPods) == 0 || len(toPods) == 0 {
+		return nil, nil, fmt.Errorf("no echo pods in %s or %s", src.ClusterID, dst.ClusterID)
+	}
+	return fromPods, toPods, nil
+}
+
 // EchoGet runs `echo get url` in an echo pod of cluster n.
 func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoapi.Got, error) {
 	var got echoapi.Got

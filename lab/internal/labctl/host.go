@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
@@ -75,7 +75,7 @@ func takenIndex(first, count int) int {
 	cgroups, _ := node.CgroupMounts()
 	for i := first; i < first+count; i++ {
 		p := node.Pair(i)
-		if _, err := os.Stat(filepath.Join("/sys/class/net", p.HostIf)); err == nil || netns.Exists(p.Namespace) {
+		if p.HostIfExists() || netns.Exists(p.Namespace) {
 			return i
 		}
 		for _, m := range cgroups {

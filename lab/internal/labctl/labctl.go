@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/images"
-	"github.com/peerlink/peerlink/lab/internal/netns"
 	"github.com/peerlink/peerlink/lab/internal/node"
-	"github.com/peerlink/peerlink/lab/internal/proc"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
@@ -201,7 +201,7 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 		return nil, err
 	}
 	for _, n := range l.Nodes {
-		if err := netns.Create(n.Pair()); err != nil {
+		if err := n.Pair().Create(); err != nil {
 			return nil, err
 		}
 	}
@@ -270,7 +270,11 @@ func Down(dir string, out io.Writer) error {
 	if err != nil && !isNotExist(err) {
 		return err
 	}
-	l := sweepOf(dir, s)
+	var recorded []int
+	for _, c := range s.Clusters {
+		recorded = append(recorded, c.Index)
+	}
+	l := sweep.Find(dir, recorded)
 	if err := sweep.Remove(l, p.Logf); err != nil {
 		return fmt.Errorf("lab in %s: %w", dir, err)
 	}

@@ -6,12 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-
-	"github.com/peerlink/peerlink/lab/internal/node"
-	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
 // stateFile records, before anything else is created, what a lab is made of,
@@ -62,48 +56,4 @@ func ReadState(dir string) (State, error) {
 	return s, nil
 }
 
-// sweepOf names what to remove for the lab in dir: the clusters of its
-// record, plus any cluster directory found (a record can be missing when
-// the directory was copied or the record damaged).
-func sweepOf(dir string, s State) sweep.Lab {
-	seen := map[int]bool{}
-	for _, c := range s.Clusters {
-		seen[c.Index] = true
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		// Cluster directories are named after the namespaces.
-		digits, ok := strings.CutPrefix(e.Name(), "c")
-		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && node.Namespace(i) == e.Name() {
-			seen[i] = true
-		}
-	}
-	l := sweep.Lab{Dir: dir}
-	for i := range seen {
-		l.Indices = append(l.Indices, i)
-	}
-	sort.Ints(l.Indices)
-	return l
-}
-
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
-
-// FindRepo returns the root of the peerlink repository that contains the
-// working directory: the lab builds from it.
-func FindRepo() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/peerlink/peerlink\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the peerlink repository: run the lab from its checkout")
-		}
-		dir = parent
-	}
-}

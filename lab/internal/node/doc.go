@@ -5,7 +5,8 @@
 // kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy).
 //
 // It also fixes the names a cluster index maps to (namespace, veth, cgroup,
-// CNI network), which package sweep uses to remove them. It does not create
-// the namespace (package netns), build images (package images) or install
-// anything into the cluster (package labctl).
+// CNI network), which package sweep uses to remove them, and sets the
+// namespace's sysctls. It does not create the namespace (package labctl
+// does, with internal/testenv/netns), build images (package images) or
+// install anything into the cluster (package labctl).
 package node

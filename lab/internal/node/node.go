@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // Pod and service ranges. Every lab cluster uses the same ones on purpose:

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
-	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // Components are the cluster's processes, in start order.
@@ -29,6 +29,22 @@ func Components() []string {
 func (n *Node) commands() map[string][]string {
 	bin := func(name string) string { return filepath.Join(n.BinDir, name) }
 	pki := func(name string) string { return n.path("pki", name) }
+	// controller is the command line of a controller of the control plane
+	// (kube-controller-manager, kube-scheduler): one kubeconfig for the API
+	// and for delegated authentication and authorization, serving on the
+	// loopback only, alone (no leader election).
+	controller := func(name string, flags ...string) []string {
+		kc := n.componentKubeconfig(name)
+		return append([]string{bin(name),
+			"--kubeconfig=" + kc,
+			"--authentication-kubeconfig=" + kc,
+			"--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1",
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		}, flags...)
+	}
 	return map[string][]string{
 		// A lab cluster's data is disposable; skipping fsync keeps two
 		// clusters from stalling on a shared disk.
@@ -67,33 +83,18 @@ func (n *Node) commands() map[string][]string {
 			"--profiling=false",
 			"--v=1",
 		},
-		"kube-controller-manager": {bin("kube-controller-manager"),
-			"--kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-controller-manager"),
-			"--bind-address=127.0.0.1",
-			"--cert-dir=" + n.path("pki"),
-			"--root-ca-file=" + pki("ca.crt"),
-			"--service-account-private-key-file=" + pki("sa.key"),
+		"kube-controller-manager": controller("kube-controller-manager",
+			"--cert-dir="+n.path("pki"),
+			"--root-ca-file="+pki("ca.crt"),
+			"--service-account-private-key-file="+pki("sa.key"),
 			"--use-service-account-credentials=true",
-			"--service-cluster-ip-range=" + ServiceCIDR,
+			"--service-cluster-ip-range="+ServiceCIDR,
 			// The node's spec.podCIDR is what node-local agents read.
 			"--allocate-node-cidrs=true",
-			"--cluster-cidr=" + PodCIDR,
+			"--cluster-cidr="+PodCIDR,
 			"--node-cidr-mask-size=24",
-			"--leader-elect=false",
-			"--profiling=false",
-			"--v=1",
-		},
-		"kube-scheduler": {bin("kube-scheduler"),
-			"--kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--authentication-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--authorization-kubeconfig=" + n.componentKubeconfig("kube-scheduler"),
-			"--bind-address=127.0.0.1",
-			"--leader-elect=false",
-			"--profiling=false",
-			"--v=1",
-		},
+		),
+		"kube-scheduler": controller("kube-scheduler"),
 		"kubelet": {bin("kubelet"),
 			"--config=" + n.path("kubelet-config.yaml"),
 			"--kubeconfig=" + n.componentKubeconfig("kubelet"),
@@ -111,8 +112,8 @@ func (n *Node) commands() map[string][]string {
 // namespace, which must exist, then waits until the node is Ready and the
 // default ServiceAccount exists. The processes keep running after Up returns.
 func (n *Node) Up(ctx context.Context) error {
-	if !netns.Exists(n.Namespace()) {
-		return fmt.Errorf("cluster %s: network namespace %s does not exist", n.ClusterID, n.Namespace())
+	if err := n.configureNamespace(); err != nil {
+		return err
 	}
 	if err := n.writeFiles(); err != nil {
 		return err
@@ -194,6 +195,30 @@ func (n *Node) Up(ctx context.Context) error {
 	})
 }
 
+// configureNamespace sets the sysctls of the cluster's network namespace,
+// which must exist: it forwards, since the pods behind the CNI bridge are
+// routed through it, and the bridge netfilter switch makes pod-to-service
+// traffic between pods of the same bridge go through kube-proxy's rules.
+func (n *Node) configureNamespace() error {
+	ns, err := netns.Open(n.Namespace())
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+	}
+	defer ns.Close()
+	return ns.Do(func() error {
+		for key, value := range map[string]string{
+			"net/ipv4/ip_forward":                 "1",
+			"net/bridge/bridge-nf-call-iptables":  "1",
+			"net/bridge/bridge-nf-call-ip6tables": "1",
+		} {
+			if err := netns.WriteSysctl(key, value); err != nil {
+				return fmt.Errorf("cluster %s: network namespace %s: %w", n.ClusterID, ns.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
 // Start starts one component of the cluster in its namespace. Up starts
 // them all; Start alone restarts one that Stop ended.
 func (n *Node) Start(component string) (*proc.Process, error) {
@@ -204,9 +229,10 @@ func (n *Node) Start(component string) (*proc.Process, error) {
 	return proc.Start(proc.Spec{
 		Name:    n.ClusterID + " " + component,
 		Argv:    argv,
-		Netns:   netns.Path(n.Namespace()),
+		Netns:   n.Namespace(),
 		Log:     n.Log(component),
 		PidFile: n.PidFile(component),
+		Detach:  true,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/peerlink/peerlink/lab/internal/netns"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/node"
-	"github.com/peerlink/peerlink/lab/internal/proc"
 )
 
 // Shim sockets live in containerd's compiled-in state directory, whatever
@@ -34,6 +35,24 @@ const (
 type Lab struct {
 	Dir     string
 	Indices []int
+}
+
+// Find names what to remove for the lab in dir: the clusters of its record
+// (indices), plus any cluster directory found in dir, since a record can be
+// missing when the directory was copied or the record damaged.
+func Find(dir string, recorded []int) Lab {
+	l := Lab{Dir: dir, Indices: slices.Clone(recorded)}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		// Cluster directories are named after the namespaces.
+		digits, ok := strings.CutPrefix(e.Name(), "c")
+		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && node.Namespace(i) == e.Name() {
+			l.Indices = append(l.Indices, i)
+		}
+	}
+	slices.Sort(l.Indices)
+	l.Indices = slices.Compact(l.Indices)
+	return l
 }
 
 // HostDirs are the directories outside the lab directory that containerd,
@@ -182,75 +201,102 @@ func Remove(l Lab, logf func(string, ...any)) error {
 	if err := l.killAll(logf); err != nil {
 		return err
 	}
-	var errs []error
-	if err := l.removeShimSockets(); err != nil {
-		errs = append(errs, err)
-	}
+	errs := []error{removeEach(l.shimSockets, removeFile)}
 	if err := l.unmountAll(); err != nil {
 		// Without the unmounts, removing the directory would descend into
 		// still-mounted volumes: stop here.
 		return errors.Join(append(errs, err)...)
 	}
-	if err := l.removeCgroups(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, removeEach(l.CgroupDirs, removeCgroup))
 	for _, i := range l.Indices {
-		if err := netns.Delete(node.Pair(i)); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, node.Pair(i).Delete())
 	}
-	if err := l.removeHostFiles(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, removeEach(l.HostFiles, os.RemoveAll))
 	if err := os.RemoveAll(l.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", l.Dir, err))
 	}
 	return errors.Join(errs...)
 }
 
+// removeFile removes a file that may be gone already.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// removeCgroup removes a cgroup directory with rmdir alone: its control
+// files go with it.
+func removeCgroup(dir string) error {
+	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeEach removes each thing list names, going on past failures.
+func removeEach(list func() ([]string, error), remove func(string) error) error {
+	items, err := list()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, it := range items {
+		errs = append(errs, remove(it))
+	}
+	return errors.Join(errs...)
+}
+
+// drain lists what is left and removes it, again and again while removing
+// some brings more to light, at most rounds times; what is still listed
+// after that is an error.
+func drain[T any](rounds int, list func() ([]T, error), remove func([]T) error) ([]T, error) {
+	for range rounds {
+		left, err := list()
+		if err != nil || len(left) == 0 {
+			return left, err
+		}
+		if err := remove(left); err != nil {
+			return left, err
+		}
+	}
+	return list()
+}
+
 // killAll stops the lab's processes; containerd may start runc while it is
 // being stopped, so it rescans until nothing is left.
 func (l Lab) killAll(logf func(string, ...any)) error {
-	for round := 0; round < 5; round++ {
-		procs, err := l.Processes()
-		if err != nil {
-			return err
-		}
-		if len(procs) == 0 {
-			return nil
-		}
+	left, err := drain(5, l.Processes, func(procs []Process) error {
 		pids := make([]int, len(procs))
 		for i, p := range procs {
 			pids[i] = p.Pid
 		}
 		logf("stopping %d processes", len(pids))
-		if err := proc.Kill(pids, 3*time.Second); err != nil {
-			return err
-		}
+		return proc.Kill(pids, 3*time.Second)
+	})
+	if err == nil && len(left) > 0 {
+		err = errors.New("processes keep appearing in the lab's namespaces and cgroups")
 	}
-	return errors.New("processes keep appearing in the lab's namespaces and cgroups")
+	return err
 }
 
-func (l Lab) removeShimSockets() error {
+// shimSockets lists the sockets the lab's containerd shims made in
+// shimSocketDir, as named in the lab's containerd state.
+func (l Lab) shimSockets() ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(l.Dir, "*", "containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "address"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var errs []error
+	var socks []string
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
+		b, _ := os.ReadFile(f)
 		sock := strings.TrimPrefix(strings.TrimSpace(string(b)), "unix://")
-		if filepath.Dir(sock) != shimSocketDir {
-			continue
-		}
-		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		if filepath.Dir(sock) == shimSocketDir {
+			socks = append(socks, sock)
 		}
 	}
-	return errors.Join(errs...)
+	return socks, nil
 }
 
 // Mounts lists the mount points under the lab directory, deepest first.
@@ -297,15 +343,10 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
+// unmountAll unmounts what is mounted under the lab directory; unmounting
+// a mount uncovers the one below it, so it rescans until nothing is left.
 func (l Lab) unmountAll() error {
-	for round := 0; round < 10; round++ {
-		mounts, err := l.Mounts()
-		if err != nil {
-			return err
-		}
-		if len(mounts) == 0 {
-			return nil
-		}
+	left, err := drain(10, l.Mounts, func(mounts []string) error {
 		for _, m := range mounts {
 			if err := unix.Unmount(m, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 				// Busy with a file a dead process's leftovers still
@@ -315,15 +356,12 @@ func (l Lab) unmountAll() error {
 				}
 			}
 		}
+		return nil
+	})
+	if err == nil && len(left) > 0 {
+		err = fmt.Errorf("mounts remain under %s: %s", l.Dir, strings.Join(left, ", "))
 	}
-	mounts, err := l.Mounts()
-	if err != nil {
-		return err
-	}
-	if len(mounts) > 0 {
-		return fmt.Errorf("mounts remain under %s: %s", l.Dir, strings.Join(mounts, ", "))
-	}
-	return nil
+	return err
 }
 
 // CgroupDirs lists the cgroups of the lab's clusters in every hierarchy,
@@ -358,22 +396,6 @@ func (l Lab) CgroupDirs() ([]string, error) {
 		return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/")
 	})
 	return dirs, nil
-}
-
-func (l Lab) removeCgroups() error {
-	dirs, err := l.CgroupDirs()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, d := range dirs {
-		// A cgroup directory is removed with rmdir alone; its control
-		// files go with it.
-		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // HostFiles lists the files outside the lab directory that the CNI plugins
@@ -442,20 +464,6 @@ func (l Lab) ownsCNIResult(path string) bool {
 	return false
 }
 
-func (l Lab) removeHostFiles() error {
-	files, err := l.HostFiles()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, f := range files {
-		if err := os.RemoveAll(f); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Leftovers describes everything of the lab that still exists; empty means
 // the lab is completely gone.
 func (l Lab) Leftovers() ([]string, error) {
@@ -486,7 +494,7 @@ func (l Lab) Leftovers() ([]string, error) {
 		if netns.Exists(p.Namespace) {
 			out = append(out, "network namespace "+p.Namespace)
 		}
-		if _, err := os.Stat(filepath.Join("/sys/class/net", p.HostIf)); err == nil {
+		if p.HostIfExists() {
 			out = append(out, "interface "+p.HostIf)
 		}
 	}

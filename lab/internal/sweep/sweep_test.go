@@ -1,14 +1,60 @@
 package sweep
 
 import (
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/lab/internal/proc"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
+
+// Find takes the recorded clusters and the cluster directories it finds,
+// and nothing else of the directory.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"c3", "c12", "cx", "c07", "registry"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c5"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := Find(dir, []int{3, 1})
+	if want := []int{1, 3, 12}; l.Dir != dir || !slices.Equal(l.Indices, want) {
+		t.Errorf("Find = %+v, want indices %v", l, want)
+	}
+}
+
+// drain removes until nothing is listed, including what a removal brings to
+// light, and reports what a bounded number of rounds leaves.
+func TestDrain(t *testing.T) {
+	// Each removal uncovers one item fewer: 3, then 2, then 1, then none.
+	layers := 3
+	list := func() ([]int, error) { return make([]int, layers), nil }
+	removed := 0
+	remove := func(items []int) error {
+		removed += len(items)
+		layers--
+		return nil
+	}
+	if left, err := drain(5, list, remove); err != nil || len(left) != 0 || removed != 6 {
+		t.Errorf("drain: left %v, %v, removed %d, want nothing left after removing 6", left, err, removed)
+	}
+	layers = 10
+	if left, err := drain(2, list, remove); err != nil || len(left) != 8 {
+		t.Errorf("drain of two rounds: left %d (%v), want 8", len(left), err)
+	}
+	failed := errors.New("busy")
+	if _, err := drain(2, list, func([]int) error { return failed }); !errors.Is(err, failed) {
+		t.Errorf("drain with a failing removal: %v", err)
+	}
+}
 
 func TestUnescapeMountPath(t *testing.T) {
 	for in, want := range map[string]string{

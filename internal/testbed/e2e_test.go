@@ -18,9 +18,10 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/nstest"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // restoreGoal is the longest a broken data path may stay broken after a
@@ -70,7 +71,7 @@ func agent(t *testing.T) string {
 // up starts one API server per side and the peering.
 func up(t *testing.T, remaps Remaps) *Bed {
 	t.Helper()
-	nstest.RequirePrivileged(t)
+	netns.RequirePrivileged(t)
 	bin := agent(t)
 	s := scheme(t)
 	var clusters [2]Cluster
@@ -87,9 +88,9 @@ func up(t *testing.T, remaps Remaps) *Bed {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, r := range []*Running{bed.A, bed.B} {
-				for name, p := range map[string]*Process{"gateway": r.Gateway, "fabric": r.Fabric, "second node's fabric": r.Fabric2} {
+				for name, p := range map[string]*proc.Process{"gateway": r.Gateway, "fabric": r.Fabric, "second node's fabric": r.Fabric2} {
 					if p != nil {
-						t.Logf("side %s %s log:\n%s", r.Side.Name, name, p.Tail(40))
+						t.Logf("side %s %s log:\n%s", r.Side.Name, name, proc.Tail(p.Log, 40))
 					}
 				}
 			}
@@ -371,7 +372,7 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		}()
 		time.Sleep(500 * time.Millisecond)
 		if err := bed.A.Fabric.Stop(10 * time.Second); err != nil {
-			t.Fatalf("stop the fabric: %v\n%s", err, bed.A.Fabric.Tail(20))
+			t.Fatalf("stop the fabric: %v\n%s", err, proc.Tail(bed.A.Fabric.Log, 20))
 		}
 		tables := bed.A.Side.Node.MustRun(t, "nft", "list", "tables")
 		if !strings.Contains(tables, dataplane.FabricNFTable) {
@@ -392,29 +393,29 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 
 	t.Run("graceful stop leaves the fabric's state; removal on uninstall", func(t *testing.T) {
 		for _, r := range []*Running{bed.A, bed.B} {
-			for _, p := range []*Process{r.Gateway, r.Fabric, r.Fabric2} {
+			for _, p := range []*proc.Process{r.Gateway, r.Fabric, r.Fabric2} {
 				if err := p.Stop(10 * time.Second); err != nil {
-					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, p.Tail(20))
+					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(p.Log, 20))
 				}
 			}
-			for _, ns := range []*nstest.NS{r.Side.Node, r.Side.Node2} {
+			for _, ns := range []*netns.NS{r.Side.Node, r.Side.Node2} {
 				if tables := ns.MustRun(t, "nft", "list", "tables"); !strings.Contains(tables, dataplane.FabricNFTable) {
 					t.Errorf("side %s: a stopped fabric removed its table in %s", r.Side.Name, ns.Name)
 				}
 			}
 			// Uninstalling: the fabric runs once more with
 			// --cleanup-on-exit, then stops.
-			for _, p := range []*Process{r.Fabric, r.Fabric2} {
+			for _, p := range []*proc.Process{r.Fabric, r.Fabric2} {
 				q, err := p.Again("--cleanup-on-exit")
 				if err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(2 * time.Second)
 				if err := q.Stop(10 * time.Second); err != nil {
-					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, q.Tail(20))
+					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(q.Log, 20))
 				}
 			}
-			for _, ns := range []*nstest.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
+			for _, ns := range []*netns.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
 				links := ns.MustRun(t, "ip", "-o", "link")
 				for _, l := range []string{dataplane.TunnelLink, dataplane.OverlayLink} {
 					if strings.Contains(links, l) {

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // The yardstick of the throughput goal carries pod traffic through the bare
 // tunnel untranslated: the receiving pod sees the sending pod's own address,
 // and the MTU of the tunnel holds for a full-sized ping without fragments.
 func TestPodsOverWireGuard(t *testing.T) {
-	nstest.RequirePrivileged(t)
+	netns.RequirePrivileged(t)
 	dir := t.TempDir()
 	bin, err := BuildWGBare(context.Background(), dir)
 	if err != nil {

@@ -7,13 +7,13 @@
 // CIDR, and the two gateway namespaces are joined by a veth standing for the
 // internet.
 //
-// The agents are the real peerlink-agent binary, started in their namespace
-// with `ip netns exec`, against the API server of their side. An API server
-// of the test control plane listens on the host's loopback, which a process
-// in another network namespace cannot reach; the testbed therefore listens
-// on 127.0.0.1 inside each agent's namespace (a socket opened from a thread
-// that entered it) and splices every connection to the API server on the
-// host's loopback. The agent's kubeconfig names 127.0.0.1, which the API
+// The agents are the real peerlink-agent binary, built and started in their
+// namespace as a pod's container runs (internal/testenv/proc), against the
+// API server of their side. An API server of the test control plane listens
+// on the host's loopback, which a process in another network namespace
+// cannot reach; the testbed therefore listens on 127.0.0.1 inside each
+// agent's namespace (a socket opened from a thread that entered it) and
+// splices every connection to the API server on the host's loopback. The agent's kubeconfig names 127.0.0.1, which the API
 // server's certificate covers, so TLS is verified as usual and nothing of
 // the test network is exposed on the host.
 //
@@ -21,5 +21,9 @@
 // (gateway, Configuration with its remapped status, the peer's PublicKey, the
 // gateway pod, the cluster-info ConfigMap) and the gateway's key files.
 //
-// It is not used by the agents.
+// The benchmark's bare paths (BareVeth, BareWireGuard, PodsOverWireGuard,
+// FabricNode) are built here too; command wgbare is their bare WireGuard.
+//
+// It is test machinery, outside the product tree: no product package
+// imports it; its own tests and the benchmarks (bench) do.
 package testbed

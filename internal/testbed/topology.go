@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // Addresses of both sides: the same pod CIDR and the same pod addresses on
@@ -41,14 +41,14 @@ type Side struct {
 	// Name is "a" or "b".
 	Name string
 	// Node is the network namespace of the node running the gateway pod.
-	Node *nstest.NS
+	Node *netns.NS
 	// Node2 is the second node's network namespace, FarPod its pod.
-	Node2, FarPod *nstest.NS
+	Node2, FarPod *netns.NS
 	// Gateway is the gateway pod's network namespace.
-	Gateway *nstest.NS
+	Gateway *netns.NS
 	// Pods are the pods' network namespaces, with addresses PodIPs, and
 	// last the pod at the other side's gateway address.
-	Pods []*nstest.NS
+	Pods []*netns.NS
 	// GatewayIP is the gateway pod's address.
 	GatewayIP netip.Addr
 	// NodeIP is the node's own address.
@@ -60,7 +60,7 @@ type Side struct {
 // Topology is two sides joined by their gateways' internet link.
 type Topology struct {
 	A, B *Side
-	all  []*nstest.NS
+	all  []*netns.NS
 }
 
 // Build creates the namespaces and links of two sides. Close deletes them.
@@ -73,7 +73,7 @@ func Build() (*Topology, error) {
 	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2"), GatewayIPs[1], GatewayIPs[0]); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	if err := nstest.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
+	if err := netns.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
 	for _, s := range []*Side{t.A, t.B} {
@@ -84,8 +84,8 @@ func Build() (*Topology, error) {
 	return t, nil
 }
 
-func (t *Topology) create(prefix string) (*nstest.NS, error) {
-	ns, err := nstest.Create(prefix)
+func (t *Topology) create(prefix string) (*netns.NS, error) {
+	ns, err := netns.Create(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (t *Topology) side(name string, nodeIP, wan, gatewayIP, peerGatewayIP netip
 	if s.Node, err = t.create(name + "-node"); err != nil {
 		return nil, err
 	}
-	run := func(ns *nstest.NS, args ...string) {
+	run := func(ns *netns.NS, args ...string) {
 		if err == nil {
 			_, err = ns.Run(args[0], args[1:]...)
 		}
@@ -143,14 +143,14 @@ func (t *Topology) secondNode(s *Side) error {
 	if s.FarPod, err = t.create(s.Name + "-farpod"); err != nil {
 		return err
 	}
-	if err := nstest.Veth(s.Node, "vnode2", s.Node2, "vnode1"); err != nil {
+	if err := netns.Veth(s.Node, "vnode2", s.Node2, "vnode1"); err != nil {
 		return err
 	}
 	if err := plugPod(s.Node2, s.FarPod, "vpod1", FarPodIP); err != nil {
 		return err
 	}
 	for _, c := range []struct {
-		ns   *nstest.NS
+		ns   *netns.NS
 		args []string
 	}{
 		{s.Node2, []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
@@ -169,8 +169,8 @@ func (t *Topology) secondNode(s *Side) error {
 // plugPod wires a pod namespace to the node as a CNI would: a veth, the
 // pod's address as a /32, a default route through an on-link address the
 // node answers for, and a host route to the pod on the node.
-func plugPod(node, pod *nstest.NS, hostSide string, ip netip.Addr) error {
-	if err := nstest.Veth(node, hostSide, pod, "eth0"); err != nil {
+func plugPod(node, pod *netns.NS, hostSide string, ip netip.Addr) error {
+	if err := netns.Veth(node, hostSide, pod, "eth0"); err != nil {
 		return err
 	}
 	out, err := node.Run("cat", "/sys/class/net/"+hostSide+"/address")

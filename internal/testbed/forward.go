@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // Forwarder splices TCP connections accepted on 127.0.0.1 inside a network
@@ -25,7 +25,7 @@ type Forwarder struct {
 
 // Forward listens on 127.0.0.1 inside ns and forwards to target, an address
 // of the current (host) namespace.
-func Forward(ns *nstest.NS, target string) (*Forwarder, error) {
+func Forward(ns *netns.NS, target string) (*Forwarder, error) {
 	var l net.Listener
 	err := ns.Do(func() error {
 		var err error

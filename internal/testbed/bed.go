@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/internal/testenv/proc"
 )
 
 // Cluster is the API of one side.
@@ -50,7 +51,7 @@ type Running struct {
 	Peering Peering
 	// Gateway and Fabric are the agent processes; Fabric2 is the fabric
 	// agent of the second node.
-	Gateway, Fabric, Fabric2 *Process
+	Gateway, Fabric, Fabric2 *proc.Process
 	gatewayArgs              []string
 	dir, bin                 string
 	forwarders               []*Forwarder
@@ -102,7 +103,7 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 	if err != nil {
 		return r, err
 	}
-	kubeconfig := func(ns *nstest.NS, name string) (string, error) {
+	kubeconfig := func(ns *netns.NS, name string) (string, error) {
 		f, err := Forward(ns, api)
 		if err != nil {
 			return "", err
@@ -123,8 +124,8 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 	if err != nil {
 		return r, err
 	}
-	fabric := func(ns *nstest.NS, log, kubeconfig, node string, ip netip.Addr) (*Process, error) {
-		return Start(ns, filepath.Join(r.dir, log), bed.bin, "fabric",
+	fabric := func(ns *netns.NS, log, kubeconfig, node string, ip netip.Addr) (*proc.Process, error) {
+		return start(ns, filepath.Join(r.dir, log), bed.bin, "fabric",
 			"--kubeconfig="+kubeconfig, "--node-name="+node, "--node-ip="+ip.String(),
 			"--mtu=1450", "--health-probe-bind-address=:6092", "--metrics-bind-address=0")
 	}
@@ -151,7 +152,7 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 
 // StartGateway starts the side's gateway agent.
 func (r *Running) StartGateway() error {
-	p, err := Start(r.Side.Gateway, filepath.Join(r.dir, "gateway.log"), r.bin, r.gatewayArgs...)
+	p, err := start(r.Side.Gateway, filepath.Join(r.dir, "gateway.log"), r.bin, r.gatewayArgs...)
 	if err != nil {
 		return err
 	}
@@ -167,12 +168,15 @@ func (bed *Bed) Close() error {
 		if r == nil {
 			continue
 		}
-		for _, p := range []*Process{r.Gateway, r.Fabric, r.Fabric2} {
-			if p != nil {
-				if exited, _ := p.Exited(); !exited {
-					if err := p.Stop(10 * time.Second); err != nil {
-						errs = append(errs, fmt.Errorf("stop agent of side %s: %w", r.Side.Name, err))
-					}
+		for _, p := range []*proc.Process{r.Gateway, r.Fabric, r.Fabric2} {
+			if p == nil {
+				continue
+			}
+			select {
+			case <-p.Exited:
+			default:
+				if err := p.Stop(10 * time.Second); err != nil {
+					errs = append(errs, fmt.Errorf("stop agent of side %s: %w", r.Side.Name, err))
 				}
 			}
 		}

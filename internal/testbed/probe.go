@@ -9,18 +9,18 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/peerlink/peerlink/dataplane/nstest"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // Ping sends one ICMP echo from ns to dst and waits a second for the reply.
-func Ping(ns *nstest.NS, dst netip.Addr) error {
+func Ping(ns *netns.NS, dst netip.Addr) error {
 	_, err := ns.Run("ping", "-c", "1", "-W", "1", "-n", dst.String())
 	return err
 }
 
 // WaitPing pings from ns until dst answers or timeout passes, and returns
 // how long it took.
-func WaitPing(ctx context.Context, ns *nstest.NS, dst netip.Addr, timeout time.Duration) (time.Duration, error) {
+func WaitPing(ctx context.Context, ns *netns.NS, dst netip.Addr, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
@@ -42,7 +42,7 @@ func WaitPing(ctx context.Context, ns *nstest.NS, dst netip.Addr, timeout time.D
 // ObserveTCP listens on port in server, connects to dst:port from client,
 // sends a line back and forth, and returns the source address the server
 // saw.
-func ObserveTCP(server, client *nstest.NS, dst netip.Addr, port int) (netip.Addr, error) {
+func ObserveTCP(server, client *netns.NS, dst netip.Addr, port int) (netip.Addr, error) {
 	var l net.Listener
 	if err := server.Do(func() error {
 		var err error

@@ -1,0 +1,64 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+)
+
+// Pair is a named network namespace joined to the host by a veth pair: the
+// host end HostIf carries HostAddr, the end inside the namespace is eth0 and
+// carries NodeAddr, and the namespace routes everything through HostAddr.
+// It outlives the process that made it, as a lab's clusters do.
+type Pair struct {
+	Namespace string
+	HostIf    string
+	HostAddr  netip.Prefix
+	NodeAddr  netip.Prefix
+}
+
+// Create makes the namespace, with lo up, and the veth pair, with the
+// addresses and the default route. It fails when the namespace exists.
+func (p Pair) Create() error {
+	if Exists(p.Namespace) {
+		return fmt.Errorf("network namespace %s: already exists", p.Namespace)
+	}
+	ns, err := add(p.Namespace)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	for _, argv := range [][]string{
+		{"ip", "link", "add", p.HostIf, "type", "veth", "peer", "name", "eth0", "netns", p.Namespace},
+		{"ip", "addr", "add", p.HostAddr.String(), "dev", p.HostIf},
+		{"ip", "link", "set", p.HostIf, "up"},
+		inside(p.Namespace, []string{"ip", "addr", "add", p.NodeAddr.String(), "dev", "eth0"}),
+		inside(p.Namespace, []string{"ip", "link", "set", "eth0", "up"}),
+		inside(p.Namespace, []string{"ip", "route", "add", "default", "via", p.HostAddr.Addr().String()}),
+	} {
+		if _, err := run(argv...); err != nil {
+			return fmt.Errorf("network namespace %s: %w", p.Namespace, err)
+		}
+	}
+	return nil
+}
+
+// HostIfExists reports whether the host end of the veth pair exists.
+func (p Pair) HostIfExists() bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", p.HostIf))
+	return err == nil
+}
+
+// Delete removes the host end of the veth pair and the namespace. Missing
+// pieces are not an error, so Delete also cleans up after a partial Create.
+func (p Pair) Delete() error {
+	var errs []error
+	if p.HostIfExists() {
+		if _, err := run("ip", "link", "del", p.HostIf); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, Remove(p.Namespace))...)
+}
