@@ -37,8 +37,8 @@ die() {
 }
 
 # Per component: the module under hack/ that pins it, the upstream module
-# (whose version names the output directory), the main package, and the
-# directory under bin/.
+# (its root is the main package, and its version names the output
+# directory), and the directory under bin/.
 module_dir_of() {
 	case "$1" in
 	source-controller | kustomize-controller) echo "hack/flux/$1" ;;
@@ -68,6 +68,10 @@ bin_name_of() {
 }
 
 export GOWORK=off GOFLAGS=-mod=readonly GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+
+# Temporary directories under bin/, removed however the script ends.
+scratch=()
+trap 'rm -rf "${scratch[@]}"' EXIT
 
 # version_of prints the version the pinning module selects for the upstream
 # module of component $1.
@@ -133,13 +137,11 @@ build() {
 	mkdir -p "$dest"
 	local tmp
 	tmp=$(mktemp -d "$dest/.build.XXXXXX")
-	(cd "$root/$mod" && CGO_ENABLED=$cgo go build -trimpath -buildvcs=false ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$tmp/$c" "$pkg") || {
-		rm -rf "$tmp"
+	scratch+=("$tmp")
+	(cd "$root/$mod" && CGO_ENABLED=$cgo go build -trimpath -buildvcs=false ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$tmp/$c" "$pkg") ||
 		die "building $c $version failed"
-	}
 	smoke "$c" "$tmp/$c"
 	mv -f "$tmp/$c" "$dest/$c"
-	rm -rf "$tmp"
 	log "built $c $version in $((SECONDS - start))s ($(du -m "$dest/$c" | cut -f1) MB)"
 }
 
@@ -161,6 +163,7 @@ flux_manifests() {
 	local version=$1 dest=$2 c tmp
 	[[ -d "$dest/crds" ]] && return 0
 	tmp=$(mktemp -d "$dest/.manifests.XXXXXX")
+	scratch+=("$tmp")
 	for c in source-controller kustomize-controller; do
 		copy_from_module "$(upstream_of "$c")@$version" config "$(module_dir_of "$c")" "$tmp/config/$c"
 	done
@@ -168,7 +171,6 @@ flux_manifests() {
 	cp "$tmp"/config/*/crd/bases/*.yaml "$tmp/crds/"
 	mv "$tmp/config" "$dest/config"
 	mv "$tmp/crds" "$dest/crds"
-	rm -rf "$tmp"
 	log "Flux CRDs in bin/flux/$version/crds: $(cd "$dest/crds" && ls | tr '\n' ' ')"
 }
 
