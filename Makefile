@@ -59,6 +59,10 @@ lint: ## gofmt, go vet and staticcheck.
 testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from source into bin/ (cached).
 	hack/testbin.sh
 
+.PHONY: components
+components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld.
+	hack/components.sh
+
 .PHONY: test-unit
 test-unit: ## The fast loop: every test that needs neither root nor a control plane (go test -short), in a minute or two.
 	$(GO) test -short -count=1 ./...
