@@ -13,18 +13,10 @@ import (
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
-func pfxs(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = pfx(s)
-	}
-	return out
-}
-
 // localRanges are the facts of a typical cluster: pod, service, external and
 // internal CIDRs.
 func localRanges() []netip.Prefix {
-	return pfxs("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
+	return cidr.MustPrefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
 }
 
 func newAllocator(t *testing.T, pools, taken []netip.Prefix) *Allocator {
@@ -78,7 +70,7 @@ func TestAllocateRemapsCollisions(t *testing.T) {
 }
 
 func TestAllocateRemapsOutsidePoolsIntoPools(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), pfxs("100.64.0.0/16"))
+	a := newAllocator(t, DefaultPools(), cidr.MustPrefixes("100.64.0.0/16"))
 	if got := mustAllocate(t, a, "100.64.0.0/16"); got.String() != "10.0.0.0/16" {
 		t.Errorf("Allocate(100.64.0.0/16) colliding outside the pools = %s, want 10.0.0.0/16", got)
 	}
@@ -88,7 +80,7 @@ func TestAllocateRemapsOutsidePoolsIntoPools(t *testing.T) {
 }
 
 func TestAllocateMovesToNextPool(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), pfxs("10.0.0.0/8"))
+	a := newAllocator(t, DefaultPools(), cidr.MustPrefixes("10.0.0.0/8"))
 	for _, tc := range []struct{ want, got string }{
 		{"10.244.0.0/16", "172.16.0.0/16"},
 		{"10.240.0.0/13", "172.24.0.0/13"},
@@ -113,7 +105,7 @@ func TestAllocateMovesToNextPool(t *testing.T) {
 }
 
 func TestAllocateExhausted(t *testing.T) {
-	a := newAllocator(t, pfxs("10.0.0.0/23"), pfxs("10.0.0.0/24", "fd00::/64"))
+	a := newAllocator(t, cidr.MustPrefixes("10.0.0.0/23"), cidr.MustPrefixes("10.0.0.0/24", "fd00::/64"))
 	if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != "10.0.1.0/24" {
 		t.Fatalf("Allocate = %s, want 10.0.1.0/24", got)
 	}
@@ -189,10 +181,10 @@ func TestInvalidInput(t *testing.T) {
 		pools, taken []netip.Prefix
 		invalid      bool
 	}{
-		{name: "pool with host bits", pools: pfxs("10.0.0.1/8"), invalid: true},
+		{name: "pool with host bits", pools: cidr.MustPrefixes("10.0.0.1/8"), invalid: true},
 		{name: "zero pool", pools: []netip.Prefix{{}}, invalid: true},
-		{name: "taken with host bits", pools: DefaultPools(), taken: pfxs("10.244.1.0/16"), invalid: true},
-		{name: "overlapping pools", pools: pfxs("10.0.0.0/8", "10.1.0.0/16")},
+		{name: "taken with host bits", pools: DefaultPools(), taken: cidr.MustPrefixes("10.244.1.0/16"), invalid: true},
+		{name: "overlapping pools", pools: cidr.MustPrefixes("10.0.0.0/8", "10.1.0.0/16")},
 	} {
 		_, err := New(tc.pools, tc.taken)
 		if err == nil || errors.Is(err, ErrInvalid) != tc.invalid {
@@ -213,7 +205,7 @@ func TestInvalidInput(t *testing.T) {
 // TestTakenRangesMayOverlap checks that overlapping and touching local ranges
 // are all kept out of allocations.
 func TestTakenRangesMayOverlap(t *testing.T) {
-	a := newAllocator(t, pfxs("10.0.0.0/16"), pfxs("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"))
+	a := newAllocator(t, cidr.MustPrefixes("10.0.0.0/16"), cidr.MustPrefixes("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"))
 	want := []string{"10.0.3.0/24", "10.0.5.0/24", "10.0.6.0/24"}
 	for _, w := range want {
 		if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != w {
@@ -286,8 +278,8 @@ func randomWant(rng *rand.Rand) netip.Prefix {
 // both agree, that no allocation overlaps another or a local range, and that
 // a free CIDR was kept.
 func TestRandomOperations(t *testing.T) {
-	pools := pfxs("10.0.0.0/18", "172.16.0.0/20")
-	taken := pfxs("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
+	pools := cidr.MustPrefixes("10.0.0.0/18", "172.16.0.0/20")
+	taken := cidr.MustPrefixes("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))

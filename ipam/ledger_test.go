@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 func assign(t *testing.T, l *Ledger, owner string, wants ...string) []string {
 	t.Helper()
-	got, err := l.Assign(owner, pfxs(wants...))
+	got, err := l.Assign(owner, cidr.MustPrefixes(wants...))
 	if err != nil {
 		t.Fatalf("Assign(%s, %v): %v", owner, wants, err)
 	}
@@ -47,14 +49,14 @@ func TestLedgerAssignKeepsUnchangedEntries(t *testing.T) {
 }
 
 func TestLedgerReleaseAndFailure(t *testing.T) {
-	l := NewLedger(newAllocator(t, pfxs("10.0.0.0/15"), localRanges()))
+	l := NewLedger(newAllocator(t, cidr.MustPrefixes("10.0.0.0/15"), localRanges()))
 	assign(t, l, "a", "10.244.0.0/16")
 	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
 		t.Fatalf("Assign(b) = %v, want %v", got, want)
 	}
 	// c asks for two colliding /16s with one left: it gets none, and the
 	// one it got first is free again.
-	if got, err := l.Assign("c", pfxs("10.244.0.0/16", "10.70.0.0/16")); !errors.Is(err, ErrExhausted) {
+	if got, err := l.Assign("c", cidr.MustPrefixes("10.244.0.0/16", "10.70.0.0/16")); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Assign(c) = %v, %v; want ErrExhausted", got, err)
 	}
 	l.Release("a")
@@ -62,7 +64,7 @@ func TestLedgerReleaseAndFailure(t *testing.T) {
 		t.Errorf("Assign(d) after releasing a = %v, want %v", got, want)
 	}
 	// b loses its range when its only entry fails.
-	if got, err := l.Assign("b", pfxs("10.244.0.0/16", "10.80.0.0/16")); !errors.Is(err, ErrExhausted) {
+	if got, err := l.Assign("b", cidr.MustPrefixes("10.244.0.0/16", "10.80.0.0/16")); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Assign(b) = %v, %v; want ErrExhausted", got, err)
 	}
 	if got, want := assign(t, l, "e", "10.80.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
@@ -110,7 +112,7 @@ func TestLedgerRebase(t *testing.T) {
 
 	// A node appears at 10.250.3.4 and a load balancer at 10.1.0.9: the
 	// ranges holding them go, the others stay.
-	taken := append(localRanges(), pfxs("10.250.3.4/32", "10.1.0.9/32")...)
+	taken := append(localRanges(), cidr.MustPrefixes("10.250.3.4/32", "10.1.0.9/32")...)
 	lost := l.Rebase(newAllocator(t, DefaultPools(), taken))
 	if want := []string{"a", "c"}; !slices.Equal(lost, want) {
 		t.Fatalf("Rebase lost %v, want %v", lost, want)
