@@ -28,19 +28,40 @@ func ParseCIDR(s string) (netip.Prefix, error) {
 // Empty items are skipped.
 func ParseCIDRList(values ...string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, v := range values {
-		for item := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(item) == "" {
-				continue
-			}
-			p, err := ParseCIDR(item)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
+	for _, item := range listItems(values) {
+		p, err := ParseCIDR(item)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// ParseAddressList reads the addresses of a gateway server (IPs or host
+// names) given like ParseCIDRList's CIDRs, and checks each of them.
+func ParseAddressList(values ...string) ([]string, error) {
+	items := listItems(values)
+	for _, item := range items {
+		if err := ValidateAddress(item); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// listItems are the non-empty items of values, each of which may be a
+// comma-separated list, without surrounding spaces.
+func listItems(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for item := range strings.SplitSeq(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
 }
 
 // ParsePublicKey decodes a WireGuard public key written as `wg pubkey`

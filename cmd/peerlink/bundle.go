@@ -94,9 +94,9 @@ the files of init added to its resources when missing.`,
 				if set := server.changed(cmd); len(set) > 0 {
 					return fmt.Errorf("--%s: only for --role server", set[0])
 				}
-				addrs, err := addressList("addresses", addresses)
+				addrs, err := generators.ParseAddressList(addresses...)
 				if err != nil {
-					return err
+					return fmt.Errorf("--addresses: %w", err)
 				}
 				if len(addrs) > 0 && port == 0 {
 					return errors.New("--port: the server's port is needed with --addresses")

@@ -237,9 +237,9 @@ is filled in.`,
 		if corev1.Protocol(protocol) != corev1.ProtocolUDP {
 			return nil, fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", protocol)
 		}
-		addrs, err := addressList("addresses", addresses)
+		addrs, err := generators.ParseAddressList(addresses...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--addresses: %w", err)
 		}
 		gw, err := generators.GatewayClient(generators.GatewayClientOptions{
 			Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu,

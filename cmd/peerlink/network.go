@@ -117,8 +117,8 @@ func (o *networkOptions) plan() (peering.ConnectOptions, error) {
 		return peering.ConnectOptions{}, err
 	}
 	plan := peering.ConnectOptions{Server: server, ShareKeys: !o.disableSharingKeys, Wait: o.wait}
-	if plan.ClientAddresses, err = addressList("gw-client-address", o.clientAddresses); err != nil {
-		return peering.ConnectOptions{}, err
+	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
+		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-address: %w", err)
 	}
 	if err := generators.ValidatePort(o.clientPort); o.clientPort != 0 && err != nil {
 		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-port: %w", err)

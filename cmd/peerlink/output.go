@@ -60,21 +60,3 @@ func flagErrors(err error, flags map[string]string) error {
 
 // listIndex matches the index of a list item in a field path.
 var listIndex = regexp.MustCompile(`\[\d+\]`)
-
-// addressList reads the server addresses of a repeatable flag whose values
-// may each be a comma-separated list, and checks each of them.
-func addressList(flag string, values []string) ([]string, error) {
-	var out []string
-	for _, v := range values {
-		for item := range strings.SplitSeq(v, ",") {
-			if item = strings.TrimSpace(item); item == "" {
-				continue
-			}
-			if err := generators.ValidateAddress(item); err != nil {
-				return nil, fmt.Errorf("--%s: %w", flag, err)
-			}
-			out = append(out, item)
-		}
-	}
-	return out, nil
-}
