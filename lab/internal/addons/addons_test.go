@@ -2,15 +2,90 @@ package addons
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/peerlink/peerlink/internal/testenv"
 )
+
+// decodeAll decodes a multi-document manifest, failing t on an object
+// without kind or name.
+func decodeAll(t *testing.T, what string, data []byte) []unstructured.Unstructured {
+	t.Helper()
+	var out []unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for n := 0; ; n++ {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
+			if n == 0 || !errors.Is(err, io.EOF) {
+				t.Fatalf("%s: object %d: %v", what, n, err)
+			}
+			return out
+		}
+		if obj.Object == nil {
+			continue
+		}
+		if obj.GetKind() == "" || obj.GetName() == "" {
+			t.Errorf("%s: object %d has no kind or name: %v", what, n, obj.Object)
+		}
+		out = append(out, obj)
+	}
+}
+
+// TestFlux builds the Flux controllers' install manifests from the modules
+// the repository pins: every object lands in flux-system, and each
+// controller's image is the lab registry's.
+func TestFlux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads the Flux modules: skipped under -short")
+	}
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := FindFluxControllers(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Flux(c, "172.30.1.1:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds, images []string
+	for _, obj := range decodeAll(t, "flux", out) {
+		kinds = append(kinds, obj.GetKind())
+		if ns := obj.GetNamespace(); ns != "" && ns != FluxNamespace {
+			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, FluxNamespace)
+		}
+		if obj.GetKind() == "Deployment" {
+			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			for _, ctr := range containers {
+				image, _, _ := unstructured.NestedString(ctr.(map[string]any), "image")
+				images = append(images, image)
+			}
+		}
+	}
+	slices.Sort(images)
+	if want := []string{"172.30.1.1:5000/lab/kustomize-controller:latest", "172.30.1.1:5000/lab/source-controller:latest"}; !slices.Equal(images, want) {
+		t.Errorf("images %q, want %q", images, want)
+	}
+	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service"} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("no %s among %v", k, kinds)
+		}
+	}
+	if _, err := Flux(FluxControllers{SourceController: c.SourceController}, "r:5000"); err == nil {
+		t.Error("Flux without kustomize-controller's module built")
+	}
+}
 
 func TestRender(t *testing.T) {
 	p := Params{
@@ -33,19 +108,7 @@ func TestRender(t *testing.T) {
 				t.Errorf("%s: no %q in\n%s", name, w, out)
 			}
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-		for n := 0; ; n++ {
-			var obj unstructured.Unstructured
-			if err := dec.Decode(&obj.Object); err != nil {
-				if n == 0 || !errors.Is(err, io.EOF) {
-					t.Fatalf("%s: object %d: %v", name, n, err)
-				}
-				break
-			}
-			if obj.GetKind() == "" || obj.GetName() == "" {
-				t.Errorf("%s: object %d has no kind or name: %v", name, n, obj.Object)
-			}
-		}
+		decodeAll(t, name, out)
 	}
 	if _, err := Render("weave", p); err == nil {
 		t.Error("an unknown add-on rendered")

@@ -1,8 +1,11 @@
 package addons
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -21,6 +24,36 @@ const FluxNamespace = "flux-system"
 type FluxControllers struct {
 	SourceController    string
 	KustomizeController string
+}
+
+// FindFluxControllers locates the controllers' modules at the versions the
+// repository pins in hack/flux/<controller>/go.mod, downloading them through
+// the module proxy when the module cache lacks them.
+func FindFluxControllers(ctx context.Context, repo string) (FluxControllers, error) {
+	dir := func(controller string) (string, error) {
+		mod := "github.com/fluxcd/" + controller
+		cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
+		cmd.Dir = filepath.Join(repo, "hack", "flux", controller)
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("go mod download %s: %w", mod, err)
+		}
+		var m struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &m); err != nil {
+			return "", fmt.Errorf("go mod download %s: %w", mod, err)
+		}
+		if m.Error != "" || m.Dir == "" {
+			return "", fmt.Errorf("go mod download %s: %s", mod, m.Error)
+		}
+		return m.Dir, nil
+	}
+	var c FluxControllers
+	var err error
+	if c.SourceController, err = dir("source-controller"); err != nil {
+		return c, err
+	}
+	c.KustomizeController, err = dir("kustomize-controller")
+	return c, err
 }
 
 // Flux returns the manifests that install source-controller and
