@@ -9,9 +9,9 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // TestKernel applies a small plan in a fresh network namespace: the tunnel

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // filterRuleset is an ingress filter on link "in": UDP port 9999 from one

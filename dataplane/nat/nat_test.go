@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // natRuleset has a rule of every NAT statement and an MSS clamp.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 // TestDetectBesideACNIOverlay detects VXLAN in a namespace where a CNI's

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 func TestApply(t *testing.T) {

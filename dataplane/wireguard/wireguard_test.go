@@ -13,8 +13,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
 func mustKey(t *testing.T) plan.Key {
