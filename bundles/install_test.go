@@ -169,6 +169,20 @@ type column struct {
 }
 
 func TestPrinterColumns(t *testing.T) {
+	// The two gateway kinds show the same columns: their template's, then
+	// where the server is reachable.
+	gateway := func(templateRef, endpoint string) []column {
+		return []column{
+			{"Template Name", ".spec." + templateRef + ".name", false},
+			{"Template Kind", ".spec." + templateRef + ".kind", true},
+			{"Template Namespace", ".spec." + templateRef + ".namespace", true},
+			{"IP", endpoint + ".addresses", false},
+			{"Port", endpoint + ".port", false},
+			{"Protocol", endpoint + ".protocol", true},
+			{"MTU", ".spec.mtu", true},
+			{"Age", ".metadata.creationTimestamp", false},
+		}
+	}
 	want := map[string][]column{
 		"configurations": {
 			{"Desired Pod CIDR", ".spec.remote.cidr.pod", false},
@@ -178,26 +192,8 @@ func TestPrinterColumns(t *testing.T) {
 			{"ClusterID", `.metadata.labels.liqo\.io/remote-cluster-id`, true},
 			{"Age", ".metadata.creationTimestamp", false},
 		},
-		"gatewayservers": {
-			{"Template Name", ".spec.serverTemplateRef.name", false},
-			{"Template Kind", ".spec.serverTemplateRef.kind", true},
-			{"Template Namespace", ".spec.serverTemplateRef.namespace", true},
-			{"IP", ".status.endpoint.addresses", false},
-			{"Port", ".status.endpoint.port", false},
-			{"Protocol", ".status.endpoint.protocol", true},
-			{"MTU", ".spec.mtu", true},
-			{"Age", ".metadata.creationTimestamp", false},
-		},
-		"gatewayclients": {
-			{"Template Name", ".spec.clientTemplateRef.name", false},
-			{"Template Kind", ".spec.clientTemplateRef.kind", true},
-			{"Template Namespace", ".spec.clientTemplateRef.namespace", true},
-			{"IP", ".spec.endpoint.addresses", false},
-			{"Port", ".spec.endpoint.port", false},
-			{"Protocol", ".spec.endpoint.protocol", true},
-			{"MTU", ".spec.mtu", true},
-			{"Age", ".metadata.creationTimestamp", false},
-		},
+		"gatewayservers": gateway("serverTemplateRef", ".status.endpoint"),
+		"gatewayclients": gateway("clientTemplateRef", ".spec.endpoint"),
 		"connections": {
 			{"Type", ".spec.type", false},
 			{"Status", ".status.value", false},

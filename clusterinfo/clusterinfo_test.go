@@ -11,24 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-)
 
-func prefixes(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParsePrefix(s)
-	}
-	return out
-}
+	"github.com/peerlink/peerlink/internal/cidr"
+)
 
 func TestRoundTrip(t *testing.T) {
 	in := Info{
 		ClusterID:    "cluster-a",
-		PodCIDRs:     prefixes("10.244.0.0/16", "10.245.0.0/16"),
+		PodCIDRs:     cidr.MustPrefixes("10.244.0.0/16", "10.245.0.0/16"),
 		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
 		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
 		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
-		AllowedPeer:  prefixes("10.0.0.0/8"),
+		AllowedPeer:  cidr.MustPrefixes("10.0.0.0/8"),
 	}
 	out, err := Decode(in.Data())
 	if err != nil {
@@ -39,7 +33,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	// The default allowlist is written out, so a reader needs no default.
-	def := Info{ClusterID: "b", PodCIDRs: prefixes("10.244.0.0/16")}
+	def := Info{ClusterID: "b", PodCIDRs: cidr.MustPrefixes("10.244.0.0/16")}
 	data := def.Data()
 	if data[KeyAllowedPeerCIDRs] != "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10" {
 		t.Errorf("data.%s = %q, want the default allowlist", KeyAllowedPeerCIDRs, data[KeyAllowedPeerCIDRs])
@@ -92,7 +86,7 @@ func TestRead(t *testing.T) {
 	if _, err := Read(t.Context(), c, "peerlink"); !errors.Is(err, ErrNotPublished) {
 		t.Errorf("read of a missing ConfigMap: %v, want ErrNotPublished", err)
 	}
-	info := Info{ClusterID: "a", PodCIDRs: prefixes("10.244.0.0/16")}
+	info := Info{ClusterID: "a", PodCIDRs: cidr.MustPrefixes("10.244.0.0/16")}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: "peerlink"}, Data: info.Data()}
 	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)

@@ -28,11 +28,7 @@ const (
 
 // ParseFormat accepts yaml or json.
 func ParseFormat(s string) (Format, error) {
-	switch Format(s) {
-	case FormatYAML, FormatJSON:
-		return Format(s), nil
-	}
-	return "", fmt.Errorf("unknown output format %q: use yaml or json", s)
+	return parseChoice("output format", s, FormatYAML, FormatJSON)
 }
 
 // Manifest turns a typed object into the map that is printed and applied:

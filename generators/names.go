@@ -2,6 +2,7 @@ package generators
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -61,9 +62,19 @@ const (
 
 // ParseRole accepts server or client.
 func ParseRole(s string) (Role, error) {
-	switch Role(s) {
-	case RoleServer, RoleClient:
-		return Role(s), nil
+	return parseChoice("role", s, RoleServer, RoleClient)
+}
+
+// parseChoice returns s as the one of choices it spells; what names the
+// value in the error, which lists the choices.
+func parseChoice[T ~string](what, s string, choices ...T) (T, error) {
+	if slices.Contains(choices, T(s)) {
+		return T(s), nil
 	}
-	return "", fmt.Errorf("unknown role %q: use server or client", s)
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		names[i] = string(c)
+	}
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", fmt.Errorf("unknown %s %q: use %s", what, s, list)
 }

@@ -193,12 +193,7 @@ func serviceTypes() []corev1.ServiceType {
 
 // ParseServiceType accepts the Service types a GatewayServer may use.
 func ParseServiceType(s string) (corev1.ServiceType, error) {
-	for _, t := range serviceTypes() {
-		if string(t) == s {
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("unknown service type %q: use LoadBalancer, NodePort or ClusterIP", s)
+	return parseChoice("service type", s, serviceTypes()...)
 }
 
 func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {

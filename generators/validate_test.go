@@ -25,81 +25,47 @@ func validServer() *netv1beta1.GatewayServer {
 	return gw
 }
 
+// validObjects are one valid object of each kind Validate checks, for a case
+// to break one of.
+type validObjects struct {
+	server *netv1beta1.GatewayServer
+	client *netv1beta1.GatewayClient
+	conf   *netv1beta1.Configuration
+	key    *netv1beta1.PublicKey
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey)
+		mutate func(validObjects)
 		// want is the field path and a piece of the message; empty: valid.
 		want string
 	}{
-		{"valid", func(*netv1beta1.GatewayServer, *netv1beta1.GatewayClient, *netv1beta1.Configuration, *netv1beta1.PublicKey) {
-		}, ""},
-		{"missing label", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Labels = nil
-		}, "metadata.labels[liqo.io/remote-cluster-id]: Required"},
-		{"node port on ClusterIP", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Spec.Endpoint.ServiceType = corev1.ServiceTypeClusterIP
-		}, "spec.endpoint.nodePort: Forbidden"},
-		{"load balancer IP on NodePort", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Spec.Endpoint.LoadBalancerIP = ptr.To("192.0.2.1")
-		}, "spec.endpoint.loadBalancerIP: Forbidden"},
-		{"port out of range", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Spec.Endpoint.Port = 70000
-		}, "spec.endpoint.port: Invalid value: 70000"},
-		{"unknown service type", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Spec.Endpoint.ServiceType = "External"
-		}, "spec.endpoint.serviceType: Unsupported value"},
-		{"template kind", func(s *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			s.Spec.ServerTemplateRef.Kind = "WgGatewayClientTemplate"
-		}, "spec.serverTemplateRef.kind: Unsupported value"},
-		{"client MTU", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.MTU = 100
-		}, "spec.mtu: Invalid value: 100"},
-		{"client addresses without port", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Endpoint.Port = 0
-		}, "spec.endpoint.port: Required"},
-		{"client protocol", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Endpoint.Protocol = corev1.ProtocolTCP
-		}, "spec.endpoint.protocol: Unsupported value"},
-		{"client address", func(_ *netv1beta1.GatewayServer, c *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Endpoint.Addresses = []string{"a b"}
-		}, "spec.endpoint.addresses[0]: Invalid value"},
-		{"no pod CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.Pod = nil
-		}, "spec.remote.cidr.pod: Required"},
-		{"bad CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"10.244.0.0/33"}
-		}, "spec.remote.cidr.pod[0]: Invalid value"},
-		{"host bits", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.70.0.1/16"}
-		}, "spec.remote.cidr.external[0]: Invalid value: \"10.70.0.1/16\": invalid CIDR: \"10.70.0.1/16\": host bits set"},
-		{"overlap", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.244.128.0/17"}
-		}, "spec.remote.cidr.external[0]: Invalid value: \"10.244.128.0/17\": overlaps spec.remote.cidr.pod[0]"},
-		{"local CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Local = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"x"}}}
+		{"valid", func(validObjects) {}, ""},
+		{"missing label", func(o validObjects) { o.server.Labels = nil }, "metadata.labels[liqo.io/remote-cluster-id]: Required"},
+		{"node port on ClusterIP", func(o validObjects) { o.server.Spec.Endpoint.ServiceType = corev1.ServiceTypeClusterIP }, "spec.endpoint.nodePort: Forbidden"},
+		{"load balancer IP on NodePort", func(o validObjects) { o.server.Spec.Endpoint.LoadBalancerIP = ptr.To("192.0.2.1") }, "spec.endpoint.loadBalancerIP: Forbidden"},
+		{"port out of range", func(o validObjects) { o.server.Spec.Endpoint.Port = 70000 }, "spec.endpoint.port: Invalid value: 70000"},
+		{"unknown service type", func(o validObjects) { o.server.Spec.Endpoint.ServiceType = "External" }, "spec.endpoint.serviceType: Unsupported value"},
+		{"template kind", func(o validObjects) { o.server.Spec.ServerTemplateRef.Kind = "WgGatewayClientTemplate" }, "spec.serverTemplateRef.kind: Unsupported value"},
+		{"client MTU", func(o validObjects) { o.client.Spec.MTU = 100 }, "spec.mtu: Invalid value: 100"},
+		{"client addresses without port", func(o validObjects) { o.client.Spec.Endpoint.Port = 0 }, "spec.endpoint.port: Required"},
+		{"client protocol", func(o validObjects) { o.client.Spec.Endpoint.Protocol = corev1.ProtocolTCP }, "spec.endpoint.protocol: Unsupported value"},
+		{"client address", func(o validObjects) { o.client.Spec.Endpoint.Addresses = []string{"a b"} }, "spec.endpoint.addresses[0]: Invalid value"},
+		{"no pod CIDR", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = nil }, "spec.remote.cidr.pod: Required"},
+		{"bad CIDR", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"10.244.0.0/33"} }, "spec.remote.cidr.pod[0]: Invalid value"},
+		{"host bits", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.70.0.1/16"} }, "spec.remote.cidr.external[0]: Invalid value: \"10.70.0.1/16\": invalid CIDR: \"10.70.0.1/16\": host bits set"},
+		{"overlap", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.244.128.0/17"} }, "spec.remote.cidr.external[0]: Invalid value: \"10.244.128.0/17\": overlaps spec.remote.cidr.pod[0]"},
+		{"local CIDR", func(o validObjects) {
+			o.conf.Spec.Local = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"x"}}}
 		}, "spec.local.cidr.pod[0]: Invalid value"},
-		{"short key", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
-			k.Spec.PublicKey = k.Spec.PublicKey[:31]
-		}, "spec.publicKey: Invalid value: \"<31 bytes>\""},
-		{"all-zero key", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
-			k.Spec.PublicKey = make([]byte, KeyLength)
-		}, "spec.publicKey: Invalid value: \"<all zero>\""},
-		{"link-local CIDR", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"169.254.0.0/16"}
-		}, "spec.remote.cidr.external[0]: Invalid value: \"169.254.0.0/16\": 169.254.0.0/16 refused (SpecialUse)"},
-		{"default route", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"0.0.0.0/0"}
-		}, "spec.remote.cidr.pod[0]: Invalid value: \"0.0.0.0/0\": 0.0.0.0/0 refused (SpecialUse): a default route"},
-		{"loopback", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"127.0.0.0/8"}
-		}, "spec.remote.cidr.pod[0]: Invalid value: \"127.0.0.0/8\": 127.0.0.0/8 refused (SpecialUse)"},
-		{"multicast", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, c *netv1beta1.Configuration, _ *netv1beta1.PublicKey) {
-			c.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"239.0.0.0/8"}
-		}, "spec.remote.cidr.external[0]: Invalid value: \"239.0.0.0/8\": 239.0.0.0/8 refused (SpecialUse)"},
-		{"key name", func(_ *netv1beta1.GatewayServer, _ *netv1beta1.GatewayClient, _ *netv1beta1.Configuration, k *netv1beta1.PublicKey) {
-			k.Name = ""
-		}, "metadata.name: Required"},
+		{"short key", func(o validObjects) { o.key.Spec.PublicKey = o.key.Spec.PublicKey[:31] }, "spec.publicKey: Invalid value: \"<31 bytes>\""},
+		{"all-zero key", func(o validObjects) { o.key.Spec.PublicKey = make([]byte, KeyLength) }, "spec.publicKey: Invalid value: \"<all zero>\""},
+		{"link-local CIDR", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"169.254.0.0/16"} }, "spec.remote.cidr.external[0]: Invalid value: \"169.254.0.0/16\": 169.254.0.0/16 refused (SpecialUse)"},
+		{"default route", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"0.0.0.0/0"} }, "spec.remote.cidr.pod[0]: Invalid value: \"0.0.0.0/0\": 0.0.0.0/0 refused (SpecialUse): a default route"},
+		{"loopback", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"127.0.0.0/8"} }, "spec.remote.cidr.pod[0]: Invalid value: \"127.0.0.0/8\": 127.0.0.0/8 refused (SpecialUse)"},
+		{"multicast", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"239.0.0.0/8"} }, "spec.remote.cidr.external[0]: Invalid value: \"239.0.0.0/8\": 239.0.0.0/8 refused (SpecialUse)"},
+		{"key name", func(o validObjects) { o.key.Name = "" }, "metadata.name: Required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +83,7 @@ func TestValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.mutate(server, client, conf, key)
+			tt.mutate(validObjects{server, client, conf, key})
 			var msgs []string
 			for _, errs := range [][]string{errStrings(Validate(server)), errStrings(Validate(client)), errStrings(Validate(conf)), errStrings(Validate(key))} {
 				msgs = append(msgs, errs...)

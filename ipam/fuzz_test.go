@@ -17,7 +17,7 @@ func FuzzLedger(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 3, 169, 254, 0, 0, 16, 2, 10, 0, 0, 9})
 	f.Add([]byte{0, 3, 255, 255, 255, 255, 32, 0, 3, 10, 70, 0, 0, 16, 2, 10, 70, 1, 1})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		pools := pfxs("10.0.0.0/14", "192.168.0.0/16")
+		pools := cidr.MustPrefixes("10.0.0.0/14", "192.168.0.0/16")
 		local := localRanges()
 		var reserved []netip.Prefix
 		newAlloc := func() *Allocator {

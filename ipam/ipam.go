@@ -26,11 +26,7 @@ var (
 // DefaultPools returns the ranges remapped peer CIDRs are taken from when none
 // are configured: the private IPv4 ranges of RFC 1918, in search order.
 func DefaultPools() []netip.Prefix {
-	return []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("172.16.0.0/12"),
-		netip.MustParsePrefix("192.168.0.0/16"),
-	}
+	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 }
 
 // Allocator hands out ranges for peer CIDRs. The zero value is not usable;

@@ -13,18 +13,10 @@ import (
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
-func pfxs(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = pfx(s)
-	}
-	return out
-}
-
 // localRanges are the facts of a typical cluster: pod, service, external and
 // internal CIDRs.
 func localRanges() []netip.Prefix {
-	return pfxs("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
+	return cidr.MustPrefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
 }
 
 func newAllocator(t *testing.T, pools, taken []netip.Prefix) *Allocator {
@@ -45,86 +37,92 @@ func mustAllocate(t *testing.T, a *Allocator, want string) netip.Prefix {
 	return got
 }
 
-func TestAllocateKeepsFreeCIDR(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), localRanges())
-	for _, want := range []string{"10.245.0.0/16", "172.20.0.0/16", "100.64.0.0/10", "fd00::/64"} {
-		if got := mustAllocate(t, a, want); got.String() != want {
-			t.Errorf("Allocate(%s) = %s, want it kept", want, got)
-		}
-	}
-}
-
-func TestAllocateRemapsCollisions(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), localRanges())
-	for _, tc := range []struct{ want, got string }{
-		// The pod CIDR both clusters use: the first free /16 of 10/8.
-		{"10.244.0.0/16", "10.0.0.0/16"},
-		// The peer's external CIDR collides with ours.
-		{"10.70.0.0/16", "10.1.0.0/16"},
-		// Same CIDR from two more peers: two more distinct blocks.
-		{"10.244.0.0/16", "10.2.0.0/16"},
-		{"10.244.0.0/16", "10.3.0.0/16"},
-		// A smaller block fits after the /16s.
-		{"10.244.0.0/24", "10.4.0.0/24"},
-		// A range overlapping a local range only in part is remapped too.
-		{"10.64.0.0/11", "10.32.0.0/11"},
-		// Colliding with an earlier allocation that was itself kept.
-		{"10.4.0.0/24", "10.4.1.0/24"},
+// TestAllocate asks an allocator for ranges one after the other, each
+// against what the earlier ones took.
+func TestAllocate(t *testing.T) {
+	// A step asks for want and gets got; exhausted stands for ErrExhausted.
+	type step struct{ want, got string }
+	const exhausted = ""
+	for _, tc := range []struct {
+		name string
+		// pools are DefaultPools when nil.
+		pools, taken []netip.Prefix
+		// steps are the ranges asked for, in order.
+		steps []step
+	}{
+		{name: "free ranges are kept", taken: localRanges(), steps: []step{
+			{"10.245.0.0/16", "10.245.0.0/16"},
+			{"172.20.0.0/16", "172.20.0.0/16"},
+			{"100.64.0.0/10", "100.64.0.0/10"},
+			{"fd00::/64", "fd00::/64"},
+		}},
+		{name: "collisions are remapped", taken: localRanges(), steps: []step{
+			// The pod CIDR both clusters use: the first free /16 of 10/8.
+			{"10.244.0.0/16", "10.0.0.0/16"},
+			// The peer's external CIDR collides with ours.
+			{"10.70.0.0/16", "10.1.0.0/16"},
+			// Same CIDR from two more peers: two more distinct blocks.
+			{"10.244.0.0/16", "10.2.0.0/16"},
+			{"10.244.0.0/16", "10.3.0.0/16"},
+			// A smaller block fits after the /16s.
+			{"10.244.0.0/24", "10.4.0.0/24"},
+			// A range overlapping a local range only in part is remapped too.
+			{"10.64.0.0/11", "10.32.0.0/11"},
+			// Colliding with an earlier allocation that was itself kept.
+			{"10.4.0.0/24", "10.4.1.0/24"},
+		}},
+		{name: "outside the pools", taken: cidr.MustPrefixes("100.64.0.0/16"), steps: []step{
+			// Colliding: remapped into the pools.
+			{"100.64.0.0/16", "10.0.0.0/16"},
+			// Free: kept.
+			{"100.65.0.0/16", "100.65.0.0/16"},
+		}},
+		{name: "on to the next pool", taken: cidr.MustPrefixes("10.0.0.0/8"), steps: []step{
+			{"10.244.0.0/16", "172.16.0.0/16"},
+			{"10.240.0.0/13", "172.24.0.0/13"},
+			{"10.244.0.0/17", "172.17.0.0/17"},
+			{"10.244.0.0/16", "172.18.0.0/16"},
+			{"10.244.0.0/14", "172.20.0.0/14"},
+			{"10.244.0.0/16", "172.19.0.0/16"},
+			// 172.16/12 has no free /16 left: the last pool.
+			{"10.244.0.0/16", "192.168.0.0/16"},
+			// A /17 is still free in 172.16/12, a /16 nowhere.
+			{"10.244.0.0/17", "172.17.128.0/17"},
+			{"10.0.0.0/16", exhausted},
+		}},
+		{name: "exhausted", pools: cidr.MustPrefixes("10.0.0.0/23"), taken: cidr.MustPrefixes("10.0.0.0/24", "fd00::/64"), steps: []step{
+			{"10.0.0.0/24", "10.0.1.0/24"},
+			{"10.0.0.0/24", exhausted},
+			{"10.0.0.0/22", exhausted},
+			{"fd00::/64", exhausted},
+			// A free range is kept even with full pools.
+			{"192.168.0.0/24", "192.168.0.0/24"},
+		}},
+		// Overlapping and touching local ranges are all kept out.
+		{name: "taken ranges may overlap", pools: cidr.MustPrefixes("10.0.0.0/16"),
+			taken: cidr.MustPrefixes("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"),
+			steps: []step{
+				{"10.0.0.0/24", "10.0.3.0/24"},
+				{"10.0.0.0/24", "10.0.5.0/24"},
+				{"10.0.0.0/24", "10.0.6.0/24"},
+			}},
 	} {
-		if got := mustAllocate(t, a, tc.want); got.String() != tc.got {
-			t.Errorf("Allocate(%s) = %s, want %s", tc.want, got, tc.got)
-		}
-	}
-}
-
-func TestAllocateRemapsOutsidePoolsIntoPools(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), pfxs("100.64.0.0/16"))
-	if got := mustAllocate(t, a, "100.64.0.0/16"); got.String() != "10.0.0.0/16" {
-		t.Errorf("Allocate(100.64.0.0/16) colliding outside the pools = %s, want 10.0.0.0/16", got)
-	}
-	if got := mustAllocate(t, a, "100.65.0.0/16"); got.String() != "100.65.0.0/16" {
-		t.Errorf("Allocate(100.65.0.0/16) free outside the pools = %s, want it kept", got)
-	}
-}
-
-func TestAllocateMovesToNextPool(t *testing.T) {
-	a := newAllocator(t, DefaultPools(), pfxs("10.0.0.0/8"))
-	for _, tc := range []struct{ want, got string }{
-		{"10.244.0.0/16", "172.16.0.0/16"},
-		{"10.240.0.0/13", "172.24.0.0/13"},
-		{"10.244.0.0/17", "172.17.0.0/17"},
-		{"10.244.0.0/16", "172.18.0.0/16"},
-		{"10.244.0.0/14", "172.20.0.0/14"},
-		{"10.244.0.0/16", "172.19.0.0/16"},
-		// 172.16/12 has no free /16 left: the last pool.
-		{"10.244.0.0/16", "192.168.0.0/16"},
-	} {
-		if got := mustAllocate(t, a, tc.want); got.String() != tc.got {
-			t.Errorf("Allocate(%s) = %s, want %s", tc.want, got, tc.got)
-		}
-	}
-	// A /17 is still free in 172.16/12, a /16 nowhere.
-	if got := mustAllocate(t, a, "10.244.0.0/17"); got.String() != "172.17.128.0/17" {
-		t.Errorf("Allocate(10.244.0.0/17) = %s, want 172.17.128.0/17", got)
-	}
-	if got, err := a.Allocate(pfx("10.0.0.0/16")); !errors.Is(err, ErrExhausted) {
-		t.Errorf("Allocate(10.0.0.0/16) = %v, %v; want ErrExhausted", got, err)
-	}
-}
-
-func TestAllocateExhausted(t *testing.T) {
-	a := newAllocator(t, pfxs("10.0.0.0/23"), pfxs("10.0.0.0/24", "fd00::/64"))
-	if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != "10.0.1.0/24" {
-		t.Fatalf("Allocate = %s, want 10.0.1.0/24", got)
-	}
-	for _, want := range []string{"10.0.0.0/24", "10.0.0.0/22", "fd00::/64"} {
-		got, err := a.Allocate(pfx(want))
-		if !errors.Is(err, ErrExhausted) {
-			t.Errorf("Allocate(%s) = %v, %v; want ErrExhausted", want, got, err)
-		}
-	}
-	if got := mustAllocate(t, a, "192.168.0.0/24"); got.String() != "192.168.0.0/24" {
-		t.Errorf("a free range is kept even with full pools, got %s", got)
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.pools == nil {
+				tc.pools = DefaultPools()
+			}
+			a := newAllocator(t, tc.pools, tc.taken)
+			for _, s := range tc.steps {
+				got, err := a.Allocate(pfx(s.want))
+				if s.got == exhausted {
+					if !errors.Is(err, ErrExhausted) {
+						t.Errorf("Allocate(%s) = %v, %v; want ErrExhausted", s.want, got, err)
+					}
+				} else if err != nil || got.String() != s.got {
+					t.Errorf("Allocate(%s) = %v, %v; want %s", s.want, got, err, s.got)
+				}
+			}
+		})
 	}
 }
 
@@ -189,10 +187,10 @@ func TestInvalidInput(t *testing.T) {
 		pools, taken []netip.Prefix
 		invalid      bool
 	}{
-		{name: "pool with host bits", pools: pfxs("10.0.0.1/8"), invalid: true},
+		{name: "pool with host bits", pools: cidr.MustPrefixes("10.0.0.1/8"), invalid: true},
 		{name: "zero pool", pools: []netip.Prefix{{}}, invalid: true},
-		{name: "taken with host bits", pools: DefaultPools(), taken: pfxs("10.244.1.0/16"), invalid: true},
-		{name: "overlapping pools", pools: pfxs("10.0.0.0/8", "10.1.0.0/16")},
+		{name: "taken with host bits", pools: DefaultPools(), taken: cidr.MustPrefixes("10.244.1.0/16"), invalid: true},
+		{name: "overlapping pools", pools: cidr.MustPrefixes("10.0.0.0/8", "10.1.0.0/16")},
 	} {
 		_, err := New(tc.pools, tc.taken)
 		if err == nil || errors.Is(err, ErrInvalid) != tc.invalid {
@@ -206,18 +204,6 @@ func TestInvalidInput(t *testing.T) {
 		}
 		if err := a.Claim(p); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Claim(%v) = %v, want ErrInvalid", p, err)
-		}
-	}
-}
-
-// TestTakenRangesMayOverlap checks that overlapping and touching local ranges
-// are all kept out of allocations.
-func TestTakenRangesMayOverlap(t *testing.T) {
-	a := newAllocator(t, pfxs("10.0.0.0/16"), pfxs("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"))
-	want := []string{"10.0.3.0/24", "10.0.5.0/24", "10.0.6.0/24"}
-	for _, w := range want {
-		if got := mustAllocate(t, a, "10.0.0.0/24"); got.String() != w {
-			t.Errorf("Allocate = %s, want %s", got, w)
 		}
 	}
 }
@@ -286,8 +272,8 @@ func randomWant(rng *rand.Rand) netip.Prefix {
 // both agree, that no allocation overlaps another or a local range, and that
 // a free CIDR was kept.
 func TestRandomOperations(t *testing.T) {
-	pools := pfxs("10.0.0.0/18", "172.16.0.0/20")
-	taken := pfxs("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
+	pools := cidr.MustPrefixes("10.0.0.0/18", "172.16.0.0/20")
+	taken := cidr.MustPrefixes("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))

@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 func assign(t *testing.T, l *Ledger, owner string, wants ...string) []string {
 	t.Helper()
-	got, err := l.Assign(owner, pfxs(wants...))
+	got, err := l.Assign(owner, cidr.MustPrefixes(wants...))
 	if err != nil {
 		t.Fatalf("Assign(%s, %v): %v", owner, wants, err)
 	}
@@ -20,54 +22,46 @@ func assign(t *testing.T, l *Ledger, owner string, wants ...string) []string {
 	return out
 }
 
-func TestLedgerAssignKeepsUnchangedEntries(t *testing.T) {
-	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.70.0.0/16"), []string{"10.0.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
-		t.Fatalf("first Assign = %v, want %v", got, want)
-	}
-	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.2.0.0/16"}; !slices.Equal(got, want) {
-		t.Fatalf("Assign(b) = %v, want %v", got, want)
-	}
-	// Same wants again, reordered: nothing moves.
-	if got, want := assign(t, l, "a", "10.70.0.0/16", "10.244.0.0/16"), []string{"10.1.0.0/16", "10.0.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("reordered Assign = %v, want %v", got, want)
-	}
-	// The external CIDR is replaced: its range is released first and so
-	// given to the replacement; the pod CIDR keeps its range.
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.71.0.0/16"), []string{"10.0.0.0/16", "10.71.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign with a free replacement = %v, want %v", got, want)
-	}
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.80.0.0/16"), []string{"10.0.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign with a colliding replacement = %v, want %v", got, want)
-	}
-	// b's range is untouched by a's changes.
-	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.2.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(b) again = %v, want %v", got, want)
+// checkAssign assigns the CIDRs wants to owner and fails t unless they get
+// the ranges want, in order.
+func checkAssign(t *testing.T, l *Ledger, owner string, wants, want []string) {
+	t.Helper()
+	if got := assign(t, l, owner, wants...); !slices.Equal(got, want) {
+		t.Errorf("Assign(%s, %v) = %v, want %v", owner, wants, got, want)
 	}
 }
 
+func TestLedgerAssignKeepsUnchangedEntries(t *testing.T) {
+	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.70.0.0/16"}, []string{"10.0.0.0/16", "10.1.0.0/16"})
+	checkAssign(t, l, "b", []string{"10.244.0.0/16"}, []string{"10.2.0.0/16"})
+	// Same wants again, reordered: nothing moves.
+	checkAssign(t, l, "a", []string{"10.70.0.0/16", "10.244.0.0/16"}, []string{"10.1.0.0/16", "10.0.0.0/16"})
+	// The external CIDR is replaced: its range is released first and so
+	// given to the replacement; the pod CIDR keeps its range.
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.71.0.0/16"}, []string{"10.0.0.0/16", "10.71.0.0/16"})
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.80.0.0/16"}, []string{"10.0.0.0/16", "10.1.0.0/16"})
+	// b's range is untouched by a's changes.
+	checkAssign(t, l, "b", []string{"10.244.0.0/16"}, []string{"10.2.0.0/16"})
+}
+
 func TestLedgerReleaseAndFailure(t *testing.T) {
-	l := NewLedger(newAllocator(t, pfxs("10.0.0.0/15"), localRanges()))
+	l := NewLedger(newAllocator(t, cidr.MustPrefixes("10.0.0.0/15"), localRanges()))
 	assign(t, l, "a", "10.244.0.0/16")
-	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
-		t.Fatalf("Assign(b) = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "b", []string{"10.244.0.0/16"}, []string{"10.1.0.0/16"})
 	// c asks for two colliding /16s with one left: it gets none, and the
 	// one it got first is free again.
-	if got, err := l.Assign("c", pfxs("10.244.0.0/16", "10.70.0.0/16")); !errors.Is(err, ErrExhausted) {
+	if got, err := l.Assign("c", cidr.MustPrefixes("10.244.0.0/16", "10.70.0.0/16")); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Assign(c) = %v, %v; want ErrExhausted", got, err)
 	}
 	l.Release("a")
-	if got, want := assign(t, l, "d", "10.70.0.0/16"), []string{"10.0.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(d) after releasing a = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "d", []string{"10.70.0.0/16"}, []string{"10.0.0.0/16"})
 	// b loses its range when its only entry fails.
-	if got, err := l.Assign("b", pfxs("10.244.0.0/16", "10.80.0.0/16")); !errors.Is(err, ErrExhausted) {
+	if got, err := l.Assign("b", cidr.MustPrefixes("10.244.0.0/16", "10.80.0.0/16")); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Assign(b) = %v, %v; want ErrExhausted", got, err)
 	}
-	if got, want := assign(t, l, "e", "10.80.0.0/16"), []string{"10.1.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(e) = %v, want %v: b should hold nothing after its failure", got, want)
-	}
+	// e gets the range b held: b holds nothing after its failure.
+	checkAssign(t, l, "e", []string{"10.80.0.0/16"}, []string{"10.1.0.0/16"})
 }
 
 func TestLedgerRestore(t *testing.T) {
@@ -84,17 +78,11 @@ func TestLedgerRestore(t *testing.T) {
 	if kept := l.Restore("b", []Entry{{Want: pfx("10.244.0.0/16"), Got: pfx("10.5.0.0/17")}}); len(kept) != 0 {
 		t.Errorf("Restore(b) kept %v, want nothing", kept)
 	}
-	if got, want := assign(t, l, "b", "10.244.0.0/16"), []string{"10.0.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(b) = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "b", []string{"10.244.0.0/16"}, []string{"10.0.0.0/16"})
 	// a keeps its restored pod range, gets a new external one, and the
 	// range of the CIDR it no longer declares is released.
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.70.0.0/16"), []string{"10.5.0.0/16", "10.1.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(a) = %v, want %v", got, want)
-	}
-	if got, want := assign(t, l, "c", "10.6.0.0/16"), []string{"10.6.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(c) = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.70.0.0/16"}, []string{"10.5.0.0/16", "10.1.0.0/16"})
+	checkAssign(t, l, "c", []string{"10.6.0.0/16"}, []string{"10.6.0.0/16"})
 	// Restoring replaces what the owner held.
 	l.Restore("a", []Entry{{Want: pfx("10.244.0.0/16"), Got: pfx("10.7.0.0/16")}})
 	if err := l.alloc.Claim(netip.MustParsePrefix("10.5.0.0/16")); err != nil {
@@ -110,30 +98,22 @@ func TestLedgerRebase(t *testing.T) {
 
 	// A node appears at 10.250.3.4 and a load balancer at 10.1.0.9: the
 	// ranges holding them go, the others stay.
-	taken := append(localRanges(), pfxs("10.250.3.4/32", "10.1.0.9/32")...)
+	taken := append(localRanges(), cidr.MustPrefixes("10.250.3.4/32", "10.1.0.9/32")...)
 	lost := l.Rebase(newAllocator(t, DefaultPools(), taken))
 	if want := []string{"a", "c"}; !slices.Equal(lost, want) {
 		t.Fatalf("Rebase lost %v, want %v", lost, want)
 	}
-	if got, want := assign(t, l, "b", "192.168.5.0/24"), []string{"192.168.5.0/24"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(b) = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "b", []string{"192.168.5.0/24"}, []string{"192.168.5.0/24"})
 	// a keeps its pod range; its other CIDR, kept as is until now, holds
 	// the node and is remapped to the first free block; c's range held
 	// the load balancer and moves too.
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16"), []string{"10.0.0.0/16", "10.2.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(a) after Rebase = %v, want %v", got, want)
-	}
-	if got, want := assign(t, l, "c", "10.244.0.0/16"), []string{"10.3.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(c) after Rebase = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.250.0.0/16"}, []string{"10.0.0.0/16", "10.2.0.0/16"})
+	checkAssign(t, l, "c", []string{"10.244.0.0/16"}, []string{"10.3.0.0/16"})
 	// The reservations go away again: nothing moves back, nothing is lost.
 	if lost := l.Rebase(newAllocator(t, DefaultPools(), localRanges())); len(lost) != 0 {
 		t.Errorf("Rebase to fewer taken ranges lost %v", lost)
 	}
-	if got, want := assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16"), []string{"10.0.0.0/16", "10.2.0.0/16"}; !slices.Equal(got, want) {
-		t.Errorf("Assign(a) after the second Rebase = %v, want %v", got, want)
-	}
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "10.250.0.0/16"}, []string{"10.0.0.0/16", "10.2.0.0/16"})
 }
 
 func TestRemoteStatus(t *testing.T) {

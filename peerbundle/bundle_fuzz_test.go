@@ -13,6 +13,7 @@ import (
 // them. It never panics, and what it accepts holds at most one object of
 // each kind, only ranges the policy accepts, and no annotation.
 func FuzzAddToBundle(f *testing.F) {
+	fromServer := readFromServer(f)
 	f.Add(fromServer)
 	f.Add(strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [169.254.0.0/16]", 1))
 	f.Add(fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 2)[0])

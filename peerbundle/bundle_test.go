@@ -1,12 +1,15 @@
 package peerbundle
 
 import (
-	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // initClientBundle returns the files of a client bundle for cluster-b, as
@@ -42,52 +45,17 @@ func parseBundleFiles(t *testing.T, files []File) ([]byte, []ManifestFile) {
 	return k, out
 }
 
-const fromServer = `apiVersion: networking.liqo.io/v1beta1
-kind: Configuration
-metadata:
-  name: cluster-b
-  namespace: liqo-tenant-cluster-a
-  labels:
-    liqo.io/remote-cluster-id: cluster-b
-  uid: 0d5e7b7e-2a43-4f53-9e0a-4b7e1f0c9f11
-  resourceVersion: "42"
-  annotations:
-    kubectl.kubernetes.io/last-applied-configuration: "{}"
-spec:
-  remote:
-    cidr:
-      pod: [10.244.0.0/24]
-      external: [10.70.0.0/16]
-status:
-  remote:
-    cidr:
-      pod: [10.71.0.0/24]
----
-apiVersion: networking.liqo.io/v1beta1
-kind: PublicKey
-metadata:
-  name: cluster-b
-  namespace: liqo-tenant-cluster-a
-  labels:
-    liqo.io/remote-cluster-id: cluster-b
-    networking.liqo.io/gateway-resource: "true"
-spec:
-  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=
----
-apiVersion: networking.liqo.io/v1beta1
-kind: GatewayClient
-metadata:
-  name: cluster-b
-  namespace: liqo-tenant-cluster-a
-  labels:
-    liqo.io/remote-cluster-id: cluster-b
-spec:
-  mtu: 1400
-  endpoint:
-    addresses: [172.18.0.3]
-    port: 30851
-    protocol: UDP
-`
+// readFromServer returns what a server's bundle export hands the client
+// cluster-a, as a careless or hostile peer might send it; the CLI's tests
+// of bundle add read it too.
+func readFromServer(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "bundles", "add", "from-server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
 	t.Helper()
@@ -99,6 +67,7 @@ func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
 }
 
 func TestAddToBundle(t *testing.T) {
+	fromServer := readFromServer(t)
 	k, files := initClientBundle(t)
 	res, err := AddToBundle(k, files, mustParse(t, fromServer), rangepolicy.Policy{})
 	if err != nil {
@@ -159,6 +128,7 @@ func TestAddToBundle(t *testing.T) {
 }
 
 func TestAddToBundleRefuses(t *testing.T) {
+	fromServer := readFromServer(t)
 	server, err := generators.GatewayServer(generators.GatewayServerOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
@@ -61,12 +60,8 @@ func TestPeering(t *testing.T) {
 	// Each side holds the other's key, the one its key Secret holds.
 	nsA, nsB := "liqo-tenant-cluster-b", "liqo-tenant-cluster-a"
 	var keyOnA, keyOnB netv1beta1.PublicKey
-	if err := a.Get(ctx, nsA, "cluster-b", &keyOnA); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Get(ctx, nsB, "cluster-a", &keyOnB); err != nil {
-		t.Fatal(err)
-	}
+	a.MustGet(t, nsA, "cluster-b", &keyOnA)
+	b.MustGet(t, nsB, "cluster-a", &keyOnB)
 	if !bytes.Equal(keyOnA.Spec.PublicKey, b.KeySecretPublic(t, nsB, "cluster-a")) || !bytes.Equal(keyOnB.Spec.PublicKey, a.KeySecretPublic(t, nsA, "cluster-b")) {
 		t.Error("the PublicKeys are not the gateways' keys")
 	}
@@ -114,19 +109,8 @@ func TestPeering(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []struct {
-		c      *peertest.Cluster
-		ns, id string
-	}{{a, nsA, "cluster-b"}, {b, nsB, "cluster-a"}} {
-		for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &netv1beta1.PublicKey{}} {
-			if err := s.c.Absent(ctx, s.ns, s.id, obj); err != nil {
-				t.Error(err)
-			}
-		}
-		if err := s.c.Get(ctx, s.ns, s.id, &netv1beta1.Configuration{}); err != nil {
-			t.Errorf("disconnect removed the Configuration: %v", err)
-		}
-	}
+	a.CheckDisconnected(t, "cluster-b")
+	b.CheckDisconnected(t, "cluster-a")
 
 	// Without shared keys, each side waits for the other's key to be
 	// applied some other way.
@@ -143,14 +127,8 @@ func TestPeering(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []struct {
-		c  *peertest.Cluster
-		ns string
-	}{{a, nsA}, {b, nsB}} {
-		if err := s.c.Absent(ctx, "", s.ns, &corev1.Namespace{}); err != nil {
-			t.Error(err)
-		}
-	}
+	a.CheckReset(t, "cluster-b")
+	b.CheckReset(t, "cluster-a")
 }
 
 // TestWaitTimesOut checks that a wait gives up after the timeout, naming

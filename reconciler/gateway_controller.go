@@ -48,7 +48,7 @@ func gatewayServerKind() gatewayKind[*netv1beta1.GatewayServer] {
 	return gatewayKind[*netv1beta1.GatewayServer]{
 		objectKind: kindOf[netv1beta1.GatewayServer, netv1beta1.GatewayServerList]("GatewayServer", func(gw *netv1beta1.GatewayServer) statusFields {
 			s := &gw.Status
-			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ServerRef, endpoint: &s.Endpoint, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint}
+			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ServerRef, endpoint: &s.Endpoint, gateway: &s.GatewayStatus}
 		}),
 		server: true, owned: &netv1beta1.WgGatewayServer{}, templateField: "spec.serverTemplateRef",
 		templateRef: func(gw *netv1beta1.GatewayServer, installNS string) corev1.ObjectReference {
@@ -69,7 +69,7 @@ func gatewayClientKind() gatewayKind[*netv1beta1.GatewayClient] {
 	return gatewayKind[*netv1beta1.GatewayClient]{
 		objectKind: kindOf[netv1beta1.GatewayClient, netv1beta1.GatewayClientList]("GatewayClient", func(gw *netv1beta1.GatewayClient) statusFields {
 			s := &gw.Status
-			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ClientRef, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint}
+			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ClientRef, gateway: &s.GatewayStatus}
 		}),
 		owned: &netv1beta1.WgGatewayClient{}, templateField: "spec.clientTemplateRef",
 		templateRef: func(gw *netv1beta1.GatewayClient, installNS string) corev1.ObjectReference {

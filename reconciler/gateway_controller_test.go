@@ -97,7 +97,7 @@ func testGateway[T client.Object](t *testing.T, e *gatewayEnv, c gatewayCase[T])
 		if ref := *s.rendered; ref == nil || *ref != *want {
 			return fmt.Errorf("status reference to the rendered object %+v, want %+v", ref, want)
 		}
-		if ref := *s.secretRef; ref == nil || ref.Name != "gw-peer" || ref.Namespace != ns {
+		if ref := s.gateway.SecretRef; ref == nil || ref.Name != "gw-peer" || ref.Namespace != ns {
 			return fmt.Errorf("status.secretRef %+v, want gw-peer in %s", ref, ns)
 		}
 		return conditionIs(s.common.Conditions, g.GetGeneration(), netv1beta1.ConditionReconciling, metav1.ConditionTrue, waiting)
@@ -138,7 +138,7 @@ func testGateway[T client.Object](t *testing.T, e *gatewayEnv, c gatewayCase[T])
 	e.runGatewayPod(t, ns, "peer", node, "10.244.0.30")
 	c.waitReady(t, e, ns, "peer", metav1.ConditionTrue, ReasonReconciled, func(g T) error {
 		s := c.status(g)
-		if ie := *s.internalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.30" || ie.Node == nil || *ie.Node != node {
+		if ie := s.gateway.InternalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.30" || ie.Node == nil || *ie.Node != node {
 			return fmt.Errorf("internal endpoint %+v, want 10.244.0.30 on %s", ie, node)
 		}
 		if c.server {

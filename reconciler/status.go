@@ -162,19 +162,17 @@ func kindOf[O, L any, T interface {
 // kind the object rendered for it. A field the kind lacks is nil.
 type statusFields struct {
 	// all is the whole status, compared to tell whether to write.
-	all              any
-	common           *netv1beta1.CommonStatus
-	secretRef        **corev1.ObjectReference
-	publicKey        *[]byte
-	internalEndpoint **netv1beta1.InternalGatewayEndpoint
-	endpoint         **netv1beta1.EndpointStatus
-	rendered         **corev1.ObjectReference
+	all      any
+	common   *netv1beta1.CommonStatus
+	gateway  *netv1beta1.GatewayStatus
+	endpoint **netv1beta1.EndpointStatus
+	rendered **corev1.ObjectReference
 }
 
 // report copies into f what s, the status of the object rendered for a
 // gateway, reports.
 func (f statusFields) report(s netv1beta1.WgGatewayServerStatus) {
-	*f.secretRef, *f.publicKey, *f.internalEndpoint = s.SecretRef, s.PublicKey, s.InternalEndpoint
+	*f.gateway = s.GatewayStatus
 	if f.endpoint != nil {
 		*f.endpoint = s.Endpoint
 	}

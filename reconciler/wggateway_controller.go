@@ -39,7 +39,7 @@ func wgGatewayServerKind() wgGatewayKind[*netv1beta1.WgGatewayServer] {
 	return wgGatewayKind[*netv1beta1.WgGatewayServer]{
 		objectKind: kindOf[netv1beta1.WgGatewayServer, netv1beta1.WgGatewayServerList]("WgGatewayServer", func(wg *netv1beta1.WgGatewayServer) statusFields {
 			s := &wg.Status
-			return statusFields{all: s, common: &s.CommonStatus, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint, endpoint: &s.Endpoint}
+			return statusFields{all: s, common: &s.CommonStatus, gateway: &s.GatewayStatus, endpoint: &s.Endpoint}
 		}),
 		gatewayResource: "gatewayservers",
 		workload: func(wg *netv1beta1.WgGatewayServer) (netv1beta1.DeploymentTemplate, corev1.LocalObjectReference) {
@@ -54,7 +54,7 @@ func wgGatewayClientKind() wgGatewayKind[*netv1beta1.WgGatewayClient] {
 	return wgGatewayKind[*netv1beta1.WgGatewayClient]{
 		objectKind: kindOf[netv1beta1.WgGatewayClient, netv1beta1.WgGatewayClientList]("WgGatewayClient", func(wg *netv1beta1.WgGatewayClient) statusFields {
 			s := &wg.Status
-			return statusFields{all: s, common: &s.CommonStatus, secretRef: &s.SecretRef, publicKey: &s.PublicKey, internalEndpoint: &s.InternalEndpoint}
+			return statusFields{all: s, common: &s.CommonStatus, gateway: &s.GatewayStatus}
 		}),
 		gatewayResource: "gatewayclients",
 		workload: func(wg *netv1beta1.WgGatewayClient) (netv1beta1.DeploymentTemplate, corev1.LocalObjectReference) {
@@ -105,7 +105,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 	if err != nil {
 		return outcome{}, err
 	}
-	*status.secretRef, *status.publicKey = ref, pub[:]
+	status.gateway.SecretRef, status.gateway.PublicKey = ref, pub[:]
 
 	var svc *corev1.Service
 	if r.kind.service != nil {
@@ -119,7 +119,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 	if err != nil {
 		return outcome{}, err
 	}
-	*status.internalEndpoint = internalEndpoint(pod)
+	status.gateway.InternalEndpoint = internalEndpoint(pod)
 
 	reachable := ""
 	if svc != nil {
@@ -183,7 +183,7 @@ func setupWgGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind 
 	if kind.service != nil {
 		// A NodePort server is reached at the address of its pod's node.
 		forNode := kind.requestsFor(r.client, func(node client.Object, wg T) bool {
-			ie := *kind.status(wg).internalEndpoint
+			ie := kind.status(wg).gateway.InternalEndpoint
 			return ie != nil && ie.Node != nil && *ie.Node == node.GetName()
 		})
 		b = b.Owns(&corev1.Service{}, builder.OnlyMetadata).

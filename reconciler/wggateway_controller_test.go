@@ -67,7 +67,7 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	// Before any pod runs, every child exists and the gateway waits for it.
 	c.waitReady(t, e, ns, "peer", metav1.ConditionFalse, ReasonWaitingForGatewayPod, func(wg T) error {
 		s := c.status(wg)
-		if ref := *s.secretRef; ref == nil || ref.Name != "gw-peer" || ref.Namespace != ns {
+		if ref := s.gateway.SecretRef; ref == nil || ref.Name != "gw-peer" || ref.Namespace != ns {
 			return fmt.Errorf("status.secretRef %+v, want gw-peer in %s", ref, ns)
 		}
 		return conditionIs(s.common.Conditions, wg.GetGeneration(), netv1beta1.ConditionReconciling, metav1.ConditionTrue, ReasonWaitingForGatewayPod)
@@ -114,7 +114,7 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	pod := e.runGatewayPod(t, ns, "peer", node, "10.244.0.7")
 	c.waitReady(t, e, ns, "peer", metav1.ConditionTrue, ReasonReconciled, func(wg T) error {
 		s := c.status(wg)
-		if ie := *s.internalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.7" || ie.Node == nil || *ie.Node != node {
+		if ie := s.gateway.InternalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.7" || ie.Node == nil || *ie.Node != node {
 			return fmt.Errorf("internal endpoint %+v, want 10.244.0.7 on %s", ie, node)
 		}
 		if server {
@@ -139,7 +139,7 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	if err := e.get(ctx, ns, "peer", wg); err != nil {
 		t.Fatal(err)
 	}
-	if pub := *c.status(wg).publicKey; !bytes.Equal(pub, secret.Data[netv1beta1.PublicKeyField]) {
+	if pub := c.status(wg).gateway.PublicKey; !bytes.Equal(pub, secret.Data[netv1beta1.PublicKeyField]) {
 		t.Errorf("status.publicKey %x, want data.publicKey of the key Secret", pub)
 	}
 
@@ -150,7 +150,7 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	if err := e.get(ctx, ns, "peer", wg); err != nil {
 		t.Fatal(err)
 	}
-	if ie := *c.status(wg).internalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.7" {
+	if ie := c.status(wg).gateway.InternalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.7" {
 		t.Errorf("internal endpoint %+v after an impostor pod appeared, want the Deployment's pod 10.244.0.7", ie)
 	}
 }
@@ -227,7 +227,7 @@ func testWgUserSecret[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T])
 		if meta.FindStatusCondition(s.common.Conditions, netv1beta1.ConditionStalled) != nil {
 			return fmt.Errorf("still stalled")
 		}
-		if ref := *s.secretRef; ref == nil || ref.Name != "mykeys" {
+		if ref := s.gateway.SecretRef; ref == nil || ref.Name != "mykeys" {
 			return fmt.Errorf("status.secretRef %+v, want mykeys", ref)
 		}
 		return nil

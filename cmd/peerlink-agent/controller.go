@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -133,21 +134,17 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 // runController builds the manager, registers the reconcilers and runs until
 // SIGTERM or SIGINT.
 func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
-	log, cfg, scheme, err := o.setUp()
+	mgr, log, err := o.newManager(func(cfg *rest.Config, opts *ctrl.Options) {
+		cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
+		opts.LeaderElection = o.leaderElect
+		opts.LeaderElectionID = leaderElectionID
+		opts.LeaderElectionNamespace = facts.Namespace
+		// The process exits right after the manager stops, so giving up the
+		// Lease then lets a standby take over at once.
+		opts.LeaderElectionReleaseOnCancel = true
+	})
 	if err != nil {
 		return err
-	}
-	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
-	opts := o.managerOptions(scheme)
-	opts.LeaderElection = o.leaderElect
-	opts.LeaderElectionID = leaderElectionID
-	opts.LeaderElectionNamespace = facts.Namespace
-	// The process exits right after the manager stops, so giving up the
-	// Lease then lets a standby take over at once.
-	opts.LeaderElectionReleaseOnCancel = true
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		return err

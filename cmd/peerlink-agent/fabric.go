@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -9,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,25 +71,20 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 // only gateway pods and the cluster-info ConfigMap, not every pod and
 // ConfigMap of the cluster.
 func runFabric(f fabricFlags, opts fabric.Options) error {
-	log, cfg, scheme, err := f.setUp("node", opts.NodeName)
+	mgr, log, err := f.newManager(func(_ *rest.Config, mgrOpts *ctrl.Options) {
+		mgrOpts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{fabric.GatewayAppLabel: fabric.GatewayAppValue})},
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{opts.Namespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", clusterinfo.Name),
+			},
+		}}
+		if opts.GatewayNamespace != "" {
+			mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.GatewayNamespace: {}}
+		}
+	}, "node", opts.NodeName)
 	if err != nil {
 		return err
-	}
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{fabric.GatewayAppLabel: fabric.GatewayAppValue})},
-		&corev1.ConfigMap{}: {
-			Namespaces: map[string]cache.Config{opts.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", clusterinfo.Name),
-		},
-	}}
-	if opts.GatewayNamespace != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.GatewayNamespace: {}}
-	}
-	mgrOpts := f.managerOptions(scheme)
-	mgrOpts.Cache = cacheOpts
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
 	}
 	agent, err := fabric.New(opts, mgr.GetClient(), mgr.GetCache(), log)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,17 +119,13 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 // runGateway runs the gateway agent under a manager whose cache sees only
 // the gateway's namespace, until SIGTERM or SIGINT.
 func runGateway(f gatewayFlags, opts gateway.Options) error {
-	log, cfg, scheme, err := f.setUp("gateway", opts.Namespace+"/"+opts.Name)
+	mgr, log, err := f.newManager(func(_ *rest.Config, mgrOpts *ctrl.Options) {
+		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+		// The agent writes its Connection and never reads it back.
+		mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&netv1beta1.Connection{}}}}
+	}, "gateway", opts.Namespace+"/"+opts.Name)
 	if err != nil {
 		return err
-	}
-	mgrOpts := f.managerOptions(scheme)
-	mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
-	// The agent writes its Connection and never reads it back.
-	mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&netv1beta1.Connection{}}}}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
 	}
 	agent, err := gateway.New(opts, mgr.GetClient(), mgr.GetCache(), log)
 	if err != nil {

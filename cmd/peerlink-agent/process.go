@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -36,28 +35,33 @@ func (p *processFlags) addFlags(fs *pflag.FlagSet, probeAddr, metricsAddr, where
 	fs.IntVar(&p.verbosity, "v", 0, "log verbosity")
 }
 
-// setUp makes a logger carrying kv the process's (controller-runtime's and
-// klog's) and returns it, with the client configuration and the scheme of
-// the objects peerlink reads.
-func (p processFlags) setUp(kv ...any) (logr.Logger, *rest.Config, *runtime.Scheme, error) {
+// newManager makes a logger carrying kv the process's (controller-runtime's
+// and klog's) and returns it with the manager the command runs under: the
+// client configuration and the manager options are the flags', with the
+// scheme of the objects peerlink reads, as configure completes them.
+func (p processFlags) newManager(configure func(*rest.Config, *ctrl.Options), kv ...any) (ctrl.Manager, logr.Logger, error) {
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(p.verbosity))).WithValues(kv...)
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	cfg, err := restConfig(p.kubeconfig)
 	if err != nil {
-		return log, nil, nil, err
+		return nil, log, err
 	}
 	scheme, err := api.NewScheme()
-	return log, cfg, scheme, err
-}
-
-// managerOptions are the manager options the flags decide.
-func (p processFlags) managerOptions(scheme *runtime.Scheme) ctrl.Options {
-	return ctrl.Options{
+	if err != nil {
+		return nil, log, err
+	}
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: p.metricsAddr},
 		HealthProbeBindAddress: p.probeAddr,
 	}
+	configure(cfg, &opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, log, fmt.Errorf("create manager: %w", err)
+	}
+	return mgr, log, nil
 }
 
 // restConfig returns the client configuration from a kubeconfig file when

@@ -126,33 +126,37 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	key16 := "AAAAAAAAAAAAAAAAAAAAAA=="
+	// create prints an object of kind for peer b, with flags.
+	create := func(kind string, flags ...string) []string {
+		return append(append([]string{"create", kind, "--remote-cluster-id", "b"}, flags...), "-o", "yaml")
+	}
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"invalid CIDR", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "10.0.0.0/33", "-o", "yaml"}, "--pod-cidr"},
-		{"CIDR with host bits", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "10.244.1.0/16", "-o", "yaml"}, "--pod-cidr"},
-		{"invalid external CIDR", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "10.244.0.0/16", "--external-cidr", "garbage", "-o", "yaml"}, "--external-cidr"},
-		{"overlapping CIDRs", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "10.244.0.0/16", "--external-cidr", "10.244.0.0/24", "-o", "yaml"}, "--external-cidr"},
-		{"no pod CIDR", []string{"create", "configuration", "--remote-cluster-id", "b", "-o", "yaml"}, "--pod-cidr"},
-		{"key not base64", []string{"create", "publickey", "--remote-cluster-id", "b", "--public-key", "not a key!", "-o", "yaml"}, "--public-key"},
-		{"key of 16 bytes", []string{"create", "publickey", "--remote-cluster-id", "b", "--public-key", key16, "-o", "yaml"}, "--public-key"},
-		{"port 0", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--port", "0", "-o", "yaml"}, "--port"},
-		{"client port 0", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "1.2.3.4", "--port", "0", "-o", "yaml"}, "--port"},
-		{"node port out of range", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--service-type", "NodePort", "--node-port", "70000", "-o", "yaml"}, "--node-port"},
-		{"node port with ClusterIP", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--service-type", "ClusterIP", "--node-port", "30000", "-o", "yaml"}, "--node-port"},
-		{"load balancer IP with NodePort", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--service-type", "NodePort", "--load-balancer-ip", "192.0.2.1", "-o", "yaml"}, "--load-balancer-ip"},
-		{"unknown service type", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--service-type", "External", "-o", "yaml"}, "--service-type"},
-		{"MTU too small", []string{"create", "gatewayserver", "--remote-cluster-id", "b", "--mtu", "100", "-o", "yaml"}, "--mtu"},
-		{"protocol TCP", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--protocol", "TCP", "-o", "yaml"}, "--protocol"},
-		{"bad address", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "not an address", "-o", "yaml"}, "--addresses"},
-		{"numeric non-address", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "999.1.1.1", "--port", "30000", "-o", "yaml"}, "neither an IP address nor a DNS name"},
-		{"loopback address", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "127.0.0.1", "--port", "30000", "-o", "yaml"}, "loopback"},
-		{"unspecified address", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "0.0.0.0", "--port", "30000", "-o", "yaml"}, "unspecified"},
-		{"duplicate address", []string{"create", "gatewayclient", "--remote-cluster-id", "b", "--addresses", "192.0.2.1,192.0.2.1", "--port", "30000", "-o", "yaml"}, "Duplicate value"},
-		{"link-local pod CIDR", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "169.254.0.0/16", "-o", "yaml"}, "refused (SpecialUse)"},
-		{"default route pod CIDR", []string{"create", "configuration", "--remote-cluster-id", "b", "--pod-cidr", "0.0.0.0/0", "-o", "yaml"}, "refused (SpecialUse)"},
+		{"invalid CIDR", create("configuration", "--pod-cidr", "10.0.0.0/33"), "--pod-cidr"},
+		{"CIDR with host bits", create("configuration", "--pod-cidr", "10.244.1.0/16"), "--pod-cidr"},
+		{"invalid external CIDR", create("configuration", "--pod-cidr", "10.244.0.0/16", "--external-cidr", "garbage"), "--external-cidr"},
+		{"overlapping CIDRs", create("configuration", "--pod-cidr", "10.244.0.0/16", "--external-cidr", "10.244.0.0/24"), "--external-cidr"},
+		{"no pod CIDR", create("configuration"), "--pod-cidr"},
+		{"key not base64", create("publickey", "--public-key", "not a key!"), "--public-key"},
+		{"key of 16 bytes", create("publickey", "--public-key", key16), "--public-key"},
+		{"port 0", create("gatewayserver", "--port", "0"), "--port"},
+		{"client port 0", create("gatewayclient", "--addresses", "1.2.3.4", "--port", "0"), "--port"},
+		{"node port out of range", create("gatewayserver", "--service-type", "NodePort", "--node-port", "70000"), "--node-port"},
+		{"node port with ClusterIP", create("gatewayserver", "--service-type", "ClusterIP", "--node-port", "30000"), "--node-port"},
+		{"load balancer IP with NodePort", create("gatewayserver", "--service-type", "NodePort", "--load-balancer-ip", "192.0.2.1"), "--load-balancer-ip"},
+		{"unknown service type", create("gatewayserver", "--service-type", "External"), "--service-type"},
+		{"MTU too small", create("gatewayserver", "--mtu", "100"), "--mtu"},
+		{"protocol TCP", create("gatewayclient", "--protocol", "TCP"), "--protocol"},
+		{"bad address", create("gatewayclient", "--addresses", "not an address"), "--addresses"},
+		{"numeric non-address", create("gatewayclient", "--addresses", "999.1.1.1", "--port", "30000"), "neither an IP address nor a DNS name"},
+		{"loopback address", create("gatewayclient", "--addresses", "127.0.0.1", "--port", "30000"), "loopback"},
+		{"unspecified address", create("gatewayclient", "--addresses", "0.0.0.0", "--port", "30000"), "unspecified"},
+		{"duplicate address", create("gatewayclient", "--addresses", "192.0.2.1,192.0.2.1", "--port", "30000"), "Duplicate value"},
+		{"link-local pod CIDR", create("configuration", "--pod-cidr", "169.254.0.0/16"), "refused (SpecialUse)"},
+		{"default route pod CIDR", create("configuration", "--pod-cidr", "0.0.0.0/0"), "refused (SpecialUse)"},
 		{"missing remote cluster id", []string{"create", "configuration", "--pod-cidr", "10.244.0.0/16", "-o", "yaml"}, "remote-cluster-id"},
 		{"invalid remote cluster id", []string{"create", "gatewayserver", "--remote-cluster-id", "Cluster_B", "-o", "yaml"}, "--remote-cluster-id"},
 		{"invalid name", []string{"create", "gatewayserver", "Not_A_Name", "--remote-cluster-id", "b", "-o", "yaml"}, "NAME"},

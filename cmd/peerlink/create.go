@@ -98,6 +98,26 @@ func commonFieldFlags(pairs ...string) map[string]string {
 	return m
 }
 
+// command completes cmd, a create subcommand taking an optional NAME: its
+// flags are c's beside its own, and it builds its object for the peer with
+// build, then finishes.
+func (c *createCommon) command(g *globalOptions, cmd *cobra.Command, build func(generators.Peer) (client.Object, error)) *cobra.Command {
+	cmd.Args = cobra.MaximumNArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		p, err := c.peer(g, args)
+		if err != nil {
+			return err
+		}
+		obj, err := build(p)
+		if err != nil {
+			return err
+		}
+		return c.finish(cmd, g, obj)
+	}
+	c.addFlags(cmd)
+	return cmd
+}
+
 // finish prints the object with -o, or applies it and, with --wait, waits
 // until it is Ready.
 func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.Object) error {
@@ -128,7 +148,7 @@ func (t *templateFlags) addFlags(cmd *cobra.Command, kind, defaultName string) {
 func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var pod, external []string
-	cmd := &cobra.Command{
+	cmd := c.command(g, &cobra.Command{
 		Use:   "configuration [NAME]",
 		Short: "Declare the network of a peer cluster",
 		Example: `  # Print the Configuration of peer cluster-b, to commit or apply elsewhere
@@ -137,31 +157,24 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 
   # Apply it and wait until the controller has mapped the peer's CIDRs
   peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := c.peer(g, args)
-			if err != nil {
-				return err
-			}
-			pods, err := generators.ParseCIDRList(pod...)
-			if err != nil {
-				return fmt.Errorf("--pod-cidr: %w", err)
-			}
-			if len(pods) == 0 {
-				return fmt.Errorf("--pod-cidr: at least one pod CIDR of the peer is needed")
-			}
-			ext, err := generators.ParseCIDRList(external...)
-			if err != nil {
-				return fmt.Errorf("--external-cidr: %w", err)
-			}
-			conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: pods, ExternalCIDRs: ext})
-			if err != nil {
-				return flagErrors(err, commonFieldFlags("spec.remote.cidr.pod", "--pod-cidr", "spec.remote.cidr.external", "--external-cidr"))
-			}
-			return c.finish(cmd, g, conf)
-		},
-	}
-	c.addFlags(cmd)
+	}, func(p generators.Peer) (client.Object, error) {
+		pods, err := generators.ParseCIDRList(pod...)
+		if err != nil {
+			return nil, fmt.Errorf("--pod-cidr: %w", err)
+		}
+		if len(pods) == 0 {
+			return nil, fmt.Errorf("--pod-cidr: at least one pod CIDR of the peer is needed")
+		}
+		ext, err := generators.ParseCIDRList(external...)
+		if err != nil {
+			return nil, fmt.Errorf("--external-cidr: %w", err)
+		}
+		conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: pods, ExternalCIDRs: ext})
+		if err != nil {
+			return nil, flagErrors(err, commonFieldFlags("spec.remote.cidr.pod", "--pod-cidr", "spec.remote.cidr.external", "--external-cidr"))
+		}
+		return conf, nil
+	})
 	cmd.Flags().StringArrayVar(&pod, "pod-cidr", nil, "pod CIDR of the peer (repeatable, or a comma-separated list)")
 	cmd.Flags().StringArrayVar(&external, "external-cidr", nil, "external CIDR of the peer (repeatable, or a comma-separated list)")
 	return cmd
@@ -171,7 +184,7 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var server serverFlags
 	var t templateFlags
-	cmd := &cobra.Command{
+	cmd := c.command(g, &cobra.Command{
 		Use:     "gatewayserver [NAME]",
 		Aliases: []string{"gws", "gwserver"},
 		Short:   "Create the server side of the tunnel to a peer",
@@ -181,25 +194,18 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 
   # Apply a LoadBalancer server and wait until it publishes its endpoint
   peerlink create gatewayserver --remote-cluster-id cluster-a --wait`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := c.peer(g, args)
-			if err != nil {
-				return err
-			}
-			o, err := server.options(t.mtu, t.tmplName, t.tmplNS)
-			if err != nil {
-				return err
-			}
-			o.Peer = p
-			gw, err := generators.GatewayServer(o)
-			if err != nil {
-				return flagErrors(err, commonFieldFlags())
-			}
-			return c.finish(cmd, g, gw)
-		},
-	}
-	c.addFlags(cmd)
+	}, func(p generators.Peer) (client.Object, error) {
+		o, err := server.options(t.mtu, t.tmplName, t.tmplNS)
+		if err != nil {
+			return nil, err
+		}
+		o.Peer = p
+		gw, err := generators.GatewayServer(o)
+		if err != nil {
+			return nil, flagErrors(err, commonFieldFlags())
+		}
+		return gw, nil
+	})
 	server.register(cmd, createServerFlags, "", true)
 	t.addFlags(cmd, "WgGatewayServerTemplate", netv1beta1.DefaultServerTemplateName)
 	return cmd
@@ -211,7 +217,7 @@ func newCreateGatewayClientCmd(g *globalOptions) *cobra.Command {
 	var protocol string
 	var port int32
 	var t templateFlags
-	cmd := &cobra.Command{
+	cmd := c.command(g, &cobra.Command{
 		Use:     "gatewayclient [NAME]",
 		Aliases: []string{"gwc", "gwclient"},
 		Short:   "Create the client side of the tunnel to a peer",
@@ -224,33 +230,26 @@ is filled in.`,
 		Example: `  # A client of the server the peer published at 172.18.0.3:30851
   peerlink create gatewayclient --remote-cluster-id cluster-b \
     --addresses 172.18.0.3 --port 30851 -o yaml`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := c.peer(g, args)
-			if err != nil {
-				return err
-			}
-			if port == 0 {
-				return errors.New("--port: the server's port is needed")
-			}
-			if corev1.Protocol(protocol) != corev1.ProtocolUDP {
-				return fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", protocol)
-			}
-			addrs, err := addressList("addresses", addresses)
-			if err != nil {
-				return err
-			}
-			gw, err := generators.GatewayClient(generators.GatewayClientOptions{
-				Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu,
-				TemplateName: t.tmplName, TemplateNamespace: t.tmplNS,
-			})
-			if err != nil {
-				return flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu"))
-			}
-			return c.finish(cmd, g, gw)
-		},
-	}
-	c.addFlags(cmd)
+	}, func(p generators.Peer) (client.Object, error) {
+		if port == 0 {
+			return nil, errors.New("--port: the server's port is needed")
+		}
+		if corev1.Protocol(protocol) != corev1.ProtocolUDP {
+			return nil, fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", protocol)
+		}
+		addrs, err := addressList("addresses", addresses)
+		if err != nil {
+			return nil, err
+		}
+		gw, err := generators.GatewayClient(generators.GatewayClientOptions{
+			Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu,
+			TemplateName: t.tmplName, TemplateNamespace: t.tmplNS,
+		})
+		if err != nil {
+			return nil, flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu"))
+		}
+		return gw, nil
+	})
 	f := cmd.Flags()
 	f.StringArrayVar(&addresses, "addresses", nil, "addresses of the peer's gateway server (repeatable, or a comma-separated list)")
 	f.Int32Var(&port, "port", netv1beta1.DefaultGatewayPort, "port of the peer's gateway server")
@@ -262,7 +261,7 @@ is filled in.`,
 func newCreatePublicKeyCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
 	var key string
-	cmd := &cobra.Command{
+	cmd := c.command(g, &cobra.Command{
 		Use:     "publickey [NAME]",
 		Aliases: []string{"pk", "pkey"},
 		Short:   "Hand the public key of a peer's gateway to this cluster",
@@ -271,24 +270,17 @@ cluster that owns the key; --public-key is the key as wg pubkey prints it (the
 base64 of 32 bytes).`,
 		Example: `  peerlink create publickey --remote-cluster-id cluster-b \
     --public-key 'jP7cM1l5b7nJ8a9N0fQ8nL2S0yq3q8c1b2Yx3cQmE2M=' -o yaml`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := c.peer(g, args)
-			if err != nil {
-				return err
-			}
-			raw, err := generators.ParsePublicKey(key)
-			if err != nil {
-				return fmt.Errorf("--public-key: %w", err)
-			}
-			pk, err := generators.PublicKey(generators.PublicKeyOptions{Peer: p, Key: raw})
-			if err != nil {
-				return flagErrors(err, commonFieldFlags())
-			}
-			return c.finish(cmd, g, pk)
-		},
-	}
-	c.addFlags(cmd)
+	}, func(p generators.Peer) (client.Object, error) {
+		raw, err := generators.ParsePublicKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("--public-key: %w", err)
+		}
+		pk, err := generators.PublicKey(generators.PublicKeyOptions{Peer: p, Key: raw})
+		if err != nil {
+			return nil, flagErrors(err, commonFieldFlags())
+		}
+		return pk, nil
+	})
 	cmd.Flags().StringVar(&key, "public-key", "", "the peer gateway's public key, base64 as wg pubkey prints it (required)")
 	_ = cmd.MarkFlagRequired("public-key")
 	return cmd

@@ -14,7 +14,7 @@ import (
 )
 
 func newInfoCmd(g *globalOptions) *cobra.Command {
-	var output, get string
+	var f infoFlags
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Show this cluster's ID, network and peers",
@@ -33,17 +33,16 @@ keys match case-insensitively: clusterid, network.podCIDRs, peers.0.gateway.`,
 			if err != nil {
 				return err
 			}
-			return printInfo(cmd.OutOrStdout(), doc, output, get, doc.WriteSummary)
+			return f.print(cmd.OutOrStdout(), doc, doc.WriteSummary)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml or json instead of the summary")
-	cmd.Flags().StringVar(&get, "get", "", "print only the value at this dot path")
+	f.addFlags(cmd)
 	cmd.AddCommand(newInfoPeerCmd(g))
 	return cmd
 }
 
 func newInfoPeerCmd(g *globalOptions) *cobra.Command {
-	var output, get string
+	var f infoFlags
 	cmd := &cobra.Command{
 		Use:   "peer ID",
 		Short: "Show one peer: remapped ranges, gateway role and endpoint, tunnel status and latency",
@@ -60,30 +59,39 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 				return fmt.Errorf("peer %q: no Configuration, gateway or PublicKey labelled %s=%s", args[0], netv1beta1.RemoteClusterIDLabel, args[0])
 			}
 			peer := doc.Peers[i]
-			return printInfo(cmd.OutOrStdout(), peer, output, get, peer.WriteSummary)
+			return f.print(cmd.OutOrStdout(), peer, peer.WriteSummary)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml or json instead of the summary")
-	cmd.Flags().StringVar(&get, "get", "", "print only the value at this dot path")
+	f.addFlags(cmd)
 	return cmd
 }
 
-// printInfo prints a document as YAML or JSON, one value of it with --get,
-// or the human summary.
-func printInfo(w io.Writer, doc any, output, get string, human func(io.Writer)) error {
-	if get == "" && output == "" {
+// infoFlags are the flags of info and info peer: how to print the document
+// they show.
+type infoFlags struct {
+	output, get string
+}
+
+func (f *infoFlags) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "yaml or json instead of the summary")
+	cmd.Flags().StringVar(&f.get, "get", "", "print only the value at this dot path")
+}
+
+// print prints a document as YAML or JSON, one value of it with --get, or
+// the human summary.
+func (f *infoFlags) print(w io.Writer, doc any, human func(io.Writer)) error {
+	if f.get == "" && f.output == "" {
 		human(w)
 		return nil
 	}
 	format := generators.FormatYAML
-	if output != "" {
-		f, err := generators.ParseFormat(output)
-		if err != nil {
+	if f.output != "" {
+		var err error
+		if format, err = generators.ParseFormat(f.output); err != nil {
 			return fmt.Errorf("--output: %w", err)
 		}
-		format = f
 	}
-	out, err := peering.Encode(doc, format, get)
+	out, err := peering.Encode(doc, format, f.get)
 	if err != nil {
 		return fmt.Errorf("--get: %w", err)
 	}

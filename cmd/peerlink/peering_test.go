@@ -48,9 +48,7 @@ func testCreate(t *testing.T, a *peertest.Cluster) {
 	key := "+/+/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 	cli(t, append([]string{"create", "publickey", "--remote-cluster-id", "cluster-z", "--public-key", key}, kc...)...)
 	var pk netv1beta1.PublicKey
-	if err := a.Get(t.Context(), "liqo-tenant-cluster-z", "cluster-z", &pk); err != nil {
-		t.Fatal(err)
-	}
+	a.MustGet(t, "liqo-tenant-cluster-z", "cluster-z", &pk)
 	if got := base64.StdEncoding.EncodeToString(pk.Spec.PublicKey); got != key {
 		t.Errorf("PublicKey holds %s, want %s", got, key)
 	}
@@ -98,7 +96,6 @@ func testInfo(t *testing.T, a *peertest.Cluster) {
 }
 
 func testNetwork(t *testing.T, a, b *peertest.Cluster) {
-	ctx := t.Context()
 	recA, recB := a.Record(t), b.Record(t)
 	flags := []string{"--kubeconfig", a.TC.Kubeconfig, "--remote-kubeconfig", b.TC.Kubeconfig, "--timeout", "60s"}
 	connect := append([]string{"network", "connect", "--gw-server-service-type", "NodePort", "--wait"}, flags...)
@@ -134,10 +131,8 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	var server netv1beta1.GatewayServer
 	var confOnB netv1beta1.Configuration
 	var keyOnB netv1beta1.PublicKey
+	b.MustGet(t, nsB, "cluster-a", &server, &confOnB, &keyOnB)
 	for _, obj := range []client.Object{&server, &confOnB, &keyOnB} {
-		if err := b.Get(ctx, nsB, "cluster-a", obj); err != nil {
-			t.Fatal(err)
-		}
 		if id := obj.GetLabels()[netv1beta1.RemoteClusterIDLabel]; id != "cluster-a" {
 			t.Errorf("%T on cluster-b labelled %q", obj, id)
 		}
@@ -160,11 +155,7 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	var gwc netv1beta1.GatewayClient
 	var keyOnA netv1beta1.PublicKey
 	var confOnA netv1beta1.Configuration
-	for _, obj := range []client.Object{&gwc, &keyOnA, &confOnA} {
-		if err := a.Get(ctx, nsA, "cluster-b", obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a.MustGet(t, nsA, "cluster-b", &gwc, &keyOnA, &confOnA)
 	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, server.Status.Endpoint.Addresses) || ep.Port != server.Status.Endpoint.Port {
 		t.Errorf("GatewayClient endpoint %v, server's %v", ep, *server.Status.Endpoint)
 	}
@@ -209,9 +200,7 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	// Again: nothing to do, nothing changes.
 	gen := server.Generation
 	cli(t, connect...)
-	if err := b.Get(ctx, nsB, "cluster-a", &server); err != nil {
-		t.Fatal(err)
-	}
+	b.MustGet(t, nsB, "cluster-a", &server)
 	if server.Generation != gen {
 		t.Errorf("a second connect changed the GatewayServer (generation %d -> %d)", gen, server.Generation)
 	}
@@ -220,32 +209,15 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	for range 2 {
 		cli(t, append([]string{"network", "disconnect", "--skip-confirm"}, flags...)...)
 	}
-	for _, c := range []struct {
-		p  *peertest.Cluster
-		ns string
-	}{{a, nsA}, {b, nsB}} {
-		for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &netv1beta1.PublicKey{}} {
-			if err := c.p.Absent(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), obj); err != nil {
-				t.Error(err)
-			}
-		}
-		if err := c.p.Get(ctx, c.ns, strings.TrimPrefix(c.ns, "liqo-tenant-"), &netv1beta1.Configuration{}); err != nil {
-			t.Errorf("disconnect removed the Configuration: %v", err)
-		}
-	}
+	a.CheckDisconnected(t, "cluster-b")
+	b.CheckDisconnected(t, "cluster-a")
 
 	// reset removes the Configurations and the tenant namespaces.
 	for range 2 {
 		cli(t, append([]string{"network", "reset", "--skip-confirm"}, flags...)...)
 	}
-	for _, c := range []struct {
-		p  *peertest.Cluster
-		ns string
-	}{{a, nsA}, {b, nsB}} {
-		if err := c.p.Absent(ctx, "", c.ns, &corev1.Namespace{}); err != nil {
-			t.Error(err)
-		}
-	}
+	a.CheckReset(t, "cluster-b")
+	b.CheckReset(t, "cluster-a")
 
 	// Without a terminal and without --skip-confirm, nothing is removed.
 	_, stderr, code := runCLI(t, append([]string{"network", "reset"}, flags...)...)
@@ -255,7 +227,6 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 }
 
 func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
-	ctx := t.Context()
 	dir := t.TempDir()
 	bundleA, bundleB := filepath.Join(dir, "a", "peers", "cluster-b"), filepath.Join(dir, "b", "peers", "cluster-a")
 	file1, file2 := filepath.Join(dir, "to-cluster-b.yaml"), filepath.Join(dir, "to-cluster-a.yaml")
@@ -311,9 +282,7 @@ func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
 		}
 		return nil
 	})
-	if err := a.Get(ctx, nsA, "cluster-b", &gwc); err != nil {
-		t.Fatal(err)
-	}
+	a.MustGet(t, nsA, "cluster-b", &gwc)
 	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, []string{"172.18.0.3"}) || ep.Port != 30851 ||
 		server.Status.Endpoint.Port != 30851 {
 		t.Errorf("client endpoint %+v, server endpoint %+v", ep, *server.Status.Endpoint)
@@ -323,9 +292,7 @@ func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
 		ns, gwNS, gwName string
 	}{{a, b, nsA, nsB, "cluster-a"}, {b, a, nsB, nsA, "cluster-b"}} {
 		var key netv1beta1.PublicKey
-		if err := c.p.Get(ctx, c.ns, c.peer.ID, &key); err != nil {
-			t.Fatal(err)
-		}
+		c.p.MustGet(t, c.ns, c.peer.ID, &key)
 		if !bytes.Equal(key.Spec.PublicKey, c.peer.KeySecretPublic(t, c.gwNS, c.gwName)) {
 			t.Errorf("cluster %s holds a PublicKey that is not %s's gateway key", c.p.ID, c.peer.ID)
 		}

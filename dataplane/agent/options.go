@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -28,13 +27,19 @@ type Options struct {
 	ResyncInterval time.Duration
 }
 
+// Required returns the error of a flag an agent needs, "--name: required",
+// unless set; when set, nil, which errors.Join leaves out.
+func Required(flag string, set bool) error {
+	if set {
+		return nil
+	}
+	return fmt.Errorf("%s: required", flag)
+}
+
 // Check reports what in o cannot work, each error naming its flag; an agent
 // adds what its own options need.
 func (o Options) Check() []error {
-	var errs []error
-	if o.Namespace == "" {
-		errs = append(errs, errors.New("--namespace: required"))
-	}
+	errs := []error{Required("--namespace", o.Namespace != "")}
 	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
 		errs = append(errs, fmt.Errorf("--node-ip %s: must be an IPv4 address", o.NodeIP))
 	}

@@ -51,13 +51,7 @@ type Options struct {
 
 // Validate reports options that cannot work, naming the flag.
 func (o Options) Validate() error {
-	var errs []error
-	if o.NodeName == "" {
-		errs = append(errs, errors.New("--node-name: required"))
-	}
-	if !o.NodeIP.IsValid() {
-		errs = append(errs, errors.New("--node-ip: required"))
-	}
+	errs := []error{agent.Required("--node-name", o.NodeName != ""), agent.Required("--node-ip", o.NodeIP.IsValid())}
 	return errors.Join(append(errs, o.Options.Check()...)...)
 }
 

@@ -54,13 +54,7 @@ type Options struct {
 
 // Validate reports options that cannot work, naming the flag.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Name == "" {
-		errs = append(errs, errors.New("--name: required"))
-	}
-	if o.RemoteClusterID == "" {
-		errs = append(errs, errors.New("--remote-cluster-id: required"))
-	}
+	errs := []error{agent.Required("--name", o.Name != ""), agent.Required("--remote-cluster-id", o.RemoteClusterID != "")}
 	if o.Role != dataplane.Server && o.Role != dataplane.Client {
 		errs = append(errs, fmt.Errorf("--mode %q: must be server or client", o.Role))
 	}
@@ -70,9 +64,7 @@ func (o Options) Validate() error {
 	if o.EndpointPort < 0 || o.EndpointPort > 65535 {
 		errs = append(errs, fmt.Errorf("--endpoint-port %d: must be in 1-65535", o.EndpointPort))
 	}
-	if o.KeyDir == "" {
-		errs = append(errs, errors.New("--key-dir: required"))
-	}
+	errs = append(errs, agent.Required("--key-dir", o.KeyDir != ""))
 	if o.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("--keepalive %v: must not be negative", o.Keepalive))
 	}

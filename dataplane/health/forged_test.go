@@ -94,13 +94,9 @@ func TestForgedPongs(t *testing.T) {
 // the same link: first from its own address, then holding the peer's
 // address itself. The prober never turns Connected.
 func TestForgedPongsInNamespaces(t *testing.T) {
-	netns.RequirePrivileged(t)
-	gw, other := netns.New(t, "hgw"), netns.New(t, "hforge")
-	if err := netns.Veth(gw, "tun0", other, "eth0"); err != nil {
-		t.Fatal(err)
-	}
-	gw.MustRun(t, "ip", "addr", "add", "169.254.18.1/30", "dev", "tun0")
-	other.MustRun(t, "ip", "addr", "add", "169.254.18.3/30", "dev", "eth0")
+	gw, other := netns.Joined(t,
+		netns.End{Prefix: "hgw", Link: "tun0", Addr: "169.254.18.1/30"},
+		netns.End{Prefix: "hforge", Link: "eth0", Addr: "169.254.18.3/30"})
 	self := netip.MustParseAddrPort("169.254.18.1:12345")
 	peer := netip.MustParseAddrPort("169.254.18.2:12345")
 	var c net.PacketConn

@@ -36,16 +36,12 @@ func filterRuleset() plan.Ruleset {
 // real namespace and checks which pass and which counter each drop lands
 // in.
 func TestFilterInKernel(t *testing.T) {
-	netns.RequirePrivileged(t)
-	src, dst := netns.New(t, "fsrc"), netns.New(t, "fdst")
-	if err := netns.Veth(src, "out", dst, "in"); err != nil {
-		t.Fatal(err)
-	}
-	src.MustRun(t, "ip", "addr", "add", "10.9.0.1/24", "dev", "out")
+	src, dst := netns.Joined(t,
+		netns.End{Prefix: "fsrc", Link: "out", Addr: "10.9.0.1/24"},
+		netns.End{Prefix: "fdst", Link: "in", Addr: "10.9.0.2/24"})
 	src.MustRun(t, "ip", "addr", "add", "10.10.0.1/24", "dev", "out")
 	src.MustRun(t, "ip", "route", "add", "10.244.0.0/16", "via", "10.9.0.2")
 	src.MustRun(t, "ip", "route", "add", "10.50.0.0/16", "via", "10.9.0.2")
-	dst.MustRun(t, "ip", "addr", "add", "10.9.0.2/24", "dev", "in")
 	a, err := NewApplier(dst.Handle)
 	if err != nil {
 		t.Fatal(err)

@@ -35,14 +35,9 @@ func TestDetectBesideACNIOverlay(t *testing.T) {
 // the node to an address of the gateway through a route that encapsulates
 // towards the gateway's underlay address.
 func TestOverlayCarriesTraffic(t *testing.T) {
-	netns.RequirePrivileged(t)
-	node := netns.New(t, "node")
-	gw := netns.New(t, "gw")
-	if err := netns.Veth(node, "eth0", gw, "eth0"); err != nil {
-		t.Fatal(err)
-	}
-	node.MustRun(t, "ip", "addr", "add", "192.168.50.1/24", "dev", "eth0")
-	gw.MustRun(t, "ip", "addr", "add", "192.168.50.2/24", "dev", "eth0")
+	node, gw := netns.Joined(t,
+		netns.End{Prefix: "node", Link: "eth0", Addr: "192.168.50.1/24"},
+		netns.End{Prefix: "gw", Link: "eth0", Addr: "192.168.50.2/24"})
 	gw.MustRun(t, "ip", "addr", "add", "10.71.2.7/32", "dev", "lo")
 	node.MustRun(t, "ip", "addr", "add", "10.244.1.5/32", "dev", "lo")
 	nodeIP, gwIP := netip.MustParseAddr("192.168.50.1"), netip.MustParseAddr("192.168.50.2")

@@ -11,12 +11,7 @@ import (
 )
 
 func TestApply(t *testing.T) {
-	netns.RequirePrivileged(t)
-	ns := netns.New(t, "route")
-	peer := netns.New(t, "peer")
-	if err := netns.Veth(ns, "up0", peer, "down0"); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netns.Joined(t, netns.End{Prefix: "route", Link: "up0"}, netns.End{Prefix: "peer", Link: "down0"})
 	ns.MustRun(t, "ip", "link", "add", "ovl", "type", "vxlan", "external", "dstport", "4790")
 
 	a, err := NewApplier(ns.Handle)

@@ -32,6 +32,16 @@ func ParseNetwork(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
+// MustPrefixes parses each of ss with netip.MustParsePrefix, for ranges
+// fixed in code: it panics on one that is not a prefix.
+func MustPrefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
 // FirstOverlap returns the indexes i < j of two prefixes of ps that overlap;
 // ok is false when no two do. The pair reported is the same for the same
 // input, so errors built from it are stable. Invalid prefixes overlap nothing.

@@ -40,14 +40,6 @@ func TestParseNetwork(t *testing.T) {
 	}
 }
 
-func prefixes(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParsePrefix(s)
-	}
-	return out
-}
-
 func TestFirstOverlap(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -56,12 +48,12 @@ func TestFirstOverlap(t *testing.T) {
 		ok   bool
 	}{
 		{name: "empty"},
-		{name: "disjoint", in: prefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")},
-		{name: "adjacent", in: prefixes("10.0.0.0/24", "10.0.1.0/24")},
-		{name: "nested", in: prefixes("10.96.0.0/12", "10.70.0.0/16", "10.100.0.0/16"), i: 0, j: 2, ok: true},
-		{name: "equal", in: prefixes("10.70.0.0/16", "10.80.0.0/16", "10.70.0.0/16"), i: 0, j: 2, ok: true},
-		{name: "nested in an earlier neighbour", in: prefixes("10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24"), i: 0, j: 1, ok: true},
-		{name: "families never overlap", in: prefixes("10.0.0.0/8", "::/0")},
+		{name: "disjoint", in: MustPrefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")},
+		{name: "adjacent", in: MustPrefixes("10.0.0.0/24", "10.0.1.0/24")},
+		{name: "nested", in: MustPrefixes("10.96.0.0/12", "10.70.0.0/16", "10.100.0.0/16"), i: 0, j: 2, ok: true},
+		{name: "equal", in: MustPrefixes("10.70.0.0/16", "10.80.0.0/16", "10.70.0.0/16"), i: 0, j: 2, ok: true},
+		{name: "nested in an earlier neighbour", in: MustPrefixes("10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24"), i: 0, j: 1, ok: true},
+		{name: "families never overlap", in: MustPrefixes("10.0.0.0/8", "::/0")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i, j, ok := FirstOverlap(tc.in)

@@ -414,6 +414,41 @@ func (p *Cluster) Absent(ctx context.Context, ns, name string, obj client.Object
 	return fmt.Errorf("cluster %s: %T %s/%s still there", p.ID, obj, ns, name)
 }
 
+// MustGet reads each of objs, named name in ns, and fails t on error.
+func (p *Cluster) MustGet(t *testing.T, ns, name string, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if err := p.Get(t.Context(), ns, name, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CheckDisconnected fails t unless the cluster holds what a disconnect
+// leaves of its peering with peer: in the peer's tenant namespace its
+// Configuration, and no gateway or PublicKey.
+func (p *Cluster) CheckDisconnected(t *testing.T, peer string) {
+	t.Helper()
+	ns := generators.TenantNamespace(peer)
+	for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &netv1beta1.PublicKey{}} {
+		if err := p.Absent(t.Context(), ns, peer, obj); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := p.Get(t.Context(), ns, peer, &netv1beta1.Configuration{}); err != nil {
+		t.Errorf("disconnect removed the Configuration: %v", err)
+	}
+}
+
+// CheckReset fails t unless the tenant namespace of peer is gone, as a
+// reset leaves it.
+func (p *Cluster) CheckReset(t *testing.T, peer string) {
+	t.Helper()
+	if err := p.Absent(t.Context(), "", generators.TenantNamespace(peer), &corev1.Namespace{}); err != nil {
+		t.Error(err)
+	}
+}
+
 // keyReader returns a kubeconfig for a user who may read gateways and the
 // cluster info ConfigMap, and nothing else: no Secret.
 func (p *Cluster) KeyReader(t *testing.T) string {

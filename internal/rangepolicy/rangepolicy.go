@@ -54,12 +54,7 @@ var specialUse = []struct {
 // DefaultAllowed returns the allowlist used when the installer sets none: the
 // private ranges of RFC 1918 and the shared address space of RFC 6598.
 func DefaultAllowed() []netip.Prefix {
-	return []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("172.16.0.0/12"),
-		netip.MustParsePrefix("192.168.0.0/16"),
-		netip.MustParsePrefix("100.64.0.0/10"),
-	}
+	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 }
 
 // Policy decides which peer ranges are acceptable. The zero value uses

@@ -64,6 +64,21 @@ type InternalGatewayEndpoint struct {
 	Node *string `json:"node,omitempty"`
 }
 
+// GatewayStatus is what every gateway kind reports beside its conditions:
+// the Secret of its key pair, the public key it holds and the active pod.
+type GatewayStatus struct {
+	// SecretRef is the Secret holding the key pair.
+	// +optional
+	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
+	// PublicKey is the public half of the key pair in SecretRef, published
+	// so that the peer's PublicKey can be made without reading the Secret.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
+	// InternalEndpoint is the active gateway pod.
+	// +optional
+	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+}
+
 // GatewayServerSpec declares the server side of a tunnel.
 type GatewayServerSpec struct {
 	// ServerTemplateRef names the template rendered into the gateway. Empty
@@ -101,17 +116,8 @@ type GatewayServerStatus struct {
 	ServerRef *corev1.ObjectReference `json:"serverRef,omitempty"`
 	// Endpoint is where the peer's client connects.
 	// +optional
-	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
-	// SecretRef is the Secret holding the key pair.
-	// +optional
-	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
-	// PublicKey is the public half of the key pair in SecretRef, published
-	// so that the peer's PublicKey can be made without reading the Secret.
-	// +optional
-	PublicKey []byte `json:"publicKey,omitempty"`
-	// InternalEndpoint is the active gateway pod.
-	// +optional
-	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+	Endpoint      *EndpointStatus `json:"endpoint,omitempty"`
+	GatewayStatus `json:",inline"`
 }
 
 // GatewayServer is the server side of the tunnel to a peer cluster.
@@ -190,17 +196,8 @@ type GatewayClientStatus struct {
 	CommonStatus `json:",inline"`
 	// ClientRef is the rendered gateway object.
 	// +optional
-	ClientRef *corev1.ObjectReference `json:"clientRef,omitempty"`
-	// SecretRef is the Secret holding the key pair.
-	// +optional
-	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
-	// PublicKey is the public half of the key pair in SecretRef, published
-	// so that the peer's PublicKey can be made without reading the Secret.
-	// +optional
-	PublicKey []byte `json:"publicKey,omitempty"`
-	// InternalEndpoint is the active gateway pod.
-	// +optional
-	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+	ClientRef     *corev1.ObjectReference `json:"clientRef,omitempty"`
+	GatewayStatus `json:",inline"`
 }
 
 // GatewayClient is the client side of the tunnel to a peer cluster.

@@ -65,19 +65,10 @@ type WgGatewayServerSpec struct {
 // WgGatewayServerStatus reports the objects created for a WgGatewayServer.
 type WgGatewayServerStatus struct {
 	CommonStatus `json:",inline"`
-	// SecretRef is the Secret holding the key pair.
-	// +optional
-	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
-	// PublicKey is the public half of the key pair in SecretRef, published
-	// so that the peer's PublicKey can be made without reading the Secret.
-	// +optional
-	PublicKey []byte `json:"publicKey,omitempty"`
 	// Endpoint is where the server is reachable.
 	// +optional
-	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
-	// InternalEndpoint is the active gateway pod.
-	// +optional
-	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+	Endpoint      *EndpointStatus `json:"endpoint,omitempty"`
+	GatewayStatus `json:",inline"`
 }
 
 // WgGatewayServer is a WireGuard gateway server rendered from a template.
@@ -117,17 +108,8 @@ type WgGatewayClientSpec struct {
 
 // WgGatewayClientStatus reports the objects created for a WgGatewayClient.
 type WgGatewayClientStatus struct {
-	CommonStatus `json:",inline"`
-	// SecretRef is the Secret holding the key pair.
-	// +optional
-	SecretRef *corev1.ObjectReference `json:"secretRef,omitempty"`
-	// PublicKey is the public half of the key pair in SecretRef, published
-	// so that the peer's PublicKey can be made without reading the Secret.
-	// +optional
-	PublicKey []byte `json:"publicKey,omitempty"`
-	// InternalEndpoint is the active gateway pod.
-	// +optional
-	InternalEndpoint *InternalGatewayEndpoint `json:"internalEndpoint,omitempty"`
+	CommonStatus  `json:",inline"`
+	GatewayStatus `json:",inline"`
 }
 
 // WgGatewayClient is a WireGuard gateway client rendered from a template.

@@ -222,6 +222,37 @@ func Veth(a *NS, aName string, b *NS, bName string) error {
 	return err
 }
 
+// End is one end of the veth Joined makes: the prefix of its namespace's
+// name (New), the link's name there and the address it carries.
+type End struct {
+	Prefix string
+	Link   string
+	// Addr is an address with its prefix length, as 10.9.0.1/24; empty:
+	// none.
+	Addr string
+}
+
+// Joined creates two namespaces for the test (New), joined by a veth whose
+// ends are up and carry their addresses. It skips t as RequirePrivileged
+// does, and fails it on error.
+func Joined(t testing.TB, a, b End) (*NS, *NS) {
+	t.Helper()
+	RequirePrivileged(t)
+	nsA, nsB := New(t, a.Prefix), New(t, b.Prefix)
+	if err := Veth(nsA, a.Link, nsB, b.Link); err != nil {
+		t.Fatalf("netns: %v", err)
+	}
+	for _, e := range []struct {
+		ns *NS
+		End
+	}{{nsA, a}, {nsB, b}} {
+		if e.Addr != "" {
+			e.ns.MustRun(t, "ip", "addr", "add", e.Addr, "dev", e.Link)
+		}
+	}
+	return nsA, nsB
+}
+
 // ReadSysctl reads a sysctl of the calling thread's network namespace; key is
 // the path below /proc/sys.
 func ReadSysctl(key string) (string, error) {

@@ -57,6 +57,17 @@ func TestPair(t *testing.T) {
 	}
 }
 
+// Joined namespaces reach each other over their veth, at the addresses
+// given; an end without one has none.
+func TestJoined(t *testing.T) {
+	a, b := Joined(t, End{Prefix: "ja", Link: "left", Addr: "198.18.251.1/30"}, End{Prefix: "jb", Link: "right"})
+	if out := b.MustRun(t, "ip", "-o", "-4", "addr", "show", "dev", "right"); out != "" {
+		t.Errorf("the end without an address has one: %q", out)
+	}
+	b.MustRun(t, "ip", "addr", "add", "198.18.251.2/30", "dev", "right")
+	a.MustRun(t, "ping", "-c", "1", "-W", "2", "198.18.251.2")
+}
+
 // Do runs code in the namespace: a sysctl it writes is the namespace's, as
 // a program run there reads it, and not the host's.
 func TestDoSysctl(t *testing.T) {
