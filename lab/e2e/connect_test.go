@@ -119,7 +119,7 @@ func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.
 	const tries = 20
 	for i := range tries {
 		name := fmt.Sprintf("twin-%d", i)
-		if err := l.StartEcho(ctx, n, name); err != nil {
+		if err := l.StartEcho(ctx, n, name, ""); err != nil {
 			t.Fatal(err)
 		}
 		var pod *corev1.Pod

@@ -40,6 +40,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // left, when the test ends.
 func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
+	return newLabWith(t, timeout, labctl.Options{IDs: ids})
+}
+
+// newLabWith is newLab with the clusters' nodes, pod network and ranges
+// taken from o; its directory, repository and output are the test's.
+func newLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.Context, *labctl.Lab) {
+	t.Helper()
 	netns.RequirePrivileged(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	// Registered first, so that it runs after the lab is down.
@@ -58,7 +65,8 @@ func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context
 	})
 	// Indices left to Up: the first free ones from 11, apart from a lab of
 	// `make lab` (c1, c2) and from other test runs.
-	l, err := labctl.Up(ctx, labctl.Options{Dir: dir, IDs: ids, Repo: repo, Out: out})
+	o.Dir, o.Repo, o.Out = dir, repo, out
+	l, err := labctl.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("lab up: %v", err)
 	}
@@ -70,7 +78,13 @@ func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context
 // both kubeconfigs does, then waits until every peering is Connected.
 func newPeeredLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
-	ctx, l := newLab(t, timeout, ids...)
+	return newPeeredLabWith(t, timeout, labctl.Options{IDs: ids})
+}
+
+// newPeeredLabWith is newPeeredLab with the options of newLabWith.
+func newPeeredLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.Context, *labctl.Lab) {
+	t.Helper()
+	ctx, l := newLabWith(t, timeout, o)
 	first := l.Clusters[0]
 	for _, peer := range l.Clusters[1:] {
 		if out, err := l.Connect(ctx, first, peer); err != nil {

@@ -122,12 +122,16 @@ func Namespace(i int) string { return fmt.Sprintf("c%d", i) }
 // Namespaces are the network namespaces the nodes of cluster index i can
 // have, the first node's first, whatever the number of nodes.
 func Namespaces(i int) []string {
-	c := &Cluster{Index: i, NodeCount: MaxNodes}
 	var out []string
-	for _, n := range c.Nodes() {
+	for _, n := range maxNodes(i) {
 		out = append(out, n.Namespace())
 	}
 	return out
+}
+
+// maxNodes are all the nodes cluster index i can have.
+func maxNodes(i int) []*Node {
+	return (&Cluster{Index: i, NodeCount: MaxNodes}).Nodes()
 }
 
 // Namespace is the node's network namespace: c<index> for the first node,

@@ -46,6 +46,15 @@ func (c *Cluster) CreateNetwork() error {
 // the bridge. Missing pieces are no error.
 func DeleteNetwork(i int) error {
 	var errs []error
+	// The host ends go first: the kernel removes a namespace, and with it
+	// the veths, only some time after the last reference is gone.
+	for _, n := range maxNodes(i) {
+		if hostIfExists(n.HostIf()) {
+			if out, err := runHost("ip", "link", "del", n.HostIf()); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s", err, out))
+			}
+		}
+	}
 	for _, ns := range Namespaces(i) {
 		if err := netns.Remove(ns); err != nil {
 			errs = append(errs, err)
@@ -62,9 +71,12 @@ func DeleteNetwork(i int) error {
 // NetworkLeftovers names what of cluster index i's node network exists.
 func NetworkLeftovers(i int) []string {
 	var out []string
-	for _, ns := range Namespaces(i) {
-		if netns.Exists(ns) {
-			out = append(out, "network namespace "+ns)
+	for _, n := range maxNodes(i) {
+		if netns.Exists(n.Namespace()) {
+			out = append(out, "network namespace "+n.Namespace())
+		}
+		if hostIfExists(n.HostIf()) {
+			out = append(out, "interface "+n.HostIf())
 		}
 	}
 	if hostIfExists(BridgeName(i)) {

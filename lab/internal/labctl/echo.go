@@ -75,12 +75,13 @@ func (l *Lab) EchoGet(ctx context.Context, n *cluster.Cluster, pod, url string) 
 }
 
 // StartEcho starts one more echo server, as a bare pod, in cluster n.
-func (l *Lab) StartEcho(ctx context.Context, n *cluster.Cluster, name string) error {
+func (l *Lab) StartEcho(ctx context.Context, n *cluster.Cluster, name, node string) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
 	}
 	spec := l.echoPodSpec()
+	spec.NodeName = node
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace}, Spec: spec}
 	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.ClusterID, name, err)
