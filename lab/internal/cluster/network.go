@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -236,13 +234,12 @@ func readEnvFile(path string) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok {
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
 			out[k] = v
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // writeCNIConfig writes the node's CNI configuration: a bridge whose pods

@@ -394,14 +394,8 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 	fmt.Fprintf(out, "lab in %s, registry %s (%s)\n", dir, l.State.Registry,
 		running(filepath.Join(dir, "registry.pid")))
 	for _, n := range l.Clusters {
-		var down []string
-		for _, c := range cluster.ControlPlaneComponents() {
-			if running(n.PidFile(c)) != "running" {
-				down = append(down, c)
-			}
-		}
 		procs := "control plane running"
-		if len(down) > 0 {
+		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
 		fmt.Fprintf(out, "%s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
@@ -413,14 +407,8 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 			} else if why != "" {
 				ready += " (" + why + ")"
 			}
-			var down []string
-			for _, c := range cluster.NodeComponents() {
-				if running(node.PidFile(c)) != "running" {
-					down = append(down, c)
-				}
-			}
 			procs := ""
-			if len(down) > 0 {
+			if down := notRunning(cluster.NodeComponents(), node.PidFile); len(down) > 0 {
 				procs = ", not running: " + strings.Join(down, ", ")
 			}
 			fmt.Fprintf(out, "    node %s  %s  namespace %s  %s%s\n", node.Name(), node.IP(), node.Namespace(), ready, procs)
@@ -437,6 +425,17 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// notRunning are the components whose pid file names no running process.
+func notRunning(components []string, pidFile func(string) string) []string {
+	var down []string
+	for _, c := range components {
+		if running(pidFile(c)) != "running" {
+			down = append(down, c)
+		}
+	}
+	return down
 }
 
 func running(pidFile string) string {
