@@ -23,6 +23,9 @@ FUZZTIME      ?= 30s
 # them after the other packages, alone, so that no other test binary takes
 # the CPU their kubelets, kube-proxies and gateways need.
 E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
+# The components the lab's clusters run (built from source, cached in bin/);
+# built before the lab's tests so that no test waits for a cold build.
+LAB_COMPONENTS := coredns flanneld
 
 .PHONY: help
 help: ## Show this help.
@@ -71,6 +74,7 @@ test-unit: ## The fast loop: every test that needs neither root nor a control pl
 test: testbin ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, lab e2e.
 	$(MAKE) --no-print-directory verify lint
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
+	hack/components.sh $(LAB_COMPONENTS)
 	$(GO) test -count=1 -timeout 45m $(E2E_PKG)
 	$(MAKE) --no-print-directory fuzz
 

@@ -33,6 +33,11 @@ const (
 	// TableHostSources holds, on a node, every remote range via the node of
 	// the gateway of its peer; other sources are looked up there.
 	TableHostSources = 1804
+	// TableOtherNodes holds, on a node, the pod ranges of the other nodes
+	// via the overlay to each node; what a local gateway sends through the
+	// overlay is looked up there, so that a pod of another node gets its
+	// peers' packets through the overlay too, as its replies leave.
+	TableOtherNodes = 1805
 
 	// HealthPort is the UDP port of the tunnel's ping responder, on the
 	// tunnel addresses.
@@ -47,6 +52,7 @@ const (
 	PriorityFromPeer   = TableFromPeer
 	PriorityPodSources = TablePodSources
 	PriorityHostSource = TableHostSources
+	PriorityOtherNodes = TableOtherNodes
 )
 
 // owned is what a plan owns whatever its facts: the overlay link, the

@@ -31,6 +31,17 @@ type FabricFacts struct {
 	// Gateways are the active gateway pods, one per peer, and the peers
 	// that have none at the moment.
 	Gateways []FabricGateway
+	// Nodes are the cluster's nodes, this one among them or not: where
+	// each node's pods are.
+	Nodes []FabricNode
+}
+
+// FabricNode is a node of the cluster and its part of the pod ranges.
+type FabricNode struct {
+	// Address is the node's address, where its overlay link listens.
+	Address netip.Addr
+	// PodCIDRs are the node's pod ranges (its spec.podCIDRs).
+	PodCIDRs []netip.Prefix
 }
 
 // FabricGateway is an active gateway pod and the ranges of its peer.
@@ -72,7 +83,8 @@ type FabricPlan struct {
 // tables and rule priorities it owns. It is what a fabric agent removes when
 // it is told to clean up.
 func FabricOwned() plan.NetNS {
-	return owned(FabricNFTable, []int{TablePodSources, TableHostSources}, []int{PriorityPodSources, PriorityHostSource})
+	return owned(FabricNFTable, []int{TablePodSources, TableHostSources, TableOtherNodes},
+		[]int{PriorityPodSources, PriorityHostSource, PriorityOtherNodes})
 }
 
 // Names of the fabric's nftables sets.
@@ -80,7 +92,12 @@ const (
 	setPodCIDRs     = "pod_cidrs"
 	setRemoteRanges = "remote_ranges"
 	setHomeRanges   = "home_ranges"
+	setOtherPods    = "other_node_pods"
 )
+
+// FabricRawPriority runs the fabric's notrack rule before connection
+// tracking (-200), as the raw table does.
+const FabricRawPriority = -300
 
 // FabricNATPriority runs the fabric's source NAT just before the CNIs'
 // (iptables' nat POSTROUTING is at 100): netfilter consults no later NAT
@@ -154,18 +171,45 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 			}
 		}
 	}
+	// Replies of peers to a pod of another node leave the gateway's pod
+	// through the overlay to this node, the gateway's; they go on through
+	// the overlay to the pod's node, where the pod's packets towards the
+	// peer left by the overlay: a node with strict reverse-path filtering
+	// accepts them only there, and its connection tracking, which saw the
+	// pod's first packet, recognises them.
+	otherPods := f.otherNodePods()
+	for _, n := range otherPods {
+		neighbor(n.node)
+		rs.Routes = append(rs.Routes, via(TableOtherNodes, n.pods, n.node))
+	}
 	for _, pod := range f.PodCIDRs {
 		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityPodSources, Src: pod, Table: TablePodSources})
 	}
-	rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityHostSource, Table: TableHostSources})
+	rs.Rules = append(rs.Rules,
+		plan.PolicyRule{Priority: PriorityHostSource, Table: TableHostSources},
+		plan.PolicyRule{Priority: PriorityOtherNodes, IIF: OverlayLink, Table: TableOtherNodes})
 	p.Routes = rs.Sorted()
+	var otherPrefixes []netip.Prefix
+	for _, n := range otherPods {
+		otherPrefixes = append(otherPrefixes, n.pods)
+	}
 
 	p.NAT.Sets = []plan.Set{
 		{Name: setPodCIDRs, Prefixes: f.PodCIDRs},
 		{Name: setRemoteRanges, Prefixes: remote},
 		{Name: setHomeRanges, Prefixes: home},
+		{Name: setOtherPods, Prefixes: otherPrefixes},
 	}
 	p.NAT.Chains = []plan.Chain{{
+		Name: "prerouting", Type: plan.Filter, Hook: plan.Prerouting, Priority: FabricRawPriority,
+		Rules: []plan.Rule{{
+			// This node saw such a connection only as overlay packets
+			// to the gateway: tracked, its replies would be invalid here
+			// (kube-proxy drops those) and masqueraded by a CNI.
+			Comment: "peers' packets passing through to pods of other nodes",
+			IIF:     OverlayLink, DstIn: setOtherPods, Notrack: true,
+		}},
+	}, {
 		Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: FabricNATPriority,
 		Rules: []plan.Rule{
 			{
@@ -179,6 +223,37 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		},
 	}}
 	return p, nil
+}
+
+// nodePods is one pod range of another node.
+type nodePods struct {
+	node netip.Addr
+	pods netip.Prefix
+}
+
+// otherNodePods are the pod ranges of the nodes other than this one. A range
+// that is no IPv4 network, lies outside the cluster's pod CIDRs or overlaps
+// one taken before is left out: it can only be a node's record gone wrong,
+// and the overlay is not where to repair it.
+func (f FabricFacts) otherNodePods() []nodePods {
+	nodes := slices.Clone(f.Nodes)
+	slices.SortFunc(nodes, func(a, b FabricNode) int { return a.Address.Compare(b.Address) })
+	var out []nodePods
+	var taken []netip.Prefix
+	for _, n := range nodes {
+		if !n.Address.Is4() || n.Address == f.Node {
+			continue
+		}
+		for _, p := range n.PodCIDRs {
+			inside := slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Bits() <= p.Bits() && c.Contains(p.Addr()) })
+			if !p.Addr().Is4() || p != p.Masked() || !inside || slices.ContainsFunc(taken, p.Overlaps) {
+				continue
+			}
+			taken = append(taken, p)
+			out = append(out, nodePods{node: n.Address, pods: p})
+		}
+	}
+	return out
 }
 
 func (f FabricFacts) validate() error {

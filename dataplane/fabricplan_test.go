@@ -25,6 +25,10 @@ type fabricFactsFile struct {
 		Local   bool     `json:"local"`
 		Ranges  []string `json:"ranges"`
 	} `json:"gateways"`
+	Nodes []struct {
+		Address  string   `json:"address"`
+		PodCIDRs []string `json:"podCIDRs"`
+	} `json:"nodes"`
 }
 
 func (j fabricFactsFile) facts() FabricFacts {
@@ -47,6 +51,13 @@ func (j fabricFactsFile) facts() FabricFacts {
 			fg.Ranges = append(fg.Ranges, netip.MustParsePrefix(r))
 		}
 		f.Gateways = append(f.Gateways, fg)
+	}
+	for _, n := range j.Nodes {
+		fn := FabricNode{Address: netip.MustParseAddr(n.Address)}
+		for _, p := range n.PodCIDRs {
+			fn.PodCIDRs = append(fn.PodCIDRs, netip.MustParsePrefix(p))
+		}
+		f.Nodes = append(f.Nodes, fn)
 	}
 	return f
 }

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +30,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
 
@@ -61,8 +64,10 @@ func newRootCmd() *cobra.Command {
 		return nil
 	}
 
-	var clusters int
+	var clusters, nodes int
 	var ids []string
+	var cni string
+	var podCIDRs, serviceCIDRs []net.IPNet
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -77,12 +82,17 @@ func newRootCmd() *cobra.Command {
 					ids = append(ids, fmt.Sprintf("cluster-%d", i))
 				}
 			}
+			c, err := cluster.ParseCNI(cni)
+			if err != nil {
+				return fmt.Errorf("--cni: %w", err)
+			}
 			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
+				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs),
 			})
 			if err != nil {
 				return err
@@ -93,6 +103,10 @@ func newRootCmd() *cobra.Command {
 	}
 	up.Flags().IntVar(&clusters, "clusters", 2, "number of clusters")
 	up.Flags().StringSliceVar(&ids, "cluster-ids", []string{"cluster-1", "cluster-2"}, "cluster IDs, one per cluster")
+	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
+	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
+	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
+	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{
 		Use:   "down",
@@ -186,4 +200,16 @@ func printFigures(out io.Writer, f labctl.Figures) {
 		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",
 			p.name, p.p.BitsPerSecond/1e6, p.p.ExchangesPerSecond)
 	}
+}
+
+// prefixes turns parsed flag values into prefixes; the flag parser has
+// already refused what is not a network.
+func prefixes(nets []net.IPNet) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(nets))
+	for _, n := range nets {
+		addr, _ := netip.AddrFromSlice(n.IP)
+		ones, _ := n.Mask.Size()
+		out = append(out, netip.PrefixFrom(addr.Unmap(), ones))
+	}
+	return out
 }

@@ -94,7 +94,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	defer a.kernel.Close()
 	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{},
-		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}); err != nil {
+		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &corev1.Node{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
@@ -213,7 +213,36 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 		return f, err
 	}
 	f.Gateways = a.gateways(pods.Items, confs.Items, published)
+	var nodes corev1.NodeList
+	if err := a.client.List(ctx, &nodes); err != nil {
+		return f, fmt.Errorf("list nodes: %w", err)
+	}
+	f.Nodes = fabricNodes(nodes.Items)
 	return f, nil
+}
+
+// fabricNodes are the nodes with their InternalIP and pod ranges; a node
+// without either has no pods this node could route to.
+func fabricNodes(nodes []corev1.Node) []dataplane.FabricNode {
+	var out []dataplane.FabricNode
+	for _, n := range nodes {
+		var fn dataplane.FabricNode
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is4() {
+				fn.Address = ip
+				break
+			}
+		}
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil {
+				fn.PodCIDRs = append(fn.PodCIDRs, p)
+			}
+		}
+		if fn.Address.IsValid() && len(fn.PodCIDRs) > 0 {
+			out = append(out, fn)
+		}
+	}
+	return out
 }
 
 // publishedPods reads, for each peer, the active gateway pod the controller

@@ -188,6 +188,8 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			&expr.Cmp{Op: expr.CmpOpGt, Register: reg1, Data: mss[:]},
 			&expr.Immediate{Register: reg1, Data: mss[:]},
 			&expr.Exthdr{Op: expr.ExthdrOpTcpopt, Type: tcpOptMaxseg, Offset: 2, Len: 2, SourceRegister: reg1})
+	case r.Notrack:
+		ex = append(ex, &expr.Notrack{})
 	case r.Verdict != "":
 		if r.Counter != "" {
 			ex = append(ex, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: r.Counter})

@@ -50,20 +50,28 @@ func probe(h *netlink.Handle, k plan.OverlayKind) error {
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return fmt.Errorf("probe %s: %w", k, err)
 	}
-	// Port 0 and no metadata mode: the probe binds no socket.
+	// No metadata mode and not up: the probe binds no socket. It takes
+	// peerlink's own port and VNI: a CNI's device with VNI 1 on the
+	// kernel's default port (Flannel's flannel.1) would refuse a second one
+	// with EEXIST.
 	name := "plov" + hex.EncodeToString(suffix[:])
 	var l netlink.Link
 	switch k {
 	case plan.Geneve:
-		l = &netlink.Geneve{LinkAttrs: netlink.LinkAttrs{Name: name}, ID: 1, Remote: net.IPv4(192, 0, 2, 1)}
+		l = &netlink.Geneve{LinkAttrs: netlink.LinkAttrs{Name: name}, ID: plan.VNI, Dport: plan.GenevePort, Remote: net.IPv4(192, 0, 2, 1)}
 	case plan.VXLAN:
-		l = &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name}, VxlanId: 1}
+		l = &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name}, VxlanId: plan.VNI, Port: plan.VXLANPort}
 	default:
 		return fmt.Errorf("probe overlay kind %q: unknown", k)
 	}
 	if err := h.LinkAdd(l); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
 			return fmt.Errorf("kernel has no %s link type: %w", k, ErrNotSupported)
+		}
+		if errors.Is(err, unix.EEXIST) {
+			// Another device holds that VNI and port: the kernel knows
+			// the link type, which is all the probe asks.
+			return nil
 		}
 		return fmt.Errorf("probe %s: create link %s: %w", k, name, err)
 	}

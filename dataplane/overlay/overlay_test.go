@@ -11,6 +11,25 @@ import (
 	"github.com/peerlink/peerlink/internal/testenv/netns"
 )
 
+// TestDetectBesideACNIOverlay detects VXLAN in a namespace where a CNI's
+// VXLAN device already holds VNI 1 on the kernel's default port, as
+// Flannel's flannel.1 does on every node of a Flannel cluster.
+func TestDetectBesideACNIOverlay(t *testing.T) {
+	netns.RequirePrivileged(t)
+	node := netns.New(t, "node")
+	node.MustRun(t, "ip", "link", "add", "flannel.1", "type", "vxlan", "id", "1", "dstport", "8472", "nolearning")
+	if kind, err := Detect(node.Netlink(t), plan.VXLAN); err != nil || kind != plan.VXLAN {
+		t.Fatalf("Detect(vxlan) beside flannel.1 = %q, %v; want vxlan", kind, err)
+	}
+	// And beside peerlink's own overlay link, as a restarted agent probes.
+	if _, err := Ensure(node.Netlink(t), plan.Overlay{Name: "plovl", Kind: plan.VXLAN, Underlay: netip.MustParseAddr("192.0.2.7")}); err != nil {
+		t.Fatal(err)
+	}
+	if kind, err := Detect(node.Netlink(t), plan.VXLAN); err != nil || kind != plan.VXLAN {
+		t.Fatalf("Detect(vxlan) beside the overlay link = %q, %v; want vxlan", kind, err)
+	}
+}
+
 // TestOverlayCarriesTraffic joins a "node" and a "gateway" namespace with a
 // veth, gives each an overlay link in metadata mode, and sends a ping from
 // the node to an address of the gateway through a route that encapsulates

@@ -47,6 +47,10 @@ type MapElement struct {
 	From, To netip.Prefix
 }
 
+// conntrackPriority is where netfilter's connection tracking runs on
+// prerouting; a notrack rule must come before it.
+const conntrackPriority = -200
+
 // ChainType is the nftables type of a base chain.
 type ChainType string
 
@@ -123,6 +127,10 @@ type Rule struct {
 	SNATTo netip.Addr
 	// ClampMSS lowers the TCP MSS option to this value when it is larger.
 	ClampMSS uint16
+	// Notrack exempts the packet from connection tracking: only in a
+	// filter chain on prerouting that runs before conntrack (priority
+	// below -200).
+	Notrack bool
 	// Verdict accepts or drops the packet, in a filter chain.
 	Verdict Verdict
 	// Counter names the counter a packet is counted in before the
@@ -166,7 +174,7 @@ func (rs Ruleset) Validate() error {
 		for i, r := range c.Rules {
 			where := fmt.Sprintf("table %s: chain %s: rule %d", rs.Table, c.Name, i)
 			n := 0
-			for _, set := range []bool{r.DNATMap != "", r.SNATMap != "", r.SNATKeepSource, r.SNATTo.IsValid(), r.ClampMSS != 0, r.Verdict != ""} {
+			for _, set := range []bool{r.DNATMap != "", r.SNATMap != "", r.SNATKeepSource, r.SNATTo.IsValid(), r.ClampMSS != 0, r.Verdict != "", r.Notrack} {
 				if set {
 					n++
 				}
@@ -186,6 +194,9 @@ func (rs Ruleset) Validate() error {
 			}
 			if (r.DNATMap != "" || r.SNATMap != "" || r.SNATKeepSource || r.SNATTo.IsValid()) && c.Type != NAT {
 				return fmt.Errorf("%s: NAT statement in a %s chain", where, c.Type)
+			}
+			if r.Notrack && (c.Type != Filter || c.Hook != Prerouting || c.Priority >= conntrackPriority) {
+				return fmt.Errorf("%s: notrack outside a filter chain on prerouting before conntrack (priority below %d)", where, conntrackPriority)
 			}
 			if r.Verdict != "" && (c.Type != Filter || (r.Verdict != Accept && r.Verdict != Drop)) {
 				return fmt.Errorf("%s: verdict %q in a %s chain: want accept or drop in a filter chain", where, r.Verdict, c.Type)
@@ -305,6 +316,8 @@ func (r Rule) String() string {
 			parts = append(parts, fmt.Sprintf("counter name %q", r.Counter))
 		}
 		parts = append(parts, string(r.Verdict))
+	case r.Notrack:
+		parts = append(parts, "notrack")
 	}
 	return strings.Join(parts, " ")
 }

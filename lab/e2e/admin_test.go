@@ -6,19 +6,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // admin is the administrator of one cluster: the kubeconfig of that cluster
 // only, and a directory of the files they write and receive.
 type admin struct {
 	l   *labctl.Lab
-	n   *node.Node
+	n   *cluster.Cluster
 	dir string
 }
 
-func newAdmin(t *testing.T, l *labctl.Lab, n *node.Node) *admin {
+func newAdmin(t *testing.T, l *labctl.Lab, n *cluster.Cluster) *admin {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), n.ClusterID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -30,7 +30,7 @@ func newAdmin(t *testing.T, l *labctl.Lab, n *node.Node) *admin {
 // newAdmins returns the admins of the first two clusters of l.
 func newAdmins(t *testing.T, l *labctl.Lab) (a, b *admin) {
 	t.Helper()
-	return newAdmin(t, l, l.Nodes[0]), newAdmin(t, l, l.Nodes[1])
+	return newAdmin(t, l, l.Clusters[0]), newAdmin(t, l, l.Clusters[1])
 }
 
 // peerlink runs the CLI against the admin's own cluster (see run).

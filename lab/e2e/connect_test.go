@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // TestOneCommand is the path of an admin holding both kubeconfigs: connect,
@@ -22,7 +22,7 @@ import (
 // (nothing of the peering is left).
 func TestOneCommand(t *testing.T) {
 	ctx, l := newPeeredLab(t, 10*time.Minute, "one-a", "one-b")
-	a, b := l.Nodes[0], l.Nodes[1]
+	a, b := l.Clusters[0], l.Clusters[1]
 	podsA, podsB := checkPeered(t, ctx, l, a, b)
 
 	// Both clusters use one pod range, so a pod of one has, sooner or
@@ -60,7 +60,7 @@ func TestOneCommand(t *testing.T) {
 		}
 		return nil
 	})
-	for _, side := range [][2]*node.Node{{a, b}, {b, a}} {
+	for _, side := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		if _, _, err := l.PodCIDRView(ctx, side[0], side[1]); err != nil {
 			t.Errorf("after disconnect the Configurations should stay: %v", err)
 		}
@@ -74,7 +74,7 @@ func TestOneCommand(t *testing.T) {
 	}
 
 	peerlink(t, ctx, l, "network", "reset", "--skip-confirm", "--kubeconfig", a.Kubeconfig(), "--remote-kubeconfig", b.Kubeconfig())
-	for _, side := range [][2]*node.Node{{a, b}, {b, a}} {
+	for _, side := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		eventually(t, ctx, "cluster "+side[0].ClusterID+" has nothing of the peering after reset", func() error {
 			if left := peeringObjects(t, ctx, l, side[0], side[1], append(gatewayKinds(), "configurations")); len(left) > 0 {
 				return fmt.Errorf("left: %v", left)
@@ -86,7 +86,7 @@ func TestOneCommand(t *testing.T) {
 
 // gatewayPod returns the gateway pod of cluster n that has an address and
 // is not being deleted.
-func gatewayPod(ctx context.Context, n *node.Node) (corev1.Pod, error) {
+func gatewayPod(ctx context.Context, n *cluster.Cluster) (corev1.Pod, error) {
 	cs, err := n.Clientset()
 	if err != nil {
 		return corev1.Pod{}, err
@@ -110,7 +110,7 @@ func gatewayPod(ctx context.Context, n *node.Node) (corev1.Pod, error) {
 // echoPodWithIP starts echo pods in cluster n until one gets the address
 // ip (the bridge plugin hands addresses out in turn), deletes the others,
 // and returns that one.
-func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, ip string) corev1.Pod {
+func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, ip string) corev1.Pod {
 	t.Helper()
 	cs, err := n.Clientset()
 	if err != nil {
@@ -119,7 +119,7 @@ func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Nod
 	const tries = 20
 	for i := range tries {
 		name := fmt.Sprintf("twin-%d", i)
-		if err := l.StartEcho(ctx, n, name); err != nil {
+		if err := l.StartEcho(ctx, n, name, ""); err != nil {
 			t.Fatal(err)
 		}
 		var pod *corev1.Pod
@@ -165,7 +165,7 @@ func peerlink(t *testing.T, ctx context.Context, l *labctl.Lab, args ...string) 
 
 // waitConnected waits until both sides report Connected and logs how long
 // that took.
-func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) {
+func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster) {
 	t.Helper()
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -178,7 +178,7 @@ func waitConnected(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.
 
 // checkPeered waits until a and b are Connected and checks traffic both
 // ways between their echo pods, which it returns.
-func checkPeered(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) (podsA, podsB []corev1.Pod) {
+func checkPeered(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster) (podsA, podsB []corev1.Pod) {
 	t.Helper()
 	waitConnected(t, ctx, l, a, b)
 	podsA, podsB = echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
@@ -191,7 +191,7 @@ func checkPeered(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.No
 // cluster dst at the address src knows it by, and checks both ends: the
 // request reached that very pod, and the pod saw the caller's own address
 // remapped into dst's view of src (no masquerading on the way).
-func checkTraffic(t *testing.T, ctx context.Context, l *labctl.Lab, src *node.Node, from corev1.Pod, dst *node.Node, to corev1.Pod) {
+func checkTraffic(t *testing.T, ctx context.Context, l *labctl.Lab, src *cluster.Cluster, from corev1.Pod, dst *cluster.Cluster, to corev1.Pod) {
 	t.Helper()
 	wantClient, err := l.RemappedIP(ctx, dst, src, from.Status.PodIP)
 	if err != nil {
@@ -227,7 +227,7 @@ func gatewayKinds() []string {
 // peeringObjects lists the objects of the given kinds that cluster n holds
 // for peer: labelled with the peer's cluster ID anywhere, or named gw-* in
 // the peer's tenant namespace (children of gateways).
-func peeringObjects(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *node.Node, kinds []string) []string {
+func peeringObjects(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster, kinds []string) []string {
 	t.Helper()
 	var left []string
 	tenant := netv1beta1.TenantNamespacePrefix + peer.ClusterID

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // maxOutage is the longest a fault may interrupt pod-to-pod traffic.
@@ -32,7 +32,7 @@ type fault struct {
 // maxOutage, and neither cluster's remapping may change.
 func TestFaults(t *testing.T) {
 	ctx, l := newPeeredLab(t, 15*time.Minute, "fault-a", "fault-b")
-	a, b := l.Nodes[0], l.Nodes[1]
+	a, b := l.Clusters[0], l.Clusters[1]
 	before := remaps(t, ctx, l, a, b)
 
 	faults := []fault{
@@ -45,13 +45,13 @@ func TestFaults(t *testing.T) {
 			return restartController(ctx, l, b)
 		}, settle: 15 * time.Second},
 		{name: "stop both API servers for 30s", do: func(ctx context.Context) error {
-			for _, n := range l.Nodes {
+			for _, n := range l.Clusters {
 				if err := n.Stop("kube-apiserver"); err != nil {
 					return err
 				}
 			}
 			time.Sleep(30 * time.Second)
-			for _, n := range l.Nodes {
+			for _, n := range l.Clusters {
 				if _, err := n.Start("kube-apiserver"); err != nil {
 					return err
 				}
@@ -66,8 +66,8 @@ func TestFaults(t *testing.T) {
 	// Time for the API servers' 30 s, for starting the probes, and margin.
 	probeFor := total + 90*time.Second
 
-	probes := map[string]*node.Node{}
-	for _, side := range [][2]*node.Node{{a, b}, {b, a}} {
+	probes := map[string]*cluster.Cluster{}
+	for _, side := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		src, dst := side[0], side[1]
 		to := echoPods(t, ctx, l, dst)[0]
 		ip, err := l.RemappedIP(ctx, src, dst, to.Status.PodIP)
@@ -105,9 +105,9 @@ func TestFaults(t *testing.T) {
 		time.Sleep(f.settle)
 	}
 	end := time.Now()
-	for _, n := range l.Nodes {
+	for _, n := range l.Clusters {
 		eventually(t, ctx, "API server of "+n.ClusterID+" back", func() error {
-			if ok, why := n.Ready(ctx); !ok {
+			if ok, why := n.ControlPlane().Ready(ctx); !ok {
 				return fmt.Errorf("node not Ready: %s", why)
 			}
 			return nil
@@ -145,7 +145,7 @@ func TestFaults(t *testing.T) {
 // other.
 type views struct{ aOfB, bOfA netip.Prefix }
 
-func remaps(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) views {
+func remaps(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster) views {
 	t.Helper()
 	var v views
 	var err error
@@ -160,7 +160,7 @@ func remaps(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *node.Node) v
 
 // deleteGatewayPods deletes the gateway pods of cluster n, as a node drain
 // or an eviction would.
-func deleteGatewayPods(l *labctl.Lab, n *node.Node) func(context.Context) error {
+func deleteGatewayPods(l *labctl.Lab, n *cluster.Cluster) func(context.Context) error {
 	return func(ctx context.Context) error {
 		_, err := l.Kubectl(ctx, n, "delete", "pods", "-A", "-l", netv1beta1.ActiveGatewayLabel, "--wait=false")
 		return err
@@ -169,7 +169,7 @@ func deleteGatewayPods(l *labctl.Lab, n *node.Node) func(context.Context) error 
 
 // restartController deletes the pods of the Deployments in peerlink's
 // namespace: the controller's.
-func restartController(ctx context.Context, l *labctl.Lab, n *node.Node) error {
+func restartController(ctx context.Context, l *labctl.Lab, n *cluster.Cluster) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err

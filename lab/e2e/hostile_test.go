@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // TestHostilePeer is the trust boundary on real clusters: A is peered with B
@@ -27,7 +27,7 @@ import (
 // Services, not C. Meanwhile B's pods keep reaching A's pods.
 func TestHostilePeer(t *testing.T) {
 	ctx, l := newPeeredLab(t, 15*time.Minute, "hostile-a", "hostile-b", "hostile-c")
-	a, b, c := l.Nodes[0], l.Nodes[1], l.Nodes[2]
+	a, b, c := l.Clusters[0], l.Clusters[1], l.Clusters[2]
 	podsA, podsB, podsC := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b), echoPods(t, ctx, l, c)
 	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
 
@@ -65,7 +65,7 @@ func TestHostilePeer(t *testing.T) {
 	// Configurations B's admin could talk A's admin into applying, each
 	// as if for a peer of its own: refused, or for A's node network,
 	// remapped away.
-	nodeNet := a.Pair().NodeAddr.Masked()
+	nodeNet := a.NodeNetwork()
 	refused := map[string]string{
 		"link-local": "169.254.0.0/16",
 		"loopback":   "127.0.0.0/8",
@@ -217,7 +217,7 @@ func dirFiles(t *testing.T, dir string) map[string]string {
 
 // waitCondition waits until condition cond of Configuration ns/name of
 // cluster n has status want.
-func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, ns, name, cond, want string) {
+func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, ns, name, cond, want string) {
 	t.Helper()
 	eventually(t, ctx, fmt.Sprintf("Configuration %s/%s %s=%s", ns, name, cond, want), func() error {
 		out, err := l.Kubectl(ctx, n, "-n", ns, "get", "configuration", name,
@@ -233,7 +233,7 @@ func waitCondition(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Nod
 }
 
 // nodeRoutes lists the routes of the fabric's tables on the node of n.
-func nodeRoutes(t *testing.T, n *node.Node) []string {
+func nodeRoutes(t *testing.T, n *cluster.Cluster) []string {
 	t.Helper()
 	ns := nodeNS(t, n)
 	var lines []string
@@ -256,7 +256,7 @@ func valuesOf(m map[string]string) []string {
 	return out
 }
 
-func mustKubectl(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, args ...string) []byte {
+func mustKubectl(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, args ...string) []byte {
 	t.Helper()
 	out, err := l.Kubectl(ctx, n, args...)
 	if err != nil {
@@ -267,7 +267,7 @@ func mustKubectl(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node,
 
 // exposeNodePort exposes the echo pods of cluster n through a NodePort
 // Service and returns its node port.
-func exposeNodePort(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) int {
+func exposeNodePort(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) int {
 	t.Helper()
 	mustKubectl(t, ctx, l, n, "-n", labctl.EchoNamespace, "expose", "deployment", labctl.EchoDeployment,
 		"--name=echo-nodeport", "--type=NodePort", "--port="+strconv.Itoa(labctl.EchoPort))
@@ -282,7 +282,7 @@ func exposeNodePort(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.No
 // gatewayAgent finds the gateway agent of cluster n for the peer peerID,
 // by the UID of its gateway object: the agents of other clusters for the
 // same peer have the same name and namespace.
-func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, peerID string) *hostileGateway {
+func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) *hostileGateway {
 	t.Helper()
 	uid := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", "liqo-tenant-"+peerID, "get", "gatewayservers,gatewayclients",
 		"-o", "jsonpath={.items[0].metadata.uid}")))
@@ -323,7 +323,7 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node
 
 // ingressDrops reads the ingress filter's drop counters of cluster n's
 // gateway for peer peerID, by reason, from the gateway pod's metrics.
-func ingressDrops(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node, peerID string) map[string]float64 {
+func ingressDrops(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) map[string]float64 {
 	t.Helper()
 	ns := "liqo-tenant-" + peerID
 	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",

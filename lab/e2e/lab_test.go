@@ -16,8 +16,8 @@ import (
 
 	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/node"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
@@ -40,6 +40,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // left, when the test ends.
 func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
+	return newLabWith(t, timeout, labctl.Options{IDs: ids})
+}
+
+// newLabWith is newLab with the clusters' nodes, pod network and ranges
+// taken from o; its directory, repository and output are the test's.
+func newLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.Context, *labctl.Lab) {
+	t.Helper()
 	netns.RequirePrivileged(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	// Registered first, so that it runs after the lab is down.
@@ -58,7 +65,8 @@ func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context
 	})
 	// Indices left to Up: the first free ones from 11, apart from a lab of
 	// `make lab` (c1, c2) and from other test runs.
-	l, err := labctl.Up(ctx, labctl.Options{Dir: dir, IDs: ids, Repo: repo, Out: out})
+	o.Dir, o.Repo, o.Out = dir, repo, out
+	l, err := labctl.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("lab up: %v", err)
 	}
@@ -70,21 +78,27 @@ func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context
 // both kubeconfigs does, then waits until every peering is Connected.
 func newPeeredLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
-	ctx, l := newLab(t, timeout, ids...)
-	first := l.Nodes[0]
-	for _, peer := range l.Nodes[1:] {
+	return newPeeredLabWith(t, timeout, labctl.Options{IDs: ids})
+}
+
+// newPeeredLabWith is newPeeredLab with the options of newLabWith.
+func newPeeredLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.Context, *labctl.Lab) {
+	t.Helper()
+	ctx, l := newLabWith(t, timeout, o)
+	first := l.Clusters[0]
+	for _, peer := range l.Clusters[1:] {
 		if out, err := l.Connect(ctx, first, peer); err != nil {
 			t.Fatalf("connect %s to %s: %v\n%s", first.ClusterID, peer.ClusterID, err, out)
 		}
 	}
-	for _, peer := range l.Nodes[1:] {
+	for _, peer := range l.Clusters[1:] {
 		waitConnected(t, ctx, l, first, peer)
 	}
 	return ctx, l
 }
 
 // nodeNS opens the network namespace of the node of n for the test.
-func nodeNS(t *testing.T, n *node.Node) *netns.NS {
+func nodeNS(t *testing.T, n *cluster.Cluster) *netns.NS {
 	t.Helper()
 	ns, err := netns.Open(n.Namespace())
 	if err != nil {
@@ -95,7 +109,7 @@ func nodeNS(t *testing.T, n *node.Node) *netns.NS {
 }
 
 // echoPods lists the echo pods of a cluster, which must be all there.
-func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) []corev1.Pod {
+func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) []corev1.Pod {
 	t.Helper()
 	pods, err := l.EchoPods(ctx, n)
 	if err != nil {
@@ -113,8 +127,8 @@ func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *node.Node) []
 // and a teardown that leaves nothing behind.
 func TestLab(t *testing.T) {
 	ctx, l := newLab(t, 10*time.Minute, "lab-a", "lab-b")
-	a, b := l.Nodes[0], l.Nodes[1]
-	podRange := netip.MustParsePrefix(node.PodCIDR)
+	a, b := l.Clusters[0], l.Clusters[1]
+	podRange := a.PodCIDR
 
 	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
 	ipsA := map[string]bool{}
@@ -162,6 +176,12 @@ func TestLab(t *testing.T) {
 		_, err := l.EchoGet(ctx, a, src.Name, clusterURL)
 		return err
 	})
+	// Pods call Services by name, through the cluster's CoreDNS.
+	nameURL := fmt.Sprintf("http://%s.%s.svc.%s:%d/", labctl.EchoDeployment, labctl.EchoNamespace, cluster.ClusterDomain, labctl.EchoPort)
+	eventually(t, ctx, nameURL+" answers", func() error {
+		_, err := l.EchoGet(ctx, a, src.Name, nameURL)
+		return err
+	})
 
 	// A NodePort of one cluster from a pod of the other (leaving through the
 	// node, masqueraded by the bridge plugin), and from the host.
@@ -190,7 +210,7 @@ func TestLab(t *testing.T) {
 	if err := labctl.Down(l.Dir, &logWriter{t: t}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range l.Nodes {
+	for _, n := range l.Clusters {
 		if netns.Exists(n.Namespace()) {
 			t.Errorf("network namespace %s survived lab down", n.Namespace())
 		}

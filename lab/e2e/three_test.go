@@ -11,7 +11,7 @@ import (
 // range of its own, and both must reach it.
 func TestThreeClusters(t *testing.T) {
 	ctx, l := newPeeredLab(t, 12*time.Minute, "tri-a", "tri-b", "tri-c")
-	a, peers := l.Nodes[0], l.Nodes[1:]
+	a, peers := l.Clusters[0], l.Clusters[1:]
 	var ranges, views []netip.Prefix
 	for _, peer := range peers {
 		r, v, err := l.PodCIDRView(ctx, a, peer)

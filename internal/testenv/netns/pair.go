@@ -9,14 +9,16 @@ import (
 )
 
 // Pair is a named network namespace joined to the host by a veth pair: the
-// host end HostIf carries HostAddr, the end inside the namespace is eth0 and
-// carries NodeAddr, and the namespace routes everything through HostAddr.
-// It outlives the process that made it, as a lab's clusters do.
+// host end HostIf carries HostAddr, or joins the host bridge Bridge (which
+// carries HostAddr) when that is set; the end inside the namespace is eth0
+// and carries NodeAddr, and the namespace routes everything through
+// HostAddr. It outlives the process that made it, as a lab's nodes do.
 type Pair struct {
 	Namespace string
 	HostIf    string
 	HostAddr  netip.Prefix
 	NodeAddr  netip.Prefix
+	Bridge    string
 }
 
 // Create makes the namespace, with lo up, and the veth pair, with the
@@ -30,9 +32,13 @@ func (p Pair) Create() error {
 		return err
 	}
 	defer ns.Close()
+	host := []string{"ip", "addr", "add", p.HostAddr.String(), "dev", p.HostIf}
+	if p.Bridge != "" {
+		host = []string{"ip", "link", "set", p.HostIf, "master", p.Bridge}
+	}
 	for _, argv := range [][]string{
 		{"ip", "link", "add", p.HostIf, "type", "veth", "peer", "name", "eth0", "netns", p.Namespace},
-		{"ip", "addr", "add", p.HostAddr.String(), "dev", p.HostIf},
+		host,
 		{"ip", "link", "set", p.HostIf, "up"},
 		inside(p.Namespace, []string{"ip", "addr", "add", p.NodeAddr.String(), "dev", "eth0"}),
 		inside(p.Namespace, []string{"ip", "link", "set", "eth0", "up"}),

@@ -57,13 +57,3 @@ func Render(name string, p Params) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
-
-// DNSIP is the address the lab gives the kube-dns Service: the tenth of the
-// service range, as kubeadm does.
-func DNSIP(serviceCIDR netip.Prefix) netip.Addr {
-	a := serviceCIDR.Masked().Addr()
-	for range 10 {
-		a = a.Next()
-	}
-	return a
-}

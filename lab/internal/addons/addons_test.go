@@ -91,7 +91,7 @@ func TestRender(t *testing.T) {
 	p := Params{
 		Registry:      "172.30.1.1:5000",
 		PodCIDR:       netip.MustParsePrefix("10.245.0.0/16"),
-		DNSIP:         DNSIP(netip.MustParsePrefix("10.97.0.0/16")),
+		DNSIP:         netip.MustParseAddr("10.97.0.10"),
 		ClusterDomain: "cluster.local",
 		FlannelRunDir: "/lab/c1/flannel",
 	}

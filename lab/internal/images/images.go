@@ -72,30 +72,37 @@ func Build(ctx context.Context, repo, out string, bins []Binary) error {
 // Publish makes an image of each binary that has one (the binary alone, as
 // its entrypoint) and pushes it to the registry at host:port.
 func Publish(ctx context.Context, registry, binDir string, bins []Binary) error {
-	opts := []remote.Option{
-		remote.WithContext(ctx),
-		// The registry is local and plain HTTP: no proxy, no credentials.
-		remote.WithTransport(&http.Transport{Proxy: nil}),
-	}
+	opts := pushOptions(ctx)
 	for _, b := range bins {
 		if b.Image == nil {
 			continue
 		}
-		file := filepath.Join(binDir, filepath.Base(b.Package))
-		img, err := imageOf(file)
+		img, err := imageOf(filepath.Join(binDir, filepath.Base(b.Package)))
 		if err != nil {
 			return err
 		}
-		local := LocalName(b.Image(registry), registry)
-		ref, err := name.ParseReference(local, name.Insecure)
-		if err != nil {
-			return fmt.Errorf("image %s: %w", local, err)
-		}
-		if err := remote.Write(ref, img, opts...); err != nil {
-			return fmt.Errorf("push %s: %w", local, err)
+		if err := push(LocalName(b.Image(registry), registry), img, opts); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func push(image string, img v1.Image, opts []remote.Option) error {
+	ref, err := name.ParseReference(image, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", image, err)
+	}
+	if err := remote.Write(ref, img, opts...); err != nil {
+		return fmt.Errorf("push %s: %w", image, err)
+	}
+	return nil
+}
+
+// pushOptions reach the lab registry: local and plain HTTP, so no proxy and
+// no credentials.
+func pushOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithTransport(&http.Transport{Proxy: nil})}
 }
 
 // LocalName is where the lab registry holds an image: the same repository
@@ -111,44 +118,88 @@ func LocalName(image, registry string) string {
 // imageOf builds a one-layer image for this machine holding the binary at
 // /<name>, which is also its entrypoint.
 func imageOf(file string) (v1.Image, error) {
-	bin, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
-	}
-	base := filepath.Base(file)
+	return imageOfFiles(spec{entrypoint: file})
+}
+
+// spec describes an image of one program.
+type spec struct {
+	// entrypoint is the program's file on this machine; the image holds it
+	// at /<name> and runs it.
+	entrypoint string
+	// hostFiles are more files of this machine, held at their own paths;
+	// a symbolic link is kept as a link.
+	hostFiles []string
+	// user runs the program (uid:gid); empty means root.
+	user string
+	// env is the program's environment, NAME=value.
+	env []string
+}
+
+// imageOfFiles builds the one-layer image s describes.
+func imageOfFiles(s spec) (v1.Image, error) {
+	fail := func(err error) (v1.Image, error) { return nil, fmt.Errorf("image of %s: %w", s.entrypoint, err) }
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: base, Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+	add := func(name, file string) error {
+		fi, err := os.Lstat(file)
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: strings.TrimPrefix(name, "/"), Mode: int64(fi.Mode().Perm()), ModTime: time.Unix(0, 0)}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(file)
+			if err != nil {
+				return err
+			}
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
+			return tw.WriteHeader(hdr)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
 	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+	base := filepath.Base(s.entrypoint)
+	if err := add(base, s.entrypoint); err != nil {
+		return fail(err)
+	}
+	for _, f := range s.hostFiles {
+		if err := add(f, f); err != nil {
+			return fail(err)
+		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+		return fail(err)
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 	}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 	if err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+		return fail(err)
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+		return fail(err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+		return fail(err)
 	}
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
 	cf.Architecture = runtime.GOARCH
 	cf.Config.Entrypoint = []string{"/" + base}
+	cf.Config.User = s.user
+	cf.Config.Env = s.env
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
-		return nil, fmt.Errorf("image of %s: %w", file, err)
+		return fail(err)
 	}
 	return img, nil
 }

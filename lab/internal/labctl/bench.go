@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // Figures are the whole-system measurements of a peering in the lab.
@@ -54,10 +54,10 @@ const (
 // Bench peers the first two clusters of a fresh lab and measures it.
 func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 	f := Figures{RecoverySeconds: map[string]float64{}}
-	if len(l.Nodes) < 2 {
+	if len(l.Clusters) < 2 {
 		return f, errors.New("the benchmark needs two clusters")
 	}
-	a, b := l.Nodes[0], l.Nodes[1]
+	a, b := l.Clusters[0], l.Clusters[1]
 	if _, err := l.Connect(ctx, a, b); err != nil {
 		return f, err
 	}
@@ -109,7 +109,7 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 	}
 
 	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
-	for _, n := range []*node.Node{b, a} {
+	for _, n := range []*cluster.Cluster{b, a} {
 		gap, err := l.recovery(ctx, a, url, n)
 		if err != nil {
 			return f, err
@@ -122,7 +122,7 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 
 // recovery deletes the gateway pod of cluster n while a probe in cluster
 // src sends requests to url, and returns the longest time without answer.
-func (l *Lab) recovery(ctx context.Context, src *node.Node, url string, n *node.Node) (time.Duration, error) {
+func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster) (time.Duration, error) {
 	name := "bench-probe-" + n.ClusterID
 	if err := l.StartProbe(ctx, src, name, url, probeInterval, recoveryWatch+30*time.Second); err != nil {
 		return 0, err
@@ -152,7 +152,7 @@ func (l *Lab) recovery(ctx context.Context, src *node.Node, url string, n *node.
 
 // Measure runs `echo stream` or `echo rr` (mode) for d in a pod of n
 // against addr.
-func (l *Lab) Measure(ctx context.Context, n *node.Node, pod, mode, addr string, d time.Duration) (echoapi.Measured, error) {
+func (l *Lab) Measure(ctx context.Context, n *cluster.Cluster, pod, mode, addr string, d time.Duration) (echoapi.Measured, error) {
 	var m echoapi.Measured
 	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", mode, "--duration="+d.String(), addr)
 	if err != nil {
@@ -167,7 +167,7 @@ func (l *Lab) Measure(ctx context.Context, n *node.Node, pod, mode, addr string,
 // exposeEcho makes the sink and request/response ports of pod a NodePort
 // Service of cluster n, so that the same pod is measured over the node
 // network as through the peering; it returns the node port of each.
-func (l *Lab) exposeEcho(ctx context.Context, n *node.Node, pod corev1.Pod) (map[int]int32, error) {
+func (l *Lab) exposeEcho(ctx context.Context, n *cluster.Cluster, pod corev1.Pod) (map[int]int32, error) {
 	const target = "lab.peerlink.io/bench-target"
 	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "label", "pod", pod.Name, target+"=true"); err != nil {
 		return nil, err

@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // Demo peers the first two clusters of the lab with `peerlink network
@@ -19,11 +19,11 @@ import (
 // an echo pod of each cluster to one of the other through its remapped
 // address, printing what both ends saw.
 func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
-	if len(l.Nodes) < 2 {
+	if len(l.Clusters) < 2 {
 		return errors.New("the demo needs two clusters")
 	}
 	p := NewProgress(out)
-	a, b := l.Nodes[0], l.Nodes[1]
+	a, b := l.Clusters[0], l.Clusters[1]
 	p.Logf("peerlink network connect --kubeconfig %s --remote-kubeconfig %s --gw-server-service-type NodePort",
 		a.Kubeconfig(), b.Kubeconfig())
 	cliOut, err := l.Connect(ctx, a, b)
@@ -39,14 +39,14 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	p.Logf("Connected on both sides")
-	for _, dir := range [][2]*node.Node{{a, b}, {b, a}} {
+	for _, dir := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		real, remapped, err := l.PodCIDRView(ctx, dir[0], dir[1])
 		if err != nil {
 			return err
 		}
 		p.Logf("%s reaches the pods of %s (%s) at %s", dir[0].ClusterID, dir[1].ClusterID, real, remapped)
 	}
-	for _, dir := range [][2]*node.Node{{a, b}, {b, a}} {
+	for _, dir := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		got, from, err := l.reachEventually(ctx, dir[0], dir[1])
 		if err != nil {
 			return err
@@ -59,7 +59,7 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 // reachEventually retries Reach from the first echo pod of src to the first
 // of dst for a while: routes and NAT rules on every hop settle just after
 // Connected.
-func (l *Lab) reachEventually(ctx context.Context, src, dst *node.Node) (echoapi.Got, corev1.Pod, error) {
+func (l *Lab) reachEventually(ctx context.Context, src, dst *cluster.Cluster) (echoapi.Got, corev1.Pod, error) {
 	fromPods, toPods, err := l.echoPodsOf(ctx, src, dst)
 	if err != nil {
 		return echoapi.Got{}, corev1.Pod{}, err
@@ -93,7 +93,7 @@ func (l *Lab) reachEventually(ctx context.Context, src, dst *node.Node) (echoapi
 // describe tells what both ends of a request saw: the caller used the
 // callee's remapped address, the callee answered with its real one and saw
 // the caller under the caller's remapped address.
-func describe(src *node.Node, from corev1.Pod, dst *node.Node, got echoapi.Got) string {
+func describe(src *cluster.Cluster, from corev1.Pod, dst *cluster.Cluster, got echoapi.Got) string {
 	return fmt.Sprintf("%s pod %s (%s) -> %s: answered by %s pod %s (real IP %s), which saw the caller as %s",
 		src.ClusterID, from.Name, from.Status.PodIP, got.URL, dst.ClusterID, got.Reply.Pod, got.Reply.PodIP, got.Reply.Client)
 }

@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
 	"github.com/peerlink/peerlink/lab/internal/images"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // Echo is how the lab deploys its echo server in every cluster.
@@ -34,7 +34,7 @@ const (
 )
 
 // EchoPods lists the echo pods of a cluster.
-func (l *Lab) EchoPods(ctx context.Context, n *node.Node) ([]corev1.Pod, error) {
+func (l *Lab) EchoPods(ctx context.Context, n *cluster.Cluster) ([]corev1.Pod, error) {
 	cs, err := n.Clientset()
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (l *Lab) EchoPods(ctx context.Context, n *node.Node) ([]corev1.Pod, error) 
 
 // echoPodsOf lists the echo pods of src and those of dst; neither list is
 // empty.
-func (l *Lab) echoPodsOf(ctx context.Context, src, dst *node.Node) (fromPods, toPods []corev1.Pod, err error) {
+func (l *Lab) echoPodsOf(ctx context.Context, src, dst *cluster.Cluster) (fromPods, toPods []corev1.Pod, err error) {
 	if fromPods, err = l.EchoPods(ctx, src); err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +62,7 @@ func (l *Lab) echoPodsOf(ctx context.Context, src, dst *node.Node) (fromPods, to
 }
 
 // EchoGet runs `echo get url` in an echo pod of cluster n.
-func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoapi.Got, error) {
+func (l *Lab) EchoGet(ctx context.Context, n *cluster.Cluster, pod, url string) (echoapi.Got, error) {
 	var got echoapi.Got
 	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", "get", "--timeout=2s", url)
 	if err != nil {
@@ -75,12 +75,13 @@ func (l *Lab) EchoGet(ctx context.Context, n *node.Node, pod, url string) (echoa
 }
 
 // StartEcho starts one more echo server, as a bare pod, in cluster n.
-func (l *Lab) StartEcho(ctx context.Context, n *node.Node, name string) error {
+func (l *Lab) StartEcho(ctx context.Context, n *cluster.Cluster, name, node string) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
 	}
 	spec := l.echoPodSpec()
+	spec.NodeName = node
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace}, Spec: spec}
 	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.ClusterID, name, err)
@@ -118,7 +119,7 @@ func (l *Lab) echoPodSpec() corev1.PodSpec {
 // StartProbe starts a pod in cluster n that runs `echo probe` against url
 // for the given time, so that traffic is measured from inside the cluster
 // even while its API server is down.
-func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, interval, d time.Duration) error {
+func (l *Lab) StartProbe(ctx context.Context, n *cluster.Cluster, name, url string, interval, d time.Duration) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func (l *Lab) StartProbe(ctx context.Context, n *node.Node, name, url string, in
 
 // ProbeResults reads what the probe pod name has printed so far, in the
 // order the requests were sent (the probe prints them as they end).
-func (l *Lab) ProbeResults(ctx context.Context, n *node.Node, name string) ([]echoapi.Probe, error) {
+func (l *Lab) ProbeResults(ctx context.Context, n *cluster.Cluster, name string) ([]echoapi.Probe, error) {
 	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "logs", name)
 	if err != nil {
 		return nil, err
@@ -184,8 +185,9 @@ func LongestGap(probes []echoapi.Probe, from, until time.Time) time.Duration {
 	return max(longest, until.Sub(last))
 }
 
-// writeEcho writes the echo server's Deployment.
-func (l *Lab) writeEcho(n *node.Node) (string, error) {
+// writeEcho writes the echo server's Deployment and its Service, which pods
+// call by name through the cluster DNS.
+func (l *Lab) writeEcho(n *cluster.Cluster) (string, error) {
 	labels := map[string]string{"app": EchoDeployment}
 	deploy := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -199,9 +201,21 @@ func (l *Lab) writeEcho(n *node.Node) (string, error) {
 			},
 		},
 	}
-	b, err := yaml.Marshal(deploy)
-	if err != nil {
-		return "", err
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: EchoDeployment, Namespace: EchoNamespace, Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: EchoPort, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	var b []byte
+	for _, obj := range []any{deploy, svc} {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return "", err
+		}
+		b = append(append(b, "---\n"...), data...)
 	}
 	path := filepath.Join(n.Dir, "echo.yaml")
 	if err := os.WriteFile(path, b, 0o644); err != nil {

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
@@ -72,14 +72,13 @@ func lockHost() (func(), error) {
 // takenIndex returns the first of count indices from first that a lab
 // uses (its namespace, its veth or its cgroup exists), or 0.
 func takenIndex(first, count int) int {
-	cgroups, _ := node.CgroupMounts()
+	cgroups, _ := cluster.CgroupMounts()
 	for i := first; i < first+count; i++ {
-		p := node.Pair(i)
-		if p.HostIfExists() || netns.Exists(p.Namespace) {
+		if len(cluster.NetworkLeftovers(i)) > 0 {
 			return i
 		}
 		for _, m := range cgroups {
-			if _, err := os.Stat(filepath.Join(m.Path, node.CgroupName(i))); err == nil {
+			if _, err := os.Stat(filepath.Join(m.Path, cluster.CgroupName(i))); err == nil {
 				return i
 			}
 		}
@@ -103,7 +102,7 @@ func freeIndices(start, count int) (int, error) {
 // otherLabs reports whether a lab's veth is on the host; called after this
 // lab's own are gone, it tells whether this lab was the last.
 func otherLabs() bool {
-	links, _ := filepath.Glob("/sys/class/net/" + node.HostIfPrefix + "*")
+	links, _ := filepath.Glob("/sys/class/net/" + cluster.HostIfPrefix + "*")
 	return len(links) > 0
 }
 

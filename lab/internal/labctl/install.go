@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // PeerlinkNamespace is where the install bundle puts peerlink.
@@ -19,7 +19,7 @@ const PeerlinkNamespace = "peerlink"
 
 // Kubectl runs the lab's kubectl against a cluster and returns its
 // standard output.
-func (l *Lab) Kubectl(ctx context.Context, n *node.Node, args ...string) ([]byte, error) {
+func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, l.KubectlBin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -32,7 +32,7 @@ func (l *Lab) Kubectl(ctx context.Context, n *node.Node, args ...string) ([]byte
 }
 
 // install puts peerlink and the echo server into a fresh cluster.
-func (l *Lab) install(ctx context.Context, n *node.Node) error {
+func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 	echo, err := l.writeEcho(n)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func (l *Lab) install(ctx context.Context, n *node.Node) error {
 // writeOverlay writes the kustomize overlay the lab installs peerlink with:
 // the repository's install bundle as its base, by a relative path because
 // kustomize accepts no other.
-func (l *Lab) writeOverlay(n *node.Node) (string, error) {
+func (l *Lab) writeOverlay(n *cluster.Cluster) (string, error) {
 	dir := filepath.Join(n.Dir, "peerlink")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
@@ -101,9 +101,9 @@ func (l *Lab) writeOverlay(n *node.Node) (string, error) {
 			"behavior":  "merge",
 			"literals": []string{
 				"CLUSTER_ID=" + n.ClusterID,
-				"POD_CIDRS=" + node.PodCIDR,
-				"SERVICE_CIDR=" + node.ServiceCIDR,
-				"RESERVED_CIDRS=" + node.NodeNetwork,
+				"POD_CIDRS=" + n.PodCIDR.String(),
+				"SERVICE_CIDR=" + n.ServiceCIDR.String(),
+				"RESERVED_CIDRS=" + cluster.NodeNetwork,
 			},
 		}},
 	}

@@ -1,10 +1,12 @@
 package labctl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +19,8 @@ import (
 
 	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/images"
-	"github.com/peerlink/peerlink/lab/internal/node"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
 )
 
@@ -44,13 +46,22 @@ type Options struct {
 	Repo string
 	// Out receives progress lines and the output of the setup scripts.
 	Out io.Writer
+	// Nodes is the number of nodes of every cluster; 0 means 1.
+	Nodes int
+	// CNI is every cluster's pod network; empty means the bridge.
+	CNI cluster.CNI
+	// PodCIDRs are the clusters' pod ranges: one for every cluster, or one
+	// per cluster; none means cluster.DefaultPodCIDR.
+	PodCIDRs []netip.Prefix
+	// ServiceCIDRs are the clusters' service ranges, given like PodCIDRs.
+	ServiceCIDRs []netip.Prefix
 }
 
 // Lab is a running lab.
 type Lab struct {
-	Dir   string
-	State State
-	Nodes []*node.Node
+	Dir      string
+	State    State
+	Clusters []*cluster.Cluster
 	// KubectlBin is the kubectl binary built with the cluster components.
 	KubectlBin string
 	progress   *Progress
@@ -112,13 +123,13 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	l.KubectlBin = filepath.Join(binDir, "kubectl")
 	p.Logf("Kubernetes binaries present in %s", binDir)
 
-	bins := images.Binaries(node.PauseImage)
+	bins := images.Binaries(cluster.PauseImage)
 	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
 	p.Logf("built peerlink, peerlink-agent, echo, pause and registry")
 
-	for _, n := range l.Nodes {
+	for _, n := range l.Clusters {
 		n.BinDir = binDir
 	}
 
@@ -136,13 +147,17 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 		return nil, err
 	}
 	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
-		images.EchoImage(l.State.Registry), node.PauseImage)
+		images.EchoImage(l.State.Registry), cluster.PauseImage)
+	if err := l.publishComponents(ctx, o.Out); err != nil {
+		return nil, err
+	}
 
+	l.printTopology(p)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range l.Nodes {
+	for _, n := range l.Clusters {
 		g.Go(func() error {
 			start := time.Now()
-			if err := n.Up(gctx); err != nil {
+			if err := l.bringUp(gctx, n); err != nil {
 				return err
 			}
 			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.ClusterID, time.Since(start).Seconds(), n.Kubeconfig())
@@ -152,7 +167,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	p.Logf("lab up: %d clusters", len(l.Nodes))
+	p.Logf("lab up: %d clusters", len(l.Clusters))
 	return l, nil
 }
 
@@ -174,23 +189,27 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 		}
 	} else if taken := takenIndex(first, len(o.IDs)); taken != 0 {
 		return nil, fmt.Errorf("cluster index %d (network namespace %s) is in use by another lab: take that one down first, or use another directory and index",
-			taken, node.Namespace(taken))
+			taken, cluster.Namespace(taken))
 	}
 	l := &Lab{Dir: o.Dir, progress: p, State: State{
 		Repo:     o.Repo,
-		Registry: fmt.Sprintf("%s:%d", node.HostIP(first), registryPort),
+		Registry: fmt.Sprintf("%s:%d", cluster.HostIP(first), registryPort),
 	}}
 	for k, id := range o.IDs {
-		n := &node.Node{
-			Index:     first + k,
-			ClusterID: id,
-			Registry:  l.State.Registry,
-			Mirrored:  images.Mirrored(),
-			Logf:      p.Logf,
+		n := &cluster.Cluster{
+			Index:       first + k,
+			ClusterID:   id,
+			NodeCount:   max(o.Nodes, 1),
+			PodCIDR:     pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
+			ServiceCIDR: pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
+			CNI:         cmp.Or(o.CNI, cluster.Bridge),
+			Registry:    l.State.Registry,
+			Mirrored:    images.Mirrored(),
+			Logf:        p.Logf,
 		}
 		n.Dir = filepath.Join(o.Dir, n.Namespace())
-		l.Nodes = append(l.Nodes, n)
-		l.State.Clusters = append(l.State.Clusters, Cluster{Index: n.Index, ID: id, Kubeconfig: n.Kubeconfig()})
+		l.Clusters = append(l.Clusters, n)
+		l.State.Clusters = append(l.State.Clusters, recordOf(n))
 	}
 	if err := claimHost(); err != nil {
 		return nil, err
@@ -200,8 +219,8 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	if err := writeState(o.Dir, l.State); err != nil {
 		return nil, err
 	}
-	for _, n := range l.Nodes {
-		if err := n.Pair().Create(); err != nil {
+	for _, n := range l.Clusters {
+		if err := n.CreateNetwork(); err != nil {
 			return nil, err
 		}
 	}
@@ -210,6 +229,18 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// pick returns the value for cluster k of a list given once for every
+// cluster or once per cluster, or def when none is given.
+func pick(list []netip.Prefix, k int, def netip.Prefix) netip.Prefix {
+	switch {
+	case len(list) == 0:
+		return def
+	case len(list) == 1:
+		return list[0]
+	}
+	return list[k]
 }
 
 func (o *Options) validate() error {
@@ -232,6 +263,31 @@ func (o *Options) validate() error {
 	if o.FirstIndex < 0 || o.FirstIndex+len(o.IDs)-1 > maxIndex {
 		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.IDs)-1, maxIndex)
 	}
+	if o.Nodes < 0 || o.Nodes > cluster.MaxNodes {
+		return fmt.Errorf("--nodes %d: must lie in 1..%d", o.Nodes, cluster.MaxNodes)
+	}
+	for _, l := range []struct {
+		flag string
+		list []netip.Prefix
+	}{{"--pod-cidrs", o.PodCIDRs}, {"--service-cidrs", o.ServiceCIDRs}} {
+		if len(l.list) > 1 && len(l.list) != len(o.IDs) {
+			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.IDs))
+		}
+		for _, p := range l.list {
+			if !p.Addr().Is4() || p != p.Masked() || p.Bits() > 28 {
+				return fmt.Errorf("%s %s: must be an IPv4 network of at most /28", l.flag, p)
+			}
+			if p.Overlaps(netip.MustParsePrefix(cluster.NodeNetwork)) {
+				return fmt.Errorf("%s %s: overlaps the lab's node networks %s", l.flag, p, cluster.NodeNetwork)
+			}
+		}
+	}
+	for k := range o.IDs {
+		pod, svc := pick(o.PodCIDRs, k, cluster.DefaultPodCIDR), pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR)
+		if pod.Overlaps(svc) {
+			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.IDs[k], pod, svc)
+		}
+	}
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("lab directory %q: must be absolute", o.Dir)
 	}
@@ -244,8 +300,10 @@ func (l *Lab) path(elem ...string) string {
 
 func (l *Lab) namespaces() []string {
 	var out []string
-	for _, n := range l.Nodes {
-		out = append(out, n.Namespace())
+	for _, c := range l.Clusters {
+		for _, n := range c.Nodes() {
+			out = append(out, n.Namespace())
+		}
 	}
 	return out
 }
@@ -318,10 +376,10 @@ func Open(dir string) (*Lab, error) {
 	}
 	l := &Lab{Dir: dir, State: s, KubectlBin: filepath.Join(binDir, "kubectl"), progress: NewProgress(io.Discard)}
 	for _, c := range s.Clusters {
-		n := &node.Node{Index: c.Index, ClusterID: c.ID, BinDir: binDir, Registry: s.Registry,
-			Mirrored: images.Mirrored(), Logf: l.progress.Logf}
+		n := c.cluster()
+		n.BinDir, n.Registry, n.Mirrored, n.Logf = binDir, s.Registry, images.Mirrored(), l.progress.Logf
 		n.Dir = filepath.Join(dir, n.Namespace())
-		l.Nodes = append(l.Nodes, n)
+		l.Clusters = append(l.Clusters, n)
 	}
 	return l, nil
 }
@@ -335,26 +393,27 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "lab in %s, registry %s (%s)\n", dir, l.State.Registry,
 		running(filepath.Join(dir, "registry.pid")))
-	for _, n := range l.Nodes {
-		ready := "not Ready"
-		if ok, why := n.Ready(ctx); ok {
-			ready = "Ready"
-		} else if why != "" {
-			ready += " (" + why + ")"
+	for _, n := range l.Clusters {
+		procs := "control plane running"
+		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
+			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
-		var down []string
-		for _, c := range node.Components() {
-			if running(n.PidFile(c)) != "running" {
-				down = append(down, c)
+		fmt.Fprintf(out, "%s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.ClusterID, n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+		for _, node := range n.Nodes() {
+			ready := "not Ready"
+			if ok, why := node.Ready(ctx); ok {
+				ready = "Ready"
+			} else if why != "" {
+				ready += " (" + why + ")"
 			}
+			procs := ""
+			if down := notRunning(cluster.NodeComponents(), node.PidFile); len(down) > 0 {
+				procs = ", not running: " + strings.Join(down, ", ")
+			}
+			fmt.Fprintf(out, "    node %s  %s  namespace %s  %s%s\n", node.Name(), node.IP(), node.Namespace(), ready, procs)
 		}
-		procs := "all components running"
-		if len(down) > 0 {
-			procs = "not running: " + strings.Join(down, ", ")
-		}
-		fmt.Fprintf(out, "%s  namespace %s  node %s %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.ClusterID, n.Namespace(), n.NodeName(), ready, n.APIServerURL(), n.Kubeconfig(), procs)
-		for _, peer := range l.Nodes {
+		for _, peer := range l.Clusters {
 			if peer == n {
 				continue
 			}
@@ -366,6 +425,17 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// notRunning are the components whose pid file names no running process.
+func notRunning(components []string, pidFile func(string) string) []string {
+	var down []string
+	for _, c := range components {
+		if running(pidFile(c)) != "running" {
+			down = append(down, c)
+		}
+	}
+	return down
 }
 
 func running(pidFile string) string {

@@ -16,13 +16,13 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
-	"github.com/peerlink/peerlink/lab/internal/node"
 )
 
 // Client is a controller-runtime client of cluster n that knows
 // Kubernetes' and peerlink's kinds.
-func (l *Lab) Client(n *node.Node) (client.Client, error) {
+func (l *Lab) Client(n *cluster.Cluster) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
@@ -61,7 +61,7 @@ func (l *Lab) Peerlink(ctx context.Context, args ...string) ([]byte, error) {
 // Connect peers two clusters the way the documentation tells a user holding
 // both kubeconfigs to: local is the gateway client, remote the server,
 // reachable through a NodePort.
-func (l *Lab) Connect(ctx context.Context, local, remote *node.Node) ([]byte, error) {
+func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster) ([]byte, error) {
 	return l.Peerlink(ctx, "network", "connect",
 		"--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig(),
 		"--gw-server-service-type", "NodePort")
@@ -69,7 +69,7 @@ func (l *Lab) Connect(ctx context.Context, local, remote *node.Node) ([]byte, er
 
 // ConnectionState is the status of the Connection of cluster n towards
 // peer, or "" while there is none.
-func (l *Lab) ConnectionState(ctx context.Context, n, peer *node.Node) (netv1beta1.ConnectionStatusValue, error) {
+func (l *Lab) ConnectionState(ctx context.Context, n, peer *cluster.Cluster) (netv1beta1.ConnectionStatusValue, error) {
 	c, err := l.Client(n)
 	if err != nil {
 		return "", err
@@ -89,7 +89,7 @@ func (l *Lab) ConnectionState(ctx context.Context, n, peer *node.Node) (netv1bet
 
 // WaitConnected waits until the Connections of both clusters towards each
 // other are Connected.
-func (l *Lab) WaitConnected(ctx context.Context, a, b *node.Node) error {
+func (l *Lab) WaitConnected(ctx context.Context, a, b *cluster.Cluster) error {
 	for {
 		sa, errA := l.ConnectionState(ctx, a, b)
 		sb, errB := l.ConnectionState(ctx, b, a)
@@ -108,7 +108,7 @@ func (l *Lab) WaitConnected(ctx context.Context, a, b *node.Node) error {
 // PodCIDRView is how cluster n sees the pod range of peer: the peer's real
 // range and the local range it is remapped to, from n's Configuration for
 // peer.
-func (l *Lab) PodCIDRView(ctx context.Context, n, peer *node.Node) (real, remapped netip.Prefix, err error) {
+func (l *Lab) PodCIDRView(ctx context.Context, n, peer *cluster.Cluster) (real, remapped netip.Prefix, err error) {
 	c, err := l.Client(n)
 	if err != nil {
 		return real, remapped, err
@@ -135,7 +135,7 @@ func (l *Lab) PodCIDRView(ctx context.Context, n, peer *node.Node) (real, remapp
 
 // RemappedIP is the address under which cluster n reaches ip, an address of
 // peer's pod range.
-func (l *Lab) RemappedIP(ctx context.Context, n, peer *node.Node, ip string) (netip.Addr, error) {
+func (l *Lab) RemappedIP(ctx context.Context, n, peer *cluster.Cluster, ip string) (netip.Addr, error) {
 	real, remapped, err := l.PodCIDRView(ctx, n, peer)
 	if err != nil {
 		return netip.Addr{}, err
@@ -149,7 +149,7 @@ func (l *Lab) RemappedIP(ctx context.Context, n, peer *node.Node, ip string) (ne
 
 // Reach sends a request from the echo pod from of cluster a to the echo pod
 // to of cluster b, at the address a knows it by.
-func (l *Lab) Reach(ctx context.Context, a *node.Node, from corev1.Pod, b *node.Node, to corev1.Pod) (echoapi.Got, error) {
+func (l *Lab) Reach(ctx context.Context, a *cluster.Cluster, from corev1.Pod, b *cluster.Cluster, to corev1.Pod) (echoapi.Got, error) {
 	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
 	if err != nil {
 		return echoapi.Got{}, err

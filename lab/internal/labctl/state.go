@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // stateFile records, before anything else is created, what a lab is made of,
@@ -24,8 +27,26 @@ type State struct {
 type Cluster struct {
 	Index int    `json:"index"`
 	ID    string `json:"id"`
-	// Kubeconfig is the admin kubeconfig, whose server is the node address.
-	Kubeconfig string `json:"kubeconfig"`
+	// Kubeconfig is the admin kubeconfig, whose server is the address of
+	// the control-plane node.
+	Kubeconfig  string       `json:"kubeconfig"`
+	Nodes       int          `json:"nodes"`
+	CNI         cluster.CNI  `json:"cni"`
+	PodCIDR     netip.Prefix `json:"podCIDR"`
+	ServiceCIDR netip.Prefix `json:"serviceCIDR"`
+}
+
+// recordOf is the record of a cluster.
+func recordOf(c *cluster.Cluster) Cluster {
+	return Cluster{Index: c.Index, ID: c.ClusterID, Kubeconfig: c.Kubeconfig(), Nodes: c.NodeCount,
+		CNI: c.CNI, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}
+}
+
+// cluster is the cluster a record describes, without what the lab adds
+// (directories, binaries, registry).
+func (r Cluster) cluster() *cluster.Cluster {
+	return &cluster.Cluster{Index: r.Index, ClusterID: r.ID, NodeCount: r.Nodes, CNI: r.CNI,
+		PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR}
 }
 
 func writeState(dir string, s State) error {

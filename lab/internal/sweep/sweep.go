@@ -16,7 +16,7 @@ import (
 
 	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
-	"github.com/peerlink/peerlink/lab/internal/node"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // Shim sockets live in containerd's compiled-in state directory, whatever
@@ -46,7 +46,7 @@ func Find(dir string, recorded []int) Lab {
 	for _, e := range entries {
 		// Cluster directories are named after the namespaces.
 		digits, ok := strings.CutPrefix(e.Name(), "c")
-		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && node.Namespace(i) == e.Name() {
+		if i, err := strconv.Atoi(digits); ok && err == nil && e.IsDir() && cluster.Namespace(i) == e.Name() {
 			l.Indices = append(l.Indices, i)
 		}
 	}
@@ -82,8 +82,10 @@ func (l Lab) Processes() ([]Process, error) {
 	}
 	namespaces := map[uint64]string{}
 	for _, i := range l.Indices {
-		if ino, err := netns.Inode(netns.Path(node.Namespace(i))); err == nil {
-			namespaces[ino] = node.Namespace(i)
+		for _, ns := range cluster.Namespaces(i) {
+			if ino, err := netns.Inode(netns.Path(ns)); err == nil {
+				namespaces[ino] = ns
+			}
 		}
 	}
 	found := map[int]string{}
@@ -138,7 +140,7 @@ func (l Lab) owns(pid int, namespaces map[uint64]string) string {
 				continue
 			}
 			for _, i := range l.Indices {
-				root := "/" + node.CgroupName(i)
+				root := "/" + cluster.CgroupName(i)
 				if parts[2] == root || strings.HasPrefix(parts[2], root+"/") {
 					return "cgroup " + parts[2]
 				}
@@ -209,7 +211,7 @@ func Remove(l Lab, logf func(string, ...any)) error {
 	}
 	errs = append(errs, removeEach(l.CgroupDirs, removeCgroup))
 	for _, i := range l.Indices {
-		errs = append(errs, node.Pair(i).Delete())
+		errs = append(errs, cluster.DeleteNetwork(i))
 	}
 	errs = append(errs, removeEach(l.HostFiles, os.RemoveAll))
 	if err := os.RemoveAll(l.Dir); err != nil {
@@ -367,14 +369,14 @@ func (l Lab) unmountAll() error {
 // CgroupDirs lists the cgroups of the lab's clusters in every hierarchy,
 // deepest first.
 func (l Lab) CgroupDirs() ([]string, error) {
-	mounts, err := node.CgroupMounts()
+	mounts, err := cluster.CgroupMounts()
 	if err != nil {
 		return nil, err
 	}
 	var dirs []string
 	for _, m := range mounts {
 		for _, i := range l.Indices {
-			root := filepath.Join(m.Path, node.CgroupName(i))
+			root := filepath.Join(m.Path, cluster.CgroupName(i))
 			err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 				if errors.Is(err, os.ErrNotExist) {
 					return nil
@@ -405,8 +407,8 @@ func (l Lab) CgroupDirs() ([]string, error) {
 func (l Lab) HostFiles() ([]string, error) {
 	var out []string
 	for _, i := range l.Indices {
-		if _, err := os.Stat(filepath.Join(cniNetworksDir, node.NetworkName(i))); err == nil {
-			out = append(out, filepath.Join(cniNetworksDir, node.NetworkName(i)))
+		if _, err := os.Stat(filepath.Join(cniNetworksDir, cluster.NetworkName(i))); err == nil {
+			out = append(out, filepath.Join(cniNetworksDir, cluster.NetworkName(i)))
 		}
 	}
 	results, err := os.ReadDir(cniResultsDir)
@@ -452,7 +454,7 @@ func (l Lab) ownsCNIResult(path string) bool {
 		return false
 	}
 	for _, i := range l.Indices {
-		if cached.NetworkName == node.NetworkName(i) {
+		if cached.NetworkName == cluster.NetworkName(i) {
 			return true
 		}
 	}
@@ -490,13 +492,7 @@ func (l Lab) Leftovers() ([]string, error) {
 		out = append(out, "cgroup "+c)
 	}
 	for _, i := range l.Indices {
-		p := node.Pair(i)
-		if netns.Exists(p.Namespace) {
-			out = append(out, "network namespace "+p.Namespace)
-		}
-		if p.HostIfExists() {
-			out = append(out, "interface "+p.HostIf)
-		}
+		out = append(out, cluster.NetworkLeftovers(i)...)
 	}
 	files, err := l.HostFiles()
 	if err != nil {

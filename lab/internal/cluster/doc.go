@@ -9,4 +9,4 @@
 // namespace's sysctls. It does not create the namespace (package labctl
 // does, with internal/testenv/netns), build images (package images) or
 // install anything into the cluster (package labctl).
-package node
+package cluster

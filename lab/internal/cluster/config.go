@@ -1,7 +1,6 @@
-package node
+package cluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 )
 
 // Paths below Node.Dir. Unix socket paths are kept short: they must fit in
-// 108 bytes even when Dir is a deep temporary directory.
+// 108 bytes even when the lab directory is a deep temporary directory.
 const (
 	containerdSocket = "containerd/sock"
 	containerdTTRPC  = "containerd/ttrpc"
@@ -27,37 +26,62 @@ func (n *Node) ContainerdSocket() string { return n.path(containerdSocket) }
 // netns_mounts_under_state_dir, the pods' network namespace mounts.
 func (n *Node) ContainerdState() string { return n.path("containerd", "state") }
 
-// writeFiles writes every configuration file the components read.
-func (n *Node) writeFiles() error {
-	for _, d := range []string{"logs", "run", "etcd", "containerd/root", "containerd/state",
-		"containerd/opt", "runc", cniConfDir, "cni/ipam", kubeletRoot, "pod-logs"} {
-		if err := os.MkdirAll(n.path(d), 0o755); err != nil {
-			return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+// writeFiles writes the cluster's certificates, kubeconfigs and the API
+// server's admission configuration, and every node's own configuration.
+func (c *Cluster) writeFiles() error {
+	for _, d := range []string{"logs", "run", "etcd"} {
+		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
 		}
 	}
-	if err := n.writePKI(); err != nil {
+	if err := c.writePKI(); err != nil {
 		return err
 	}
-	files := map[string]func() ([]byte, error){
-		"containerd/config.toml":        n.containerdConfig,
-		cniConfDir + "/10-lab.conflist": n.cniConfig,
-		"kubelet-config.yaml":           n.kubeletConfig,
-		"kube-proxy-config.yaml":        n.kubeProxyConfig,
-		admissionConfig:                 admissionConfiguration,
+	if err := writeAll(c.ClusterID, c.path, map[string]func() ([]byte, error){admissionConfig: admissionConfiguration}); err != nil {
+		return err
 	}
-	for _, host := range append([]string{n.Registry}, n.Mirrored...) {
+	for _, n := range c.Nodes() {
+		if err := n.writeFiles(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFiles writes the configuration of the node's containerd, kubelet and
+// kube-proxy. The CNI configuration comes later, once the node knows its
+// pod range (writeCNIConfig).
+func (n *Node) writeFiles() error {
+	for _, d := range []string{"logs", "run", "containerd/root", "containerd/state",
+		"containerd/opt", "runc", cniConfDir, "cni/ipam", kubeletRoot, "pod-logs"} {
+		if err := os.MkdirAll(n.path(d), 0o755); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name(), err)
+		}
+	}
+	files := map[string]func() ([]byte, error){
+		"containerd/config.toml": n.containerdConfig,
+		"kubelet-config.yaml":    n.kubeletConfig,
+		"kube-proxy-config.yaml": n.kubeProxyConfig,
+	}
+	for _, host := range append([]string{n.Cluster.Registry}, n.Cluster.Mirrored...) {
 		files["containerd/certs.d/"+host+"/hosts.toml"] = n.hostsTOML
 	}
+	return writeAll(n.Name(), n.path, files)
+}
+
+// writeAll writes each file of files, named relative to path, with what
+// its function renders; what names the owner in errors.
+func writeAll(what string, path func(...string) string, files map[string]func() ([]byte, error)) error {
 	for name, render := range files {
 		b, err := render()
 		if err != nil {
-			return fmt.Errorf("cluster %s %s: %w", n.ClusterID, name, err)
+			return fmt.Errorf("%s %s: %w", what, name, err)
 		}
-		if err := os.MkdirAll(filepath.Dir(n.path(name)), 0o755); err != nil {
-			return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+		if err := os.MkdirAll(filepath.Dir(path(name)), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := os.WriteFile(n.path(name), b, 0o644); err != nil {
-			return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+		if err := os.WriteFile(path(name), b, 0o644); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil
@@ -85,7 +109,7 @@ plugins:
 }
 
 // containerdConfig keeps every path of containerd, its shims and runc inside
-// the cluster's directory, so that clusters do not share state.
+// the node's directory, so that nodes do not share state.
 func (n *Node) containerdConfig() ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "version = 2\n")
@@ -115,32 +139,8 @@ func (n *Node) containerdConfig() ([]byte, error) {
 // hostsTOML sends every pull of a mirrored registry host to the lab registry
 // over plain HTTP.
 func (n *Node) hostsTOML() ([]byte, error) {
-	url := "http://" + n.Registry
+	url := "http://" + n.Cluster.Registry
 	return fmt.Appendf(nil, "server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", url, url), nil
-}
-
-// cniConfig is a bridge network with masquerading, as a default CNI sets up.
-func (n *Node) cniConfig() ([]byte, error) {
-	conf := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       n.NetworkName(),
-		"plugins": []any{
-			map[string]any{
-				"type":        "bridge",
-				"bridge":      "cni0",
-				"isGateway":   true,
-				"ipMasq":      true,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": PodCIDR}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": n.path("cni", "ipam"),
-				},
-			},
-		},
-	}
-	return json.MarshalIndent(conf, "", "  ")
 }
 
 func (n *Node) kubeletConfig() ([]byte, error) {
@@ -150,7 +150,7 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 		"authentication": map[string]any{
 			"anonymous": map[string]bool{"enabled": false},
 			"webhook":   map[string]bool{"enabled": false},
-			"x509":      map[string]string{"clientCAFile": n.path("pki", "ca.crt")},
+			"x509":      map[string]string{"clientCAFile": n.Cluster.path("pki", "ca.crt")},
 		},
 		"authorization":            map[string]string{"mode": "AlwaysAllow"},
 		"containerRuntimeEndpoint": "unix://" + n.ContainerdSocket(),
@@ -160,9 +160,9 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 		"enforceNodeAllocatable":   []string{},
 		"failSwapOn":               false,
 		"resolvConf":               "",
-		"podCIDR":                  PodCIDR,
 		"podLogsDir":               n.path("pod-logs"),
-		"clusterDomain":            "cluster.local",
+		"clusterDomain":            ClusterDomain,
+		"clusterDNS":               []string{n.Cluster.DNSIP().String()},
 		"healthzBindAddress":       "127.0.0.1",
 		"readOnlyPort":             0,
 		"serializeImagePulls":      false,
@@ -187,11 +187,11 @@ func (n *Node) kubeProxyConfig() ([]byte, error) {
 	cfg := map[string]any{
 		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 		"kind":               "KubeProxyConfiguration",
-		"clientConnection":   map[string]string{"kubeconfig": n.componentKubeconfig("kube-proxy")},
+		"clientConnection":   map[string]string{"kubeconfig": n.Cluster.componentKubeconfig("kube-proxy")},
 		"mode":               "iptables",
-		"clusterCIDR":        PodCIDR,
-		"hostnameOverride":   n.NodeName(),
-		"bindAddress":        n.NodeIP().String(),
+		"clusterCIDR":        n.Cluster.PodCIDR.String(),
+		"hostnameOverride":   n.Name(),
+		"bindAddress":        n.IP().String(),
 		"healthzBindAddress": "127.0.0.1:10256",
 		"metricsBindAddress": "127.0.0.1:10249",
 		// Zero leaves the host-wide conntrack table size alone, which a

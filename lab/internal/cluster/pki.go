@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"crypto"
@@ -33,21 +33,28 @@ type identity struct {
 
 // clients are the cluster's users; each gets a certificate and a kubeconfig
 // named after file. The admin kubeconfig is the one handed to users.
-func (n *Node) clients() []identity {
-	return []identity{
+func (n *Cluster) clients() []identity {
+	ids := []identity{
 		{file: "admin", user: "kubernetes-admin", groups: []string{"system:masters"}},
 		{file: "kube-controller-manager", user: "system:kube-controller-manager"},
 		{file: "kube-scheduler", user: "system:kube-scheduler"},
-		{file: "kubelet", user: "system:node:" + n.NodeName(), groups: []string{"system:nodes"}},
 		{file: "kube-proxy", user: "system:kube-proxy"},
 		{file: "apiserver-kubelet-client", user: "kube-apiserver-kubelet-client", groups: []string{"system:masters"}},
 	}
+	// Each kubelet is its node, as the Node authorizer requires.
+	for _, node := range n.Nodes() {
+		ids = append(ids, identity{file: node.kubeletIdentity(), user: "system:node:" + node.Name(), groups: []string{"system:nodes"}})
+	}
+	return ids
 }
+
+// kubeletIdentity names the node's kubelet certificate and kubeconfig.
+func (n *Node) kubeletIdentity() string { return "kubelet-" + n.Name() }
 
 // writePKI creates the cluster's CA, the API server's serving certificate,
 // the service-account signing key, and a certificate and kubeconfig for each
 // client.
-func (n *Node) writePKI() error {
+func (n *Cluster) writePKI() error {
 	dir := n.path("pki")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cluster %s pki: %w", n.ClusterID, err)
@@ -87,7 +94,7 @@ func (n *Node) writePKI() error {
 			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		IPAddresses: []net.IP{
 			net.IP(n.NodeIP().AsSlice()),
-			net.ParseIP(APIServiceIP),
+			net.IP(n.APIServiceIP().AsSlice()),
 			net.IPv4(127, 0, 0, 1),
 		},
 	}
@@ -131,7 +138,7 @@ func (n *Node) writePKI() error {
 
 // writeKubeconfig writes a kubeconfig for a client identity, with the
 // certificates inlined so the file can be copied elsewhere.
-func (n *Node) writeKubeconfig(id identity, caPEM []byte) error {
+func (n *Cluster) writeKubeconfig(id identity, caPEM []byte) error {
 	cert, err := os.ReadFile(n.path("pki", id.file+".crt"))
 	if err != nil {
 		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.ClusterID, id.file, err)
@@ -156,7 +163,7 @@ func (n *Node) writeKubeconfig(id identity, caPEM []byte) error {
 	return nil
 }
 
-func (n *Node) componentKubeconfig(name string) string {
+func (n *Cluster) componentKubeconfig(name string) string {
 	return n.path("pki", name+".kubeconfig")
 }
 

@@ -1,0 +1,406 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/peerlink/peerlink/internal/testenv/proc"
+)
+
+// ControlPlaneComponents are the processes of the control plane, which runs
+// on the first node, in start order.
+func ControlPlaneComponents() []string {
+	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+}
+
+// NodeComponents are the processes of every node, in start order.
+func NodeComponents() []string {
+	return []string{"containerd", "kubelet", "kube-proxy"}
+}
+
+// commands are the command lines of the control-plane components.
+func (n *Cluster) commands() map[string][]string {
+	bin := func(name string) string { return filepath.Join(n.BinDir, name) }
+	pki := func(name string) string { return n.path("pki", name) }
+	// controller is the command line of a controller of the control plane
+	// (kube-controller-manager, kube-scheduler): one kubeconfig for the API
+	// and for delegated authentication and authorization, serving on the
+	// loopback only, alone (no leader election).
+	controller := func(name string, flags ...string) []string {
+		kc := n.componentKubeconfig(name)
+		return append([]string{bin(name),
+			"--kubeconfig=" + kc,
+			"--authentication-kubeconfig=" + kc,
+			"--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1",
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		}, flags...)
+	}
+	return map[string][]string{
+		// A lab cluster's data is disposable; skipping fsync keeps two
+		// clusters from stalling on a shared disk.
+		"etcd": {bin("etcd"),
+			"--name=" + n.Namespace(),
+			"--data-dir=" + n.path("etcd"),
+			"--listen-client-urls=http://127.0.0.1:2379",
+			"--advertise-client-urls=http://127.0.0.1:2379",
+			"--listen-peer-urls=http://127.0.0.1:2380",
+			"--initial-advertise-peer-urls=http://127.0.0.1:2380",
+			"--initial-cluster=" + n.Namespace() + "=http://127.0.0.1:2380",
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		},
+		"kube-apiserver": {bin("kube-apiserver"),
+			"--etcd-servers=http://127.0.0.1:2379",
+			"--advertise-address=" + n.NodeIP().String(),
+			"--secure-port=6443",
+			"--tls-cert-file=" + pki("apiserver.crt"),
+			"--tls-private-key-file=" + pki("apiserver.key"),
+			"--client-ca-file=" + pki("ca.crt"),
+			"--cert-dir=" + n.path("pki"),
+			"--service-cluster-ip-range=" + n.ServiceCIDR.String(),
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + pki("sa.pub"),
+			"--service-account-signing-key-file=" + pki("sa.key"),
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction,PodSecurity",
+			"--admission-control-config-file=" + n.path(admissionConfig),
+			"--allow-privileged=true",
+			"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+			// Node names do not resolve: reach kubelets by their address.
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
+			"--profiling=false",
+			"--v=1",
+		},
+		"kube-controller-manager": controller("kube-controller-manager",
+			"--cert-dir="+n.path("pki"),
+			"--root-ca-file="+pki("ca.crt"),
+			"--service-account-private-key-file="+pki("sa.key"),
+			"--use-service-account-credentials=true",
+			"--service-cluster-ip-range="+n.ServiceCIDR.String(),
+			// The node's spec.podCIDR is what node-local agents read.
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr="+n.PodCIDR.String(),
+			"--node-cidr-mask-size="+strconv.Itoa(n.NodeMaskSize()),
+		),
+		"kube-scheduler": controller("kube-scheduler"),
+	}
+}
+
+// commands are the command lines of the node's components.
+func (n *Node) commands() map[string][]string {
+	bin := func(name string) string { return filepath.Join(n.Cluster.BinDir, name) }
+	return map[string][]string{
+		"containerd": {"containerd", "--config=" + n.path("containerd", "config.toml")},
+		"kubelet": {bin("kubelet"),
+			"--config=" + n.path("kubelet-config.yaml"),
+			"--kubeconfig=" + n.Cluster.componentKubeconfig(n.kubeletIdentity()),
+			"--root-dir=" + n.path(kubeletRoot),
+			"--cert-dir=" + n.path(kubeletRoot, "pki"),
+			"--hostname-override=" + n.Name(),
+			"--node-ip=" + n.IP().String(),
+			"--v=1",
+		},
+		"kube-proxy": {bin("kube-proxy"), "--config=" + n.path("kube-proxy-config.yaml"), "--v=1"},
+	}
+}
+
+// watcher waits until ready reports true, failing fast with the log of a
+// component that exited meanwhile.
+type watcher func(ctx context.Context, what string, ready func(context.Context) (bool, error)) error
+
+// Up writes the cluster's files and starts its components in the nodes'
+// network namespaces, which must exist (CreateNetwork), then waits until
+// every node is registered and, with the bridge CNI, sets up the pod
+// network. Flannel's pod network needs its DaemonSet: the caller applies it
+// and then calls Network. The processes keep running after Up returns.
+func (n *Cluster) Up(ctx context.Context) error {
+	nodes := n.Nodes()
+	for _, node := range nodes {
+		if err := node.configureNamespace(); err != nil {
+			return err
+		}
+	}
+	if err := n.writeFiles(); err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		if err := node.makeCgroups(); err != nil {
+			return err
+		}
+	}
+	n.running = nil
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	if err := n.start("etcd", "kube-apiserver"); err != nil {
+		return err
+	}
+	err = n.watch(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	n.Logf("%s: kube-apiserver ready at %s", n.ClusterID, n.APIServerURL())
+	if err := n.start("kube-controller-manager", "kube-scheduler"); err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		for _, c := range NodeComponents() {
+			p, err := node.Start(c)
+			if err != nil {
+				return err
+			}
+			n.running = append(n.running, p)
+		}
+	}
+	podCIDRs, err := n.podCIDRs(ctx, n.watch)
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		n.Logf("%s: node %s at %s, pods %s", n.ClusterID, node.Name(), node.IP(), podCIDRs[node.Name()])
+	}
+	if n.CNI == Bridge {
+		return n.setUpBridge(podCIDRs)
+	}
+	return nil
+}
+
+// Network finishes a Flannel pod network once its DaemonSet runs: each
+// node's CNI configuration from its lease. With the bridge CNI, Up did it.
+func (n *Cluster) Network(ctx context.Context) error {
+	if n.CNI != Flannel {
+		return nil
+	}
+	return n.setUpFromFlannel(ctx, n.watch)
+}
+
+// WaitReady waits until every node is Ready and the default ServiceAccount
+// exists: pods can run.
+func (n *Cluster) WaitReady(ctx context.Context) error {
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	for _, node := range n.Nodes() {
+		err := n.watch(ctx, "node "+node.Name()+" Ready", func(ctx context.Context) (bool, error) {
+			ok, why := node.Ready(ctx)
+			return ok, errors.New(why)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	n.Logf("%s: %d nodes Ready", n.ClusterID, n.NodeCount)
+	return n.watch(ctx, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return err == nil, err
+	})
+}
+
+// start starts control-plane components and remembers them for watch.
+func (n *Cluster) start(names ...string) error {
+	for _, name := range names {
+		p, err := n.Start(name)
+		if err != nil {
+			return err
+		}
+		n.running = append(n.running, p)
+	}
+	return nil
+}
+
+// watch waits until ready reports true, failing fast, with the component's
+// log, when a component started by Up exits.
+func (n *Cluster) watch(ctx context.Context, what string, ready func(context.Context) (bool, error)) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		for _, p := range n.running {
+			select {
+			case <-p.Exited:
+				return fmt.Errorf("cluster %s: waiting for %s: %w", n.ClusterID, what, p.Failure())
+			default:
+			}
+		}
+		ok, err := ready(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s: waiting for %s: %w (last error: %v)", n.ClusterID, what, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// Start starts one control-plane component in the first node's namespace.
+// Up starts them all; Start alone restarts one that Stop ended.
+func (n *Cluster) Start(component string) (*proc.Process, error) {
+	argv, ok := n.commands()[component]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: no control-plane component %q", n.ClusterID, component)
+	}
+	return startIn(n.Namespace(), n.ClusterID+" "+component, argv, n.Log(component), n.PidFile(component))
+}
+
+// Start starts one component of the node in its namespace.
+func (n *Node) Start(component string) (*proc.Process, error) {
+	argv, ok := n.commands()[component]
+	if !ok {
+		return nil, fmt.Errorf("node %s: no component %q", n.Name(), component)
+	}
+	return startIn(n.Namespace(), n.Name()+" "+component, argv, n.Log(component), n.PidFile(component))
+}
+
+func startIn(namespace, name string, argv []string, log, pidFile string) (*proc.Process, error) {
+	return proc.Start(proc.Spec{
+		Name:    name,
+		Argv:    argv,
+		Netns:   namespace,
+		Log:     log,
+		PidFile: pidFile,
+		Detach:  true,
+	})
+}
+
+// Stop ends one control-plane component, as a crash or an upgrade would.
+func (n *Cluster) Stop(component string) error {
+	pid, err := proc.ReadPidFile(n.PidFile(component))
+	if err != nil {
+		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+	}
+	if err := proc.Kill([]int{pid}, 5*time.Second); err != nil {
+		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+	}
+	return nil
+}
+
+// Ready reports whether the node is Ready, and if not, why.
+func (n *Node) Ready(ctx context.Context) (bool, string) {
+	cs, err := n.Cluster.Clientset()
+	if err != nil {
+		return false, err.Error()
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, c.Message
+		}
+	}
+	return false, "no Ready condition yet"
+}
+
+// Clientset is a client of the cluster as its admin.
+func (n *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s client: %w", n.ClusterID, err)
+	}
+	return cs, nil
+}
+
+// makeCgroups creates the node's cgroup root in every cgroup v1
+// hierarchy. The kubelet expects it to exist, and a new cpuset cgroup
+// starts with no CPUs and no memory nodes, so those are copied from the
+// parent.
+func (n *Node) makeCgroups() error {
+	roots, err := CgroupMounts()
+	if err != nil {
+		return err
+	}
+	for _, m := range roots {
+		if m.Version != 1 {
+			continue
+		}
+		// Each level of a new cpuset cgroup starts empty: fill the
+		// cluster's, then the node's, from the root's.
+		for _, dir := range []string{filepath.Join(m.Path, CgroupName(n.Cluster.Index)), filepath.Join(m.Path, n.CgroupName())} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("node %s cgroup %s: %w", n.Name(), dir, err)
+			}
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				b, err := os.ReadFile(filepath.Join(m.Path, f))
+				if errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("node %s cgroup: %w", n.Name(), err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					return fmt.Errorf("node %s cgroup %s: %w", n.Name(), f, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CgroupMount is a mounted cgroup hierarchy.
+type CgroupMount struct {
+	Path    string
+	Version int
+}
+
+// CgroupMounts lists the cgroup hierarchies mounted on the host.
+func CgroupMounts() ([]CgroupMount, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("list cgroup hierarchies: %w", err)
+	}
+	var out []CgroupMount
+	for _, line := range strings.Split(string(b), "\n") {
+		// The filesystem type is the first field after the " - " separator;
+		// the mount point is the fifth field.
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		fields, fs := strings.Fields(pre), strings.Fields(post)
+		if len(fields) < 5 || len(fs) == 0 {
+			continue
+		}
+		switch fs[0] {
+		case "cgroup":
+			out = append(out, CgroupMount{Path: fields[4], Version: 1})
+		case "cgroup2":
+			out = append(out, CgroupMount{Path: fields[4], Version: 2})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package labctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/peerlink/peerlink/lab/internal/addons"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/lab/internal/images"
+)
+
+// Programs the lab takes from the components hack/components.sh builds.
+const (
+	coreDNSProgram = "coredns"
+	flannelProgram = "flanneld"
+)
+
+// publishComponents builds the components the clusters run (CoreDNS
+// always, flanneld when a cluster uses Flannel) from their upstream sources,
+// unless bin/ has them, and publishes their images in the lab registry.
+func (l *Lab) publishComponents(ctx context.Context, out io.Writer) error {
+	wanted := []images.Component{{
+		File:  filepath.Join(l.State.Repo, "bin", "coredns", "current", coreDNSProgram),
+		Image: addons.Image(l.State.Registry, coreDNSProgram),
+	}}
+	if slices.ContainsFunc(l.Clusters, func(c *cluster.Cluster) bool { return c.CNI == cluster.Flannel }) {
+		// flanneld programs the masquerade and forward rules with the
+		// iptables command, as the image users run ships it.
+		wanted = append(wanted, images.Component{
+			File:         filepath.Join(l.State.Repo, "bin", "flannel", "current", flannelProgram),
+			Image:        addons.Image(l.State.Registry, flannelProgram),
+			HostPrograms: []string{"/usr/sbin/iptables", "/usr/sbin/iptables-save", "/usr/sbin/iptables-restore"},
+			PluginDirs:   xtablesDirs(),
+		})
+	}
+	var names []string
+	for _, c := range wanted {
+		names = append(names, filepath.Base(c.File))
+	}
+	if err := runScript(ctx, out, l.State.Repo, "hack/components.sh", names...); err != nil {
+		return err
+	}
+	if err := images.PublishComponents(ctx, wanted); err != nil {
+		return err
+	}
+	l.progress.Logf("registry serves %s, built from upstream sources", strings.Join(names, " and "))
+	return nil
+}
+
+// xtablesDirs are the directories of iptables' extensions on this machine.
+func xtablesDirs() []string {
+	dirs, _ := filepath.Glob("/usr/lib/*/xtables")
+	return dirs
+}
+
+// printTopology says what the lab is about to bring up.
+func (l *Lab) printTopology(p *Progress) {
+	for _, c := range l.Clusters {
+		var nodes []string
+		for _, n := range c.Nodes() {
+			nodes = append(nodes, fmt.Sprintf("%s %s", n.Name(), n.IP()))
+		}
+		p.Logf("%s: CNI %s, pods %s, services %s, node network %s; nodes %s",
+			c.ClusterID, c.CNI, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
+	}
+}
+
+// bringUp starts a cluster's control plane and nodes, its pod network and
+// its DNS, and waits until pods can run and resolve Service names.
+func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
+	if err := c.Up(ctx); err != nil {
+		return err
+	}
+	params := addons.Params{
+		Registry:      l.State.Registry,
+		PodCIDR:       c.PodCIDR,
+		DNSIP:         c.DNSIP(),
+		ClusterDomain: cluster.ClusterDomain,
+		FlannelRunDir: c.FlannelRunDir(),
+	}
+	if c.CNI == cluster.Flannel {
+		if err := l.applyAddon(ctx, c, addons.Flannel, params); err != nil {
+			return err
+		}
+		if err := c.Network(ctx); err != nil {
+			return err
+		}
+		l.progress.Logf("%s: Flannel (VXLAN) leased every node its pod range", c.ClusterID)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	if err := l.applyAddon(ctx, c, addons.CoreDNS, params); err != nil {
+		return err
+	}
+	if _, err := l.Kubectl(ctx, c, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=3m"); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: CoreDNS serves %s at %s", c.ClusterID, cluster.ClusterDomain, c.DNSIP())
+	return nil
+}
+
+// applyAddon renders an add-on for the cluster, keeps the manifest in the
+// cluster's directory and applies it.
+func (l *Lab) applyAddon(ctx context.Context, c *cluster.Cluster, name string, p addons.Params) error {
+	data, err := addons.Render(name, p)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(c.Dir, "addons", name+".yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+	}
+	_, err = l.Kubectl(ctx, c, "apply", "--server-side", "-f", file)
+	return err
+}
