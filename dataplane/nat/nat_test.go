@@ -64,6 +64,8 @@ func TestValidate(t *testing.T) {
 		"unknown filter set":      {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[3].DstNotIn = "nope" }},
 		"IPv6 address":            {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].Src = netip.MustParseAddr("fd00::1") }},
 		"verdict and nat":         {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0].SNATKeepSource = true }},
+		"notrack in a nat chain":  {natRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0] = plan.Rule{Notrack: true} }},
+		"notrack after conntrack": {filterRuleset, func(rs *plan.Ruleset) { rs.Chains[0].Rules[0] = plan.Rule{Notrack: true} }},
 	} {
 		rs := tc.ruleset()
 		tc.mutate(&rs)

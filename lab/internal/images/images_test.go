@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -67,5 +69,29 @@ func TestImageOf(t *testing.T) {
 	}
 	if _, err := tr.Next(); err != io.EOF {
 		t.Errorf("more than one entry in the layer: %v", err)
+	}
+}
+
+// TestHostClosure lists what a host program needs on another root: for
+// iptables, the link chain to the program that acts on its name and the
+// shared libraries it loads.
+func TestHostClosure(t *testing.T) {
+	const program = "/usr/sbin/iptables"
+	if _, err := os.Stat(program); err != nil {
+		t.Skipf("no %s here: %v", program, err)
+	}
+	files, err := hostClosure([]string{program}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(files, program) {
+		t.Errorf("closure %v lacks %s", files, program)
+	}
+	var libc bool
+	for _, f := range files {
+		libc = libc || strings.Contains(filepath.Base(f), "libc.so")
+	}
+	if !libc || len(files) < 3 {
+		t.Errorf("closure %v lacks the shared libraries", files)
 	}
 }
