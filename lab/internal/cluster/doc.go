@@ -1,12 +1,15 @@
-// Package node brings up one single-node Kubernetes cluster of the lab inside
-// an existing network namespace: its certificates and kubeconfigs, the
-// configuration of containerd, the CNI bridge, the kubelet and kube-proxy,
-// the cgroup root of its pods, and the processes (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy).
+// Package cluster brings up one Kubernetes cluster of the lab: its node
+// network (a host bridge, and a network namespace per node joined to it),
+// its certificates and kubeconfigs, the control plane on the first node
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), and on
+// every node containerd, the kubelet and kube-proxy with their
+// configuration and cgroup root; then the pod network: the CNI bridge with
+// routes between the nodes' pod ranges, or, once Flannel's DaemonSet runs,
+// each node's bridge configuration from its Flannel lease.
 //
-// It also fixes the names a cluster index maps to (namespace, veth, cgroup,
-// CNI network), which package sweep uses to remove them, and sets the
-// namespace's sysctls. It does not create the namespace (package labctl
-// does, with internal/testenv/netns), build images (package images) or
-// install anything into the cluster (package labctl).
+// It also fixes the names a cluster index maps to (namespaces, bridge,
+// veths, cgroups, CNI network), which package sweep uses to remove them,
+// and sets the nodes' sysctls (strict reverse-path filtering among them).
+// It does not build images (package images), render add-ons (package
+// addons) or install anything into the cluster (package labctl).
 package cluster
