@@ -68,6 +68,7 @@ func newRootCmd() *cobra.Command {
 	var ids []string
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
+	var flux bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -92,7 +93,7 @@ func newRootCmd() *cobra.Command {
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
-				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs),
+				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 			})
 			if err != nil {
 				return err
@@ -106,6 +107,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
+	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{

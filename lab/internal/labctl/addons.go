@@ -20,6 +20,14 @@ const (
 	flannelProgram = "flanneld"
 )
 
+// fluxControllers are the Flux controllers the lab runs, as they are named
+// by hack/components.sh, their images and their Deployments.
+var fluxControllers = []string{"source-controller", "kustomize-controller"}
+
+// fluxUser runs the Flux controllers, whose Deployments demand a user other
+// than root: nobody, as distroless images have it.
+const fluxUser = "65534:65534"
+
 // publishComponents builds the components the clusters run (CoreDNS
 // always, flanneld when a cluster uses Flannel) from their upstream sources,
 // unless bin/ has them, and publishes their images in the lab registry.
@@ -37,6 +45,15 @@ func (l *Lab) publishComponents(ctx context.Context, out io.Writer) error {
 			HostPrograms: []string{"/usr/sbin/iptables", "/usr/sbin/iptables-save", "/usr/sbin/iptables-restore"},
 			PluginDirs:   xtablesDirs(),
 		})
+	}
+	if l.flux {
+		for _, name := range fluxControllers {
+			wanted = append(wanted, images.Component{
+				File:  filepath.Join(l.State.Repo, "bin", "flux", "current", name),
+				Image: addons.Image(l.State.Registry, name),
+				User:  fluxUser,
+			})
+		}
 	}
 	var names []string
 	for _, c := range wanted {
@@ -102,6 +119,36 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	l.progress.Logf("%s: CoreDNS serves %s at %s", c.ClusterID, cluster.ClusterDomain, c.DNSIP())
+	if l.flux {
+		return l.installFlux(ctx, c)
+	}
+	return nil
+}
+
+// installFlux applies the Flux controllers' own install configuration,
+// from the modules hack/flux pins, and waits until they run.
+func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
+	ctls, err := addons.FindFluxControllers(ctx, l.State.Repo)
+	if err != nil {
+		return err
+	}
+	data, err := addons.Flux(ctls, l.State.Registry)
+	if err != nil {
+		return err
+	}
+	file, err := l.writeAddon(c, "flux", data)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Kubectl(ctx, c, "apply", "--server-side", "-f", file); err != nil {
+		return err
+	}
+	for _, name := range fluxControllers {
+		if _, err := l.Kubectl(ctx, c, "-n", addons.FluxNamespace, "rollout", "status", "deployment/"+name, "--timeout=3m"); err != nil {
+			return err
+		}
+	}
+	l.progress.Logf("%s: Flux %s running in %s", c.ClusterID, strings.Join(fluxControllers, " and "), addons.FluxNamespace)
 	return nil
 }
 
@@ -112,13 +159,23 @@ func (l *Lab) applyAddon(ctx context.Context, c *cluster.Cluster, name string, p
 	if err != nil {
 		return err
 	}
-	file := filepath.Join(c.Dir, "addons", name+".yaml")
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+	file, err := l.writeAddon(c, name, data)
+	if err != nil {
+		return err
 	}
 	_, err = l.Kubectl(ctx, c, "apply", "--server-side", "-f", file)
 	return err
+}
+
+// writeAddon keeps the manifest of an add-on in the cluster's directory and
+// returns its file.
+func (l *Lab) writeAddon(c *cluster.Cluster, name string, data []byte) (string, error) {
+	file := filepath.Join(c.Dir, "addons", name+".yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return "", fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+	}
+	return file, nil
 }

@@ -55,6 +55,9 @@ type Options struct {
 	PodCIDRs []netip.Prefix
 	// ServiceCIDRs are the clusters' service ranges, given like PodCIDRs.
 	ServiceCIDRs []netip.Prefix
+	// Flux installs Flux's source-controller and kustomize-controller in
+	// every cluster.
+	Flux bool
 }
 
 // Lab is a running lab.
@@ -65,6 +68,8 @@ type Lab struct {
 	// KubectlBin is the kubectl binary built with the cluster components.
 	KubectlBin string
 	progress   *Progress
+	// flux says whether Up installs the Flux controllers.
+	flux bool
 }
 
 // Progress prints lines prefixed with the time elapsed since it was made.
@@ -148,6 +153,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
 		images.EchoImage(l.State.Registry), cluster.PauseImage)
+	l.flux = o.Flux
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
