@@ -44,17 +44,10 @@ func (c *Cluster) CreateNetwork() error {
 // the bridge. Missing pieces are no error.
 func DeleteNetwork(i int) error {
 	var errs []error
-	// The host ends go first: the kernel removes a namespace, and with it
-	// the veths, only some time after the last reference is gone.
 	for _, n := range maxNodes(i) {
-		if hostIfExists(n.HostIf()) {
-			if out, err := runHost("ip", "link", "del", n.HostIf()); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s", err, out))
-			}
-		}
-	}
-	for _, ns := range Namespaces(i) {
-		if err := netns.Remove(ns); err != nil {
+		// The veth's host end goes first: the kernel removes a namespace,
+		// and with it the veth, only some time after the last reference.
+		if err := n.pair().Delete(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -73,7 +66,7 @@ func NetworkLeftovers(i int) []string {
 		if netns.Exists(n.Namespace()) {
 			out = append(out, "network namespace "+n.Namespace())
 		}
-		if hostIfExists(n.HostIf()) {
+		if n.pair().HostIfExists() {
 			out = append(out, "interface "+n.HostIf())
 		}
 	}
