@@ -3,14 +3,15 @@ package labctl
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
@@ -25,13 +26,16 @@ func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) (
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("cluster %s: kubectl %s: %w: %s", n.ClusterID, strings.Join(args, " "),
+		return out, fmt.Errorf("cluster %s: kubectl %s: %w: %s", n.Name, strings.Join(args, " "),
 			err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
 
-// install puts peerlink and the echo server into a fresh cluster.
+// install puts peerlink and the echo server into a fresh cluster: peerlink
+// as a user does, with one `kubectl apply -k bundles/install` and no facts,
+// all of which the controller detects; the cluster ID it detected becomes
+// the cluster's.
 func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 	echo, err := l.writeEcho(n)
 	if err != nil {
@@ -40,79 +44,59 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 	if _, err := l.Kubectl(ctx, n, "apply", "-f", echo); err != nil {
 		return err
 	}
-	overlay, err := l.writeOverlay(n)
-	if err != nil {
+	if !l.skipInstall {
+		if _, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle()); err != nil {
+			return err
+		}
+		if err := l.WaitInstalled(ctx, n); err != nil {
+			return err
+		}
+	}
+	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
 		return err
 	}
-	// Custom resources of the bundle can only be applied once the API
-	// server serves their CRDs, which the same apply creates: a user runs
-	// it again, and so does the lab.
-	var last error
-	for attempt := 0; attempt < 10; attempt++ {
-		if _, last = l.Kubectl(ctx, n, "apply", "-k", overlay); last == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-	if last != nil {
-		return last
-	}
-	// Ready means the controller and the fabric agent run: a peering
-	// applied from now on is acted upon at once.
+	l.progress.Logf("%s: %d echo pods ready", n.Name, EchoReplicas)
+	return nil
+}
+
+// WaitInstalled waits until peerlink runs in n, its controller and its
+// fabric agent, so that a peering applied from now on is acted upon at
+// once, and takes the cluster ID the controller published as n's.
+func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
 	for _, workload := range []string{"deployment/peerlink-controller", "daemonset/peerlink-fabric"} {
 		if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "rollout", "status", workload, "--timeout=3m"); err != nil {
 			return err
 		}
 	}
-	l.progress.Logf("%s: peerlink installed and running (kubectl apply -k %s)", n.ClusterID, overlay)
-	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
+	c, err := l.Client(n)
+	if err != nil {
 		return err
 	}
-	l.progress.Logf("%s: %d echo pods ready", n.ClusterID, EchoReplicas)
+	var info clusterinfo.Info
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		info, err = clusterinfo.Read(ctx, c, PeerlinkNamespace)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: peerlink's cluster info: %w", n.Name, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.ClusterID = info.ClusterID
+	for i := range l.State.Clusters {
+		if l.State.Clusters[i].Index == n.Index {
+			l.State.Clusters[i] = recordOf(n)
+		}
+	}
+	if err := writeState(l.Dir, l.State); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: peerlink running, cluster ID %s (%s), pods %s (%s), services %s (%s)", n.Name,
+		info.ClusterID, info.Sources[clusterinfo.KeyClusterID], rangepolicy.Format(info.PodCIDRs), info.Sources[clusterinfo.KeyPodCIDRs],
+		info.ServiceCIDR, info.Sources[clusterinfo.KeyServiceCIDR])
 	return nil
 }
 
-// writeOverlay writes the kustomize overlay the lab installs peerlink with:
-// the repository's install bundle as its base, by a relative path because
-// kustomize accepts no other.
-func (l *Lab) writeOverlay(n *cluster.Cluster) (string, error) {
-	dir := filepath.Join(n.Dir, "peerlink")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	base, err := filepath.Rel(dir, filepath.Join(l.State.Repo, "bundles", "install"))
-	if err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	// The local facts, as docs/install.md tells users to set them. The
-	// node network holds the node addresses and the lab registry: no peer
-	// range may be remapped onto it.
-	k := map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  []string{base},
-		"configMapGenerator": []any{map[string]any{
-			"name":      "peerlink-facts",
-			"namespace": PeerlinkNamespace,
-			"behavior":  "merge",
-			"literals": []string{
-				"CLUSTER_ID=" + n.ClusterID,
-				"POD_CIDRS=" + n.PodCIDR.String(),
-				"SERVICE_CIDR=" + n.ServiceCIDR.String(),
-				"RESERVED_CIDRS=" + cluster.NodeNetwork,
-			},
-		}},
-	}
-	b, err := yaml.Marshal(k)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), b, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	return dir, nil
-}
+// InstallBundle is the repository's install bundle, which the lab applies
+// as it is.
+func (l *Lab) InstallBundle() string { return filepath.Join(l.State.Repo, "bundles", "install") }

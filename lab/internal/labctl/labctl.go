@@ -36,8 +36,9 @@ type Options struct {
 	// Dir holds everything the lab makes; an existing lab there is removed
 	// first.
 	Dir string
-	// IDs are the cluster IDs, one per cluster.
-	IDs []string
+	// Names name the clusters, one per cluster, and their nodes. They are
+	// not peerlink's cluster IDs, which peerlink detects (Cluster.ClusterID).
+	Names []string
 	// FirstIndex numbers the first cluster (namespace c<FirstIndex>); the
 	// others follow. 0 takes the first indices no other lab uses, from 11
 	// on, so that labs for tests run beside the one of `make lab`.
@@ -58,6 +59,9 @@ type Options struct {
 	// Flux installs Flux's source-controller and kustomize-controller in
 	// every cluster.
 	Flux bool
+	// SkipInstall leaves peerlink out of the clusters, for a test that
+	// installs it its own way and then calls WaitInstalled.
+	SkipInstall bool
 }
 
 // Lab is a running lab.
@@ -70,6 +74,10 @@ type Lab struct {
 	progress   *Progress
 	// flux says whether Up installs the Flux controllers.
 	flux bool
+	// skipInstall says whether Up leaves peerlink out.
+	skipInstall bool
+	// mu guards State while clusters come up side by side.
+	mu sync.Mutex
 }
 
 // Progress prints lines prefixed with the time elapsed since it was made.
@@ -153,7 +161,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
 		images.EchoImage(l.State.Registry), cluster.PauseImage)
-	l.flux = o.Flux
+	l.flux, l.skipInstall = o.Flux, o.SkipInstall
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
@@ -166,7 +174,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 			if err := l.bringUp(gctx, n); err != nil {
 				return err
 			}
-			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.ClusterID, time.Since(start).Seconds(), n.Kubeconfig())
+			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.Name, time.Since(start).Seconds(), n.Kubeconfig())
 			return l.install(gctx, n)
 		})
 	}
@@ -190,10 +198,10 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	defer unlock()
 	first := o.FirstIndex
 	if first == 0 {
-		if first, err = freeIndices(autoFirstIndex, len(o.IDs)); err != nil {
+		if first, err = freeIndices(autoFirstIndex, len(o.Names)); err != nil {
 			return nil, err
 		}
-	} else if taken := takenIndex(first, len(o.IDs)); taken != 0 {
+	} else if taken := takenIndex(first, len(o.Names)); taken != 0 {
 		return nil, fmt.Errorf("cluster index %d (network namespace %s) is in use by another lab: take that one down first, or use another directory and index",
 			taken, cluster.Namespace(taken))
 	}
@@ -201,10 +209,10 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 		Repo:     o.Repo,
 		Registry: fmt.Sprintf("%s:%d", cluster.HostIP(first), registryPort),
 	}}
-	for k, id := range o.IDs {
+	for k, name := range o.Names {
 		n := &cluster.Cluster{
 			Index:       first + k,
-			ClusterID:   id,
+			Name:        name,
 			NodeCount:   max(o.Nodes, 1),
 			PodCIDR:     pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
 			ServiceCIDR: pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
@@ -253,21 +261,21 @@ func (o *Options) validate() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the lab needs root: it creates network namespaces, cgroups and mounts")
 	}
-	if len(o.IDs) == 0 {
-		return errors.New("no cluster IDs given")
+	if len(o.Names) == 0 {
+		return errors.New("no cluster names given")
 	}
 	seen := map[string]bool{}
-	for _, id := range o.IDs {
-		if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
-			return fmt.Errorf("cluster ID %q: %s", id, strings.Join(errs, "; "))
+	for _, name := range o.Names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("cluster name %q: %s", name, strings.Join(errs, "; "))
 		}
-		if seen[id] {
-			return fmt.Errorf("cluster ID %q given twice", id)
+		if seen[name] {
+			return fmt.Errorf("cluster name %q given twice", name)
 		}
-		seen[id] = true
+		seen[name] = true
 	}
-	if o.FirstIndex < 0 || o.FirstIndex+len(o.IDs)-1 > maxIndex {
-		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.IDs)-1, maxIndex)
+	if o.FirstIndex < 0 || o.FirstIndex+len(o.Names)-1 > maxIndex {
+		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.Names)-1, maxIndex)
 	}
 	if o.Nodes < 0 || o.Nodes > cluster.MaxNodes {
 		return fmt.Errorf("--nodes %d: must lie in 1..%d", o.Nodes, cluster.MaxNodes)
@@ -276,8 +284,8 @@ func (o *Options) validate() error {
 		flag string
 		list []netip.Prefix
 	}{{"--pod-cidrs", o.PodCIDRs}, {"--service-cidrs", o.ServiceCIDRs}} {
-		if len(l.list) > 1 && len(l.list) != len(o.IDs) {
-			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.IDs))
+		if len(l.list) > 1 && len(l.list) != len(o.Names) {
+			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.Names))
 		}
 		for _, p := range l.list {
 			if !p.Addr().Is4() || p != p.Masked() || p.Bits() > 28 {
@@ -288,10 +296,10 @@ func (o *Options) validate() error {
 			}
 		}
 	}
-	for k := range o.IDs {
+	for k := range o.Names {
 		pod, svc := pick(o.PodCIDRs, k, cluster.DefaultPodCIDR), pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR)
 		if pod.Overlaps(svc) {
-			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.IDs[k], pod, svc)
+			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.Names[k], pod, svc)
 		}
 	}
 	if !filepath.IsAbs(o.Dir) {
@@ -404,8 +412,8 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
-		fmt.Fprintf(out, "%s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.ClusterID, n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
 		for _, node := range n.Nodes() {
 			ready := "not Ready"
 			if ok, why := node.Ready(ctx); ok {
@@ -426,7 +434,7 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 			// Errors here only mean the API server is not answering,
 			// which the node readiness above already says.
 			if state, err := l.ConnectionState(ctx, n, peer); err == nil && state != "" {
-				fmt.Fprintf(out, "    peered with %s: %s\n", peer.ClusterID, state)
+				fmt.Fprintf(out, "    peered with %s: %s\n", peer.Name, state)
 			}
 		}
 	}
