@@ -15,20 +15,27 @@ import (
 )
 
 // TestInstallOneShot installs peerlink on empty clusters as a new user
-// does: one `kubectl apply -k bundles/install` (client-side on one cluster,
-// server-side on the other), and nothing else: no facts are given. The
-// controller comes up, detects the cluster ID, pod and service CIDRs,
-// publishes them with their sources, applies the default gateway templates,
-// and the two clusters peer.
+// does, in one run and with no facts given: `kubectl apply -k
+// bundles/install` client-side on one cluster, server-side on another, and
+// `peerlink install` on a third. The controller comes up, detects the
+// cluster ID, pod and service CIDRs, publishes them with their sources,
+// applies the default gateway templates, and the clusters peer.
 func TestInstallOneShot(t *testing.T) {
-	ctx, l := newLabWith(t, 15*time.Minute, labctl.Options{Names: []string{"inst-a", "inst-b"}, SkipInstall: true})
+	ctx, l := newLabWith(t, 15*time.Minute, labctl.Options{Names: []string{"inst-a", "inst-b", "inst-c"}, SkipInstall: true})
 	for i, n := range l.Clusters {
-		args := []string{"apply", "-k", l.InstallBundle()}
-		if i == 1 {
-			args = []string{"apply", "--server-side", "-k", l.InstallBundle()}
+		var err error
+		var out []byte
+		switch i {
+		case 0:
+			out, err = l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle())
+		case 1:
+			out, err = l.Kubectl(ctx, n, "apply", "--server-side", "-k", l.InstallBundle())
+		case 2:
+			out, err = l.Peerlink(ctx, "install", "--kubeconfig", n.Kubeconfig())
+			t.Logf("peerlink install:\n%s", out)
 		}
-		if out, err := l.Kubectl(ctx, n, args...); err != nil {
-			t.Fatalf("%s: the first kubectl %s failed: %v\n%s", n.Name, strings.Join(args, " "), err, out)
+		if err != nil {
+			t.Fatalf("%s: the first install failed: %v\n%s", n.Name, err, out)
 		}
 		if err := l.WaitInstalled(ctx, n); err != nil {
 			t.Fatal(err)
@@ -89,11 +96,15 @@ func TestInstallOneShot(t *testing.T) {
 		}
 	}
 
-	a, b := l.Clusters[0], l.Clusters[1]
-	if out, err := l.Connect(ctx, a, b); err != nil {
-		t.Fatalf("connect: %v\n%s", err, out)
+	a := l.Clusters[0]
+	for _, b := range l.Clusters[1:] {
+		if out, err := l.Connect(ctx, a, b); err != nil {
+			t.Fatalf("connect: %v\n%s", err, out)
+		}
 	}
-	checkPeered(t, ctx, l, a, b)
+	for _, b := range l.Clusters[1:] {
+		checkPeered(t, ctx, l, a, b)
+	}
 }
 
 // checkNodeInside checks that the pod ranges of node lie in the detected
