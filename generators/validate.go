@@ -198,10 +198,10 @@ func ParseServiceType(s string) (corev1.ServiceType, error) {
 
 func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {
 	errs := validateSet(ep.Port, path.Child("port"), ValidatePort)
-	// An empty type is the CRD default, LoadBalancer.
+	// An empty type is the CRD default, ClusterIP.
 	typ := ep.ServiceType
 	if typ == "" {
-		typ = corev1.ServiceTypeLoadBalancer
+		typ = corev1.ServiceTypeClusterIP
 	} else if _, err := ParseServiceType(string(typ)); err != nil {
 		errs = append(errs, field.NotSupported(path.Child("serviceType"), typ, serviceTypes()))
 	}

@@ -30,7 +30,7 @@
 // DataForServer and DataForClient build Data from a typed gateway. Objects
 // read from files have not been through the API server, so call
 // the spec's Default method (package v1beta1) first to see what the
-// controller sees (mtu 1340, port 51840, serviceType LoadBalancer, protocol UDP).
+// controller sees (mtu 1340, port 51840, serviceType ClusterIP, protocol UDP).
 //
 // # Rules
 //
