@@ -432,16 +432,20 @@ func bundleGateway(dir string) (*typedObject, error) {
 // spec fixes it: the pinned node port of a NodePort service, else the
 // service port. An unpinned node port is only known once allocated.
 func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
-	ep := s.Spec.Endpoint
-	port := ep.Port
-	if port == 0 {
-		port = netv1beta1.DefaultGatewayPort
-	}
+	spec := s.Spec
+	spec.Default()
+	ep := spec.Endpoint.Resolved()
 	if ep.ServiceType == corev1.ServiceTypeNodePort {
 		if ep.NodePort == nil || *ep.NodePort == 0 {
 			return 0, "", false
 		}
+		if len(spec.Endpoint.NodePorts) > 0 {
+			return *ep.NodePort, "the pinned spec.endpoint.nodePorts[0]", true
+		}
 		return *ep.NodePort, "the pinned spec.endpoint.nodePort", true
 	}
-	return port, "spec.endpoint.port", true
+	if len(spec.Endpoint.Ports) > 0 {
+		return ep.Port, "spec.endpoint.ports[0]", true
+	}
+	return ep.Port, "spec.endpoint.port", true
 }

@@ -22,9 +22,14 @@ const (
 
 // DataForServer returns the variables for rendering the template of gw.
 // uid is the gateway's UID, clusterID the remote cluster's ID and secretName
-// the Secret holding the key pair (see KeySecretName).
+// the Secret holding the key pair (see KeySecretName). The spec's endpoint
+// is resolved (see Endpoint.Resolved), so that .Spec.Endpoint.Port and
+// .Spec.Endpoint.Ports, .Spec.Endpoint.NodePort and .Spec.Endpoint.NodePorts
+// say the same whichever form the gateway was written with.
 func DataForServer(gw *netv1beta1.GatewayServer, uid, clusterID, secretName string) Data {
-	return newData(&gw.ObjectMeta, gw.Spec, uid, clusterID, secretName)
+	spec := gw.Spec
+	spec.Endpoint = spec.Endpoint.Resolved()
+	return newData(&gw.ObjectMeta, spec, uid, clusterID, secretName)
 }
 
 // DataForClient returns the variables for rendering the template of gw, like
