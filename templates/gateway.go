@@ -74,6 +74,17 @@ func ClientTemplateRef(spec *netv1beta1.GatewayClientSpec, installNamespace stri
 	return templateRef(spec.ClientTemplateRef, ClientTemplateKind, netv1beta1.DefaultClientTemplateName, installNamespace)
 }
 
+// IsDefaultTemplate reports whether ref, its defaults resolved, names the
+// default template of a server (or of a client) by apiVersion, kind and
+// name, in whatever namespace.
+func IsDefaultTemplate(ref corev1.ObjectReference, server bool) bool {
+	kind, name := ClientTemplateKind, netv1beta1.DefaultClientTemplateName
+	if server {
+		kind, name = ServerTemplateKind, netv1beta1.DefaultServerTemplateName
+	}
+	return ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == kind && ref.Name == name
+}
+
 func templateRef(ref corev1.ObjectReference, kind, name, namespace string) corev1.ObjectReference {
 	out := corev1.ObjectReference{
 		APIVersion: ref.APIVersion,

@@ -9,7 +9,17 @@ import (
 const (
 	// ReasonWaitingForEndpoint: a GatewayClient has no server address yet.
 	ReasonWaitingForEndpoint = "WaitingForEndpoint"
+	// ReasonNamespaceNotFound: the namespace a template reference names
+	// does not exist in this cluster.
+	ReasonNamespaceNotFound = "NamespaceNotFound"
 )
+
+// ConditionTemplateSubstituted is True on a gateway whose template
+// reference names a default template (wireguard-server, wireguard-client)
+// in a namespace this cluster does not have, such as Liqo's liqo: the
+// default template installed with peerlink is rendered in its place
+// (peerlink).
+const ConditionTemplateSubstituted = "TemplateSubstituted"
 
 // Endpoint is how a GatewayServer is exposed.
 // +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePort"
