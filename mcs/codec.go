@@ -78,6 +78,7 @@ func Accept(services []Service, l Limits) (Set, []Rejected, error) {
 	var rejected []Rejected
 	for i := range services {
 		s := services[i]
+		s.Normalize()
 		if err := s.Validate(l); err != nil {
 			rejected = append(rejected, Rejected{Key: s.Key, Reason: err.Error()})
 			continue

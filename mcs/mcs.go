@@ -78,6 +78,23 @@ type Service struct {
 	Endpoints             []EndpointGroup                      `json:"endpoints,omitempty"`
 }
 
+// Normalize writes the API server's defaults into the fields left empty,
+// so that two exports that differ only by spelling a default do not
+// conflict: session affinity None, internal traffic policy Cluster, the
+// IPv4 family.
+func (s *Service) Normalize() {
+	if s.SessionAffinity == "" {
+		s.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	if s.InternalTrafficPolicy == nil {
+		p := corev1.ServiceInternalTrafficPolicyCluster
+		s.InternalTrafficPolicy = &p
+	}
+	if len(s.IPFamilies) == 0 {
+		s.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+}
+
 // Limits bound what a peer may publish; exceeding them is refused on
 // receipt.
 type Limits struct {
@@ -191,3 +208,28 @@ func (s Set) Sorted() []Service {
 	slices.SortFunc(out, func(a, b Service) int { return a.Key.Compare(b.Key) })
 	return out
 }
+
+// Where a cluster keeps export sets, in each tenant namespace (the
+// namespace of a peer's Configuration): the controller writes the local set
+// for the gateway to send, the gateway writes the set the peer sent for
+// the controller to import.
+const (
+	// ExchangeLabel marks both ConfigMaps; its value is ExportsRole or
+	// ImportsRole.
+	ExchangeLabel = "peerlink.io/service-exchange"
+	ExportsRole   = "exports"
+	ImportsRole   = "imports"
+	// ExportsConfigMap and ImportsConfigMap are their names.
+	ExportsConfigMap = "peerlink-service-exports"
+	ImportsConfigMap = "peerlink-service-imports"
+	// DataKey holds the encoded set in the ConfigMaps' binaryData.
+	DataKey = "services.json.gz"
+	// RejectedAnnotation on the imports ConfigMap counts what the gateway
+	// rejected of the peer's set.
+	RejectedAnnotation = "peerlink.io/rejected-services"
+)
+
+// ImportNamespaceLabel opts a namespace in to imports: a namespace labelled
+// with it (value "true") gets the ServiceImports of the services exported
+// under its name, besides the namespaces the controller allows by flag.
+const ImportNamespaceLabel = "peerlink.io/service-imports"

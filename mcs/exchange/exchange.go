@@ -289,6 +289,7 @@ func (e *Exchange) receiveLoop(r *reader) error {
 				return errors.New("service exchange: upsert without a service")
 			}
 			s := *f.Service
+			s.Normalize()
 			delete(rejected, s.Key)
 			_, known := set[s.Key]
 			switch err := s.Validate(e.opts.Limits); {
