@@ -97,9 +97,9 @@ func TestFlux(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	p := Params{
-		Registry:      "172.30.1.1:5000",
-		PodCIDR:       netip.MustParsePrefix("10.245.0.0/16"),
-		DNSIP:         netip.MustParseAddr("10.97.0.10"),
+		Registry:         "172.30.1.1:5000",
+		PodCIDR:          netip.MustParsePrefix("10.245.0.0/16"),
+		DNSIP:            netip.MustParseAddr("10.97.0.10"),
 		ClusterDomain:    "cluster.local",
 		ClustersetDomain: "clusterset.local",
 		FlannelRunDir:    "/lab/c1/flannel",

@@ -94,9 +94,9 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	params := addons.Params{
-		Registry:      l.State.Registry,
-		PodCIDR:       c.PodCIDR,
-		DNSIP:         c.DNSIP(),
+		Registry:         l.State.Registry,
+		PodCIDR:          c.PodCIDR,
+		DNSIP:            c.DNSIP(),
 		ClusterDomain:    cluster.ClusterDomain,
 		ClustersetDomain: cluster.ClustersetDomain,
 		FlannelRunDir:    c.FlannelRunDir(),
