@@ -32,7 +32,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	if err := netv1beta1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("add networking.liqo.io/v1beta1 kinds to scheme: %w", err)
 	}
-	if err := mcsv1beta1.AddToScheme(s); err != nil {
+	if err := mcsv1beta1.Install(s); err != nil {
 		return nil, fmt.Errorf("add multicluster.x-k8s.io/v1beta1 kinds to scheme: %w", err)
 	}
 	return s, nil

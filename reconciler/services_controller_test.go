@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,6 +104,52 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	return out, nil
 }
 
+// clusterPropertyCRD installs a ClusterProperty CRD of the shape KEP-2149
+// gives it, and waits until it is served.
+func clusterPropertyCRD(t *testing.T, c client.Client) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata": map[string]any{
+			"name": "clusterproperties." + clusterPropertyGroup,
+			// A *.k8s.io group needs the approval the real CRD carries.
+			"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/3084"},
+		},
+		"spec": map[string]any{
+			"group": clusterPropertyGroup,
+			"names": map[string]any{"plural": "clusterproperties", "singular": "clusterproperty", "kind": "ClusterProperty", "listKind": "ClusterPropertyList"},
+			"scope": "Cluster",
+			"versions": []any{map[string]any{
+				"name": "v1alpha1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object",
+					"properties": map[string]any{"spec": map[string]any{
+						"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string", "minLength": int64(1)}},
+					}},
+				}},
+			}},
+		},
+	}}
+	if err := c.Create(t.Context(), crd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ClusterProperty CRD", func(ctx context.Context) error {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(crd.GroupVersionKind())
+		if err := c.Get(ctx, types.NamespacedName{Name: crd.GetName()}, got); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, cond := range conds {
+			if m, _ := cond.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("not established")
+	})
+}
+
 // TestServicesReconciler runs the Multi-Cluster Services side of the
 // controller against a real API server: a local export and what peer b's
 // gateway received become one ServiceImport with a derived Service and an
@@ -110,9 +158,22 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 // tunnel is up.
 func TestServicesReconciler(t *testing.T) {
 	e := newConfEnv(t, "peerlink", "demo", "plain", "liqo-tenant-b")
-	e.run(t)
 	c := e.cluster.Client
 	ctx := t.Context()
+	clusterPropertyCRD(t, c)
+	e.run(t)
+
+	waitFor(t, "the cluster ID in ClusterProperty "+clusterIDProperty, func(ctx context.Context) error {
+		prop := &unstructured.Unstructured{}
+		prop.SetGroupVersionKind(schema.GroupVersionKind{Group: clusterPropertyGroup, Version: "v1alpha1", Kind: "ClusterProperty"})
+		if err := c.Get(ctx, types.NamespacedName{Name: clusterIDProperty}, prop); err != nil {
+			return err
+		}
+		if v, _, _ := unstructured.NestedString(prop.Object, "spec", "value"); v != "local" {
+			return fmt.Errorf("value %q", v)
+		}
+		return nil
+	})
 
 	var demo corev1.Namespace
 	if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &demo); err != nil {

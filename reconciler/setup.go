@@ -27,6 +27,9 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace)); err != nil {
 		return fmt.Errorf("add default templates publisher: %w", err)
 	}
+	if err := mgr.Add(clusterPropertyPublisher(mgr.GetClient(), facts.ClusterID)); err != nil {
+		return fmt.Errorf("add cluster property publisher: %w", err)
+	}
 	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
 	}

@@ -61,8 +61,8 @@ func TestServices(t *testing.T) {
 		return nil
 	})
 
-	// With C exporting too, A's calls reach both.
-	export(t, ctx, l, c, ns, "echo")
+	// With C exporting too (with the CLI), A's calls reach both.
+	peerlink(t, ctx, l, "export", "service", ns+"/echo", "--wait", "--kubeconfig", c.Kubeconfig())
 	podsC := echoPods(t, ctx, l, c)
 	eventually(t, ctx, a.Name+"'s calls reach both exporting clusters", func() error {
 		seen := map[string]bool{}
@@ -82,6 +82,15 @@ func TestServices(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("20 calls reached only %v", seen)
+	})
+
+	// A's view of its peer: the service B exports.
+	eventually(t, ctx, "peerlink info peer lists what "+b.Name+" exports", func() error {
+		info := string(peerlink(t, ctx, l, "info", "peer", b.ClusterID, "--kubeconfig", a.Kubeconfig()))
+		if !strings.Contains(info, ns+"/echo") {
+			return fmt.Errorf("no %s/echo in:\n%s", ns, info)
+		}
+		return nil
 	})
 
 	// Scaling B is reflected in A within 2 s of B's own EndpointSlices.
@@ -133,9 +142,8 @@ func TestServices(t *testing.T) {
 	})
 
 	// Unexporting removes A's import within 5 s.
-	for _, n := range []*cluster.Cluster{b, c} {
-		kubectlOut(t, ctx, l, n, "delete", "serviceexport", "-n", ns, "echo")
-	}
+	kubectlOut(t, ctx, l, b, "delete", "serviceexport", "-n", ns, "echo")
+	peerlink(t, ctx, l, "unexport", "service", ns+"/echo", "--kubeconfig", c.Kubeconfig())
 	start := time.Now()
 	waitFor(t, ctx, time.Minute, a.Name+" drops the import of echo", func() error {
 		if out := kubectlOut(t, ctx, l, a, "get", "serviceimport", "-n", ns, "echo", "-o", "name", "--ignore-not-found"); out != "" {

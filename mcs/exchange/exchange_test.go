@@ -146,14 +146,7 @@ func TestHostilePeer(t *testing.T) {
 			go func() {
 				// The peer's hello, then the payload; whatever e sends is
 				// read and dropped.
-				go func() {
-					buf := make([]byte, 4096)
-					for {
-						if _, err := b.Read(buf); err != nil {
-							return
-						}
-					}
-				}()
+				go discard(b)
 				_, _ = b.Write(frameBytes([]byte(`{"type":"hello","version":1}`)))
 				_, _ = b.Write(payload)
 			}()
@@ -170,6 +163,16 @@ func TestHostilePeer(t *testing.T) {
 				t.Errorf("delivered %d sets", got.calls)
 			}
 		})
+	}
+}
+
+// discard reads c until it fails.
+func discard(c net.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
 	}
 }
 
