@@ -132,7 +132,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("built peerlink, peerlink-agent, echo, pause and registry")
+	p.Logf("built peerlink, echo, pause and registry")
 
 	for _, n := range l.Clusters {
 		n.BinDir = binDir
@@ -151,8 +151,12 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Publish(ctx, l.State.Registry, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
-		images.EchoImage(l.State.Registry), cluster.PauseImage)
+	agentVersion, err := images.PublishAgent(ctx, o.Repo, l.path("bin"), l.State.Registry)
+	if err != nil {
+		return nil, err
+	}
+	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
+		l.State.Registry, images.AgentImage, agentVersion, images.EchoImage(l.State.Registry), cluster.PauseImage)
 	l.flux = o.Flux
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
