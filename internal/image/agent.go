@@ -143,7 +143,7 @@ func (a Agent) Build(ctx context.Context) (v1.ImageIndex, error) {
 	var idx v1.ImageIndex = empty.Index
 	for _, p := range a.Platforms {
 		bin := filepath.Join(a.Work, p.OS+"-"+p.Architecture, AgentName)
-		if err := a.compile(ctx, p, bin); err != nil {
+		if err := Compile(ctx, a.Repo, agentPackage, bin, p, a.Stamp); err != nil {
 			return nil, err
 		}
 		img, err := Of(Program{File: bin, Platform: p, User: agentUser, Labels: annotations})
@@ -158,15 +158,16 @@ func (a Agent) Build(ctx context.Context) (v1.ImageIndex, error) {
 	return mutate.Annotations(idx, annotations).(v1.ImageIndex), nil
 }
 
-// compile builds the agent for p into bin: static (no cgo), without the
-// paths of this machine or debugging symbols, with the stamp.
-func (a Agent) compile(ctx context.Context, p v1.Platform, bin string) error {
-	args := []string{"build", "-trimpath", "-ldflags", "-s -w " + version.LDFlags(a.Stamp), "-o", bin, agentPackage}
+// Compile builds the main package pkg of the tree at repo for p into bin:
+// static (no cgo), without the paths of this machine or debugging symbols,
+// with the stamp s.
+func Compile(ctx context.Context, repo, pkg, bin string, p v1.Platform, s version.Info) error {
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w " + version.LDFlags(s), "-o", bin, pkg}
 	cmd := exec.CommandContext(ctx, cmp.Or(os.Getenv("GO"), "go"), args...)
-	cmd.Dir = a.Repo
+	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s for %s/%s: %w\n%s", agentPackage, p.OS, p.Architecture, err, out)
+		return fmt.Errorf("build %s for %s/%s: %w\n%s", pkg, p.OS, p.Architecture, err, out)
 	}
 	return nil
 }

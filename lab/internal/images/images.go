@@ -13,6 +13,7 @@ import (
 
 	"github.com/peerlink/peerlink/internal/image"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/internal/version"
 )
 
 // AgentImage is the image name the install bundle and the gateway templates
@@ -27,7 +28,8 @@ func Mirrored() []string { return []string{"ghcr.io", "registry.k8s.io"} }
 func EchoImage(registry string) string { return registry + "/lab/echo:latest" }
 
 // Binary is a program the lab builds from this repository for this
-// machine; the agent is not one of them (PublishAgent builds it).
+// machine; the CLI and the agent are not among them (BuildCLI and
+// PublishAgent build them, with the version stamped in).
 type Binary struct {
 	// Package is the Go package path relative to the repository root.
 	Package string
@@ -47,7 +49,6 @@ func Binaries(pauseImage string) []Binary {
 		{Package: "./lab/echo", Image: EchoImage},
 		{Package: "./lab/pause", Image: mirror(pauseImage)},
 		{Package: "./lab/registry"},
-		{Package: "./cmd/peerlink"},
 	}
 }
 
@@ -79,24 +80,30 @@ func Publish(ctx context.Context, registry, binDir string, bins []Binary) error 
 	return nil
 }
 
+// cliPackage is the Go package of the peerlink CLI.
+const cliPackage = "./cmd/peerlink"
+
+// BuildCLI compiles the peerlink CLI of the tree at repo for this machine
+// into binDir, stamped with s as the agent image is, so that the CLI and the
+// controller of the lab report one version.
+func BuildCLI(ctx context.Context, repo, binDir string, s version.Info) error {
+	return image.Compile(ctx, repo, cliPackage, filepath.Join(binDir, filepath.Base(cliPackage)), image.HostPlatform(), s)
+}
+
 // PublishAgent builds the agent image of the tree at repo as make images
-// does, for this machine only, compiling into work, and pushes it to the
-// registry at host:port as AgentImage. It returns the version stamped in.
-func PublishAgent(ctx context.Context, repo, work, registry string) (string, error) {
-	stamp, err := image.GitStamp(ctx, repo, "")
+// does, for this machine only and with the stamp s, compiling into work,
+// and pushes it to the registry at host:port as AgentImage.
+func PublishAgent(ctx context.Context, repo, work, registry string, s version.Info) error {
+	idx, err := image.Agent{Repo: repo, Work: work, Platforms: []v1.Platform{image.HostPlatform()}, Stamp: s}.Build(ctx)
 	if err != nil {
-		return "", err
-	}
-	idx, err := image.Agent{Repo: repo, Work: work, Platforms: []v1.Platform{image.HostPlatform()}, Stamp: stamp}.Build(ctx)
-	if err != nil {
-		return "", err
+		return err
 	}
 	local := LocalName(AgentImage, registry)
 	ref, err := name.ParseReference(local, name.Insecure)
 	if err != nil {
-		return "", fmt.Errorf("image %s: %w", local, err)
+		return fmt.Errorf("image %s: %w", local, err)
 	}
-	return stamp.Version, image.Push(ctx, ref, idx, pushOptions(ctx)...)
+	return image.Push(ctx, ref, idx, pushOptions(ctx)...)
 }
 
 func push(ref string, img v1.Image, opts []remote.Option) error {
