@@ -56,7 +56,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "build":
 		dir = fs.String("dir", defaultDir, "directory of the OCI image layout to write")
 		given = fs.String("version", "", "version of the build (default: git describe --tags --always, -dirty for a changed tree)")
-		platforms = fs.String("platforms", "linux/amd64,linux/arm64", "platforms to build for, comma-separated")
+		var release []string
+		for _, p := range image.ReleasePlatforms() {
+			release = append(release, p.String())
+		}
+		platforms = fs.String("platforms", strings.Join(release, ","), "platforms to build for, comma-separated")
 	case "push":
 		dir = fs.String("dir", defaultDir, "directory of the OCI image layout to push")
 		registry = fs.String("registry", "", "registry to push to: host[:port][/path]")
