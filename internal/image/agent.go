@@ -66,8 +66,8 @@ var tagSyntax = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 // GitStamp names the build of the tree at repo: the given version, else
 // what git describe says (the latest tag, commits since, the commit) and
 // -dirty for a tree with changes, new files included; the commit of HEAD,
-// and whether the tree has changes. Without git, only a given version names the build. The
-// version must be usable as an image tag.
+// and whether the tree has changes. Without git, only a given version
+// names the build. The version must be usable as an image tag.
 func GitStamp(ctx context.Context, repo, given string) (version.Info, error) {
 	git := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", args...)
