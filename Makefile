@@ -31,9 +31,23 @@ LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# Where `make images` writes the agent image as an OCI image layout.
+IMAGES_DIR    := bin/images/peerlink-agent
+
 .PHONY: build
-build: ## Build the peerlink CLI and agent into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+build: ## Build the peerlink CLI and agent into bin/, stamped with their version (VERSION=..., default git describe).
+	ldflags=$$($(GO) run ./hack/images ldflags --version '$(VERSION)') && \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$ldflags" -o bin/ ./cmd/...
+
+.PHONY: images
+images: ## Build the agent image for linux/amd64 and linux/arm64 as an OCI image layout in bin/images/peerlink-agent (VERSION=..., default git describe).
+	$(GO) run ./hack/images build --dir $(IMAGES_DIR) --version '$(VERSION)'
+
+.PHONY: push
+push: ## Build the agent image and push it to REGISTRY=host[:port][/path] as peerlink-agent:<version>, with the docker/podman login credentials.
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host[:port][/path]"; exit 1; }
+	$(MAKE) --no-print-directory images
+	$(GO) run ./hack/images push --dir $(IMAGES_DIR) --registry '$(REGISTRY)'
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRD manifests from api/, and copy the Multi-Cluster Services CRDs of the pinned mcs-api.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/version"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
@@ -122,6 +123,8 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 			ExternalCIDR: one("external-cidr", o.externalCIDR),
 			InternalCIDR: one("internal-cidr", o.internalCIDR),
 			AllowedPeer:  many("allowed-peer-cidr", o.allowedPeer),
+			// Published, so that the CLI can tell a version skew.
+			ControllerVersion: version.Get().Version,
 		},
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
@@ -196,6 +199,6 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		return err
 	}
-	log.Info("starting controller", "clusterID", facts.ClusterID, "namespace", facts.Namespace)
+	log.Info("starting controller", "version", version.Get().String(), "clusterID", facts.ClusterID, "namespace", facts.Namespace)
 	return serve(mgr, "ping", healthz.Ping)
 }

@@ -34,8 +34,9 @@ func parseServiceRef(arg string) (ns, name string, err error) {
 
 func newExportCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Export a Service to every peer (Multi-Cluster Services API)",
+		Use:     "export",
+		Short:   "Export a Service to every peer (Multi-Cluster Services API)",
+		Example: `  peerlink export service default/echo --wait`,
 	}
 	var output string
 	var wait bool
@@ -117,8 +118,9 @@ func waitExported(ctx context.Context, c client.Client, p peering.Progress, ns, 
 
 func newUnexportCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "unexport",
-		Short: "Stop exporting a Service to the peers",
+		Use:     "unexport",
+		Short:   "Stop exporting a Service to the peers",
+		Example: `  peerlink unexport service default/echo`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:     "service NAMESPACE/NAME",

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/peerlink/peerlink/internal/image"
 	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -136,11 +137,18 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	l.KubectlBin = filepath.Join(binDir, "kubectl")
 	p.Logf("Kubernetes binaries present in %s", binDir)
 
+	stamp, err := image.GitStamp(ctx, o.Repo, "")
+	if err != nil {
+		return nil, err
+	}
 	bins := images.Binaries(cluster.PauseImage)
 	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("built peerlink, peerlink-agent, echo, pause and registry")
+	if err := images.BuildCLI(ctx, o.Repo, l.path("bin"), stamp); err != nil {
+		return nil, err
+	}
+	p.Logf("built peerlink (version %s), echo, pause and registry", stamp.Version)
 
 	for _, n := range l.Clusters {
 		n.BinDir = binDir
@@ -159,8 +167,11 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Publish(ctx, l.State.Registry, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
-		images.EchoImage(l.State.Registry), cluster.PauseImage)
+	if err := images.PublishAgent(ctx, o.Repo, l.path("bin"), l.State.Registry, stamp); err != nil {
+		return nil, err
+	}
+	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
+		l.State.Registry, images.AgentImage, stamp.Version, images.EchoImage(l.State.Registry), cluster.PauseImage)
 	l.flux, l.skipInstall = o.Flux, o.SkipInstall
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
