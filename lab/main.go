@@ -68,7 +68,7 @@ func newRootCmd() *cobra.Command {
 	var names []string
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
-	var flux bool
+	var flux, importAll bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -94,6 +94,7 @@ func newRootCmd() *cobra.Command {
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				ImportAllNamespaces: importAll,
 			})
 			if err != nil {
 				return err
@@ -108,6 +109,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
+	up.Flags().BoolVar(&importAll, "import-all-namespaces", false, "let every namespace take the services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster Services conformance run needs")
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{
@@ -186,8 +188,9 @@ func newRootCmd() *cobra.Command {
 func printClusters(out io.Writer, l *labctl.Lab) {
 	fmt.Fprintln(out, "\nThe clusters keep running (go run ./lab down removes them):")
 	for _, c := range l.State.Clusters {
-		fmt.Fprintf(out, "  %s  %s --kubeconfig %s get pods -A\n", c.ID, l.KubectlBin, c.Kubeconfig)
+		fmt.Fprintf(out, "  %s (cluster ID %s)  %s --kubeconfig %s get pods -A\n", c.Name, c.ID, l.KubectlBin, c.Kubeconfig)
 	}
+	fmt.Fprintf(out, "One kubeconfig with a context per cluster: %s\n", l.Kubeconfig())
 }
 
 func printFigures(out io.Writer, f labctl.Figures) {

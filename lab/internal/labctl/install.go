@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
@@ -47,6 +49,12 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 	if !l.skipInstall {
 		if _, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle()); err != nil {
 			return err
+		}
+		if l.importAll {
+			// An explicit variable wins over the facts ConfigMap's.
+			if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "set", "env", "deployment/peerlink-controller", "IMPORT_NAMESPACES=*"); err != nil {
+				return err
+			}
 		}
 		if err := l.WaitInstalled(ctx, n); err != nil {
 			return err
@@ -100,3 +108,34 @@ func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
 // InstallBundle is the repository's install bundle, which the lab applies
 // as it is.
 func (l *Lab) InstallBundle() string { return filepath.Join(l.State.Repo, "bundles", "install") }
+
+// Kubeconfig is the lab's kubeconfig holding one context per cluster, named
+// after the cluster, each with its own admin user.
+func (l *Lab) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
+
+// writeKubeconfig merges the clusters' admin kubeconfigs into Kubeconfig,
+// the first cluster's context current.
+func (l *Lab) writeKubeconfig() error {
+	merged := clientcmdapi.NewConfig()
+	for i, n := range l.Clusters {
+		cfg, err := clientcmd.LoadFromFile(n.Kubeconfig())
+		if err != nil {
+			return fmt.Errorf("cluster %s kubeconfig: %w", n.Name, err)
+		}
+		ctx, ok := cfg.Contexts[cfg.CurrentContext]
+		if !ok {
+			return fmt.Errorf("cluster %s kubeconfig: no current context", n.Name)
+		}
+		user := n.Name + "-admin"
+		merged.Clusters[n.Name] = cfg.Clusters[ctx.Cluster]
+		merged.AuthInfos[user] = cfg.AuthInfos[ctx.AuthInfo]
+		merged.Contexts[n.Name] = &clientcmdapi.Context{Cluster: n.Name, AuthInfo: user}
+		if i == 0 {
+			merged.CurrentContext = n.Name
+		}
+	}
+	if err := clientcmd.WriteToFile(*merged, l.Kubeconfig()); err != nil {
+		return fmt.Errorf("lab kubeconfig: %w", err)
+	}
+	return nil
+}

@@ -63,6 +63,10 @@ type Options struct {
 	// SkipInstall leaves peerlink out of the clusters, for a test that
 	// installs it its own way and then calls WaitInstalled.
 	SkipInstall bool
+	// ImportAllNamespaces lets every namespace of every cluster take the
+	// services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster
+	// Services conformance run needs; off, namespaces opt in.
+	ImportAllNamespaces bool
 }
 
 // Lab is a running lab.
@@ -75,8 +79,9 @@ type Lab struct {
 	progress   *Progress
 	// flux says whether Up installs the Flux controllers.
 	flux bool
-	// skipInstall says whether Up leaves peerlink out.
-	skipInstall bool
+	// skipInstall says whether Up leaves peerlink out; importAll whether
+	// it installs it with imports allowed in every namespace.
+	skipInstall, importAll bool
 	// mu guards State while clusters come up side by side.
 	mu sync.Mutex
 }
@@ -172,7 +177,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
 		l.State.Registry, images.AgentImage, stamp.Version, images.EchoImage(l.State.Registry), cluster.PauseImage)
-	l.flux, l.skipInstall = o.Flux, o.SkipInstall
+	l.flux, l.skipInstall, l.importAll = o.Flux, o.SkipInstall, o.ImportAllNamespaces
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
@@ -192,7 +197,10 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	p.Logf("lab up: %d clusters", len(l.Clusters))
+	if err := l.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	p.Logf("lab up: %d clusters; one kubeconfig with a context per cluster: %s", len(l.Clusters), l.Kubeconfig())
 	return l, nil
 }
 
