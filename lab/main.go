@@ -205,6 +205,13 @@ func printFigures(out io.Writer, f labctl.Figures) {
 		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",
 			p.name, p.p.BitsPerSecond/1e6, p.p.ExchangesPerSecond)
 	}
+	s := f.Services
+	fmt.Fprintf(out, "ServiceExport -> answer by clusterset name in the peer: median %.2fs of %d trials (goal <= 1 s)\n",
+		s.MedianExportToAnswer, len(s.ExportToAnswerSeconds))
+	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s)\n", s.Services, s.Endpoints, s.ImportSeconds)
+	for _, k := range slices.Sorted(maps.Keys(s.Memory)) {
+		fmt.Fprintf(out, "  resident memory, %s: %.0f MiB\n", k, s.Memory[k]/(1<<20))
+	}
 }
 
 // prefixes turns parsed flag values into prefixes; the flag parser has

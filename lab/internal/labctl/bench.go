@@ -30,6 +30,8 @@ type Figures struct {
 	// the peering and through a NodePort over the node network.
 	Tunnel Path `json:"tunnel"`
 	Bare   Path `json:"bare"`
+	// Services are the Multi-Cluster Services figures, b exporting to a.
+	Services ServicesFigures `json:"services"`
 }
 
 // Path is what one path between two pods carries.
@@ -116,6 +118,12 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		}
 		f.RecoverySeconds[n.Name] = gap.Seconds()
 		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
+	}
+	if err := l.WaitConnected(wctx, a, b); err != nil {
+		return f, err
+	}
+	if f.Services, err = l.BenchServices(ctx, a, b); err != nil {
+		return f, err
 	}
 	return f, nil
 }
