@@ -63,7 +63,7 @@ testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from
 	hack/testbin.sh
 
 .PHONY: components
-components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld.
+components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld, Helm.
 	hack/components.sh
 
 .PHONY: test-unit
