@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
 	var flux bool
+	var installs []string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -87,6 +88,14 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--cni: %w", err)
 			}
+			var installers []labctl.Installer
+			for _, s := range installs {
+				i, err := labctl.ParseInstaller(s)
+				if err != nil {
+					return fmt.Errorf("--install: %w", err)
+				}
+				installers = append(installers, i)
+			}
 			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
@@ -94,6 +103,7 @@ func newRootCmd() *cobra.Command {
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				Installers: installers,
 			})
 			if err != nil {
 				return err
@@ -108,6 +118,8 @@ func newRootCmd() *cobra.Command {
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
+	up.Flags().StringSliceVar(&installs, "install", nil, fmt.Sprintf("how peerlink is installed in every cluster, or in each: %s (kubectl apply -k of an overlay) or %s (helm install of the chart) (default %s for all)",
+		labctl.Kustomize, labctl.Helm, labctl.Kustomize))
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{
