@@ -409,8 +409,8 @@ func (g *generator) valuesFile() ([]byte, error) {
 	b.WriteString(`#
 # With these values the chart renders what kustomize builds of bundles/install,
 # but the Namespace: the chart installs into the release's namespace
-# (helm install -n peerlink --create-namespace). docs/install.md says what the
-# facts mean.
+# (helm install -n peerlink --create-namespace). docs/install.md says what each
+# value means.
 `)
 	section := func(comment, key string, v any) error {
 		out, err := yaml.Marshal(map[string]any{key: v})
