@@ -29,7 +29,7 @@ FUZZTIME      ?= 30s
 E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
 # The components the lab's clusters run (built from source, cached in bin/);
 # built before the lab's tests so that no test waits for a cold build.
-LAB_COMPONENTS := coredns flanneld
+LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller
 
 .PHONY: help
 help: ## Show this help.

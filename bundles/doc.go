@@ -1,7 +1,8 @@
 // Package bundles holds peerlink's kustomize bundles: install/, the base that
 // installs peerlink into a cluster, and examples/, peer bundles as two
 // administrators commit them; and helm/peerlink, the Helm chart generated
-// from install/. The package has no code of its own; its tests
+// from install/. Its only code embeds install/ for `peerlink install`
+// (Install); its tests
 // build the bundles with kustomize and apply them to a real API server, and
 // check that the CRDs accept the manifests users write and reject malformed
 // ones with a message naming the field. They also run the Lua health checks

@@ -56,7 +56,24 @@ type Info struct {
 	// AllowedPeer is the allowlist of the ranges a peer may declare; empty
 	// means rangepolicy.DefaultAllowed.
 	AllowedPeer []netip.Prefix
+	// Sources say where the cluster ID, the pod CIDRs and the service CIDR
+	// come from (SourceGiven, or how they were detected), by the key of
+	// the fact (KeyClusterID, ...). They are published under
+	// <key>Source; a fact without one is left out.
+	Sources map[string]string
 }
+
+// SourceKey is the ConfigMap key that says where the fact under key comes
+// from.
+func SourceKey(key string) string { return key + "Source" }
+
+// maxSourceLength bounds a source read back: longer ones are not from
+// peerlink and are ignored.
+const maxSourceLength = 128
+
+// detectableKeys are the keys of the facts the controller detects when they
+// are not given.
+var detectableKeys = []string{KeyClusterID, KeyPodCIDRs, KeyServiceCIDR}
 
 // LocalRanges returns the ranges a peer may reach here: the pod CIDRs and
 // the external CIDR when known.
@@ -95,7 +112,7 @@ func (i Info) Data() map[string]string {
 		}
 		return p.String()
 	}
-	return map[string]string{
+	data := map[string]string{
 		KeyClusterID:        i.ClusterID,
 		KeyPodCIDRs:         rangepolicy.Format(i.PodCIDRs),
 		KeyServiceCIDR:      str(i.ServiceCIDR),
@@ -103,6 +120,12 @@ func (i Info) Data() map[string]string {
 		KeyInternalCIDR:     str(i.InternalCIDR),
 		KeyAllowedPeerCIDRs: rangepolicy.Format(i.PeerPolicy().AllowedRanges()),
 	}
+	for _, k := range detectableKeys {
+		if src := i.Sources[k]; src != "" {
+			data[SourceKey(k)] = src
+		}
+	}
+	return data
 }
 
 // ApplyConfiguration is the ConfigMap holding i in namespace, for a
@@ -147,6 +170,14 @@ func Decode(data map[string]string) (Info, error) {
 	}
 	if i.AllowedPeer, err = rangepolicy.ParseList(data[KeyAllowedPeerCIDRs]); err != nil {
 		return Info{}, fmt.Errorf("data.%s: %w", KeyAllowedPeerCIDRs, err)
+	}
+	for _, k := range detectableKeys {
+		if src := strings.TrimSpace(data[SourceKey(k)]); src != "" && len(src) <= maxSourceLength {
+			if i.Sources == nil {
+				i.Sources = map[string]string{}
+			}
+			i.Sources[k] = src
+		}
 	}
 	return i, nil
 }

@@ -23,6 +23,7 @@ func TestRoundTrip(t *testing.T) {
 		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
 		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
 		AllowedPeer:  cidr.MustPrefixes("10.0.0.0/8"),
+		Sources:      map[string]string{KeyClusterID: SourceGiven, KeyPodCIDRs: SourceNodes, KeyServiceCIDR: SourceServiceCIDRAPI},
 	}
 	out, err := Decode(in.Data())
 	if err != nil {

@@ -2,7 +2,7 @@
 // demo, end-to-end tests and benchmarks. Each cluster is a single node in its
 // own network namespace, with pod CIDR 10.244.0.0/24 in every cluster.
 //
-//	go run ./lab up [--clusters=2] [--cluster-ids=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
+//	go run ./lab up [--clusters=2] [--cluster-names=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
 //	go run ./lab bench [--json] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
@@ -65,7 +65,7 @@ func newRootCmd() *cobra.Command {
 	}
 
 	var clusters, nodes int
-	var ids []string
+	var names []string
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
 	var flux bool
@@ -75,13 +75,13 @@ func newRootCmd() *cobra.Command {
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("cluster-ids") && cmd.Flags().Changed("clusters") && len(ids) != clusters {
-				return fmt.Errorf("--clusters=%d but --cluster-ids names %d clusters", clusters, len(ids))
+			if cmd.Flags().Changed("cluster-names") && cmd.Flags().Changed("clusters") && len(names) != clusters {
+				return fmt.Errorf("--clusters=%d but --cluster-names names %d clusters", clusters, len(names))
 			}
-			if !cmd.Flags().Changed("cluster-ids") {
-				ids = nil
+			if !cmd.Flags().Changed("cluster-names") {
+				names = nil
 				for i := 1; i <= clusters; i++ {
-					ids = append(ids, fmt.Sprintf("cluster-%d", i))
+					names = append(names, fmt.Sprintf("cluster-%d", i))
 				}
 			}
 			c, err := cluster.ParseCNI(cni)
@@ -101,7 +101,7 @@ func newRootCmd() *cobra.Command {
 				return err
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: dir, IDs: ids, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
+				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				Installers: installers,
 			})
@@ -113,7 +113,7 @@ func newRootCmd() *cobra.Command {
 		},
 	}
 	up.Flags().IntVar(&clusters, "clusters", 2, "number of clusters")
-	up.Flags().StringSliceVar(&ids, "cluster-ids", []string{"cluster-1", "cluster-2"}, "cluster IDs, one per cluster")
+	up.Flags().StringSliceVar(&names, "cluster-names", []string{"cluster-1", "cluster-2"}, "cluster names, one per cluster, which name the nodes and kubeconfig contexts (peerlink detects its own cluster IDs)")
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
@@ -172,7 +172,7 @@ func newRootCmd() *cobra.Command {
 				}
 			}()
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: benchDir, IDs: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
+				Dir: benchDir, Names: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
 			})
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -21,6 +23,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // confWaitTimeout bounds every wait for the controller.
@@ -290,6 +293,27 @@ func TestConfigurationReconciler(t *testing.T) {
 		for k, v := range want {
 			if cm.Data[k] != v {
 				t.Errorf("configmap key %s = %q, want %q", k, cm.Data[k], v)
+			}
+		}
+	})
+
+	t.Run("default templates", func(t *testing.T) {
+		defaults, err := templates.Defaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range defaults {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(want.GroupVersionKind())
+			key := types.NamespacedName{Namespace: "peerlink", Name: want.GetName()}
+			err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
+				return e.cluster.Client.Get(ctx, key, got) == nil, nil
+			})
+			if err != nil {
+				t.Fatalf("%s %s not applied by the controller: %v", want.GetKind(), key, err)
+			}
+			if !reflect.DeepEqual(got.Object["spec"], want.Object["spec"]) {
+				t.Errorf("%s %s: spec differs from the embedded default", want.GetKind(), key)
 			}
 		}
 	})

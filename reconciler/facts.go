@@ -1,11 +1,13 @@
 package reconciler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -48,20 +50,60 @@ type namedRange struct {
 	prefix netip.Prefix
 }
 
-// ranges lists the local ranges, each named by its flag.
+// ranges lists the local ranges that are set, each named by its flag.
 func (f ClusterFacts) ranges() []namedRange {
 	var out []namedRange
-	for _, p := range f.PodCIDRs {
-		out = append(out, namedRange{"--pod-cidr", p})
+	add := func(flag string, ps ...netip.Prefix) {
+		for _, p := range ps {
+			if p.IsValid() {
+				out = append(out, namedRange{flag, p})
+			}
+		}
 	}
-	out = append(out,
-		namedRange{"--service-cidr", f.ServiceCIDR},
-		namedRange{"--external-cidr", f.ExternalCIDR},
-		namedRange{"--internal-cidr", f.InternalCIDR})
-	for _, p := range f.ReservedCIDRs {
-		out = append(out, namedRange{"--reserved-cidr", p})
-	}
+	add("--pod-cidr", f.PodCIDRs...)
+	add("--service-cidr", f.ServiceCIDR)
+	add("--external-cidr", f.ExternalCIDR)
+	add("--internal-cidr", f.InternalCIDR)
+	add("--reserved-cidr", f.ReservedCIDRs...)
 	return out
+}
+
+// Detect fills in the cluster ID, the pod CIDRs and the service CIDR that
+// were not given, from what the cluster's API says (see the Detect
+// functions of package clusterinfo), and records in Sources where each of
+// the three comes from. Given facts always win. c writes only dry runs; r
+// reads without a cache, as Detect runs before the manager starts.
+func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Reader) error {
+	f.Sources = map[string]string{
+		clusterinfo.KeyClusterID:   clusterinfo.SourceGiven,
+		clusterinfo.KeyPodCIDRs:    clusterinfo.SourceGiven,
+		clusterinfo.KeyServiceCIDR: clusterinfo.SourceGiven,
+	}
+	var errs []error
+	if f.ClusterID == "" {
+		id, err := clusterinfo.DetectClusterID(ctx, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-id not given: %w", err))
+		}
+		f.ClusterID, f.Sources[clusterinfo.KeyClusterID] = id, clusterinfo.SourceNamespaceUID
+	}
+	if !f.ServiceCIDR.IsValid() {
+		p, src, err := clusterinfo.DetectServiceCIDR(ctx, c, f.Namespace)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--service-cidr not given: %w", err))
+		}
+		f.ServiceCIDR, f.Sources[clusterinfo.KeyServiceCIDR] = p, src
+	}
+	// After the service CIDR: the pod CIDRs are widened up to the other
+	// local ranges, never over them.
+	if len(f.PodCIDRs) == 0 {
+		ps, err := clusterinfo.DetectPodCIDRs(ctx, r, f.Taken())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--pod-cidr not given: %w", err))
+		}
+		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, clusterinfo.SourceNodes
+	}
+	return errors.Join(errs...)
 }
 
 // Taken returns every local range: the ranges a peer's CIDR must not collide
@@ -83,25 +125,45 @@ func (f ClusterFacts) IPAMPools() []netip.Prefix {
 	return f.Pools
 }
 
-// Validate checks that the facts are complete and consistent: a cluster ID, a
-// namespace, at least one pod CIDR, every range a valid network, and no two
-// local ranges overlapping. Errors name the flags involved.
-func (f ClusterFacts) Validate() error {
+// Validate checks that the facts are complete and consistent: a valid
+// cluster ID, a namespace, at least one pod CIDR and a service CIDR (given
+// or detected), every range a valid network, and no two local ranges
+// overlapping. Errors name the flags involved.
+func (f ClusterFacts) Validate() error { return f.validate(true) }
+
+// ValidateGiven checks the facts as the flags give them, before Detect: the
+// cluster ID, the pod CIDRs and the service CIDR may be missing.
+func (f ClusterFacts) ValidateGiven() error { return f.validate(false) }
+
+func (f ClusterFacts) validate(complete bool) error {
 	var errs []error
-	if f.ClusterID == "" {
-		errs = append(errs, errors.New("--cluster-id is required"))
+	const detect = "not given, and not detected"
+	switch {
+	case f.ClusterID != "":
+		if err := clusterinfo.ValidateClusterID(f.ClusterID); err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+		}
+	case complete:
+		errs = append(errs, errors.New("--cluster-id is required: "+detect))
 	}
 	if f.Namespace == "" {
 		errs = append(errs, errors.New("--namespace is required"))
 	}
-	if len(f.PodCIDRs) == 0 {
-		errs = append(errs, errors.New("--pod-cidr is required"))
+	if complete && len(f.PodCIDRs) == 0 {
+		errs = append(errs, errors.New("--pod-cidr is required: "+detect))
+	}
+	if complete && !f.ServiceCIDR.IsValid() {
+		errs = append(errs, errors.New("--service-cidr is required: "+detect))
+	}
+	if !f.ExternalCIDR.IsValid() {
+		errs = append(errs, errors.New("--external-cidr is required"))
+	}
+	if !f.InternalCIDR.IsValid() {
+		errs = append(errs, errors.New("--internal-cidr is required"))
 	}
 	rs := f.ranges()
 	for _, r := range rs {
-		if !r.prefix.IsValid() {
-			errs = append(errs, fmt.Errorf("%s is required", r.flag))
-		} else if r.prefix != r.prefix.Masked() {
+		if r.prefix != r.prefix.Masked() {
 			errs = append(errs, fmt.Errorf("%s %s: %w (the network is %s)", r.flag, r.prefix, cidr.ErrHostBits, r.prefix.Masked()))
 		}
 	}

@@ -7,14 +7,18 @@ import (
 )
 
 // SetupAll registers every reconciler of the controller with mgr, and the
-// publisher of the cluster-info ConfigMap, for the cluster described by
+// publishers of the cluster-info ConfigMap and the default gateway
+// templates, for the cluster described by
 // facts. mgr must use a scheme from api.NewScheme. The caller starts mgr.
 func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := facts.Validate(); err != nil {
 		return fmt.Errorf("local facts: %w", err)
 	}
-	if err := mgr.Add(&clusterInfoPublisher{client: mgr.GetClient(), facts: facts}); err != nil {
+	if err := mgr.Add(clusterInfoPublisher(mgr.GetClient(), facts)); err != nil {
 		return fmt.Errorf("add cluster-info publisher: %w", err)
+	}
+	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace)); err != nil {
+		return fmt.Errorf("add default templates publisher: %w", err)
 	}
 	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)

@@ -9,9 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The embedded default templates. They are the source of the copies in
-// bundles/install/templates, which TestInstallBundle keeps identical
-// (`go test ./templates -run TestInstallBundle -update` rewrites them).
+// The embedded default templates. The controller keeps them applied in its
+// namespace; the install bundle carries no copy.
 const (
 	serverFile = "wireguard-server.yaml"
 	clientFile = "wireguard-client.yaml"

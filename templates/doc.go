@@ -183,9 +183,8 @@
 // # The default templates
 //
 // wireguard-server.yaml and wireguard-client.yaml in this directory are
-// embedded (Defaults returns them) and are the source of the copies in
-// bundles/install/templates, which TestInstallBundle keeps identical:
-// edit them here and run go test ./templates -run TestInstallBundle -update.
+// embedded (Defaults returns them); the controller applies them in its
+// namespace when it starts, and `peerlink render` uses them offline.
 //
 // They render a Deployment of one replica (strategy Recreate) whose pod,
 // labelled app.kubernetes.io/name: peerlink-gateway,

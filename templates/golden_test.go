@@ -15,7 +15,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/templates and the install bundle copies of the default templates")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/templates")
 
 const goldenDir = "../testdata/templates"
 

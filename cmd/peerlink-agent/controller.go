@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -48,7 +50,11 @@ func newControllerCommand() *cobra.Command {
 		Long: `Run the peerlink controller: it remaps the CIDRs of each peer's Configuration
 into free local ranges, runs the gateways of WgGatewayServer and WgGatewayClient
 objects, and publishes this cluster's ID and ranges in the cluster-info
-ConfigMap of its namespace.
+ConfigMap of its namespace, with where each comes from.
+
+The cluster ID, the pod CIDRs and the service CIDR are detected from the
+cluster when not given; given values always win. The controller logs what it
+detected and from where.
 
 Repeatable CIDR flags also take comma-separated lists.`,
 	}
@@ -62,9 +68,9 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 100, "steady rate of requests to the API server per second")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "burst of requests to the API server")
 
-	f.StringVar(&o.clusterID, "cluster-id", "", "ID of this cluster, as its peers know it (required)")
-	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (required, repeatable)")
-	f.StringVar(&o.serviceCIDR, "service-cidr", "", "service CIDR of this cluster (required)")
+	f.StringVar(&o.clusterID, "cluster-id", "", "ID of this cluster, as its peers know it (default: the first 8 hex digits of the kube-system namespace's UID)")
+	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (repeatable; default: the /16 holding the Nodes' spec.podCIDRs, or the smallest prefix holding them if larger)")
+	f.StringVar(&o.serviceCIDR, "service-cidr", "", "service CIDR of this cluster (default: read from the ServiceCIDR API, or from the API server's refusal of a dry-run ClusterIP outside it)")
 	f.StringVar(&o.externalCIDR, "external-cidr", "10.70.0.0/16", "CIDR under which peers see this cluster's non-pod endpoints")
 	f.StringVar(&o.internalCIDR, "internal-cidr", "10.80.0.0/16", "CIDR set aside for the overlay between nodes and gateways, never given to a peer")
 	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster, never given to a peer (repeatable)")
@@ -125,11 +131,14 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 	if len(errs) > 0 {
 		return reconciler.ClusterFacts{}, errors.Join(errs...)
 	}
-	if err := f.Validate(); err != nil {
+	if err := f.ValidateGiven(); err != nil {
 		return reconciler.ClusterFacts{}, err
 	}
 	return f, nil
 }
+
+// detectTimeout bounds the detection of the facts not given at start.
+const detectTimeout = time.Minute
 
 // runController builds the manager, registers the reconcilers and runs until
 // SIGTERM or SIGINT.
@@ -145,6 +154,21 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	})
 	if err != nil {
 		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), detectTimeout)
+	defer cancel()
+	if err := facts.Detect(ctx, mgr.GetClient(), mgr.GetAPIReader()); err != nil {
+		return err
+	}
+	if err := facts.Validate(); err != nil {
+		return err
+	}
+	for _, f := range []struct{ key, value string }{
+		{clusterinfo.KeyClusterID, facts.ClusterID},
+		{clusterinfo.KeyPodCIDRs, fmt.Sprint(facts.PodCIDRs)},
+		{clusterinfo.KeyServiceCIDR, facts.ServiceCIDR.String()},
+	} {
+		log.Info("cluster fact", "fact", f.key, "value", f.value, "source", facts.Sources[f.key])
 	}
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		return err

@@ -46,14 +46,14 @@ func TestControllerFlagValidation(t *testing.T) {
 			want: []string{"--service-cidr 10.96.0.0/12", "--reserved-cidr 10.100.0.0/16"},
 		},
 		{
-			name: "missing cluster id",
-			args: []string{"--pod-cidr=10.244.0.0/16", "--service-cidr=10.96.0.0/12"},
-			want: []string{"--cluster-id is required"},
+			name: "invalid cluster id",
+			args: []string{"--cluster-id=Alpha_1", "--pod-cidr=10.244.0.0/16", "--service-cidr=10.96.0.0/12"},
+			want: []string{"--cluster-id", "Alpha_1"},
 		},
 		{
-			name: "missing pod and service cidrs",
-			args: []string{"--cluster-id=alpha"},
-			want: []string{"--pod-cidr is required", "--service-cidr is required"},
+			name: "given ranges overlap, others to detect",
+			args: []string{"--pod-cidr=10.70.0.0/16"},
+			want: []string{"--pod-cidr 10.70.0.0/16", "overlaps", "--external-cidr 10.70.0.0/16"},
 		},
 		{
 			name: "invalid cidr",
@@ -175,16 +175,20 @@ func TestControllerBundleArgs(t *testing.T) {
 	for k, v := range cm.Data {
 		env[k] = v
 	}
-	if _, err := parse(env); err == nil || !strings.Contains(err.Error(), "--cluster-id is required") {
-		t.Errorf("with the default facts: %v, want --cluster-id is required", err)
-	}
-	env["CLUSTER_ID"] = "cluster-1"
+	// As installed, the cluster ID and the ranges are left to detection.
 	facts, err := parse(env)
 	if err != nil {
-		t.Fatalf("with a cluster ID: %v", err)
+		t.Fatalf("with the default facts: %v", err)
+	}
+	if facts.ClusterID != "" || len(facts.PodCIDRs) != 0 || facts.ServiceCIDR.IsValid() || !facts.ExternalCIDR.IsValid() {
+		t.Errorf("with the default facts: %+v, want the cluster ID, pod and service CIDRs left to detect", facts)
+	}
+	env["CLUSTER_ID"], env["POD_CIDRS"], env["SERVICE_CIDR"] = "cluster-1", "10.244.0.0/16", "10.96.0.0/12"
+	if facts, err = parse(env); err != nil {
+		t.Fatalf("with given facts: %v", err)
 	}
 	if facts.ClusterID != "cluster-1" || facts.Namespace != "peerlink" || len(facts.PodCIDRs) != 1 ||
-		facts.PodCIDRs[0].String() != cm.Data["POD_CIDRS"] || facts.ServiceCIDR.String() != cm.Data["SERVICE_CIDR"] {
-		t.Errorf("facts %+v do not match the ConfigMap %v", facts, cm.Data)
+		facts.PodCIDRs[0].String() != "10.244.0.0/16" || facts.ServiceCIDR.String() != "10.96.0.0/12" {
+		t.Errorf("facts %+v do not match the given ones %v", facts, env)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // execRender runs peerlink render with args and stdin, as the command line
@@ -280,27 +281,17 @@ func TestRenderedAcceptedByAPIServer(t *testing.T) {
 	cluster := testcluster.Start(t, testcluster.WithCRDDirs("../../bundles/install/crds"))
 	ctx := context.Background()
 
-	// The default templates of the install bundle are accepted too.
+	// The default templates the controller applies are accepted too.
 	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "peerlink"}}); err != nil {
 		t.Fatal(err)
 	}
-	bundleTemplates, err := filepath.Glob("../../bundles/install/templates/wireguard-*.yaml")
+	defaults, err := templates.Defaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range bundleTemplates {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := generators.ParseManifests(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if err := cluster.Client.Create(ctx, o); err != nil {
-				t.Errorf("create %s: %v", f, err)
-			}
+	for _, o := range defaults {
+		if err := cluster.Client.Create(ctx, o); err != nil {
+			t.Errorf("create %s: %v", o.GetName(), err)
 		}
 	}
 

@@ -37,6 +37,8 @@ func newRootCmd() *cobra.Command {
 		Long: `peerlink connects the pod networks of independent Kubernetes clusters over
 WireGuard, with the networking.liqo.io/v1beta1 network-peering API.
 
+Install it in each cluster with ` + "`peerlink install`" + ` (or kubectl apply -k bundles/install).
+
 Three ways to peer two clusters:
   - one command, with both kubeconfigs:  peerlink network connect
   - two admins exchanging manifests:     peerlink generate / create ... -o yaml
@@ -60,6 +62,7 @@ Three ways to peer two clusters:
 		newCreateCmd(g),
 		newGenerateCmd(g),
 		newInfoCmd(g),
+		newInstallCmd(g),
 		newNetworkCmd(g),
 		newBundleCmd(g),
 		newLintCmd(),

@@ -12,7 +12,7 @@
 //     hashed the same way by the template, so a change still rolls out the
 //     pods that read it;
 //   - each image the workloads run becomes a value (repository, tag,
-//     digest), wherever the image is named, gateway templates included;
+//     digest), wherever the bundle names it;
 //   - the replicas and the container resources of each workload become
 //     values.
 //

@@ -432,8 +432,8 @@ func (g *generator) valuesFile() ([]byte, error) {
 		im := g.images[ref]
 		images[im.key] = map[string]string{"repository": im.repository, "tag": im.tag, "digest": im.digest}
 	}
-	if err := section("The images, as repository, tag and digest (tag and digest may be empty),\n"+
-		"# wherever the bundle names them: workloads and gateway templates.", "images", images); err != nil {
+	if err := section("The images the workloads run, as repository, tag and digest (tag and\n"+
+		"# digest may be empty), wherever the bundle names them.", "images", images); err != nil {
 		return nil, err
 	}
 	for _, w := range g.workloads {

@@ -41,7 +41,7 @@ func TestCNIMatrix(t *testing.T) {
 		for _, cni := range layout.cnis {
 			t.Run(string(cni)+"/"+layout.name, func(t *testing.T) {
 				ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{
-					IDs: []string{"mx-a", "mx-b"}, Nodes: 2, CNI: cni, PodCIDRs: layout.pods,
+					Names: []string{"mx-a", "mx-b"}, Nodes: 2, CNI: cni, PodCIDRs: layout.pods,
 				})
 				a, b := l.Clusters[0], l.Clusters[1]
 				for _, pair := range [][2]*cluster.Cluster{{a, b}, {b, a}} {

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,18 +54,7 @@ func TestGitOps(t *testing.T) {
 		bundle string
 		file   string
 	}{{a, bundleA, "gatewayclient.yaml"}, {b, bundleB, "gatewayserver.yaml"}} {
-		path := filepath.Join(side.bundle, side.file)
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := fmt.Sprintf("mtu: %d", netv1beta1.DefaultMTU)
-		if !strings.Contains(string(src), old) {
-			t.Fatalf("%s has no %q:\n%s", path, old, src)
-		}
-		if err := os.WriteFile(path, []byte(strings.Replace(string(src), old, fmt.Sprintf("mtu: %d", mtu), 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		editFile(t, filepath.Join(side.bundle, side.file), fmt.Sprintf("mtu: %d\n", netv1beta1.DefaultMTU), fmt.Sprintf("mtu: %d\n", mtu))
 		sync(side.ad, side.bundle)
 	}
 	for _, ad := range []*admin{a, b} {

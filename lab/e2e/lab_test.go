@@ -38,9 +38,9 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // newLab brings up fresh clusters for one test, which has until timeout
 // (the context's deadline), and removes them, checking that nothing is
 // left, when the test ends.
-func newLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
+func newLab(t *testing.T, timeout time.Duration, names ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
-	return newLabWith(t, timeout, labctl.Options{IDs: ids})
+	return newLabWith(t, timeout, labctl.Options{Names: names})
 }
 
 // newLabWith is newLab with the clusters' nodes, pod network and ranges
@@ -76,9 +76,9 @@ func newLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.
 // newPeeredLab brings up a lab (newLab) and connects its first cluster to
 // each of the others with `peerlink network connect`, as a user holding
 // both kubeconfigs does, then waits until every peering is Connected.
-func newPeeredLab(t *testing.T, timeout time.Duration, ids ...string) (context.Context, *labctl.Lab) {
+func newPeeredLab(t *testing.T, timeout time.Duration, names ...string) (context.Context, *labctl.Lab) {
 	t.Helper()
-	return newPeeredLabWith(t, timeout, labctl.Options{IDs: ids})
+	return newPeeredLabWith(t, timeout, labctl.Options{Names: names})
 }
 
 // newPeeredLabWith is newPeeredLab with the options of newLabWith.
@@ -232,7 +232,14 @@ const eventuallyTimeout = 90 * time.Second
 // test when it has not passed within eventuallyTimeout.
 func eventually(t *testing.T, ctx context.Context, what string, check func() error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, eventuallyTimeout)
+	waitFor(t, ctx, eventuallyTimeout, what, check)
+}
+
+// waitFor is eventually for checks that may take longer: it fails the test
+// when check has not passed within d.
+func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, check func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var err error
 	for {

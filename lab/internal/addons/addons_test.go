@@ -60,6 +60,7 @@ func TestFlux(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds, images []string
+	cancels := false
 	for _, obj := range decodeAll(t, "flux", out) {
 		kinds = append(kinds, obj.GetKind())
 		if ns := obj.GetNamespace(); ns != "" && ns != FluxNamespace {
@@ -70,8 +71,15 @@ func TestFlux(t *testing.T) {
 			for _, ctr := range containers {
 				image, _, _ := unstructured.NestedString(ctr.(map[string]any), "image")
 				images = append(images, image)
+				args, _, _ := unstructured.NestedStringSlice(ctr.(map[string]any), "args")
+				if slices.Contains(args, fluxCancelHealthCheck) {
+					cancels = obj.GetName() == "kustomize-controller"
+				}
 			}
 		}
+	}
+	if !cancels {
+		t.Errorf("kustomize-controller runs without %s", fluxCancelHealthCheck)
 	}
 	slices.Sort(images)
 	if want := []string{"172.30.1.1:5000/lab/kustomize-controller:latest", "172.30.1.1:5000/lab/source-controller:latest"}; !slices.Equal(images, want) {

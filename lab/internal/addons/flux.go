@@ -56,10 +56,15 @@ func FindFluxControllers(ctx context.Context, repo string) (FluxControllers, err
 	return c, err
 }
 
+// fluxCancelHealthCheck is the kustomize-controller flag that lets a new
+// revision interrupt a running health check.
+const fluxCancelHealthCheck = "--feature-gates=CancelHealthCheckOnNewRevision=true"
+
 // Flux returns the manifests that install source-controller and
 // kustomize-controller: their CRDs, RBAC, Deployments and Services, as the
 // modules' own config/ directories define them, in namespace flux-system,
-// with their images taken from the lab registry. Nothing is written but a
+// with their images taken from the lab registry and kustomize-controller
+// told to let a new commit interrupt a health check. Nothing is written but a
 // kustomization in a temporary directory.
 func Flux(c FluxControllers, registry string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "lab-flux-")
@@ -98,6 +103,15 @@ func Flux(c FluxControllers, registry string) ([]byte, error) {
 		"namespace":  FluxNamespace,
 		"resources":  append([]string{"namespace.yaml"}, resources...),
 		"images":     images,
+		// A commit pushed while a Kustomization waits for its health
+		// checks is applied at once, not after the wait times out: the
+		// setting docs/gitops.md recommends for peer bundles, whose first
+		// commit waits for a peer that may take a while.
+		"patches": []map[string]any{{
+			"target": map[string]string{"kind": "Deployment", "name": "kustomize-controller"},
+			"patch": `[{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "` +
+				fluxCancelHealthCheck + `"}]`,
+		}},
 	}
 	for name, obj := range map[string]any{"namespace.yaml": ns, "kustomization.yaml": k} {
 		data, err := yaml.Marshal(obj)

@@ -64,8 +64,11 @@ type Cluster struct {
 	// first node), the node network (172.30.<Index>.0/24) and the cgroup
 	// roots (/k<Index>...).
 	Index int
-	// ClusterID is the cluster's identity for peerlink; the nodes are
-	// named after it.
+	// Name is the lab's name for the cluster; the nodes and the kubeconfig
+	// context are named after it.
+	Name string
+	// ClusterID is the cluster's identity for peerlink, which peerlink
+	// detects once installed (the lab gives it no facts); empty before.
 	ClusterID string
 	// NodeCount is the number of nodes, 1 to MaxNodes.
 	NodeCount int
@@ -143,14 +146,14 @@ func (n *Node) Namespace() string {
 	return fmt.Sprintf("c%dn%d", n.Cluster.Index, n.Ordinal)
 }
 
-// Name is the node's name in Kubernetes: the cluster ID for the first node,
-// as a single-node cluster's only node is named, and <cluster ID>-<ordinal>
-// for the others.
+// Name is the node's name in Kubernetes: the cluster's name for the first
+// node, as a single-node cluster's only node is named, and
+// <cluster name>-<ordinal> for the others.
 func (n *Node) Name() string {
 	if n.Ordinal == 1 {
-		return n.Cluster.ClusterID
+		return n.Cluster.Name
 	}
-	return fmt.Sprintf("%s-%d", n.Cluster.ClusterID, n.Ordinal)
+	return fmt.Sprintf("%s-%d", n.Cluster.Name, n.Ordinal)
 }
 
 // IP is the node's address on the node network.

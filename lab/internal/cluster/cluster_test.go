@@ -12,7 +12,7 @@ import (
 // lab down relies on to find them again, and the ranges derived from the
 // cluster's.
 func TestNodes(t *testing.T) {
-	c := &Cluster{Index: 11, ClusterID: "mx-a", NodeCount: 3, Dir: "/lab/c11",
+	c := &Cluster{Index: 11, Name: "mx-a", NodeCount: 3, Dir: "/lab/c11",
 		PodCIDR: netip.MustParsePrefix("10.244.128.0/17"), ServiceCIDR: netip.MustParsePrefix("10.97.0.0/16")}
 	var got [][4]string
 	for _, n := range c.Nodes() {

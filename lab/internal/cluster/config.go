@@ -31,13 +31,13 @@ func (n *Node) ContainerdState() string { return n.path("containerd", "state") }
 func (c *Cluster) writeFiles() error {
 	for _, d := range []string{"logs", "run", "etcd"} {
 		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
-			return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 	}
 	if err := c.writePKI(); err != nil {
 		return err
 	}
-	if err := writeAll(c.ClusterID, c.path, map[string]func() ([]byte, error){admissionConfig: admissionConfiguration}); err != nil {
+	if err := writeAll(c.Name, c.path, map[string]func() ([]byte, error){admissionConfig: admissionConfiguration}); err != nil {
 		return err
 	}
 	for _, n := range c.Nodes() {

@@ -28,7 +28,7 @@ func (c *Cluster) CreateNetwork() error {
 		{"ip", "link", "set", br, "up"},
 	} {
 		if out, err := runHost(argv...); err != nil {
-			return fmt.Errorf("cluster %s node network: %w: %s", c.ClusterID, err, out)
+			return fmt.Errorf("cluster %s node network: %w: %s", c.Name, err, out)
 		}
 	}
 	for _, n := range c.Nodes() {

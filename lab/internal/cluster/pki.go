@@ -57,15 +57,15 @@ func (n *Node) kubeletIdentity() string { return "kubelet-" + n.Name() }
 func (n *Cluster) writePKI() error {
 	dir := n.path("pki")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cluster %s pki: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s pki: %w", n.Name, err)
 	}
 	now := time.Now()
 	caKey, err := newKey()
 	if err != nil {
-		return fmt.Errorf("cluster %s ca key: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s ca key: %w", n.Name, err)
 	}
 	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "peerlink-lab " + n.ClusterID + " CA"},
+		Subject:               pkix.Name{CommonName: "peerlink-lab " + n.Name + " CA"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(certValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -74,11 +74,11 @@ func (n *Cluster) writePKI() error {
 	}
 	caDER, err := sign(caTmpl, caTmpl, caKey, caKey)
 	if err != nil {
-		return fmt.Errorf("cluster %s ca: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s ca: %w", n.Name, err)
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return fmt.Errorf("cluster %s ca: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s ca: %w", n.Name, err)
 	}
 	if err := writePair(dir, "ca", caDER, caKey); err != nil {
 		return err
@@ -99,19 +99,19 @@ func (n *Cluster) writePKI() error {
 		},
 	}
 	if err := issue(dir, "apiserver", serving, ca, caKey); err != nil {
-		return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s: %w", n.Name, err)
 	}
 
 	saKey, err := newKey()
 	if err != nil {
-		return fmt.Errorf("cluster %s service-account key: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s service-account key: %w", n.Name, err)
 	}
 	if err := writeKey(filepath.Join(dir, "sa.key"), saKey); err != nil {
 		return err
 	}
 	saPub, err := x509.MarshalPKIXPublicKey(saKey.Public())
 	if err != nil {
-		return fmt.Errorf("cluster %s service-account key: %w", n.ClusterID, err)
+		return fmt.Errorf("cluster %s service-account key: %w", n.Name, err)
 	}
 	if err := writePEM(filepath.Join(dir, "sa.pub"), "PUBLIC KEY", saPub); err != nil {
 		return err
@@ -127,7 +127,7 @@ func (n *Cluster) writePKI() error {
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}
 		if err := issue(dir, id.file, tmpl, ca, caKey); err != nil {
-			return fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+			return fmt.Errorf("cluster %s: %w", n.Name, err)
 		}
 		if err := n.writeKubeconfig(id, caPEM); err != nil {
 			return err
@@ -141,13 +141,13 @@ func (n *Cluster) writePKI() error {
 func (n *Cluster) writeKubeconfig(id identity, caPEM []byte) error {
 	cert, err := os.ReadFile(n.path("pki", id.file+".crt"))
 	if err != nil {
-		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.ClusterID, id.file, err)
+		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.Name, id.file, err)
 	}
 	key, err := os.ReadFile(n.path("pki", id.file+".key"))
 	if err != nil {
-		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.ClusterID, id.file, err)
+		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.Name, id.file, err)
 	}
-	name := n.ClusterID
+	name := n.Name
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: n.APIServerURL(), CertificateAuthorityData: caPEM}
 	cfg.AuthInfos[id.user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
@@ -158,7 +158,7 @@ func (n *Cluster) writeKubeconfig(id identity, caPEM []byte) error {
 		path = n.Kubeconfig()
 	}
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.ClusterID, id.file, err)
+		return fmt.Errorf("cluster %s kubeconfig %s: %w", n.Name, id.file, err)
 	}
 	return nil
 }

@@ -159,7 +159,7 @@ func (n *Cluster) Up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.Logf("%s: kube-apiserver ready at %s", n.ClusterID, n.APIServerURL())
+	n.Logf("%s: kube-apiserver ready at %s", n.Name, n.APIServerURL())
 	if err := n.start("kube-controller-manager", "kube-scheduler"); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (n *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	for _, node := range nodes {
-		n.Logf("%s: node %s at %s, pods %s", n.ClusterID, node.Name(), node.IP(), podCIDRs[node.Name()])
+		n.Logf("%s: node %s at %s, pods %s", n.Name, node.Name(), node.IP(), podCIDRs[node.Name()])
 	}
 	if n.CNI == Bridge {
 		return n.setUpBridge(podCIDRs)
@@ -210,7 +210,7 @@ func (n *Cluster) WaitReady(ctx context.Context) error {
 			return err
 		}
 	}
-	n.Logf("%s: %d nodes Ready", n.ClusterID, n.NodeCount)
+	n.Logf("%s: %d nodes Ready", n.Name, n.NodeCount)
 	return n.watch(ctx, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -242,7 +242,7 @@ func (n *Cluster) watch(ctx context.Context, what string, ready func(context.Con
 		for _, p := range n.running {
 			select {
 			case <-p.Exited:
-				return fmt.Errorf("cluster %s: waiting for %s: %w", n.ClusterID, what, p.Failure())
+				return fmt.Errorf("cluster %s: waiting for %s: %w", n.Name, what, p.Failure())
 			default:
 			}
 		}
@@ -255,7 +255,7 @@ func (n *Cluster) watch(ctx context.Context, what string, ready func(context.Con
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster %s: waiting for %s: %w (last error: %v)", n.ClusterID, what, ctx.Err(), last)
+			return fmt.Errorf("cluster %s: waiting for %s: %w (last error: %v)", n.Name, what, ctx.Err(), last)
 		case <-tick.C:
 		}
 	}
@@ -266,9 +266,9 @@ func (n *Cluster) watch(ctx context.Context, what string, ready func(context.Con
 func (n *Cluster) Start(component string) (*proc.Process, error) {
 	argv, ok := n.commands()[component]
 	if !ok {
-		return nil, fmt.Errorf("cluster %s: no control-plane component %q", n.ClusterID, component)
+		return nil, fmt.Errorf("cluster %s: no control-plane component %q", n.Name, component)
 	}
-	return startIn(n.Namespace(), n.ClusterID+" "+component, argv, n.Log(component), n.PidFile(component))
+	return startIn(n.Namespace(), n.Name+" "+component, argv, n.Log(component), n.PidFile(component))
 }
 
 // Start starts one component of the node in its namespace.
@@ -295,10 +295,10 @@ func startIn(namespace, name string, argv []string, log, pidFile string) (*proc.
 func (n *Cluster) Stop(component string) error {
 	pid, err := proc.ReadPidFile(n.PidFile(component))
 	if err != nil {
-		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+		return fmt.Errorf("cluster %s: stop %s: %w", n.Name, component, err)
 	}
 	if err := proc.Kill([]int{pid}, 5*time.Second); err != nil {
-		return fmt.Errorf("cluster %s: stop %s: %w", n.ClusterID, component, err)
+		return fmt.Errorf("cluster %s: stop %s: %w", n.Name, component, err)
 	}
 	return nil
 }
@@ -325,12 +325,12 @@ func (n *Node) Ready(ctx context.Context) (bool, string) {
 func (n *Cluster) Clientset() (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.Name, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s client: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s client: %w", n.Name, err)
 	}
 	return cs, nil
 }

@@ -83,7 +83,7 @@ func (l *Lab) printTopology(p *Progress) {
 			nodes = append(nodes, fmt.Sprintf("%s %s", n.Name(), n.IP()))
 		}
 		p.Logf("%s: CNI %s, pods %s, services %s, node network %s; nodes %s",
-			c.ClusterID, c.CNI, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
+			c.Name, c.CNI, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
 	}
 }
 
@@ -107,7 +107,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 		if err := c.Network(ctx); err != nil {
 			return err
 		}
-		l.progress.Logf("%s: Flannel (VXLAN) leased every node its pod range", c.ClusterID)
+		l.progress.Logf("%s: Flannel (VXLAN) leased every node its pod range", c.Name)
 	}
 	if err := c.WaitReady(ctx); err != nil {
 		return err
@@ -118,7 +118,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	if _, err := l.Kubectl(ctx, c, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=3m"); err != nil {
 		return err
 	}
-	l.progress.Logf("%s: CoreDNS serves %s at %s", c.ClusterID, cluster.ClusterDomain, c.DNSIP())
+	l.progress.Logf("%s: CoreDNS serves %s at %s", c.Name, cluster.ClusterDomain, c.DNSIP())
 	if l.flux {
 		return l.installFlux(ctx, c)
 	}
@@ -148,7 +148,7 @@ func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
 			return err
 		}
 	}
-	l.progress.Logf("%s: Flux %s running in %s", c.ClusterID, strings.Join(fluxControllers, " and "), addons.FluxNamespace)
+	l.progress.Logf("%s: Flux %s running in %s", c.Name, strings.Join(fluxControllers, " and "), addons.FluxNamespace)
 	return nil
 }
 
@@ -172,10 +172,10 @@ func (l *Lab) applyAddon(ctx context.Context, c *cluster.Cluster, name string, p
 func (l *Lab) writeAddon(c *cluster.Cluster, name string, data []byte) (string, error) {
 	file := filepath.Join(c.Dir, "addons", name+".yaml")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return "", fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+		return "", fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if err := os.WriteFile(file, data, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+		return "", fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	return file, nil
 }

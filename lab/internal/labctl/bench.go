@@ -114,8 +114,8 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		if err != nil {
 			return f, err
 		}
-		f.RecoverySeconds[n.ClusterID] = gap.Seconds()
-		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.ClusterID, gap.Seconds())
+		f.RecoverySeconds[n.Name] = gap.Seconds()
+		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
 	}
 	return f, nil
 }
@@ -123,7 +123,7 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 // recovery deletes the gateway pod of cluster n while a probe in cluster
 // src sends requests to url, and returns the longest time without answer.
 func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster) (time.Duration, error) {
-	name := "bench-probe-" + n.ClusterID
+	name := "bench-probe-" + n.Name
 	if err := l.StartProbe(ctx, src, name, url, probeInterval, recoveryWatch+30*time.Second); err != nil {
 		return 0, err
 	}
@@ -159,7 +159,7 @@ func (l *Lab) Measure(ctx context.Context, n *cluster.Cluster, pod, mode, addr s
 		return m, err
 	}
 	if err := json.Unmarshal(out, &m); err != nil {
-		return m, fmt.Errorf("cluster %s: echo %s %s: %w: %s", n.ClusterID, mode, addr, err, out)
+		return m, fmt.Errorf("cluster %s: echo %s %s: %w: %s", n.Name, mode, addr, err, out)
 	}
 	return m, nil
 }
@@ -190,7 +190,7 @@ func (l *Lab) exposeEcho(ctx context.Context, n *cluster.Cluster, pod corev1.Pod
 	}
 	created, err := cs.CoreV1().Services(EchoNamespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: create service echo-bench: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s: create service echo-bench: %w", n.Name, err)
 	}
 	out := map[int]int32{}
 	for _, p := range created.Spec.Ports {

@@ -44,7 +44,7 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p.Logf("%s reaches the pods of %s (%s) at %s", dir[0].ClusterID, dir[1].ClusterID, real, remapped)
+		p.Logf("%s reaches the pods of %s (%s) at %s", dir[0].Name, dir[1].Name, real, remapped)
 	}
 	for _, dir := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
 		got, from, err := l.reachEventually(ctx, dir[0], dir[1])
@@ -80,7 +80,7 @@ func (l *Lab) reachEventually(ctx context.Context, src, dst *cluster.Cluster) (e
 			return got, from, nil
 		}
 		if time.Now().After(deadline) {
-			return got, from, fmt.Errorf("from %s to %s: %w", src.ClusterID, dst.ClusterID, err)
+			return got, from, fmt.Errorf("from %s to %s: %w", src.Name, dst.Name, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -95,5 +95,5 @@ func (l *Lab) reachEventually(ctx context.Context, src, dst *cluster.Cluster) (e
 // the caller under the caller's remapped address.
 func describe(src *cluster.Cluster, from corev1.Pod, dst *cluster.Cluster, got echoapi.Got) string {
 	return fmt.Sprintf("%s pod %s (%s) -> %s: answered by %s pod %s (real IP %s), which saw the caller as %s",
-		src.ClusterID, from.Name, from.Status.PodIP, got.URL, dst.ClusterID, got.Reply.Pod, got.Reply.PodIP, got.Reply.Client)
+		src.Name, from.Name, from.Status.PodIP, got.URL, dst.Name, got.Reply.Pod, got.Reply.PodIP, got.Reply.Client)
 }

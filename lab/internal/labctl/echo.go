@@ -41,7 +41,7 @@ func (l *Lab) EchoPods(ctx context.Context, n *cluster.Cluster) ([]corev1.Pod, e
 	}
 	pods, err := cs.CoreV1().Pods(EchoNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + EchoDeployment})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: list echo pods: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s: list echo pods: %w", n.Name, err)
 	}
 	return pods.Items, nil
 }
@@ -56,7 +56,7 @@ func (l *Lab) echoPodsOf(ctx context.Context, src, dst *cluster.Cluster) (fromPo
 		return nil, nil, err
 	}
 	if len(fromPods) == 0 || len(toPods) == 0 {
-		return nil, nil, fmt.Errorf("no echo pods in %s or %s", src.ClusterID, dst.ClusterID)
+		return nil, nil, fmt.Errorf("no echo pods in %s or %s", src.Name, dst.Name)
 	}
 	return fromPods, toPods, nil
 }
@@ -69,7 +69,7 @@ func (l *Lab) EchoGet(ctx context.Context, n *cluster.Cluster, pod, url string) 
 		return got, err
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
-		return got, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.ClusterID, url, err, out)
+		return got, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.Name, url, err, out)
 	}
 	return got, nil
 }
@@ -84,7 +84,7 @@ func (l *Lab) StartEcho(ctx context.Context, n *cluster.Cluster, name, node stri
 	spec.NodeName = node
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace}, Spec: spec}
 	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.ClusterID, name, err)
+		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.Name, name, err)
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (l *Lab) StartProbe(ctx context.Context, n *cluster.Cluster, name, url stri
 		},
 	}
 	if _, err := cs.CoreV1().Pods(EchoNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("cluster %s: create probe pod %s: %w", n.ClusterID, name, err)
+		return fmt.Errorf("cluster %s: create probe pod %s: %w", n.Name, name, err)
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (l *Lab) ProbeResults(ctx context.Context, n *cluster.Cluster, name string)
 		}
 		var p echoapi.Probe
 		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			return nil, fmt.Errorf("cluster %s: probe %s printed %q: %w", n.ClusterID, name, line, err)
+			return nil, fmt.Errorf("cluster %s: probe %s printed %q: %w", n.Name, name, line, err)
 		}
 		probes = append(probes, p)
 	}
@@ -219,7 +219,7 @@ func (l *Lab) writeEcho(n *cluster.Cluster) (string, error) {
 	}
 	path := filepath.Join(n.Dir, "echo.yaml")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s echo: %w", n.ClusterID, err)
+		return "", fmt.Errorf("cluster %s echo: %w", n.Name, err)
 	}
 	return path, nil
 }

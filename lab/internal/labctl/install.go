@@ -6,12 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
@@ -23,11 +24,9 @@ const PeerlinkNamespace = "peerlink"
 type Installer string
 
 const (
-	// Kustomize applies an overlay of bundles/install that sets the
-	// cluster's facts, with kubectl apply -k.
+	// Kustomize applies the install bundle with kubectl apply -k.
 	Kustomize Installer = "kustomize"
-	// Helm installs the chart bundles/helm/peerlink with helm install, the
-	// cluster's facts given as values.
+	// Helm installs the chart bundles/helm/peerlink with helm install.
 	Helm Installer = "helm"
 )
 
@@ -52,7 +51,7 @@ func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) (
 func (l *Lab) Helm(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
 	bin, err := testenv.Helm(l.State.Repo)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s: %w", n.Name, err)
 	}
 	home := filepath.Join(n.Dir, "helm")
 	return run(ctx, n, bin, []string{"HELM_CONFIG_HOME=" + home, "HELM_CACHE_HOME=" + home, "HELM_DATA_HOME=" + home}, args...)
@@ -70,14 +69,15 @@ func run(ctx context.Context, n *cluster.Cluster, bin string, env []string, args
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("cluster %s: %s %s: %w: %s", n.ClusterID, filepath.Base(bin), strings.Join(args, " "),
+		return out, fmt.Errorf("cluster %s: %s %s: %w: %s", n.Name, filepath.Base(bin), strings.Join(args, " "),
 			err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
 
-// install puts peerlink, the way how says, and the echo server into a
-// fresh cluster.
+// install puts peerlink and the echo server into a fresh cluster: peerlink
+// as a user does, the way how says, with no facts, all of which the
+// controller detects; the cluster ID it detected becomes the cluster's.
 func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) error {
 	echo, err := l.writeEcho(n)
 	if err != nil {
@@ -86,130 +86,81 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) er
 	if _, err := l.Kubectl(ctx, n, "apply", "-f", echo); err != nil {
 		return err
 	}
-	var done string
-	if how == Helm {
-		done, err = l.installChart(ctx, n)
-	} else {
-		done, err = l.applyOverlay(ctx, n)
+	if !l.skipInstall {
+		if err := l.installPeerlink(ctx, n, how); err != nil {
+			return err
+		}
+		if err := l.WaitInstalled(ctx, n); err != nil {
+			return err
+		}
 	}
-	if err != nil {
+	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
 		return err
 	}
-	// Ready means the controller and the fabric agent run: a peering
-	// applied from now on is acted upon at once.
+	l.progress.Logf("%s: %d echo pods ready", n.Name, EchoReplicas)
+	return nil
+}
+
+// WaitInstalled waits until peerlink runs in n, its controller and its
+// fabric agent, so that a peering applied from now on is acted upon at
+// once, and takes the cluster ID the controller published as n's.
+func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
 	for _, workload := range []string{"deployment/peerlink-controller", "daemonset/peerlink-fabric"} {
 		if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "rollout", "status", workload, "--timeout=3m"); err != nil {
 			return err
 		}
 	}
-	l.progress.Logf("%s: peerlink installed and running (%s)", n.ClusterID, done)
-	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
+	c, err := l.Client(n)
+	if err != nil {
 		return err
 	}
-	l.progress.Logf("%s: %d echo pods ready", n.ClusterID, EchoReplicas)
+	var info clusterinfo.Info
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		info, err = clusterinfo.Read(ctx, c, PeerlinkNamespace)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: peerlink's cluster info: %w", n.Name, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.ClusterID = info.ClusterID
+	for i := range l.State.Clusters {
+		if l.State.Clusters[i].Index == n.Index {
+			l.State.Clusters[i] = recordOf(n)
+		}
+	}
+	if err := writeState(l.Dir, l.State); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: peerlink running, cluster ID %s (%s), pods %s (%s), services %s (%s)", n.Name,
+		info.ClusterID, info.Sources[clusterinfo.KeyClusterID], rangepolicy.Format(info.PodCIDRs), info.Sources[clusterinfo.KeyPodCIDRs],
+		info.ServiceCIDR, info.Sources[clusterinfo.KeyServiceCIDR])
 	return nil
 }
 
-// facts are the local facts of cluster n, as docs/install.md tells users to
-// set them. The node network holds the node addresses and the lab
-// registry: no peer range may be remapped onto it.
-func facts(n *cluster.Cluster) map[string]string {
-	return map[string]string{
-		"CLUSTER_ID":     n.ClusterID,
-		"POD_CIDRS":      n.PodCIDR.String(),
-		"SERVICE_CIDR":   n.ServiceCIDR.String(),
-		"RESERVED_CIDRS": cluster.NodeNetwork,
-	}
-}
+// InstallBundle is the repository's install bundle, which the lab applies
+// as it is.
+func (l *Lab) InstallBundle() string { return filepath.Join(l.State.Repo, "bundles", "install") }
 
-// installChart installs the Helm chart as docs/install.md says: the
-// bundle's own Namespace first, for the Pod Security level the lab's
-// clusters do not give a namespace by default, then helm install with the
-// facts in a values file. It says what it ran.
-func (l *Lab) installChart(ctx context.Context, n *cluster.Cluster) (string, error) {
-	dir := filepath.Join(n.Dir, "peerlink")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cluster %s values: %w", n.ClusterID, err)
-	}
-	b, err := yaml.Marshal(map[string]any{"facts": facts(n)})
-	if err != nil {
-		return "", err
-	}
-	values := filepath.Join(dir, "values.yaml")
-	if err := os.WriteFile(values, b, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s values: %w", n.ClusterID, err)
-	}
-	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(l.State.Repo, "bundles", "install", "namespace.yaml")); err != nil {
-		return "", err
-	}
-	chart := filepath.Join(l.State.Repo, "bundles", "helm", "peerlink")
-	if _, err := l.Helm(ctx, n, "install", "peerlink", chart, "--namespace", PeerlinkNamespace, "--values", values); err != nil {
-		return "", err
-	}
-	return "helm install -f " + values, nil
-}
+// Chart is the repository's Helm chart, which the lab installs as it is.
+func (l *Lab) Chart() string { return filepath.Join(l.State.Repo, "bundles", "helm", "peerlink") }
 
-// applyOverlay applies the kustomize overlay of writeOverlay and says what
-// it ran.
-func (l *Lab) applyOverlay(ctx context.Context, n *cluster.Cluster) (string, error) {
-	overlay, err := l.writeOverlay(n)
-	if err != nil {
-		return "", err
+// installPeerlink installs peerlink the way how says, as docs/install.md
+// gives it. Before helm install, the bundle's own Namespace gives the
+// namespace the Pod Security level its pods need, which the lab's
+// clusters, enforcing baseline, give no other.
+func (l *Lab) installPeerlink(ctx context.Context, n *cluster.Cluster, how Installer) error {
+	if how != Helm {
+		_, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle())
+		return err
 	}
-	// Custom resources of the bundle can only be applied once the API
-	// server serves their CRDs, which the same apply creates: a user runs
-	// it again, and so does the lab.
-	var last error
-	for attempt := 0; attempt < 10; attempt++ {
-		if _, last = l.Kubectl(ctx, n, "apply", "-k", overlay); last == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(time.Second):
-		}
+	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(l.InstallBundle(), "namespace.yaml")); err != nil {
+		return err
 	}
-	if last != nil {
-		return "", last
+	if _, err := l.Helm(ctx, n, "install", "peerlink", l.Chart(), "--namespace", PeerlinkNamespace); err != nil {
+		return err
 	}
-	return "kubectl apply -k " + overlay, nil
-}
-
-// writeOverlay writes the kustomize overlay the lab installs peerlink with:
-// the repository's install bundle as its base, by a relative path because
-// kustomize accepts no other.
-func (l *Lab) writeOverlay(n *cluster.Cluster) (string, error) {
-	dir := filepath.Join(n.Dir, "peerlink")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	base, err := filepath.Rel(dir, filepath.Join(l.State.Repo, "bundles", "install"))
-	if err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	var literals []string
-	for key, value := range facts(n) {
-		literals = append(literals, key+"="+value)
-	}
-	slices.Sort(literals)
-	k := map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  []string{base},
-		"configMapGenerator": []any{map[string]any{
-			"name":      "peerlink-facts",
-			"namespace": PeerlinkNamespace,
-			"behavior":  "merge",
-			"literals":  literals,
-		}},
-	}
-	b, err := yaml.Marshal(k)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), b, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s overlay: %w", n.ClusterID, err)
-	}
-	return dir, nil
+	l.progress.Logf("%s: helm install peerlink %s --namespace %s", n.Name, l.Chart(), PeerlinkNamespace)
+	return nil
 }

@@ -37,8 +37,9 @@ type Options struct {
 	// Dir holds everything the lab makes; an existing lab there is removed
 	// first.
 	Dir string
-	// IDs are the cluster IDs, one per cluster.
-	IDs []string
+	// Names name the clusters, one per cluster, and their nodes. They are
+	// not peerlink's cluster IDs, which peerlink detects (Cluster.ClusterID).
+	Names []string
 	// FirstIndex numbers the first cluster (namespace c<FirstIndex>); the
 	// others follow. 0 takes the first indices no other lab uses, from 11
 	// on, so that labs for tests run beside the one of `make lab`.
@@ -59,7 +60,10 @@ type Options struct {
 	// Flux installs Flux's source-controller and kustomize-controller in
 	// every cluster.
 	Flux bool
-	// Installers say how peerlink is installed, given like PodCIDRs; none
+	// SkipInstall leaves peerlink out of the clusters, for a test that
+	// installs it its own way and then calls WaitInstalled.
+	SkipInstall bool
+	// Installers say how Up installs peerlink, given like PodCIDRs; none
 	// means Kustomize.
 	Installers []Installer
 }
@@ -74,6 +78,10 @@ type Lab struct {
 	progress   *Progress
 	// flux says whether Up installs the Flux controllers.
 	flux bool
+	// skipInstall says whether Up leaves peerlink out.
+	skipInstall bool
+	// mu guards State while clusters come up side by side.
+	mu sync.Mutex
 }
 
 // Progress prints lines prefixed with the time elapsed since it was made.
@@ -157,7 +165,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
 		images.EchoImage(l.State.Registry), cluster.PauseImage)
-	l.flux = o.Flux
+	l.flux, l.skipInstall = o.Flux, o.SkipInstall
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
@@ -175,7 +183,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 			if err := l.bringUp(gctx, n); err != nil {
 				return err
 			}
-			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.ClusterID, time.Since(start).Seconds(), n.Kubeconfig())
+			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.Name, time.Since(start).Seconds(), n.Kubeconfig())
 			return l.install(gctx, n, pick(o.Installers, k, Kustomize))
 		})
 	}
@@ -199,10 +207,10 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	defer unlock()
 	first := o.FirstIndex
 	if first == 0 {
-		if first, err = freeIndices(autoFirstIndex, len(o.IDs)); err != nil {
+		if first, err = freeIndices(autoFirstIndex, len(o.Names)); err != nil {
 			return nil, err
 		}
-	} else if taken := takenIndex(first, len(o.IDs)); taken != 0 {
+	} else if taken := takenIndex(first, len(o.Names)); taken != 0 {
 		return nil, fmt.Errorf("cluster index %d (network namespace %s) is in use by another lab: take that one down first, or use another directory and index",
 			taken, cluster.Namespace(taken))
 	}
@@ -210,10 +218,10 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 		Repo:     o.Repo,
 		Registry: fmt.Sprintf("%s:%d", cluster.HostIP(first), registryPort),
 	}}
-	for k, id := range o.IDs {
+	for k, name := range o.Names {
 		n := &cluster.Cluster{
 			Index:       first + k,
-			ClusterID:   id,
+			Name:        name,
 			NodeCount:   max(o.Nodes, 1),
 			PodCIDR:     pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
 			ServiceCIDR: pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
@@ -262,21 +270,21 @@ func (o *Options) validate() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the lab needs root: it creates network namespaces, cgroups and mounts")
 	}
-	if len(o.IDs) == 0 {
-		return errors.New("no cluster IDs given")
+	if len(o.Names) == 0 {
+		return errors.New("no cluster names given")
 	}
 	seen := map[string]bool{}
-	for _, id := range o.IDs {
-		if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
-			return fmt.Errorf("cluster ID %q: %s", id, strings.Join(errs, "; "))
+	for _, name := range o.Names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("cluster name %q: %s", name, strings.Join(errs, "; "))
 		}
-		if seen[id] {
-			return fmt.Errorf("cluster ID %q given twice", id)
+		if seen[name] {
+			return fmt.Errorf("cluster name %q given twice", name)
 		}
-		seen[id] = true
+		seen[name] = true
 	}
-	if o.FirstIndex < 0 || o.FirstIndex+len(o.IDs)-1 > maxIndex {
-		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.IDs)-1, maxIndex)
+	if o.FirstIndex < 0 || o.FirstIndex+len(o.Names)-1 > maxIndex {
+		return fmt.Errorf("cluster indices %d..%d: must lie in 1..%d", o.FirstIndex, o.FirstIndex+len(o.Names)-1, maxIndex)
 	}
 	if o.Nodes < 0 || o.Nodes > cluster.MaxNodes {
 		return fmt.Errorf("--nodes %d: must lie in 1..%d", o.Nodes, cluster.MaxNodes)
@@ -285,8 +293,8 @@ func (o *Options) validate() error {
 		flag string
 		list []netip.Prefix
 	}{{"--pod-cidrs", o.PodCIDRs}, {"--service-cidrs", o.ServiceCIDRs}} {
-		if len(l.list) > 1 && len(l.list) != len(o.IDs) {
-			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.IDs))
+		if len(l.list) > 1 && len(l.list) != len(o.Names) {
+			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.Names))
 		}
 		for _, p := range l.list {
 			if !p.Addr().Is4() || p != p.Masked() || p.Bits() > 28 {
@@ -297,18 +305,18 @@ func (o *Options) validate() error {
 			}
 		}
 	}
-	if len(o.Installers) > 1 && len(o.Installers) != len(o.IDs) {
-		return fmt.Errorf("--install: %d installers for %d clusters: give one for all or one per cluster", len(o.Installers), len(o.IDs))
+	if len(o.Installers) > 1 && len(o.Installers) != len(o.Names) {
+		return fmt.Errorf("--install: %d installers for %d clusters: give one for all or one per cluster", len(o.Installers), len(o.Names))
 	}
 	for _, i := range o.Installers {
 		if _, err := ParseInstaller(string(i)); err != nil {
 			return fmt.Errorf("--install: %w", err)
 		}
 	}
-	for k := range o.IDs {
+	for k := range o.Names {
 		pod, svc := pick(o.PodCIDRs, k, cluster.DefaultPodCIDR), pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR)
 		if pod.Overlaps(svc) {
-			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.IDs[k], pod, svc)
+			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.Names[k], pod, svc)
 		}
 	}
 	if !filepath.IsAbs(o.Dir) {
@@ -421,8 +429,8 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
-		fmt.Fprintf(out, "%s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.ClusterID, n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
 		for _, node := range n.Nodes() {
 			ready := "not Ready"
 			if ok, why := node.Ready(ctx); ok {
@@ -443,7 +451,7 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 			// Errors here only mean the API server is not answering,
 			// which the node readiness above already says.
 			if state, err := l.ConnectionState(ctx, n, peer); err == nil && state != "" {
-				fmt.Fprintf(out, "    peered with %s: %s\n", peer.ClusterID, state)
+				fmt.Fprintf(out, "    peered with %s: %s\n", peer.Name, state)
 			}
 		}
 	}

@@ -25,7 +25,7 @@ import (
 func (l *Lab) Client(n *cluster.Cluster) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.Name, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	s := runtime.NewScheme()
@@ -37,7 +37,7 @@ func (l *Lab) Client(n *cluster.Cluster) (client.Client, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s client: %w", n.ClusterID, err)
+		return nil, fmt.Errorf("cluster %s client: %w", n.Name, err)
 	}
 	return c, nil
 }
@@ -76,7 +76,7 @@ func (l *Lab) ConnectionState(ctx context.Context, n, peer *cluster.Cluster) (ne
 	}
 	var conns netv1beta1.ConnectionList
 	if err := c.List(ctx, &conns, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
-		return "", fmt.Errorf("cluster %s: list connections to %s: %w", n.ClusterID, peer.ClusterID, err)
+		return "", fmt.Errorf("cluster %s: list connections to %s: %w", n.Name, peer.Name, err)
 	}
 	switch len(conns.Items) {
 	case 0:
@@ -84,7 +84,7 @@ func (l *Lab) ConnectionState(ctx context.Context, n, peer *cluster.Cluster) (ne
 	case 1:
 		return conns.Items[0].Status.Value, nil
 	}
-	return "", fmt.Errorf("cluster %s: %d connections to %s, want one", n.ClusterID, len(conns.Items), peer.ClusterID)
+	return "", fmt.Errorf("cluster %s: %d connections to %s, want one", n.Name, len(conns.Items), peer.Name)
 }
 
 // WaitConnected waits until the Connections of both clusters towards each
@@ -99,7 +99,7 @@ func (l *Lab) WaitConnected(ctx context.Context, a, b *cluster.Cluster) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s and %s to be Connected (now %q, %q; errors %v, %v): %w",
-				a.ClusterID, b.ClusterID, sa, sb, errA, errB, ctx.Err())
+				a.Name, b.Name, sa, sb, errA, errB, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -115,20 +115,20 @@ func (l *Lab) PodCIDRView(ctx context.Context, n, peer *cluster.Cluster) (real, 
 	}
 	var confs netv1beta1.ConfigurationList
 	if err := c.List(ctx, &confs, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: list configurations of %s: %w", n.ClusterID, peer.ClusterID, err)
+		return real, remapped, fmt.Errorf("cluster %s: list configurations of %s: %w", n.Name, peer.Name, err)
 	}
 	if len(confs.Items) != 1 {
-		return real, remapped, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.ClusterID, len(confs.Items), peer.ClusterID)
+		return real, remapped, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
 	}
 	conf := confs.Items[0]
 	if len(conf.Spec.Remote.CIDR.Pod) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.Pod) == 0 {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped pod CIDR yet", n.ClusterID, conf.Namespace, conf.Name)
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped pod CIDR yet", n.Name, conf.Namespace, conf.Name)
 	}
 	if real, err = cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.Pod[0])); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s spec.remote.cidr.pod[0]: %w", n.ClusterID, conf.Namespace, conf.Name, err)
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s spec.remote.cidr.pod[0]: %w", n.Name, conf.Namespace, conf.Name, err)
 	}
 	if remapped, err = cidr.ParseNetwork(string(conf.Status.Remote.CIDR.Pod[0])); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s status.remote.cidr.pod[0]: %w", n.ClusterID, conf.Namespace, conf.Name, err)
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s status.remote.cidr.pod[0]: %w", n.Name, conf.Namespace, conf.Name, err)
 	}
 	return real, remapped, nil
 }

@@ -26,7 +26,9 @@ type State struct {
 // Cluster is one cluster of a lab.
 type Cluster struct {
 	Index int    `json:"index"`
-	ID    string `json:"id"`
+	Name  string `json:"name"`
+	// ID is peerlink's cluster ID, detected by peerlink once installed.
+	ID string `json:"id,omitempty"`
 	// Kubeconfig is the admin kubeconfig, whose server is the address of
 	// the control-plane node.
 	Kubeconfig  string       `json:"kubeconfig"`
@@ -38,14 +40,14 @@ type Cluster struct {
 
 // recordOf is the record of a cluster.
 func recordOf(c *cluster.Cluster) Cluster {
-	return Cluster{Index: c.Index, ID: c.ClusterID, Kubeconfig: c.Kubeconfig(), Nodes: c.NodeCount,
+	return Cluster{Index: c.Index, Name: c.Name, ID: c.ClusterID, Kubeconfig: c.Kubeconfig(), Nodes: c.NodeCount,
 		CNI: c.CNI, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}
 }
 
 // cluster is the cluster a record describes, without what the lab adds
 // (directories, binaries, registry).
 func (r Cluster) cluster() *cluster.Cluster {
-	return &cluster.Cluster{Index: r.Index, ClusterID: r.ID, NodeCount: r.Nodes, CNI: r.CNI,
+	return &cluster.Cluster{Index: r.Index, Name: r.Name, ClusterID: r.ID, NodeCount: r.Nodes, CNI: r.CNI,
 		PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR}
 }
 
