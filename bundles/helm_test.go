@@ -229,7 +229,9 @@ func TestHelmTemplateDefaults(t *testing.T) {
 }
 
 // Values land where the kustomize overlay that says the same puts them:
-// facts merged into the generated ConfigMap (whose name changes with them),
+// facts merged into the generated ConfigMap (whose name changes with them,
+// hashed alike also for a key the bundle does not have and characters JSON
+// escapes),
 // the image everywhere it is named, replicas, resources, and the release
 // namespace wherever the bundle names its own.
 func TestHelmTemplateValues(t *testing.T) {
@@ -255,6 +257,7 @@ configMapGenerator:
   - CLUSTER_ID=cluster-7
   - POD_CIDRS=10.8.0.0/16,10.9.0.0/16
   - RESERVED_CIDRS=192.168.7.0/24
+  - NOT_A_FACT_YET=<a & "b">
 images:
 - name: ghcr.io/peerlink/peerlink-agent
   newName: registry.example:5000/mirror/peerlink-agent
@@ -289,6 +292,7 @@ patches:
 		"--set", "facts.CLUSTER_ID=cluster-7",
 		"--set", `facts.POD_CIDRS=10.8.0.0/16\,10.9.0.0/16`,
 		"--set", "facts.RESERVED_CIDRS=192.168.7.0/24",
+		"--set", `facts.NOT_A_FACT_YET=<a & "b">`,
 		"--set", "images.agent.repository=registry.example:5000/mirror/peerlink-agent",
 		"--set", "images.agent.tag=v1.2.3",
 		"--set", "controller.replicas=2",
