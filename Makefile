@@ -40,13 +40,16 @@ build: ## Build the peerlink CLI and agent into bin/.
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRD manifests from api/, and the Helm chart from bundles/install.
+generate: ## Regenerate deepcopy code and CRD manifests from api/, copy the Multi-Cluster Services CRDs of the pinned mcs-api, and regenerate the Helm chart from bundles/install.
 	$(CONTROLLER_GEN) object paths=./api/...
 	rm -rf $(CRD_DIR) && mkdir -p $(CRD_DIR)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$(CRD_DIR)
 	tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	  $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$$tmp && \
 	  for f in $(LARGE_CRDS); do cp $$tmp/$$f $(CRD_DIR)/$$f; done
+	# The Multi-Cluster Services CRDs, as the pinned sigs.k8s.io/mcs-api ships them.
+	cp $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/mcs-api)/config/crd/multicluster.x-k8s.io_*.yaml $(CRD_DIR)/
+	chmod 644 $(CRD_DIR)/multicluster.x-k8s.io_*.yaml
 	hack/crd-kustomization.sh $(CRD_DIR)
 	$(GO) test ./bundles -run '^TestHelmChart$$' -count=1 -update
 

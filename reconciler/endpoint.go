@@ -245,6 +245,8 @@ func serviceEndpoint(svc *corev1.Service, node *corev1.Node) (*netv1beta1.Endpoi
 		}
 		ep.Addresses = []string{ip}
 	}
+	// Readers of the list form find the same port there.
+	ep.Ports = []int32{ep.Port}
 	return ep, nil
 }
 

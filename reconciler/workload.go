@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -133,6 +134,12 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{group}, Resources: []string{"publickeies", "configurations"}, Verbs: read},
 				{APIGroups: []string{group}, Resources: []string{"connections"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch"}},
 				{APIGroups: []string{group}, Resources: []string{"connections/status"}, Verbs: []string{"get", "update", "patch"}},
+				// The service exchange: the exports to send, read; the
+				// peer's exports received, written (create cannot be
+				// limited to a name).
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{mcs.ImportsConfigMap}, Verbs: []string{"update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 			},
 		},
 		&rbacv1.RoleBinding{

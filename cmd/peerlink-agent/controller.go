@@ -10,12 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -40,6 +42,10 @@ type controllerOptions struct {
 	allowedPeer  []string
 	allowedKinds []string
 	namespace    string
+
+	importNamespaces []string
+	maxServices      int
+	maxEndpoints     int
 }
 
 func newControllerCommand() *cobra.Command {
@@ -78,6 +84,9 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.allowedKinds, "allowed-template-kind", nil, "kind gateway templates may render besides WgGatewayServer and WgGatewayClient, as group/version/Kind (repeatable; never a built-in Kubernetes kind)")
 	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
+	f.StringSliceVar(&o.importNamespaces, "import-namespace", nil, "namespace that takes the services peers export, besides those labelled "+mcs.ImportNamespaceLabel+"=true (repeatable; * for every namespace; default none)")
+	f.IntVar(&o.maxServices, "max-imported-services", mcs.DefaultLimits.Services, "most services one peer may export to this cluster; more is refused")
+	f.IntVar(&o.maxEndpoints, "max-endpoints-per-service", mcs.DefaultLimits.Endpoints, "most endpoints a service a peer exports may have; more is refused")
 }
 
 // facts parses and validates the flags of the local facts. Errors name the
@@ -117,6 +126,19 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
 		Namespace:     o.namespace,
+		ServiceLimits: mcs.Limits{Services: o.maxServices, Endpoints: o.maxEndpoints},
+	}
+	for _, ns := range o.importNamespaces {
+		if ns = strings.TrimSpace(ns); ns == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); ns != "*" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--import-namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+		f.ImportNamespaces = append(f.ImportNamespaces, ns)
+	}
+	if o.maxServices < 1 || o.maxEndpoints < 1 {
+		errs = append(errs, errors.New("--max-imported-services and --max-endpoints-per-service must be at least 1"))
 	}
 	for _, s := range o.allowedKinds {
 		if s = strings.TrimSpace(s); s == "" {
@@ -151,6 +173,7 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 		// The process exits right after the manager stops, so giving up the
 		// Lease then lets a standby take over at once.
 		opts.LeaderElectionReleaseOnCancel = true
+		opts.Cache.ByObject = reconciler.CacheByObject()
 	})
 	if err != nil {
 		return err

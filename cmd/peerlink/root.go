@@ -63,6 +63,8 @@ Three ways to peer two clusters:
 		newGenerateCmd(g),
 		newInfoCmd(g),
 		newInstallCmd(g),
+		newExportCmd(g),
+		newUnexportCmd(g),
 		newNetworkCmd(g),
 		newBundleCmd(g),
 		newLintCmd(),

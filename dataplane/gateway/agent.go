@@ -179,6 +179,9 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.log.Error(err, "start the health prober; retrying")
 			continue
 		}
+		if err := a.startServices(healthCtx, &wg); err != nil {
+			a.log.Error(err, "start the service exchange; services are not exchanged with the peer")
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -348,16 +351,7 @@ func (a *Agent) ensureDevice(mtu int) error {
 // repair), its address goes and comes back, and the socket keeps working.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	conn, err := lc.ListenPacket(ctx, "udp4", addr.String())
+	conn, err := freebindListenConfig().ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -373,6 +367,20 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		_ = p.Run(ctx, a.onReport)
 	}()
 	return nil
+}
+
+// freebindListenConfig binds sockets with IP_FREEBIND, so that they may
+// be bound to the tunnel address while the tunnel link is being made again.
+func freebindListenConfig() *net.ListenConfig {
+	return &net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
 }
 
 // onReport runs after each ping interval, and in between when a ping is
