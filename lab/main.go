@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
 	var flux, importAll bool
+	var installs []string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -87,6 +88,14 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--cni: %w", err)
 			}
+			var installers []labctl.Installer
+			for _, s := range installs {
+				i, err := labctl.ParseInstaller(s)
+				if err != nil {
+					return fmt.Errorf("--install: %w", err)
+				}
+				installers = append(installers, i)
+			}
 			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
@@ -95,6 +104,7 @@ func newRootCmd() *cobra.Command {
 				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
+				Installers:          installers,
 			})
 			if err != nil {
 				return err
@@ -110,6 +120,8 @@ func newRootCmd() *cobra.Command {
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
 	up.Flags().BoolVar(&importAll, "import-all-namespaces", false, "let every namespace take the services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster Services conformance run needs")
+	up.Flags().StringSliceVar(&installs, "install", nil, fmt.Sprintf("how peerlink is installed in every cluster, or in each: %s (kubectl apply -k bundles/install) or %s (helm install of the chart) (default %s for all)",
+		labctl.Kustomize, labctl.Helm, labctl.Kustomize))
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{

@@ -131,8 +131,10 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (Service
 	l.progress.Logf("%d exported services of %d endpoints: all imported in %.1fs", largeServices, largeEndpoints, f.ImportSeconds)
 	for _, n := range []*cluster.Cluster{a, b} {
 		for what, pod := range map[string]func() (string, string, int, error){
-			"controller": func() (string, string, int, error) { return l.podOf(ctx, n, PeerlinkNamespace, "app.kubernetes.io/name=peerlink-controller", 8080) },
-			"gateway":    func() (string, string, int, error) { return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, 8082) },
+			"controller": func() (string, string, int, error) {
+				return l.podOf(ctx, n, PeerlinkNamespace, "app.kubernetes.io/name=peerlink-controller", 8080)
+			},
+			"gateway": func() (string, string, int, error) { return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, 8082) },
 		} {
 			ns, name, port, err := pod()
 			if err != nil {

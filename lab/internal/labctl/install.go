@@ -3,6 +3,7 @@ package labctl
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,31 +15,72 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // PeerlinkNamespace is where the install bundle puts peerlink.
 const PeerlinkNamespace = "peerlink"
 
+// Installer is how the lab installs peerlink in a cluster.
+type Installer string
+
+const (
+	// Kustomize applies the install bundle with kubectl apply -k.
+	Kustomize Installer = "kustomize"
+	// Helm installs the chart bundles/helm/peerlink with helm install.
+	Helm Installer = "helm"
+)
+
+// ParseInstaller accepts the names of the installers.
+func ParseInstaller(s string) (Installer, error) {
+	switch i := Installer(s); i {
+	case Kustomize, Helm:
+		return i, nil
+	}
+	return "", fmt.Errorf("unknown installer %q: kustomize or helm", s)
+}
+
 // Kubectl runs the lab's kubectl against a cluster and returns its
 // standard output.
 func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, l.KubectlBin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
+	return run(ctx, n, l.KubectlBin, nil, args...)
+}
+
+// Helm runs the Helm CLI hack/components.sh builds against a cluster, with
+// its configuration and cache in the cluster's directory, and returns its
+// standard output.
+func (l *Lab) Helm(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
+	bin, err := testenv.Helm(l.State.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", n.Name, err)
+	}
+	home := filepath.Join(n.Dir, "helm")
+	return run(ctx, n, bin, []string{"HELM_CONFIG_HOME=" + home, "HELM_CACHE_HOME=" + home, "HELM_DATA_HOME=" + home}, args...)
+}
+
+// run runs the client bin against cluster n, with env added to the
+// environment, and returns its standard output, or an error with its
+// standard error.
+func run(ctx context.Context, n *cluster.Cluster, bin string, env []string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("cluster %s: kubectl %s: %w: %s", n.Name, strings.Join(args, " "),
+		return out, fmt.Errorf("cluster %s: %s %s: %w: %s", n.Name, filepath.Base(bin), strings.Join(args, " "),
 			err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
 
 // install puts peerlink and the echo server into a fresh cluster: peerlink
-// as a user does, with one `kubectl apply -k bundles/install` and no facts,
-// all of which the controller detects; the cluster ID it detected becomes
-// the cluster's.
-func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
+// as a user does, the way how says, with no facts, all of which the
+// controller detects; the cluster ID it detected becomes the cluster's.
+func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) error {
 	echo, err := l.writeEcho(n)
 	if err != nil {
 		return err
@@ -47,7 +89,7 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 		return err
 	}
 	if !l.skipInstall {
-		if _, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle()); err != nil {
+		if err := l.installPeerlink(ctx, n, how); err != nil {
 			return err
 		}
 		if l.importAll {
@@ -137,5 +179,27 @@ func (l *Lab) writeKubeconfig() error {
 	if err := clientcmd.WriteToFile(*merged, l.Kubeconfig()); err != nil {
 		return fmt.Errorf("lab kubeconfig: %w", err)
 	}
+	return nil
+}
+
+// Chart is the repository's Helm chart, which the lab installs as it is.
+func (l *Lab) Chart() string { return filepath.Join(l.State.Repo, "bundles", "helm", "peerlink") }
+
+// installPeerlink installs peerlink the way how says, as docs/install.md
+// gives it. Before helm install, the bundle's own Namespace gives the
+// namespace the Pod Security level its pods need, which the lab's
+// clusters, enforcing baseline, give no other.
+func (l *Lab) installPeerlink(ctx context.Context, n *cluster.Cluster, how Installer) error {
+	if how != Helm {
+		_, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle())
+		return err
+	}
+	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(l.InstallBundle(), "namespace.yaml")); err != nil {
+		return err
+	}
+	if _, err := l.Helm(ctx, n, "install", "peerlink", l.Chart(), "--namespace", PeerlinkNamespace); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: helm install peerlink %s --namespace %s", n.Name, l.Chart(), PeerlinkNamespace)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +68,9 @@ type Options struct {
 	// services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster
 	// Services conformance run needs; off, namespaces opt in.
 	ImportAllNamespaces bool
+	// Installers say how Up installs peerlink, given like PodCIDRs; none
+	// means Kustomize.
+	Installers []Installer
 }
 
 // Lab is a running lab.
@@ -181,17 +185,22 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
+	if slices.Contains(o.Installers, Helm) {
+		if err := runScript(ctx, o.Out, o.Repo, "hack/components.sh", "helm"); err != nil {
+			return nil, err
+		}
+	}
 
 	l.printTopology(p)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range l.Clusters {
+	for k, n := range l.Clusters {
 		g.Go(func() error {
 			start := time.Now()
 			if err := l.bringUp(gctx, n); err != nil {
 				return err
 			}
 			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.Name, time.Since(start).Seconds(), n.Kubeconfig())
-			return l.install(gctx, n)
+			return l.install(gctx, n, pick(o.Installers, k, Kustomize))
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -266,7 +275,7 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 
 // pick returns the value for cluster k of a list given once for every
 // cluster or once per cluster, or def when none is given.
-func pick(list []netip.Prefix, k int, def netip.Prefix) netip.Prefix {
+func pick[T any](list []T, k int, def T) T {
 	switch {
 	case len(list) == 0:
 		return def
@@ -313,6 +322,14 @@ func (o *Options) validate() error {
 			if p.Overlaps(netip.MustParsePrefix(cluster.NodeNetwork)) {
 				return fmt.Errorf("%s %s: overlaps the lab's node networks %s", l.flag, p, cluster.NodeNetwork)
 			}
+		}
+	}
+	if len(o.Installers) > 1 && len(o.Installers) != len(o.Names) {
+		return fmt.Errorf("--install: %d installers for %d clusters: give one for all or one per cluster", len(o.Installers), len(o.Names))
+	}
+	for _, i := range o.Installers {
+		if _, err := ParseInstaller(string(i)); err != nil {
+			return fmt.Errorf("--install: %w", err)
 		}
 	}
 	for k := range o.Names {
