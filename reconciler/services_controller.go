@@ -441,6 +441,7 @@ func (r *servicesReconciler) importAllowed(ctx context.Context, ns string) (bool
 func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import) error {
 	var errs []error
 	want := map[types.NamespacedName]bool{}
+	wantDerived := map[types.NamespacedName]bool{}
 	wantSlices := map[types.NamespacedName]bool{}
 	for _, k := range slices.SortedFunc(maps.Keys(imports), mcs.Key.Compare) {
 		imp := imports[k]
@@ -453,6 +454,9 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 			continue
 		}
 		want[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
+		if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
+			wantDerived[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
+		}
 		names, err := r.applyImport(ctx, imp)
 		if err != nil {
 			errs = append(errs, err)
@@ -461,8 +465,8 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 			wantSlices[types.NamespacedName{Namespace: k.Namespace, Name: n}] = true
 		}
 	}
-	// What is no longer wanted goes; the derived Services and slices of a
-	// deleted ServiceImport go with it (owner references).
+	// What is no longer wanted goes: ServiceImports, derived Services
+	// (also of an import that became headless), EndpointSlices.
 	var sis mcsv1beta1.ServiceImportList
 	if err := r.client.List(ctx, &sis, client.MatchingLabels{managedByLabel: managedBy}); err != nil {
 		return errors.Join(append(errs, err)...)
@@ -471,6 +475,19 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 		si := &sis.Items[i]
 		if !want[client.ObjectKeyFromObject(si)] {
 			if err := r.client.Delete(ctx, si); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var derived corev1.ServiceList
+	if err := r.client.List(ctx, &derived, client.MatchingLabels{managedByLabel: managedBy}, client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range derived.Items {
+		svc := &derived.Items[i]
+		si := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Labels[mcsv1beta1.LabelServiceName]}
+		if !want[si] || svc.Name != derivedName(mcs.Key{Namespace: si.Namespace, Name: si.Name}) || !wantDerived[si] {
+			if err := r.client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -527,31 +544,23 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) (
 		derived = derivedName(imp.Key)
 		si.Annotations = mergeLabels(si.Annotations, map[string]string{derivedServiceAnnotation: derived})
 	}
-	// The ServiceImport first, without ips: the derived Service's owner.
 	var current mcsv1beta1.ServiceImport
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(si), &current)
-	if err == nil {
-		si.Spec.IPs = current.Spec.IPs
-	} else if !apierrors.IsNotFound(err) {
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(si), &current); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+	// The derived Service first: its ClusterIPs go into the import's spec
+	// in the same apply, one write fewer per import.
+	if derived != "" {
+		ips, err := r.applyDerived(ctx, imp, derived)
+		if err != nil {
+			return nil, err
+		}
+		si.Spec.IPs = ips
 	}
 	if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return nil, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
 	}
 	owner := metav1.OwnerReference{APIVersion: si.APIVersion, Kind: si.Kind, Name: si.Name, UID: si.UID}
-	if derived != "" {
-		ips, err := r.applyDerived(ctx, imp, derived, owner)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Equal(si.Spec.IPs, ips) {
-			si.Spec.IPs = ips
-			si.ManagedFields, si.ResourceVersion = nil, ""
-			if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-				return nil, fmt.Errorf("apply serviceimport %s ips: %w", imp.Key, err)
-			}
-		}
-	}
 	var names []string
 	for _, m := range imp.Members {
 		for gi, g := range m.Service.Endpoints {
@@ -584,13 +593,14 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) (
 
 // applyDerived applies the selector-less ClusterIP Service that kube-proxy
 // routes the import's clusterset IP through, and returns its ClusterIPs.
-func (r *servicesReconciler) applyDerived(ctx context.Context, imp *mcs.Import, name string, owner metav1.OwnerReference) ([]string, error) {
+// It has no owner (it is made before its ServiceImport): applyImports
+// removes it with the import.
+func (r *servicesReconciler) applyDerived(ctx context.Context, imp *mcs.Import, name string) ([]string, error) {
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: imp.Namespace, Name: name,
-			Labels:          map[string]string{managedByLabel: managedBy, mcsv1beta1.LabelServiceName: imp.Name},
-			OwnerReferences: []metav1.OwnerReference{owner},
+			Labels: map[string]string{managedByLabel: managedBy, mcsv1beta1.LabelServiceName: imp.Name},
 		},
 		Spec: corev1.ServiceSpec{
 			Type:                  corev1.ServiceTypeClusterIP,

@@ -340,6 +340,10 @@ func TestServicesReconciler(t *testing.T) {
 		if err != nil || len(got) != 0 {
 			return fmt.Errorf("slices left: %v %v", got, err)
 		}
+		var derived corev1.ServiceList
+		if err := c.List(ctx, &derived, client.InNamespace("demo"), client.MatchingLabels{managedByLabel: managedBy}); err != nil || len(derived.Items) != 0 {
+			return fmt.Errorf("derived services left: %d (%v)", len(derived.Items), err)
+		}
 		return nil
 	})
 }

@@ -72,8 +72,9 @@ Repeatable CIDR flags also take comma-separated lists.`,
 func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	o.processFlags.addFlags(f, ":8081", ":8080", "")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease in --namespace, so that replicas can stand by")
-	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 100, "steady rate of requests to the API server per second")
-	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "burst of requests to the API server")
+	// Importing a large export set writes a few objects per service.
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 200, "steady rate of requests to the API server per second")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "burst of requests to the API server")
 
 	f.StringVar(&o.clusterID, "cluster-id", "", "ID of this cluster, as its peers know it (default: the first 8 hex digits of the kube-system namespace's UID)")
 	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (repeatable; default: the /16 holding the Nodes' spec.podCIDRs, or the smallest prefix holding them if larger)")
