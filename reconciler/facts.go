@@ -40,6 +40,9 @@ type ClusterFacts struct {
 	// Pools are the ranges remapped peer CIDRs are taken from, searched in
 	// order (--ipam-pool). Empty means ipam.DefaultPools.
 	Pools []netip.Prefix
+	// GatewayImage is the image the default gateway templates run, the
+	// controller's own image; empty keeps the templates' own.
+	GatewayImage string
 	// ImportNamespaces are the namespaces that take the services peers
 	// export besides those labelled mcs.ImportNamespaceLabel
 	// (--import-namespace); "*" is every namespace.

@@ -70,17 +70,19 @@ func clusterInfoPublisher(c client.Client, facts ClusterFacts) *publisher {
 }
 
 // defaultTemplatesPublisher keeps the default gateway templates
-// (templates.Defaults) in the controller's namespace, so that installing
-// peerlink needs no custom resource applied with its CRDs. They are applied
+// (templates.Defaults, running image, the controller's own, when set) in
+// the controller's namespace, so that installing peerlink needs no custom
+// resource applied with its CRDs. They are applied
 // without forcing: a field someone else has set since (an admin's edit, a
 // GitOps tool shipping its own version) stays theirs, and the template is
 // left as it is, with a log line saying so.
-func defaultTemplatesPublisher(c client.Client, namespace string) *publisher {
+func defaultTemplatesPublisher(c client.Client, namespace, image string) *publisher {
 	return &publisher{what: "default gateway templates in " + namespace, apply: func(ctx context.Context) error {
 		objs, err := templates.Defaults()
 		if err != nil {
 			return err
 		}
+		objs = templates.WithImage(objs, image)
 		var errs []error
 		for _, obj := range objs {
 			obj.SetNamespace(namespace)

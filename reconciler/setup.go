@@ -24,7 +24,7 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := mgr.Add(clusterInfoPublisher(mgr.GetClient(), facts)); err != nil {
 		return fmt.Errorf("add cluster-info publisher: %w", err)
 	}
-	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace)); err != nil {
+	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace, facts.GatewayImage)); err != nil {
 		return fmt.Errorf("add default templates publisher: %w", err)
 	}
 	if err := mgr.Add(clusterPropertyPublisher(mgr.GetClient(), facts.ClusterID)); err != nil {

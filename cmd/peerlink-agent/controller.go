@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/peerlink/peerlink/clusterinfo"
@@ -44,6 +48,7 @@ type controllerOptions struct {
 	allowedKinds []string
 	namespace    string
 
+	gatewayImage     string
 	importNamespaces []string
 	maxServices      int
 	maxEndpoints     int
@@ -86,6 +91,7 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.allowedKinds, "allowed-template-kind", nil, "kind gateway templates may render besides WgGatewayServer and WgGatewayClient, as group/version/Kind (repeatable; never a built-in Kubernetes kind)")
 	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
+	f.StringVar(&o.gatewayImage, "gateway-image", "", "image the default gateway templates run (default: the controller pod's own image, found through POD_NAME, else "+templates.DefaultImage+")")
 	f.StringSliceVar(&o.importNamespaces, "import-namespace", nil, "namespace that takes the services peers export, besides those labelled "+mcs.ImportNamespaceLabel+"=true (repeatable; * for every namespace; default none)")
 	f.IntVar(&o.maxServices, "max-imported-services", mcs.DefaultLimits.Services, "most services one peer may export to this cluster; more is refused")
 	f.IntVar(&o.maxEndpoints, "max-endpoints-per-service", mcs.DefaultLimits.Endpoints, "most endpoints a service a peer exports may have; more is refused")
@@ -190,6 +196,10 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	if err := facts.Validate(); err != nil {
 		return err
 	}
+	facts.GatewayImage = o.gatewayImage
+	if facts.GatewayImage == "" {
+		facts.GatewayImage = ownImage(ctx, mgr.GetAPIReader(), facts.Namespace, log)
+	}
 	for _, f := range []struct{ key, value string }{
 		{clusterinfo.KeyClusterID, facts.ClusterID},
 		{clusterinfo.KeyPodCIDRs, fmt.Sprint(facts.PodCIDRs)},
@@ -202,4 +212,27 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	}
 	log.Info("starting controller", "version", version.Get().String(), "clusterID", facts.ClusterID, "namespace", facts.Namespace)
 	return serve(mgr, "ping", healthz.Ping)
+}
+
+// ownImage is the image of the controller's own container, read from its
+// pod (POD_NAME in namespace), so that gateways run the image the
+// installation chose; empty when it cannot be read, and the templates keep
+// theirs.
+func ownImage(ctx context.Context, r client.Reader, namespace string, log logr.Logger) string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		return ""
+	}
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod); err != nil {
+		log.Error(err, "read the controller's own pod for its image; gateways run the templates' image")
+		return ""
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "controller" {
+			log.Info("gateways run the controller's image", "image", c.Image)
+			return c.Image
+		}
+	}
+	return ""
 }
