@@ -24,6 +24,9 @@ type GatewayFacts struct {
 	Endpoint netip.AddrPort
 	// MTU of the tunnel.
 	MTU int
+	// PathMTU is the largest packet the health probes saw cross the
+	// tunnel; 0 while unmeasured. Below MTU, TCP is clamped to it.
+	PathMTU int
 	// Keepalive is the WireGuard persistent keepalive; 0 disables it.
 	Keepalive time.Duration
 	// Remote are the peer's ranges, pod ranges and external ranges alike.
@@ -170,7 +173,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		toReal.Elements = append(toReal.Elements, plan.MapElement{From: m.Remapped, To: m.Real})
 		toRemapped.Elements = append(toRemapped.Elements, plan.MapElement{From: m.Real, To: m.Remapped})
 	}
-	mss := uint16(f.MTU - tcpIPHeaders)
+	mss := uint16(f.clampMTU() - tcpIPHeaders)
 	var real []netip.Prefix
 	for _, m := range f.Remote {
 		real = append(real, m.Real)
@@ -233,6 +236,16 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	return p, nil
 }
 
+// clampMTU is the packet size TCP is clamped to: the tunnel's MTU, or the
+// path's when it was measured smaller, but never below the smallest MTU
+// IPv4 hosts must take (a path narrower than that is broken for TCP too).
+func (f GatewayFacts) clampMTU() int {
+	if f.PathMTU > 0 && f.PathMTU < f.MTU {
+		return max(f.PathMTU, minMTU)
+	}
+	return f.MTU
+}
+
 // Tunnel MTU bounds, as the API validates them.
 const (
 	minMTU = 576
@@ -255,6 +268,9 @@ func (f GatewayFacts) validate() error {
 	}
 	if f.MTU < minMTU || f.MTU > maxMTU {
 		errs = append(errs, fmt.Errorf("tunnel MTU %d: must be in %d-%d", f.MTU, minMTU, maxMTU))
+	}
+	if f.PathMTU < 0 {
+		errs = append(errs, fmt.Errorf("path MTU %d: must not be negative", f.PathMTU))
 	}
 	if f.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("keepalive %v: must not be negative", f.Keepalive))

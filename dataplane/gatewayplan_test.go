@@ -77,6 +77,7 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 		"no peer key":     {func(f *GatewayFacts) { f.PeerPublicKey = plan.Key{} }, "peer public key: missing"},
 		"server, no port": {func(f *GatewayFacts) { f.ListenPort = 0 }, "listen port 0"},
 		"tiny MTU":        {func(f *GatewayFacts) { f.MTU = 100 }, "MTU 100"},
+		"negative path":   {func(f *GatewayFacts) { f.PathMTU = -1 }, "path MTU -1"},
 		"length mismatch": {func(f *GatewayFacts) { f.Remote[0].Remapped = netip.MustParsePrefix("10.71.0.0/24") }, "length of the real one"},
 		"host bits":       {func(f *GatewayFacts) { f.Remote[0].Real = netip.MustParsePrefix("10.244.1.0/16") }, "host bits set"},
 		"overlap": {func(f *GatewayFacts) {
@@ -92,6 +93,44 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 		_, err := PlanGateway(f)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: PlanGateway error = %v, want one containing %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestPlanGatewayClampsToPathMTU checks the MSS the plan clamps TCP to: the
+// tunnel's MTU, the measured path's when it is smaller, and never below
+// the IPv4 minimum.
+func TestPlanGatewayClampsToPathMTU(t *testing.T) {
+	for _, tc := range []struct {
+		mtu, pathMTU int
+		want         uint16
+	}{
+		{1340, 0, 1300},
+		{1340, 1340, 1300},
+		{1340, 1232, 1192},
+		{1340, 300, 536},
+		{1280, 1400, 1240},
+	} {
+		f := validGatewayFacts(t)
+		f.MTU, f.PathMTU = tc.mtu, tc.pathMTU
+		p, err := PlanGateway(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clamps := 0
+		for _, c := range p.NAT.Chains {
+			for _, r := range c.Rules {
+				if r.ClampMSS == 0 {
+					continue
+				}
+				clamps++
+				if r.ClampMSS != tc.want {
+					t.Errorf("MTU %d, path MTU %d: rule %q clamps to %d, want %d", tc.mtu, tc.pathMTU, r.Comment, r.ClampMSS, tc.want)
+				}
+			}
+		}
+		if clamps != 2 {
+			t.Errorf("MTU %d, path MTU %d: %d clamping rules, want 2 (each way)", tc.mtu, tc.pathMTU, clamps)
 		}
 	}
 }

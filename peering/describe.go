@@ -94,6 +94,9 @@ type ConnectionInfo struct {
 	Name    string `json:"name"`
 	Status  string `json:"status"`
 	Latency string `json:"latency,omitempty"`
+	// PathMTU is the largest packet the gateway's probes saw cross the
+	// tunnel; 0 before the first measurement.
+	PathMTU int32 `json:"pathMTU,omitempty"`
 }
 
 // Describe reads the cluster's facts, published in peerlinkNamespace, and
@@ -144,7 +147,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	connection := func(ns, gateway string) *ConnectionInfo {
 		for _, c := range conns.Items {
 			if c.Namespace == ns && c.Name == generators.GatewayObjectName(gateway) {
-				return &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value}
+				return &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value, PathMTU: c.Status.PathMTU}
 			}
 		}
 		return nil
@@ -305,6 +308,7 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 	if c := p.Connection; c != nil {
 		fmt.Fprintf(tw, "Connection:\t%s %s\n", c.Name, orNone(c.Status))
 		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
+		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Gateway))
 	} else {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
 	}
@@ -313,6 +317,19 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Services it exports:\t%s\n", orNone(strings.Join(sv.Imported, ", ")))
 	}
 	_ = tw.Flush()
+}
+
+// pathMTUString says what the gateway measured of the path, against the
+// gateway's configured MTU when it is known.
+func pathMTUString(pathMTU int32, gw *GatewayInfo) string {
+	switch {
+	case pathMTU == 0:
+		return "not measured yet"
+	case gw != nil && int(pathMTU) < gw.MTU:
+		return fmt.Sprintf("%d (below the configured MTU %d: TCP is clamped to it, larger packets of other protocols are lost)", pathMTU, gw.MTU)
+	default:
+		return strconv.Itoa(int(pathMTU))
+	}
 }
 
 func readyWord(ready bool, state string) string {

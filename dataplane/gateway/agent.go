@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +56,11 @@ type Agent struct {
 	rehandshake resync.Trigger
 	reports     chan health.Report
 	outcome     *resync.Outcome
+
+	// tunnelMTU is the MTU of the applied plan, which the prober's
+	// full-size probes take; pathMTU is the prober's last measurement,
+	// which the plan clamps TCP to.
+	tunnelMTU, pathMTU atomic.Int64
 
 	mu         sync.Mutex
 	gatewayUID types.UID
@@ -277,6 +283,7 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 		a.rememberEndpoint(peer)
 	}
 	a.applied = &p
+	a.tunnelMTU.Store(int64(p.TunnelMTU))
 	return nil
 }
 
@@ -349,9 +356,28 @@ func (a *Agent) ensureDevice(mtu int) error {
 // a local pod sends to the gateway pod's own address. The socket is bound
 // with IP_FREEBIND: when the tunnel link is deleted and made again (a
 // repair), its address goes and comes back, and the socket keeps working.
+// Its packets carry the don't-fragment bit whatever the kernel learnt of
+// the path (IP_PMTUDISC_PROBE), so that a probe of the path MTU crosses the
+// tunnel whole or not at all.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
-	conn, err := freebindListenConfig().ListenPacket(ctx, "udp4", addr.String())
+	// Probes of the path MTU go out with DF set and are not fragmented
+	// by the sender's own path MTU estimate.
+	lc := freebindListenConfig()
+	freebind := lc.Control
+	lc.Control = func(network, address string, c syscall.RawConn) error {
+		if err := freebind(network, address, c); err != nil {
+			return err
+		}
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}
+	conn, err := lc.ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -360,6 +386,7 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		Peer:      netip.AddrPortFrom(a.opts.Role.PeerTunnelAddress(), dataplane.HealthPort),
 		Interval:  a.opts.PingInterval,
 		MaxMisses: a.opts.MaxMisses,
+		MTU:       func() int { return int(a.tunnelMTU.Load()) },
 	}
 	wg.Add(1)
 	go func() {
@@ -399,6 +426,16 @@ func (a *Agent) onReport(r health.Report) {
 	}
 	if r.State == health.Connected && r.Misses == 0 {
 		a.metrics.latency.Observe(r.RTT.Seconds())
+	}
+	if r.PathMTU > 0 && a.pathMTU.Swap(int64(r.PathMTU)) != int64(r.PathMTU) {
+		// The TCP clamp follows the path: plan again.
+		a.metrics.observePathMTU(r.PathMTU)
+		if r.PathMTU < r.MTU {
+			a.log.Info("the path carries less than the tunnel's MTU: TCP is clamped to it, larger packets of other protocols are lost", "pathMTU", r.PathMTU, "mtu", r.MTU)
+		} else {
+			a.log.Info("the path carries the tunnel's MTU", "pathMTU", r.PathMTU)
+		}
+		a.trigger.Notify()
 	}
 	// A client whose pings go unanswered while WireGuard believes in its
 	// session asks for a new handshake: the server's device may have been

@@ -44,6 +44,11 @@ type connectionWriter struct {
 	transition     time.Time
 	latency        string
 	latencyWritten time.Time
+	// pathMTU and mtu are the path MTU written and the configured MTU it
+	// was measured against; pathTransition is when the path last went
+	// below the configured MTU or back.
+	pathMTU, mtu   int
+	pathTransition time.Time
 }
 
 // ensure applies the Connection's metadata and spec once.
@@ -145,7 +150,8 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 	return nil
 }
 
-// report writes the status a health report calls for, if any.
+// report writes the status a health report calls for, if any: the value
+// and a new path MTU at once, the latency at most every latencyPeriod.
 func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	if err := w.ensure(ctx); err != nil {
 		return err
@@ -159,21 +165,49 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	}
 	valueChanged := r.State != w.value
 	latencyDue := latency != w.latency && now.Sub(w.latencyWritten) >= latencyPeriod
-	if !valueChanged && !latencyDue {
+	pathChanged := r.PathMTU > 0 && (r.PathMTU != w.pathMTU || r.MTU != w.mtu)
+	if !valueChanged && !latencyDue && !pathChanged {
 		return nil
 	}
 	if valueChanged {
 		w.transition = now
 	}
-	if err := w.writeStatus(ctx, r.State, latency, now); err != nil {
+	pathTransition := w.pathTransition
+	if pathChanged && (w.pathMTU == 0 || (r.PathMTU < r.MTU) != (w.pathMTU < w.mtu)) {
+		pathTransition = now
+	}
+	pathMTU, mtu := w.pathMTU, w.mtu
+	if r.PathMTU > 0 {
+		pathMTU, mtu = r.PathMTU, r.MTU
+	}
+	if err := w.writeStatus(ctx, r.State, latency, pathMTU, mtu, pathTransition, now); err != nil {
 		return err
 	}
 	w.value = r.State
 	w.latency, w.latencyWritten = latency, now
+	w.pathMTU, w.mtu, w.pathTransition = pathMTU, mtu, pathTransition
 	return nil
 }
 
-func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, latency string, now time.Time) error {
+// pathCondition is the PathMTUReduced condition of a measured path.
+func pathCondition(pathMTU, mtu int, generation int64, transition time.Time) map[string]any {
+	c := map[string]any{
+		"type":               netv1beta1.ConditionPathMTUReduced,
+		"observedGeneration": generation,
+		"lastTransitionTime": transition.UTC().Format(time.RFC3339),
+		"status":             "False",
+		"reason":             "AsConfigured",
+		"message":            fmt.Sprintf("probes of the configured MTU (%d bytes) cross the tunnel", mtu),
+	}
+	if pathMTU < mtu {
+		c["status"], c["reason"] = "True", "BelowConfigured"
+		c["message"] = fmt.Sprintf("the path carries packets of at most %d bytes through the tunnel, less than the configured MTU of %d: "+
+			"TCP is clamped to it, larger packets of other protocols are lost; lower spec.mtu of the gateways or widen the path", pathMTU, mtu)
+	}
+	return c
+}
+
+func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, latency string, pathMTU, mtu int, pathTransition, now time.Time) error {
 	ready := map[string]any{
 		"type":               netv1beta1.ConditionReady,
 		"observedGeneration": w.generation,
@@ -202,6 +236,10 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 	}
 	if latency != "" {
 		status["latency"] = map[string]any{"value": latency, "timestamp": now.UTC().Format(time.RFC3339)}
+	}
+	if pathMTU > 0 {
+		status["pathMTU"] = int64(pathMTU)
+		status["conditions"] = []any{ready, reconciling, pathCondition(pathMTU, mtu, w.generation, pathTransition)}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": netv1beta1.GroupVersion.String(),

@@ -104,7 +104,8 @@ func TestOptionsValidate(t *testing.T) {
 
 // TestConnectionWriter runs the Connection writer against a real API
 // server: the value is written when it changes, a changed latency alone at
-// most every ten seconds, and the peer endpoint survives in an annotation.
+// most every ten seconds, a new path MTU at once with its condition, and
+// the peer endpoint survives in an annotation.
 func TestConnectionWriter(t *testing.T) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
@@ -177,6 +178,30 @@ func TestConnectionWriter(t *testing.T) {
 	}
 	if got := get(); got.Status.Value != netv1beta1.ConnectionError || !meta(got, netv1beta1.ConditionReady, metav1.ConditionFalse) {
 		t.Errorf("status %+v, want Error and not Ready", got.Status)
+	}
+
+	// A path narrower than the configured MTU is written at once, with
+	// its condition, and kept by later reports; a path as wide as the
+	// configured MTU turns the condition False.
+	now = now.Add(time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1232, MTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.PathMTU != 1232 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionTrue) {
+		t.Errorf("status %+v, want path MTU 1232 and PathMTUReduced", got.Status)
+	}
+	now = now.Add(time.Second)
+	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.Value != netv1beta1.ConnectionError || got.Status.PathMTU != 1232 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionTrue) {
+		t.Errorf("status %+v, want Error keeping path MTU 1232 and PathMTUReduced", got.Status)
+	}
+	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5, PathMTU: 1340, MTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.PathMTU != 1340 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionFalse) {
+		t.Errorf("status %+v, want path MTU 1340 and PathMTUReduced False", got.Status)
 	}
 
 	ep := netip.MustParseAddrPort("192.0.2.1:40000")

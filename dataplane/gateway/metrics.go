@@ -26,8 +26,10 @@ type metrics struct {
 	// from zero whenever the table is written anew.
 	dropped map[string]float64
 	kernel  map[string]uint64
+	// measuredPathMTU is the last path MTU measured, 0 before the first.
+	measuredPathMTU int
 
-	received, transmitted, handshakeAge, impl, drops *prometheus.Desc
+	received, transmitted, handshakeAge, impl, drops, pathMTU *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -50,6 +52,8 @@ func newMetrics(now func() time.Time) *metrics {
 			"Bytes sent to the peer through the tunnel, as WireGuard counts them.", nil, nil),
 		handshakeAge: prometheus.NewDesc("peerlink_gateway_last_handshake_seconds",
 			"Seconds since the last WireGuard handshake with the peer; absent before the first.", nil, nil),
+		pathMTU: prometheus.NewDesc("peerlink_gateway_path_mtu_bytes",
+			"The largest packet the health probes saw cross the tunnel, at most the tunnel's MTU; absent before the first measurement.", nil, nil),
 		impl: prometheus.NewDesc("peerlink_gateway_wireguard_implementation",
 			"The WireGuard back-end in use (1 for the one in the label).", []string{"implementation"}, nil),
 	}
@@ -61,6 +65,13 @@ func (m *metrics) observe(impl wireguard.Implementation, peer *wgtypes.Peer) {
 	defer m.mu.Unlock()
 	m.implementation = impl
 	m.peer = peer
+}
+
+// observePathMTU records a path MTU measurement.
+func (m *metrics) observePathMTU(v int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.measuredPathMTU = v
 }
 
 // observeDrops records a reading of the ingress filter's kernel counters.
@@ -88,6 +99,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.handshakeAge
 	ch <- m.impl
 	ch <- m.drops
+	ch <- m.pathMTU
 }
 
 // Collect implements prometheus.Collector.
@@ -97,6 +109,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	defer m.mu.Unlock()
 	if m.implementation != "" {
 		ch <- prometheus.MustNewConstMetric(m.impl, prometheus.GaugeValue, 1, string(m.implementation))
+	}
+	if m.measuredPathMTU > 0 {
+		ch <- prometheus.MustNewConstMetric(m.pathMTU, prometheus.GaugeValue, float64(m.measuredPathMTU))
 	}
 	for _, reason := range dataplane.IngressDropReasons() {
 		ch <- prometheus.MustNewConstMetric(m.drops, prometheus.CounterValue, m.dropped[reason], reason)

@@ -36,19 +36,28 @@ type Report struct {
 	// or because the peer said it is going away: the path may have just
 	// broken. State and Misses are unchanged.
 	Late bool
+	// PathMTU is the largest packet, in bytes, the last measurement saw
+	// cross the tunnel, at most MTU; zero before the first measurement.
+	PathMTU int
+	// MTU is the configured MTU PathMTU was measured against.
+	MTU int
 }
 
 // Wire format: magic, kind, nonce. Every new ping and goodbye carries a
 // fresh random nonce, and only a pong echoing the nonce of the ping (or
 // goodbye) still waiting for its answer counts: a pong cannot be forged
 // without seeing the ping. A goodbye is answered with a pong of its nonce,
-// like a ping. A packet of any other size or magic is ignored.
+// like a ping. A probe is a ping padded to the size being tested, answered
+// by a probe acknowledgment of its nonce; probes are the only packets
+// longer than the header. A packet of any other size or magic is ignored.
 const (
-	magic      = "PLHC"
-	kindPing   = 1
-	kindPong   = 2
-	kindBye    = 3
-	packetSize = len(magic) + 1 + 8
+	magic        = "PLHC"
+	kindPing     = 1
+	kindPong     = 2
+	kindBye      = 3
+	kindProbe    = 4
+	kindProbeAck = 5
+	packetSize   = len(magic) + 1 + 8
 )
 
 // byeWait is the longest a leaving prober waits for its goodbye to be
@@ -67,6 +76,11 @@ type Prober struct {
 	Interval time.Duration
 	// MaxMisses is the number of misses in a row that makes the state Error.
 	MaxMisses int
+	// MTU returns the tunnel's configured MTU, the size of the full-size
+	// probes that measure the path MTU; nil measures nothing. Conn must
+	// set the don't-fragment bit (IP_PMTUDISC_PROBE), or the kernel may
+	// fragment probes and the measurement sees what fragments carry.
+	MTU func() int
 
 	// up is signalled when a pong turns the state to Connected, so that
 	// Run reports it at once instead of at the end of the interval.
@@ -75,6 +89,10 @@ type Prober struct {
 	left chan struct{}
 	// byeAcked is signalled when the peer acknowledges our goodbye.
 	byeAcked chan struct{}
+	// measured is signalled when a path MTU measurement changed.
+	measured chan struct{}
+	// acks carries the nonce of an acknowledged probe.
+	acks chan uint64
 
 	mu sync.Mutex
 	// nonce is the nonce of the last ping, which pending says is still
@@ -89,6 +107,12 @@ type Prober struct {
 	rtt     time.Duration
 	state   State
 	misses  int
+	// probeNonce is the nonce of the probe waiting for its
+	// acknowledgment, zero when none does.
+	probeNonce uint64
+	// pathMTU and mtu are the last measurement and the configured MTU it
+	// was made against.
+	pathMTU, mtu int
 }
 
 // Run pings until ctx ends, calling report after each interval (from one
@@ -102,17 +126,28 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 	p.up = make(chan struct{}, 1)
 	p.left = make(chan struct{}, 1)
 	p.byeAcked = make(chan struct{}, 1)
+	p.measured = make(chan struct{}, 1)
+	p.acks = make(chan uint64, 1)
+	peer := net.UDPAddrFromAddrPort(p.Peer)
+	measureCtx, stopMeasuring := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		p.receive()
 	}()
+	if p.MTU != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.measurePath(measureCtx, peer)
+		}()
+	}
 	defer func() {
+		stopMeasuring()
 		p.Conn.Close()
 		wg.Wait()
 	}()
-	peer := net.UDPAddrFromAddrPort(p.Peer)
 	tick := time.NewTicker(p.Interval)
 	defer tick.Stop()
 	late := time.NewTimer(p.lateAfter())
@@ -124,6 +159,9 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 			p.sayGoodbye(peer)
 			return nil
 		case <-p.up:
+			report(p.current())
+			continue
+		case <-p.measured:
 			report(p.current())
 			continue
 		case <-p.left:
@@ -171,7 +209,7 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	}
 	nonce := p.nonce
 	p.sent = time.Now()
-	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true}
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PathMTU: p.pathMTU, MTU: p.mtu}
 	p.mu.Unlock()
 	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
 	return r, true
@@ -200,7 +238,8 @@ func newNonce() uint64 {
 
 // Ignored returns how many received packets were ignored, by reason:
 // "sender" (not from the peer's address), "malformed" (size, magic or
-// kind), "stale" (a pong of no ping waiting for one).
+// kind), "stale" (a pong of no ping, or a probe acknowledgment of no probe,
+// waiting for one).
 func (p *Prober) Ignored() map[string]uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -240,7 +279,7 @@ func (p *Prober) sayGoodbye(peer *net.UDPAddr) {
 func (p *Prober) current() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses}
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu}
 }
 
 // settle closes the interval: an unanswered ping counts as a miss.
@@ -253,7 +292,7 @@ func (p *Prober) settle() Report {
 			p.state = Error
 		}
 	}
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses}
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu}
 }
 
 func (p *Prober) ping(peer *net.UDPAddr) {
@@ -276,21 +315,24 @@ func packet(kind byte, nonce uint64) []byte {
 	return b
 }
 
-// decode reads a packet; ok is false for anything but the exact size, the
-// magic and a known kind.
+// decode reads a packet; ok is false for anything but the magic, a known
+// kind and its size: the header's exactly, or at least that for a probe.
 func decode(b []byte) (kind byte, nonce uint64, ok bool) {
-	if len(b) != packetSize || string(b[:len(magic)]) != magic {
+	if len(b) < packetSize || string(b[:len(magic)]) != magic {
 		return 0, 0, false
 	}
 	kind = b[len(magic)]
-	if kind != kindPing && kind != kindPong && kind != kindBye {
+	switch {
+	case kind == kindProbe:
+	case kind >= kindPing && kind <= kindProbeAck && len(b) == packetSize:
+	default:
 		return 0, 0, false
 	}
 	return kind, binary.BigEndian.Uint64(b[len(magic)+1:]), true
 }
 
 func (p *Prober) receive() {
-	buf := make([]byte, 64)
+	buf := make([]byte, maxDatagram)
 	peer := net.UDPAddrFromAddrPort(p.Peer)
 	for {
 		n, from, err := p.Conn.ReadFrom(buf)
@@ -328,6 +370,14 @@ func (p *Prober) receive() {
 			p.mu.Unlock()
 			if eager {
 				_, _ = p.Conn.WriteTo(packet(kindPing, again), peer)
+			}
+		case kindProbe:
+			// The answer is small: a probe measures the path towards the
+			// peer, and the peer's own probes measure the way back.
+			_, _ = p.Conn.WriteTo(packet(kindProbeAck, nonce), peer)
+		case kindProbeAck:
+			if !p.acknowledged(nonce) {
+				p.ignore("stale")
 			}
 		case kindBye:
 			_, _ = p.Conn.WriteTo(packet(kindPong, nonce), peer)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -216,5 +218,105 @@ func TestGoodbye(t *testing.T) {
 	}
 	if n, _, err := silent.ReadFrom(buf); err == nil {
 		t.Errorf("a prober that was never answered sent %q when it stopped, want nothing", buf[:n])
+	}
+}
+
+// narrowConn is a socket behind a path that silently drops packets larger
+// than limit bytes (IP packets, as the tunnel carries them), as a link of a
+// smaller MTU does where no "fragmentation needed" comes back.
+type narrowConn struct {
+	net.PacketConn
+	limit atomic.Int64
+}
+
+func (c *narrowConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if int64(len(b)+ipUDPHeaders) > c.limit.Load() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, addr)
+}
+
+// TestPathMTU measures a path narrower than the configured MTU, then the
+// same path widened again, and a path that carries nothing but pings.
+func TestPathMTU(t *testing.T) {
+	a, b := pair(t, 20*time.Millisecond)
+	narrow := &narrowConn{PacketConn: a.Conn}
+	narrow.limit.Store(1232)
+	a.Conn = narrow
+	a.MTU = func() int { return 1340 }
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = b.Run(ctx, func(Report) {}) }()
+	reports := make(chan Report, 100)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(r Report) { reports <- r }) }()
+
+	waitFor := func(what string, ok func(Report) bool) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case r := <-reports:
+				if ok(r) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no report with %s", what)
+			}
+		}
+	}
+	waitFor("path MTU 1232 of 1340", func(r Report) bool { return r.PathMTU == 1232 && r.MTU == 1340 })
+	narrow.limit.Store(1500)
+	waitFor("path MTU 1340 of 1340", func(r Report) bool { return r.PathMTU == 1340 && r.MTU == 1340 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPathMTUUnanswered checks that a path on which no probe is answered
+// (only pings pass, or the peer answers no probes) yields no measurement
+// rather than the smallest size.
+func TestPathMTUUnanswered(t *testing.T) {
+	a, b := pair(t, 20*time.Millisecond)
+	narrow := &narrowConn{PacketConn: a.Conn}
+	narrow.limit.Store(int64(minProbe))
+	a.Conn = narrow
+	a.MTU = func() int { return 1340 }
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = b.Run(ctx, func(Report) {}) }()
+	var mu sync.Mutex
+	var last Report
+	connected := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(r Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			last = r
+			if r.State == Connected {
+				once.Do(func() { close(connected) })
+			}
+		})
+	}()
+	select {
+	case <-connected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not Connected")
+	}
+	// Long enough for several searches.
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last.State != Connected || last.PathMTU != 0 {
+		t.Errorf("last report %+v: want Connected with no path MTU", last)
 	}
 }

@@ -276,6 +276,7 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 	}
 	conn.Status.Value = netv1beta1.Connected
 	conn.Status.Latency = netv1beta1.ConnectionLatency{Value: "1.2ms", Timestamp: metav1.Now()}
+	conn.Status.PathMTU = 1232
 	return p.C.Status().Update(ctx, &conn)
 }
 

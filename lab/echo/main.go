@@ -4,6 +4,7 @@
 //	echo serve [--http=:8080] [--sink=:9000] [--rr=:9001]
 //	echo get [--timeout=5s] URL
 //	echo stream [--duration=3s] [--size=131072] HOST:PORT
+//	echo transfer [--bytes=10485760] [--timeout=1m] HOST:PORT
 //	echo rr [--duration=3s] [--size=64] HOST:PORT
 //	echo probe [--interval=200ms] [--duration=1m] [--timeout=1s] URL
 //
@@ -12,7 +13,9 @@
 // TCP streams it discards (sink) and fixed-size request/response exchanges
 // (rr) for throughput and rate measurements. get prints, as JSON, the reply
 // of one request together with the address it was sent from. stream and rr
-// print, as JSON, what they measured against a serve instance. probe sends a
+// print, as JSON, what they measured against a serve instance. transfer
+// sends a fixed number of bytes to a sink and ends when the sink has read
+// them all, printing what it measured as stream does. probe sends a
 // request every interval, each on a new connection and without waiting for
 // the earlier ones, and prints one JSON line per request, so an outage shows
 // as a gap between answers.
@@ -38,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|rr|probe ...")
+		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|transfer|rr|probe ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -51,12 +54,14 @@ func main() {
 		err = get(ctx, args)
 	case "stream":
 		err = stream(ctx, args)
+	case "transfer":
+		err = transfer(ctx, args)
 	case "rr":
 		err = requestResponse(ctx, args)
 	case "probe":
 		err = probe(ctx, args)
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, get, stream, rr or probe)", cmd)
+		err = fmt.Errorf("unknown command %q (want serve, get, stream, transfer, rr or probe)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
@@ -209,6 +214,54 @@ func stream(ctx context.Context, args []string) error {
 		}
 		return sent, 0, nil
 	})
+}
+
+// transfer sends --bytes to a sink, then closes its side of the connection
+// and waits for the sink to close its own, which it does once it has read
+// everything: the transfer is complete only when every byte arrived.
+func transfer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("transfer", flag.ContinueOnError)
+	total := fs.Int64("bytes", 10<<20, "bytes to send")
+	timeout := fs.Duration("timeout", time.Minute, "time limit of the whole transfer")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("transfer: want exactly one host:port")
+	}
+	if *total <= 0 {
+		return errors.New("transfer: --bytes must be positive")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	start := time.Now()
+	sent, err := io.CopyN(c, zeros{}, *total)
+	if err != nil {
+		return fmt.Errorf("transfer: %d of %d bytes sent: %w", sent, *total, err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		return fmt.Errorf("transfer: %d bytes sent, waiting for the sink to read them: %w", sent, err)
+	}
+	secs := time.Since(start).Seconds()
+	return json.NewEncoder(os.Stdout).Encode(echoapi.Measured{Seconds: secs, Bytes: sent, BitsPerSecond: float64(sent) * 8 / secs})
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
 }
 
 // requestResponse sends one message, waits for it to come back, and repeats

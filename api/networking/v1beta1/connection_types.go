@@ -54,7 +54,17 @@ type ConnectionStatus struct {
 	// Latency is the last measured round-trip time.
 	// +optional
 	Latency ConnectionLatency `json:"latency,omitempty"`
+	// PathMTU is the largest packet, in bytes, that crosses the tunnel:
+	// the configured MTU when full-size probes pass, less when the path
+	// between the gateways carries less (peerlink). Absent until measured.
+	// +optional
+	PathMTU int32 `json:"pathMTU,omitempty"`
 }
+
+// ConditionPathMTUReduced, on a Connection, is True when the measured path
+// MTU is below the gateway's configured MTU: TCP is clamped to it, larger
+// packets of other protocols are lost (peerlink).
+const ConditionPathMTUReduced = "PathMTUReduced"
 
 // Connection reports the health of a gateway's tunnel. The gateway agent
 // creates it, named gw-<gateway>.

@@ -56,7 +56,52 @@ func DeleteNetwork(i int) error {
 			errs = append(errs, fmt.Errorf("%w: %s", err, out))
 		}
 	}
+	if pathTableExists(i) {
+		if out, err := runHost("nft", "delete", "table", "ip", pathTable(i)); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s", err, out))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// pathTable is the host's nftables table that NarrowPath writes for
+// cluster index i.
+func pathTable(i int) string { return fmt.Sprintf("peerlink-lab-path-%d", i) }
+
+func pathTableExists(i int) bool {
+	_, err := runHost("nft", "list", "table", "ip", pathTable(i))
+	return err == nil
+}
+
+// NarrowPath makes the way into the cluster's node network from the other
+// clusters carry packets of at most mtu bytes, and keep quiet about larger
+// ones: the host, which routes between the clusters, gets a bridge of that
+// MTU and drops the "fragmentation needed" it would send back. That is a
+// path MTU black hole, a smaller link behind a firewall that filters ICMP:
+// larger packets with the don't-fragment bit vanish, as users of such paths
+// see them vanish. Traffic inside the cluster does not cross the host's
+// routing and keeps its MTU. DeleteNetwork undoes it.
+func (c *Cluster) NarrowPath(mtu int) error {
+	// The quoted header of an ICMP error starts 8 bytes into it; its
+	// destination address 16 bytes further: /24 of the node network.
+	nw := c.NodeNetwork().Addr().As4()
+	quotedDst := fmt.Sprintf("0x%02x%02x%02x", nw[0], nw[1], nw[2])
+	ruleset := fmt.Sprintf(`table ip %s {
+	chain output {
+		type filter hook output priority 0; policy accept;
+		icmp type destination-unreachable icmp code frag-needed @th,192,24 %s drop
+	}
+}
+`, pathTable(c.Index), quotedDst)
+	cmd := exec.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster %s: host nftables table %s: %w: %s", c.Name, pathTable(c.Index), err, out)
+	}
+	if out, err := runHost("ip", "link", "set", c.BridgeName(), "mtu", strconv.Itoa(mtu)); err != nil {
+		return fmt.Errorf("cluster %s: MTU of bridge %s: %w: %s", c.Name, c.BridgeName(), err, out)
+	}
+	return nil
 }
 
 // NetworkLeftovers names what of cluster index i's node network exists.
@@ -72,6 +117,9 @@ func NetworkLeftovers(i int) []string {
 	}
 	if hostIfExists(BridgeName(i)) {
 		out = append(out, "interface "+BridgeName(i))
+	}
+	if pathTableExists(i) {
+		out = append(out, "nftables table ip "+pathTable(i))
 	}
 	return out
 }

@@ -180,6 +180,20 @@ func (l *Lab) Measure(ctx context.Context, n *cluster.Cluster, pod, mode, addr s
 	return m, nil
 }
 
+// Transfer sends size bytes over TCP from a pod of n to the sink at addr
+// with `echo transfer`, which ends when the sink has read them all.
+func (l *Lab) Transfer(ctx context.Context, n *cluster.Cluster, pod, addr string, size int64) (echoapi.Measured, error) {
+	var m echoapi.Measured
+	out, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "exec", pod, "--", "/echo", "transfer", "--bytes="+strconv.FormatInt(size, 10), addr)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		return m, fmt.Errorf("cluster %s: echo transfer %s: %w: %s", n.Name, addr, err, out)
+	}
+	return m, nil
+}
+
 // exposeEcho makes the sink and request/response ports of pod a NodePort
 // Service of cluster n, so that the same pod is measured over the node
 // network as through the peering; it returns the node port of each.

@@ -68,21 +68,31 @@ func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster) ([]by
 // ConnectionState is the status of the Connection of cluster n towards
 // peer, or "" while there is none.
 func (l *Lab) ConnectionState(ctx context.Context, n, peer *cluster.Cluster) (netv1beta1.ConnectionStatusValue, error) {
+	conn, err := l.Connection(ctx, n, peer)
+	if err != nil || conn == nil {
+		return "", err
+	}
+	return conn.Status.Value, nil
+}
+
+// Connection is the Connection of cluster n towards peer, nil while there
+// is none.
+func (l *Lab) Connection(ctx context.Context, n, peer *cluster.Cluster) (*netv1beta1.Connection, error) {
 	c, err := l.Client(n)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var conns netv1beta1.ConnectionList
 	if err := c.List(ctx, &conns, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
-		return "", fmt.Errorf("cluster %s: list connections to %s: %w", n.Name, peer.Name, err)
+		return nil, fmt.Errorf("cluster %s: list connections to %s: %w", n.Name, peer.Name, err)
 	}
 	switch len(conns.Items) {
 	case 0:
-		return "", nil
+		return nil, nil
 	case 1:
-		return conns.Items[0].Status.Value, nil
+		return &conns.Items[0], nil
 	}
-	return "", fmt.Errorf("cluster %s: %d connections to %s, want one", n.Name, len(conns.Items), peer.Name)
+	return nil, fmt.Errorf("cluster %s: %d connections to %s, want one", n.Name, len(conns.Items), peer.Name)
 }
 
 // WaitConnected waits until the Connections of both clusters towards each
