@@ -86,7 +86,7 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 
 	// The reconcilers run as the controller's service account, with the
 	// RBAC of the install bundle: what they need must be granted there.
-	for _, f := range []string{"rbac.yaml", "rbac-gateways.yaml"} {
+	for _, f := range []string{"rbac.yaml", "rbac-gateways.yaml", "rbac-services.yaml"} {
 		for _, obj := range readManifests(t, filepath.Join("..", "bundles", "install", "controller", f)) {
 			if err := env.c.Create(t.Context(), obj); err != nil {
 				t.Fatalf("install %s %s: %v", obj.GetKind(), obj.GetName(), err)
