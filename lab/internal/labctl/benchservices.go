@@ -119,6 +119,7 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (Service
 	if err := createLargeSet(ctx, cb, b.PodCIDR); err != nil {
 		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
 	}
+	l.progress.Logf("%d Services, EndpointSlices and ServiceExports created in %s in %.1fs", largeServices, b.Name, time.Since(start).Seconds())
 	ca, err := l.Client(a)
 	if err != nil {
 		return f, err
