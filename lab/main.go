@@ -4,7 +4,7 @@
 //
 //	go run ./lab up [--clusters=2] [--cluster-names=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
-//	go run ./lab bench [--json] [--bench-dir=/var/lib/peerlink-lab-bench]
+//	go run ./lab bench [--json] [--only=connect,dataplane,services] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -157,6 +158,7 @@ func newRootCmd() *cobra.Command {
 		},
 	}
 	var asJSON bool
+	var only []string
 	bench := &cobra.Command{
 		Use:   "bench",
 		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
@@ -179,7 +181,7 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := l.Bench(cmd.Context())
+			f, err := l.Bench(cmd.Context(), only...)
 			if err != nil {
 				return err
 			}
@@ -192,6 +194,7 @@ func newRootCmd() *cobra.Command {
 	}
 	bench.Flags().StringVar(&benchDir, "bench-dir", labctl.DefaultDir+"-bench", "directory of the benchmark's own lab")
 	bench.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	bench.Flags().StringSliceVar(&only, "only", nil, "measure only these parts ("+strings.Join(labctl.BenchParts, ", ")+"); empty: all")
 	root.AddCommand(up, demo, bench, down, status)
 	return root
 }
@@ -214,10 +217,16 @@ func printFigures(out io.Writer, f labctl.Figures) {
 		name string
 		p    labctl.Path
 	}{{"through the peering", f.Tunnel}, {"over the node network", f.Bare}} {
+		if p.p == (labctl.Path{}) {
+			continue // not measured (--only)
+		}
 		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",
 			p.name, p.p.BitsPerSecond/1e6, p.p.ExchangesPerSecond)
 	}
 	s := f.Services
+	if len(s.ExportToAnswerSeconds) == 0 {
+		return // not measured (--only)
+	}
 	fmt.Fprintf(out, "ServiceExport -> answer by clusterset name in the peer: median %.2fs of %d trials (goal <= 1 s)\n",
 		s.MedianExportToAnswer, len(s.ExportToAnswerSeconds))
 	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s)\n", s.Services, s.Endpoints, s.ImportSeconds)

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,19 +54,33 @@ const (
 // turns the exports of every cluster (this one's and what the gateways
 // received) into ServiceImports, derived Services and EndpointSlices in the
 // namespaces that allow imports. Every change brings one reconcile of the
-// whole clusterset view: the work is in proportion to the services, and
-// nothing is missed between two kinds of events.
+// whole clusterset view, so that nothing is missed between two kinds of
+// events; the view is computed from the cache and compared with what the
+// cache holds, and only what differs is written: a change costs API calls
+// in proportion to what it changes, not to the number of services.
 type servicesReconciler struct {
 	client   client.Client
 	facts    ClusterFacts
 	recorder record.EventRecorder
+	// decoded keeps each peer's received set, translated, for as long as
+	// neither its imports ConfigMap nor its Configuration changes.
+	decoded map[string]receivedSet
+}
+
+// receivedSet is a peer's set as read from versions of its imports
+// ConfigMap and Configuration.
+type receivedSet struct {
+	configMap, conf string
+	set             mcs.Set
+	err             error
 }
 
 // servicesRequest is the one request the reconciler works on.
 var servicesRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "clusterset"}}
 
 func setupServices(mgr ctrl.Manager, facts ClusterFacts) error {
-	r := &servicesReconciler{client: mgr.GetClient(), facts: facts, recorder: mgr.GetEventRecorderFor("peerlink-controller")}
+	r := &servicesReconciler{client: mgr.GetClient(), facts: facts, recorder: mgr.GetEventRecorderFor("peerlink-controller"),
+		decoded: map[string]receivedSet{}}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{servicesRequest}
 	})
@@ -146,6 +162,24 @@ func (r *servicesReconciler) localExports(ctx context.Context) ([]exportState, m
 	if err := r.client.List(ctx, &list); err != nil {
 		return nil, nil, fmt.Errorf("list serviceexports: %w", err)
 	}
+	if len(list.Items) == 0 {
+		return nil, mcs.Set{}, nil
+	}
+	// The endpoints of every Service, read once: one pass over the cache
+	// instead of one per export.
+	var all discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &all, client.HasLabels{discoveryv1.LabelServiceName}); err != nil {
+		return nil, nil, fmt.Errorf("list endpointslices: %w", err)
+	}
+	slicesOf := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for i := range all.Items {
+		sl := &all.Items[i]
+		if sl.Labels[discoveryv1.LabelManagedBy] == sliceManager {
+			continue // imported, not local
+		}
+		k := types.NamespacedName{Namespace: sl.Namespace, Name: sl.Labels[discoveryv1.LabelServiceName]}
+		slicesOf[k] = append(slicesOf[k], sl)
+	}
 	set := mcs.Set{}
 	var states []exportState
 	for i := range list.Items {
@@ -164,10 +198,7 @@ func (r *servicesReconciler) localExports(ctx context.Context) ([]exportState, m
 		case svc.Spec.Type == corev1.ServiceTypeExternalName:
 			st.reason, st.msg = string(mcsv1beta1.ServiceExportReasonInvalidServiceType), "an ExternalName Service cannot be exported"
 		default:
-			s, err := r.exported(ctx, se, &svc)
-			if err != nil {
-				return nil, nil, err
-			}
+			s := exported(se, &svc, slicesOf[client.ObjectKeyFromObject(&svc)])
 			set[s.Key] = s
 			st.valid, st.reason, st.msg = true, string(mcsv1beta1.ServiceExportReasonValid), "service "+se.Namespace+"/"+se.Name+" is exported"
 		}
@@ -176,8 +207,9 @@ func (r *servicesReconciler) localExports(ctx context.Context) ([]exportState, m
 	return states, set, nil
 }
 
-// exported makes the exported form of a Service and its endpoints.
-func (r *servicesReconciler) exported(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (mcs.Service, error) {
+// exported makes the exported form of a Service and its endpoints, from
+// its EndpointSlices.
+func exported(se *mcsv1beta1.ServiceExport, svc *corev1.Service, endpoints []*discoveryv1.EndpointSlice) mcs.Service {
 	s := mcs.Service{
 		Key:                   mcs.Key{Namespace: svc.Namespace, Name: svc.Name},
 		Exported:              se.CreationTimestamp.UTC(),
@@ -197,12 +229,10 @@ func (r *servicesReconciler) exported(ctx context.Context, se *mcsv1beta1.Servic
 	for _, p := range svc.Spec.Ports {
 		s.Ports = append(s.Ports, mcs.Port{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
 	}
-	var slices discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &slices, client.InNamespace(svc.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
-		return s, fmt.Errorf("list endpointslices of %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	for _, sl := range slices.Items {
+	// In a stable order, so that an unchanged Service encodes the same.
+	endpoints = slices.Clone(endpoints)
+	slices.SortFunc(endpoints, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	for _, sl := range endpoints {
 		if sl.AddressType == discoveryv1.AddressTypeFQDN {
 			continue
 		}
@@ -238,7 +268,7 @@ func (r *servicesReconciler) exported(ctx context.Context, se *mcsv1beta1.Servic
 			s.Endpoints = append(s.Endpoints, g)
 		}
 	}
-	return s, nil
+	return s
 }
 
 // peers lists the peers with a Configuration, each with its tunnel state.
@@ -274,11 +304,17 @@ func (r *servicesReconciler) peers(ctx context.Context) ([]peerSide, error) {
 // publish writes the local export set into the peer's tenant namespace,
 // where its gateway reads it.
 func (r *servicesReconciler) publish(ctx context.Context, p peerSide, data []byte) error {
+	labels := map[string]string{mcs.ExchangeLabel: mcs.ExportsRole, netv1beta1.RemoteClusterIDLabel: p.id}
+	var current corev1.ConfigMap
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ExportsConfigMap}, &current)
+	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) && hasLabels(current.Labels, labels) {
+		return nil
+	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: p.namespace, Name: mcs.ExportsConfigMap,
-			Labels: map[string]string{mcs.ExchangeLabel: mcs.ExportsRole, netv1beta1.RemoteClusterIDLabel: p.id},
+			Labels: labels,
 		},
 		BinaryData: map[string][]byte{mcs.DataKey: data},
 	}
@@ -303,9 +339,16 @@ func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set,
 	if cm.Labels[mcs.ExchangeLabel] != mcs.ImportsRole {
 		return mcs.Set{}, nil
 	}
+	// Decoding and translating a large set costs more than the rest of
+	// a reconcile: done once per version of what it depends on, and so
+	// are the events below.
+	if got, ok := r.decoded[p.id]; ok && got.configMap == cm.ResourceVersion && got.conf == p.conf.ResourceVersion {
+		return got.set, got.err
+	}
 	set, rejected, err := mcs.Decode(cm.BinaryData[mcs.DataKey], r.facts.serviceLimits())
 	if err != nil {
 		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused", "the services %s exports are refused: %v", p.id, err)
+		r.decoded[p.id] = receivedSet{configMap: cm.ResourceVersion, conf: p.conf.ResourceVersion, err: err}
 		return nil, err
 	}
 	for _, rej := range rejected {
@@ -332,6 +375,7 @@ func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set,
 		}
 		set[k] = s
 	}
+	r.decoded[p.id] = receivedSet{configMap: cm.ResourceVersion, conf: p.conf.ResourceVersion, set: set}
 	return set, nil
 }
 
@@ -436,19 +480,67 @@ func (r *servicesReconciler) importAllowed(ctx context.Context, ns string) (bool
 	return n.Labels[mcs.ImportNamespaceLabel] == "true" || r.facts.importsAllowedIn(ns), nil
 }
 
+// madeObjects is what the cache holds of the objects imports are made of,
+// by namespace and name: every ServiceImport, and the derived Services and
+// EndpointSlices peerlink made.
+type madeObjects struct {
+	imports map[types.NamespacedName]*mcsv1beta1.ServiceImport
+	derived map[types.NamespacedName]*corev1.Service
+	slices  map[types.NamespacedName]*discoveryv1.EndpointSlice
+}
+
+func (r *servicesReconciler) madeObjects(ctx context.Context) (madeObjects, error) {
+	m := madeObjects{
+		imports: map[types.NamespacedName]*mcsv1beta1.ServiceImport{},
+		derived: map[types.NamespacedName]*corev1.Service{},
+		slices:  map[types.NamespacedName]*discoveryv1.EndpointSlice{},
+	}
+	var sis mcsv1beta1.ServiceImportList
+	if err := r.client.List(ctx, &sis); err != nil {
+		return m, fmt.Errorf("list serviceimports: %w", err)
+	}
+	for i := range sis.Items {
+		m.imports[client.ObjectKeyFromObject(&sis.Items[i])] = &sis.Items[i]
+	}
+	var derived corev1.ServiceList
+	if err := r.client.List(ctx, &derived, client.MatchingLabels{managedByLabel: managedBy}, client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil {
+		return m, fmt.Errorf("list derived services: %w", err)
+	}
+	for i := range derived.Items {
+		m.derived[client.ObjectKeyFromObject(&derived.Items[i])] = &derived.Items[i]
+	}
+	var sls discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &sls, client.MatchingLabels{discoveryv1.LabelManagedBy: sliceManager}); err != nil {
+		return m, fmt.Errorf("list imported endpointslices: %w", err)
+	}
+	for i := range sls.Items {
+		m.slices[client.ObjectKeyFromObject(&sls.Items[i])] = &sls.Items[i]
+	}
+	return m, nil
+}
+
 // applyImports makes the imports in the namespaces that allow them and
-// removes every other import peerlink made.
+// removes every other import peerlink made. Only what differs from the
+// cache is written.
 func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import) error {
+	have, err := r.madeObjects(ctx)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	want := map[types.NamespacedName]bool{}
 	wantDerived := map[types.NamespacedName]bool{}
 	wantSlices := map[types.NamespacedName]bool{}
+	allowed := map[string]bool{}
 	for _, k := range slices.SortedFunc(maps.Keys(imports), mcs.Key.Compare) {
 		imp := imports[k]
-		ok, err := r.importAllowed(ctx, k.Namespace)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		ok, known := allowed[k.Namespace]
+		if !known {
+			if ok, err = r.importAllowed(ctx, k.Namespace); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			allowed[k.Namespace] = ok
 		}
 		if !ok {
 			continue
@@ -457,7 +549,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 		if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
 			wantDerived[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
 		}
-		names, err := r.applyImport(ctx, imp)
+		names, err := r.applyImport(ctx, imp, have)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -467,24 +559,14 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	}
 	// What is no longer wanted goes: ServiceImports, derived Services
 	// (also of an import that became headless), EndpointSlices.
-	var sis mcsv1beta1.ServiceImportList
-	if err := r.client.List(ctx, &sis, client.MatchingLabels{managedByLabel: managedBy}); err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for i := range sis.Items {
-		si := &sis.Items[i]
-		if !want[client.ObjectKeyFromObject(si)] {
+	for key, si := range have.imports {
+		if si.Labels[managedByLabel] == managedBy && !want[key] {
 			if err := r.client.Delete(ctx, si); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	var derived corev1.ServiceList
-	if err := r.client.List(ctx, &derived, client.MatchingLabels{managedByLabel: managedBy}, client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for i := range derived.Items {
-		svc := &derived.Items[i]
+	for _, svc := range have.derived {
 		si := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Labels[mcsv1beta1.LabelServiceName]}
 		if !want[si] || svc.Name != derivedName(mcs.Key{Namespace: si.Namespace, Name: si.Name}) || !wantDerived[si] {
 			if err := r.client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
@@ -492,13 +574,8 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 			}
 		}
 	}
-	var sls discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &sls, client.MatchingLabels{discoveryv1.LabelManagedBy: sliceManager}); err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for i := range sls.Items {
-		sl := &sls.Items[i]
-		if !wantSlices[client.ObjectKeyFromObject(sl)] {
+	for key, sl := range have.slices {
+		if !wantSlices[key] {
 			if err := r.client.Delete(ctx, sl); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
@@ -514,10 +591,77 @@ func derivedName(k mcs.Key) string {
 	return "derived-" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:10]
 }
 
-// applyImport applies the ServiceImport of imp, its derived Service (for a
-// ClusterSetIP import) and one EndpointSlice per member and endpoint group,
-// and returns the slices' names.
-func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) ([]string, error) {
+// applyImport applies the ServiceImport of imp, one EndpointSlice per
+// member and endpoint group, and for a ClusterSetIP import its derived
+// Service, and returns the slices' names. Each is written only when the
+// cache holds something else.
+//
+// The order is the order a caller needs them in: the name resolves once
+// the import has its clusterset IP, and kube-proxy routes that IP once the
+// derived Service exists. So the slices come before the derived Service
+// (kube-proxy programs the Service with its endpoints in one sync, instead
+// of first without any), and the IP goes into the import last: a client
+// that resolves the name finds a Service with endpoints behind it.
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects) ([]string, error) {
+	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
+	derived := ""
+	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
+		derived = derivedName(imp.Key)
+	}
+	current := have.imports[key]
+	si := desiredImport(imp, derived)
+	// The IPs of the derived Service, or else those the import has: the
+	// cache may not hold yet a derived Service just made, and an IP is
+	// never taken from an import only to be given back.
+	switch d := have.derived[types.NamespacedName{Namespace: imp.Namespace, Name: derived}]; {
+	case derived == "":
+	case d != nil:
+		si.Spec.IPs = d.Spec.ClusterIPs
+	case current != nil:
+		si.Spec.IPs = current.Spec.IPs
+	}
+	if current == nil || !sameImport(current, si) {
+		if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
+		}
+		current = si
+	}
+	owner := metav1.OwnerReference{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceImport", Name: current.Name, UID: current.UID}
+	var names []string
+	for _, m := range imp.Members {
+		for gi, g := range m.Service.Endpoints {
+			sl := desiredSlice(imp, m, gi, g, derived, owner)
+			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
+				if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
+				}
+			}
+			names = append(names, sl.Name)
+		}
+	}
+	if derived != "" {
+		svc := desiredDerived(imp, derived)
+		cur := have.derived[client.ObjectKeyFromObject(svc)]
+		if cur == nil || !sameDerived(cur, svc) {
+			if err := r.client.Patch(ctx, svc, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+				return names, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, derived, imp.Key, err)
+			}
+			cur = svc
+		}
+		if !slices.Equal(si.Spec.IPs, cur.Spec.ClusterIPs) {
+			si = desiredImport(imp, derived)
+			si.Spec.IPs = cur.Spec.ClusterIPs
+			if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+				return names, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
+			}
+			current = si
+		}
+	}
+	return names, r.importStatus(ctx, imp, current)
+}
+
+// desiredImport is the ServiceImport of imp, without its IPs.
+func desiredImport(imp *mcs.Import, derived string) *mcsv1beta1.ServiceImport {
 	w := imp.Winner
 	si := &mcsv1beta1.ServiceImport{
 		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceImport"},
@@ -539,38 +683,23 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) (
 	for _, p := range imp.Ports {
 		si.Spec.Ports = append(si.Spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
 	}
-	derived := ""
-	if w.Type == mcsv1beta1.ClusterSetIP {
-		derived = derivedName(imp.Key)
+	if derived != "" {
 		si.Annotations = mergeLabels(si.Annotations, map[string]string{derivedServiceAnnotation: derived})
 	}
-	var current mcsv1beta1.ServiceImport
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(si), &current); err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
-	}
-	// The derived Service first: its ClusterIPs go into the import's spec
-	// in the same apply, one write fewer per import.
-	if derived != "" {
-		ips, err := r.applyDerived(ctx, imp, derived)
-		if err != nil {
-			return nil, err
-		}
-		si.Spec.IPs = ips
-	}
-	if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
-	}
-	owner := metav1.OwnerReference{APIVersion: si.APIVersion, Kind: si.Kind, Name: si.Name, UID: si.UID}
-	var names []string
-	for _, m := range imp.Members {
-		for gi, g := range m.Service.Endpoints {
-			name, err := r.applySlice(ctx, imp, m, gi, g, derived, owner)
-			if err != nil {
-				return names, err
-			}
-			names = append(names, name)
-		}
-	}
+	return si
+}
+
+// sameImport tells whether the ServiceImport the cache holds already is
+// the one desired: metadata peerlink sets, and spec.
+func sameImport(have, want *mcsv1beta1.ServiceImport) bool {
+	return maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) &&
+		equality.Semantic.DeepEqual(have.Spec, want.Spec)
+}
+
+// importStatus writes the import's status when it changes: the exporting
+// clusters and Ready.
+func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, current *mcsv1beta1.ServiceImport) error {
+	si := current.DeepCopy()
 	si.Status.Clusters = nil
 	for _, m := range imp.Members {
 		si.Status.Clusters = append(si.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: m.Cluster})
@@ -582,20 +711,22 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) (
 		Reason: string(mcsv1beta1.ServiceImportReasonReady), Message: fmt.Sprintf("exported by %d clusters", len(imp.Members)),
 		LastTransitionTime: metav1.NewTime(time.Now()),
 	})
-	if !slices.Equal(current.Status.Clusters, si.Status.Clusters) || !conditionsEqual(current.Status.Conditions, si.Status.Conditions) {
-		si.ManagedFields = nil
-		if err := r.client.Status().Update(ctx, si); err != nil && !apierrors.IsConflict(err) {
-			return names, fmt.Errorf("update serviceimport %s status: %w", imp.Key, err)
-		}
+	if slices.Equal(current.Status.Clusters, si.Status.Clusters) && conditionsEqual(current.Status.Conditions, si.Status.Conditions) &&
+		current.Status.EndpointSliceObjects == si.Status.EndpointSliceObjects {
+		return nil
 	}
-	return names, nil
+	si.ManagedFields = nil
+	if err := r.client.Status().Update(ctx, si); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update serviceimport %s status: %w", imp.Key, err)
+	}
+	return nil
 }
 
-// applyDerived applies the selector-less ClusterIP Service that kube-proxy
-// routes the import's clusterset IP through, and returns its ClusterIPs.
-// It has no owner (it is made before its ServiceImport): applyImports
-// removes it with the import.
-func (r *servicesReconciler) applyDerived(ctx context.Context, imp *mcs.Import, name string) ([]string, error) {
+// desiredDerived is the selector-less ClusterIP Service that kube-proxy
+// routes the import's clusterset IP through. It has no owner (it may be
+// made before its ServiceImport has its final spec): applyImports removes
+// it with the import.
+func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -613,14 +744,34 @@ func (r *servicesReconciler) applyDerived(ctx context.Context, imp *mcs.Import, 
 	for _, p := range imp.Ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
 	}
-	if err := r.client.Patch(ctx, svc, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, name, imp.Key, err)
-	}
-	return svc.Spec.ClusterIPs, nil
+	return svc
 }
 
-// applySlice applies the EndpointSlice of one member's endpoint group.
-func (r *servicesReconciler) applySlice(ctx context.Context, imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string, owner metav1.OwnerReference) (string, error) {
+// sameDerived tells whether the derived Service the cache holds already
+// has what peerlink sets, the API server's defaults aside.
+func sameDerived(have, want *corev1.Service) bool {
+	wantAffinity := want.Spec.SessionAffinityConfig
+	if wantAffinity == nil && want.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		timeout := corev1.DefaultClientIPServiceAffinitySeconds
+		wantAffinity = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+	}
+	port := func(p corev1.ServicePort) string {
+		app := ""
+		if p.AppProtocol != nil {
+			app = *p.AppProtocol
+		}
+		return fmt.Sprintf("%s/%s/%d/%s", p.Name, p.Protocol, p.Port, app)
+	}
+	return hasLabels(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type &&
+		have.Spec.SessionAffinity == want.Spec.SessionAffinity &&
+		equality.Semantic.DeepEqual(have.Spec.SessionAffinityConfig, wantAffinity) &&
+		equality.Semantic.DeepEqual(have.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy) &&
+		equality.Semantic.DeepEqual(have.Spec.TrafficDistribution, want.Spec.TrafficDistribution) &&
+		slices.Equal(mapSlice(have.Spec.Ports, port), mapSlice(want.Spec.Ports, port))
+}
+
+// desiredSlice is the EndpointSlice of one member's endpoint group.
+func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string, owner metav1.OwnerReference) *discoveryv1.EndpointSlice {
 	base := derived
 	if base == "" {
 		base = derivedName(imp.Key)
@@ -656,8 +807,32 @@ func (r *servicesReconciler) applySlice(ctx context.Context, imp *mcs.Import, m 
 		}
 		sl.Endpoints = append(sl.Endpoints, ep)
 	}
-	if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return "", fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, name, imp.Key, m.Cluster, err)
+	return sl
+}
+
+// sameSlice tells whether the EndpointSlice the cache holds already has
+// what peerlink sets.
+func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
+	return hasLabels(have.Labels, want.Labels) && have.AddressType == want.AddressType &&
+		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
+		equality.Semantic.DeepEqual(have.Ports, want.Ports) &&
+		equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints)
+}
+
+// hasLabels tells whether have holds every label of want, with its value.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
 	}
-	return name, nil
+	return true
+}
+
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
 }

@@ -3,9 +3,11 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -161,7 +165,19 @@ func TestServicesReconciler(t *testing.T) {
 	c := e.cluster.Client
 	ctx := t.Context()
 	clusterPropertyCRD(t, c)
-	e.run(t)
+	// The controller's writes of what imports and exports are made of,
+	// counted at its transport.
+	writes := &writeCounter{paths: []string{"/serviceimports", "/endpointslices", "/services/derived-",
+		"/configmaps/" + mcs.ExportsConfigMap, "/serviceexports"}}
+	cfg := rest.CopyConfig(e.cluster.Config)
+	cfg.WrapTransport = writes.wrap
+	e.stop = startManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error { return SetupAll(mgr, e.facts) })
+	t.Cleanup(func() {
+		e.stopController(t)
+		if t.Failed() {
+			t.Logf("controller log:\n%s", e.logs.Bytes())
+		}
+	})
 
 	waitFor(t, "the cluster ID in ClusterProperty "+clusterIDProperty, func(ctx context.Context) error {
 		prop := &unstructured.Unstructured{}
@@ -311,6 +327,22 @@ func TestServicesReconciler(t *testing.T) {
 		return nil
 	})
 
+	// Nothing changed, nothing written: a new version of the imports
+	// ConfigMap with the same set (so a reconcile) costs no write.
+	settled := writes.settle(t)
+	var received corev1.ConfigMap
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "liqo-tenant-b", Name: mcs.ImportsConfigMap}, &received); err != nil {
+		t.Fatal(err)
+	}
+	received.Annotations = map[string]string{"example.com/touched": "yes"}
+	if err := c.Update(ctx, &received); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if got := writes.count(); got != settled {
+		t.Errorf("%d writes after a reconcile that changed nothing: %v", got-settled, writes.since(settled))
+	}
+
 	// b's older export with another port: the local export is in conflict.
 	receive(t, c, "liqo-tenant-b", peerWeb(81))
 	waitFor(t, "Conflict on the local export", func(ctx context.Context) error {
@@ -347,3 +379,54 @@ func TestServicesReconciler(t *testing.T) {
 		return nil
 	})
 }
+
+// writeCounter counts the writes whose path holds one of paths.
+type writeCounter struct {
+	paths []string
+	mu    sync.Mutex
+	seen  []string
+}
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet && slices.ContainsFunc(w.paths, func(p string) bool { return strings.Contains(req.URL.Path, p) }) {
+			w.mu.Lock()
+			w.seen = append(w.seen, req.Method+" "+req.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (w *writeCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+func (w *writeCounter) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen[n:])
+}
+
+// settle waits until no write was counted for a second, and returns the
+// count.
+func (w *writeCounter) settle(t *testing.T) int {
+	t.Helper()
+	last := w.count()
+	for range 30 {
+		time.Sleep(time.Second)
+		if n := w.count(); n == last {
+			return n
+		} else {
+			last = n
+		}
+	}
+	t.Fatalf("the controller keeps writing: %v", w.since(max(0, last-10)))
+	return 0
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

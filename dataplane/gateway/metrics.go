@@ -9,6 +9,7 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/mcs/exchange"
 )
 
 // metrics are the gateway's Prometheus metrics. Byte counts and handshake
@@ -28,8 +29,13 @@ type metrics struct {
 	kernel  map[string]uint64
 	// measuredPathMTU is the last path MTU measured, 0 before the first.
 	measuredPathMTU int
+	// refused counts the service exchange's connections refused, by
+	// reason; rejected is how many services of the peer's last set were
+	// rejected.
+	refused  map[string]float64
+	rejected int
 
-	received, transmitted, handshakeAge, impl, drops, pathMTU *prometheus.Desc
+	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -42,6 +48,14 @@ func newMetrics(now func() time.Time) *metrics {
 		now:     now,
 		dropped: map[string]float64{},
 		kernel:  map[string]uint64{},
+		refused: map[string]float64{},
+		refusedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_refused_total",
+			"Connections of the service exchange (TCP 12346) ended or refused for what came in, by reason: stranger (not from the peer's tunnel address), "+
+				"too-large (a frame over 1 MiB, or a set over the limits), malformed (not the protocol). Nothing of what such a connection "+
+				"brought since its last complete batch is applied.",
+			[]string{"reason"}, nil),
+		rejectedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_rejected_services",
+			"Services of the set the peer sends last that were rejected (invalid, or past the limit of services).", nil, nil),
 		drops: prometheus.NewDesc("peerlink_gateway_ingress_dropped_packets_total",
 			"Packets from the tunnel the ingress filter dropped, by reason: source (not from the peer's declared ranges), "+
 				"gateway (for the gateway pod itself), destination (not to this cluster's pod or external ranges).",
@@ -74,6 +88,21 @@ func (m *metrics) observePathMTU(v int) {
 	m.measuredPathMTU = v
 }
 
+// observeRefused counts a connection of the service exchange refused.
+func (m *metrics) observeRefused(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refused[reason]++
+}
+
+// observeRejected records how many services of the peer's set were
+// rejected.
+func (m *metrics) observeRejected(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rejected = n
+}
+
 // observeDrops records a reading of the ingress filter's kernel counters.
 // A counter lower than at the last reading was written anew with its
 // table: all of it is new.
@@ -100,6 +129,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.impl
 	ch <- m.drops
 	ch <- m.pathMTU
+	ch <- m.refusedDesc
+	ch <- m.rejectedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -116,6 +147,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, reason := range dataplane.IngressDropReasons() {
 		ch <- prometheus.MustNewConstMetric(m.drops, prometheus.CounterValue, m.dropped[reason], reason)
 	}
+	for _, reason := range exchange.RefusedReasons() {
+		ch <- prometheus.MustNewConstMetric(m.refusedDesc, prometheus.CounterValue, m.refused[reason], reason)
+	}
+	ch <- prometheus.MustNewConstMetric(m.rejectedDesc, prometheus.GaugeValue, float64(m.rejected))
 	if m.peer == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -42,6 +43,10 @@ type services struct {
 	received mcs.Set
 	rejected []mcs.Rejected
 	pending  resync.Trigger
+
+	// sentVersion is the version of the exports ConfigMap last handed to
+	// the exchange: an unchanged set is not decoded again.
+	sentVersion string
 }
 
 // startServices starts the exchange over the tunnel: the server listens on
@@ -49,7 +54,7 @@ type services struct {
 // ConfigMap is watched and sent as it changes.
 func (a *Agent) startServices(ctx context.Context, wg *sync.WaitGroup) error {
 	s := &services{a: a, pending: resync.NewTrigger()}
-	s.ex = exchange.New(exchange.Options{OnPeer: s.onPeer, Log: a.log.WithName("services")})
+	s.ex = exchange.New(exchange.Options{OnPeer: s.onPeer, OnRefused: a.metrics.observeRefused, Log: a.log.WithName("services")})
 	exports := resync.NewTrigger()
 	if err := resync.WatchObjects(ctx, a.informers, exports, &corev1.ConfigMap{}); err != nil {
 		return err
@@ -100,17 +105,22 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 			s.a.log.Error(err, "read the services to export")
 			continue
 		}
+		if cm.ResourceVersion == s.sentVersion {
+			continue
+		}
 		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits)
 		if err != nil {
 			s.a.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
 			continue
 		}
 		s.ex.SetLocal(set)
+		s.sentVersion = cm.ResourceVersion
 	}
 }
 
 // onPeer keeps the peer's latest set for writeLoop.
 func (s *services) onPeer(set mcs.Set, rejected []mcs.Rejected) {
+	s.a.metrics.observeRejected(len(rejected))
 	s.mu.Lock()
 	s.received, s.rejected = set, rejected
 	s.mu.Unlock()
@@ -152,6 +162,13 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 	data, err := mcs.Encode(set)
 	if err != nil {
 		return err
+	}
+	// What the ConfigMap holds already is not written again.
+	var current corev1.ConfigMap
+	err = s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap}, &current)
+	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) &&
+		current.Annotations[mcs.RejectedAnnotation] == strconv.Itoa(len(rejected)) {
+		return nil
 	}
 	for _, r := range rejected {
 		s.a.log.Info("a service the peer exports is refused", "service", r.Key.String(), "reason", r.Reason)

@@ -31,8 +31,13 @@ const (
 
 // frame is one message of the protocol.
 type frame struct {
-	Type    string       `json:"type"`
-	Version int          `json:"version,omitempty"`
+	Type    string `json:"type"`
+	Version int    `json:"version,omitempty"`
+	// Batches, in a hello, says the side ends every batch of changes
+	// with a synced frame, and the peer may apply its changes only
+	// there: a batch is applied whole or not at all. Without it (older
+	// sides) each change is applied as it comes.
+	Batches bool         `json:"batches,omitempty"`
 	Service *mcs.Service `json:"service,omitempty"`
 	Key     *mcs.Key     `json:"key,omitempty"`
 }
@@ -52,10 +57,31 @@ type Options struct {
 	// (default 1 s).
 	RedialDelay time.Duration
 	// OnPeer receives the peer's set and what was rejected of it, after
-	// synced and after each change. It must not block for long.
+	// synced and after each batch of changes. It must not block for long.
 	OnPeer func(mcs.Set, []mcs.Rejected)
-	Log    logr.Logger
+	// OnRefused is told, by a reason of RefusedReasons, each time the
+	// peer's input ends a connection or a stranger's connection is
+	// refused. What the connection brought since the peer's last synced
+	// is not delivered.
+	OnRefused func(reason string)
+	Log       logr.Logger
 }
+
+// Why connections are refused, as OnRefused is told.
+const (
+	// RefusedStranger: a connection not from the peer's address.
+	RefusedStranger = "stranger"
+	// RefusedTooLarge: a frame over MaxFrame, or a set over the limits.
+	RefusedTooLarge = "too-large"
+	// RefusedMalformed: a frame that is not the protocol.
+	RefusedMalformed = "malformed"
+)
+
+// RefusedReasons are the reasons OnRefused is told.
+func RefusedReasons() []string { return []string{RefusedStranger, RefusedTooLarge, RefusedMalformed} }
+
+// errMalformed marks the errors of frames that are not the protocol.
+var errMalformed = errors.New("not the service exchange protocol")
 
 func (o *Options) defaults() {
 	if o.Limits == (mcs.Limits{}) {
@@ -75,6 +101,9 @@ func (o *Options) defaults() {
 	}
 	if o.OnPeer == nil {
 		o.OnPeer = func(mcs.Set, []mcs.Rejected) {}
+	}
+	if o.OnRefused == nil {
+		o.OnRefused = func(string) {}
 	}
 }
 
@@ -131,6 +160,7 @@ func (e *Exchange) Serve(ctx context.Context, ln net.Listener, peer netip.Addr) 
 		from, _ := netip.ParseAddrPort(conn.RemoteAddr().String())
 		if from.Addr().Unmap() != peer {
 			e.opts.Log.Info("service exchange: connection refused: not from the peer", "from", conn.RemoteAddr().String())
+			e.opts.OnRefused(RefusedStranger)
 			conn.Close()
 			continue
 		}
@@ -181,22 +211,38 @@ func (e *Exchange) session(ctx context.Context, conn net.Conn) error {
 		conn.Close()
 	}()
 	w := &writer{conn: conn, timeout: e.opts.Timeout}
-	if err := w.send(frame{Type: typeHello, Version: mcs.Version}); err != nil {
+	if err := w.send(frame{Type: typeHello, Version: mcs.Version, Batches: true}); err != nil {
 		return err
 	}
 	r := &reader{br: bufio.NewReader(conn), conn: conn, max: e.opts.MaxFrame, timeout: e.opts.Timeout}
 	hello, err := r.next()
 	if err != nil {
-		return err
+		return e.refused(err)
 	}
 	if hello.Type != typeHello || hello.Version != mcs.Version {
-		return fmt.Errorf("service exchange: the peer opened with %q version %d; this side speaks version %d", hello.Type, hello.Version, mcs.Version)
+		return e.refused(fmt.Errorf("service exchange: the peer opened with %q version %d; this side speaks version %d: %w",
+			hello.Type, hello.Version, mcs.Version, errMalformed))
 	}
 	errs := make(chan error, 2)
 	go func() { errs <- e.sendLoop(ctx, w) }()
-	go func() { errs <- e.receiveLoop(r) }()
+	go func() { errs <- e.refused(e.receiveLoop(r, hello.Batches)) }()
 	err = <-errs
 	cancel()
+	return err
+}
+
+// refused tells OnRefused when err is the peer's input's fault, and
+// returns err.
+func (e *Exchange) refused(err error) error {
+	switch {
+	case errors.Is(err, mcs.ErrTooLarge):
+		e.opts.OnRefused(RefusedTooLarge)
+	case errors.Is(err, errMalformed):
+		e.opts.OnRefused(RefusedMalformed)
+	default:
+		return err
+	}
+	e.opts.Log.Info("service exchange: connection ended: the peer's input is refused", "error", err.Error())
 	return err
 }
 
@@ -205,6 +251,7 @@ func (e *Exchange) sendLoop(ctx context.Context, w *writer) error {
 	sent := map[mcs.Key][]byte{}
 	synced := false
 	for {
+		changes := false
 		set, changed := e.snapshot()
 		for _, s := range set.Sorted() {
 			b, err := json.Marshal(s)
@@ -218,6 +265,7 @@ func (e *Exchange) sendLoop(ctx context.Context, w *writer) error {
 				return err
 			}
 			sent[s.Key] = b
+			changes = true
 		}
 		for _, k := range slices.Collect(maps.Keys(sent)) {
 			if _, ok := set[k]; !ok {
@@ -225,9 +273,12 @@ func (e *Exchange) sendLoop(ctx context.Context, w *writer) error {
 					return err
 				}
 				delete(sent, k)
+				changes = true
 			}
 		}
-		if !synced {
+		// The first synced ends the whole set; each later one a batch
+		// of changes.
+		if !synced || changes {
 			if err := w.send(frame{Type: typeSynced}); err != nil {
 				return err
 			}
@@ -245,8 +296,10 @@ func (e *Exchange) sendLoop(ctx context.Context, w *writer) error {
 	}
 }
 
-// receiveLoop builds the peer's set from its frames.
-func (e *Exchange) receiveLoop(r *reader) error {
+// receiveLoop builds the peer's set from its frames and delivers it at
+// each synced of a peer that sends batches, or after each frame once
+// synced of one that does not.
+func (e *Exchange) receiveLoop(r *reader, batches bool) error {
 	set := mcs.Set{}
 	rejected := map[mcs.Key]string{}
 	synced := false
@@ -267,9 +320,11 @@ func (e *Exchange) receiveLoop(r *reader) error {
 			continue
 		case typeSynced:
 			synced = true
+			deliver()
+			continue
 		case typeUpsert:
 			if f.Service == nil {
-				return errors.New("service exchange: upsert without a service")
+				return fmt.Errorf("service exchange: upsert without a service: %w", errMalformed)
 			}
 			s := *f.Service
 			s.Normalize()
@@ -291,14 +346,14 @@ func (e *Exchange) receiveLoop(r *reader) error {
 			}
 		case typeDelete:
 			if f.Key == nil {
-				return errors.New("service exchange: delete without a key")
+				return fmt.Errorf("service exchange: delete without a key: %w", errMalformed)
 			}
 			delete(set, *f.Key)
 			delete(rejected, *f.Key)
 		default:
-			return fmt.Errorf("service exchange: unknown frame type %q", f.Type)
+			return fmt.Errorf("service exchange: unknown frame type %q: %w", f.Type, errMalformed)
 		}
-		if synced {
+		if synced && !batches {
 			deliver()
 		}
 	}
@@ -351,7 +406,7 @@ func (r *reader) next() (frame, error) {
 		return f, err
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return f, fmt.Errorf("service exchange: frame: %w", err)
+		return f, fmt.Errorf("service exchange: frame: %w: %w", err, errMalformed)
 	}
 	return f, nil
 }

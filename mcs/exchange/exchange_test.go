@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -199,5 +200,57 @@ func TestRefusesOthers(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if n, err := conn.Read(make([]byte, 16)); err == nil {
 		t.Errorf("a stranger got %d bytes", n)
+	}
+}
+
+// TestBatchWholeOrNothing: a peer that sends batches has each applied
+// only at its synced: a batch the peer's input cuts short is not applied,
+// the set delivered before it stands, and the refusal is told.
+func TestBatchWholeOrNothing(t *testing.T) {
+	got := &latest{}
+	var mu sync.Mutex
+	var refused []string
+	e := New(Options{OnPeer: got.onPeer, Timeout: time.Second, Log: testr.New(t), Limits: mcs.Limits{Services: 2, Endpoints: 10},
+		OnRefused: func(reason string) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused = append(refused, reason)
+		}})
+	a, b := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- e.session(context.Background(), a) }()
+	go discard(b)
+	upsert := func(name string) []byte {
+		return frameBytes(fmt.Appendf(nil, `{"type":"upsert","service":{"namespace":"a","name":%q,"type":"ClusterSetIP","ports":[{"protocol":"TCP","port":80}]}}`, name))
+	}
+	var in []byte
+	in = append(in, frameBytes([]byte(`{"type":"hello","version":1,"batches":true}`))...)
+	in = append(in, upsert("good")...)
+	in = append(in, frameBytes([]byte(`{"type":"synced"}`))...)
+	// A flood past the limit: two accepted (the limit), the rest
+	// rejected until the rejections pass the limit too.
+	for i := range 10 {
+		in = append(in, upsert(fmt.Sprintf("flood-%d", i))...)
+	}
+	in = append(in, frameBytes([]byte(`{"type":"synced"}`))...)
+	go func() { _, _ = b.Write(in) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, mcs.ErrTooLarge) {
+			t.Errorf("session ended with %v, want too large", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("session still running")
+	}
+	b.Close()
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	if _, ok := got.set[mcs.Key{Namespace: "a", Name: "good"}]; got.calls != 1 || len(got.set) != 1 || !ok {
+		t.Errorf("delivered %d times, last %v; want only the first batch", got.calls, got.set)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 1 || refused[0] != RefusedTooLarge {
+		t.Errorf("refusals told: %v", refused)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,8 +55,13 @@ const (
 	recoveryWatch = 20 * time.Second
 )
 
-// Bench peers the first two clusters of a fresh lab and measures it.
-func (l *Lab) Bench(ctx context.Context) (Figures, error) {
+// BenchParts are the parts of the benchmark that Bench can run.
+var BenchParts = []string{"connect", "dataplane", "services"}
+
+// Bench peers the first two clusters of a fresh lab and measures it: every
+// part of BenchParts, or only those of only when it is not empty
+// (connecting is always done, as the others need it).
+func (l *Lab) Bench(ctx context.Context, only ...string) (Figures, error) {
 	f := Figures{RecoverySeconds: map[string]float64{}}
 	if len(l.Clusters) < 2 {
 		return f, errors.New("the benchmark needs two clusters")
@@ -72,23 +78,43 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 	}
 	f.ConnectSeconds = time.Since(applied).Seconds()
 	l.progress.Logf("Connected %.2fs after the last manifest", f.ConnectSeconds)
+	runs := func(part string) bool { return len(only) == 0 || slices.Contains(only, part) }
+	if runs("dataplane") {
+		if err := l.benchDataplane(ctx, a, b, &f); err != nil {
+			return f, err
+		}
+		if err := l.WaitConnected(wctx, a, b); err != nil {
+			return f, err
+		}
+	}
+	if runs("services") {
+		var err error
+		if f.Services, err = l.BenchServices(ctx, a, b); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
 
+// benchDataplane measures pod-to-pod traffic through the peering and over
+// the node network, and the recovery from the loss of each gateway pod.
+func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figures) error {
 	src, dst, err := l.echoPodsOf(ctx, a, b)
 	if err != nil {
-		return f, err
+		return err
 	}
 	from, to := src[0], dst[0]
 	remapped, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
 	if err != nil {
-		return f, err
+		return err
 	}
 	// The traffic must flow before it is measured.
 	if _, _, err := l.reachEventually(ctx, a, b); err != nil {
-		return f, err
+		return err
 	}
 	nodePorts, err := l.exposeEcho(ctx, b, to)
 	if err != nil {
-		return f, err
+		return err
 	}
 	paths := []struct {
 		path     *Path
@@ -108,11 +134,11 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 			return merr == nil, nil
 		})
 		if err != nil {
-			return f, fmt.Errorf("cluster %s: no stream to %s over the %s: %w", a.Name, p.sink, p.name, err)
+			return fmt.Errorf("cluster %s: no stream to %s over the %s: %w", a.Name, p.sink, p.name, err)
 		}
 		rr, err := l.Measure(ctx, a, from.Name, "rr", p.rr, measureFor)
 		if err != nil {
-			return f, err
+			return err
 		}
 		p.path.BitsPerSecond, p.path.ExchangesPerSecond = stream.BitsPerSecond, rr.PerSecond
 		l.progress.Logf("%s: %.0f Mbit/s, %.0f exchanges/s", p.name, stream.BitsPerSecond/1e6, rr.PerSecond)
@@ -122,18 +148,12 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 	for _, n := range []*cluster.Cluster{b, a} {
 		gap, err := l.recovery(ctx, a, url, n)
 		if err != nil {
-			return f, err
+			return err
 		}
 		f.RecoverySeconds[n.Name] = gap.Seconds()
 		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
 	}
-	if err := l.WaitConnected(wctx, a, b); err != nil {
-		return f, err
-	}
-	if f.Services, err = l.BenchServices(ctx, a, b); err != nil {
-		return f, err
-	}
-	return f, nil
+	return nil
 }
 
 // recovery deletes the gateway pod of cluster n while a probe in cluster

@@ -81,19 +81,25 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (Service
 		if err := waitReadyEndpoints(ctx, cb, EchoNamespace, discoveryv1.LabelServiceName+"="+name); err != nil {
 			return f, err
 		}
+		hops, err := l.traceHops(ctx, a, b, EchoNamespace, name)
+		if err != nil {
+			return f, err
+		}
 		start := time.Now()
 		if err := cb.Create(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: EchoNamespace, Name: name}}); err != nil {
 			return f, fmt.Errorf("cluster %s: create serviceexport %s: %w", b.Name, name, err)
 		}
 		url := fmt.Sprintf("http://%s.%s.svc.%s:%d/", name, EchoNamespace, cluster.ClustersetDomain, EchoPort)
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := l.EchoGet(ctx, a, src[0].Name, url)
 			return err == nil, nil
 		})
 		if err != nil {
 			return f, fmt.Errorf("cluster %s: %s never answered: %w", a.Name, url, err)
 		}
-		f.ExportToAnswerSeconds = append(f.ExportToAnswerSeconds, time.Since(start).Seconds())
+		took := time.Since(start)
+		f.ExportToAnswerSeconds = append(f.ExportToAnswerSeconds, took.Seconds())
+		l.progress.Logf("%s: %s, answer %.2fs", name, hops.done(start), took.Seconds())
 	}
 	sorted := slices.Sorted(slices.Values(f.ExportToAnswerSeconds))
 	f.MedianExportToAnswer = sorted[len(sorted)/2]
@@ -113,6 +119,7 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (Service
 	if err := createLargeSet(ctx, cb, b.PodCIDR); err != nil {
 		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
 	}
+	l.progress.Logf("%d Services, EndpointSlices and ServiceExports created in %s in %.1fs", largeServices, b.Name, time.Since(start).Seconds())
 	ca, err := l.Client(a)
 	if err != nil {
 		return f, err
