@@ -23,9 +23,6 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
-// GatewayNameLabel names, on a gateway pod, the gateway it runs.
-const GatewayNameLabel = "networking.liqo.io/gateway-name"
-
 // Reasons a gateway waits with.
 const (
 	// ReasonWaitingForGatewayPod: no gateway pod runs yet.
@@ -46,7 +43,7 @@ const (
 // gateway-name label), added to mgr so it runs with it: caching every pod of
 // the cluster to find a few gateways would cost memory for nothing.
 func newGatewayPodCache(mgr ctrl.Manager) (cache.Cache, error) {
-	req, err := labels.NewRequirement(GatewayNameLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(netv1beta1.GatewayNameLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway pod selector: %w", err)
 	}
@@ -70,7 +67,7 @@ func newGatewayPodCache(mgr ctrl.Manager) (cache.Cache, error) {
 
 // gatewayPodRequest maps a gateway pod to the gateway object of its label.
 func gatewayPodRequest(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	name := pod.Labels[GatewayNameLabel]
+	name := pod.Labels[netv1beta1.GatewayNameLabel]
 	if name == "" {
 		return nil
 	}
@@ -87,7 +84,7 @@ func gatewayPodRequest(_ context.Context, pod *corev1.Pod) []reconcile.Request {
 func activeGatewayPod(ctx context.Context, pods, reader client.Reader, ns, name string, owner types.UID) (*corev1.Pod, error) {
 	var list corev1.PodList
 	err := pods.List(ctx, &list, client.InNamespace(ns),
-		client.MatchingLabels{GatewayNameLabel: name, netv1beta1.ActiveGatewayLabel: "true"})
+		client.MatchingLabels{netv1beta1.GatewayNameLabel: name, netv1beta1.ActiveGatewayLabel: "true"})
 	if err != nil {
 		return nil, fmt.Errorf("list pods of gateway %s/%s: %w", ns, name, err)
 	}

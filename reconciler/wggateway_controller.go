@@ -135,7 +135,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 	}
 	if pod == nil {
 		return progressing(ReasonWaitingForGatewayPod, "no running pod labelled %s=%s,%s=true",
-			GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
+			netv1beta1.GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
 	}
 	return ready(fmt.Sprintf("gateway pod %s on node %s%s", pod.Name, pod.Spec.NodeName, reachable)), nil
 }

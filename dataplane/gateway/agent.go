@@ -57,6 +57,14 @@ type Agent struct {
 	reports     chan health.Report
 	outcome     *resync.Outcome
 
+	// election chooses the active replica; nil: this one is, alone.
+	election *Election
+	// elected, deposed and superseded tell the main loop of the Lease won,
+	// not renewed, and held by another replica.
+	elected, deposed, superseded resync.Trigger
+	// active is set once this replica carries the tunnel.
+	active atomic.Bool
+
 	// tunnelMTU is the MTU of the applied plan, which the prober's
 	// full-size probes take; pathMTU is the prober's last measurement,
 	// which the plan clamps TCP to.
@@ -68,12 +76,16 @@ type Agent struct {
 
 // New returns an agent that reads the API through c and is notified of
 // changes by informers (both from a manager whose cache is limited to the
-// gateway's namespace).
-func New(opts Options, c client.Client, informers cache.Informers, log logr.Logger) (*Agent, error) {
+// gateway's namespace). With an election it is one of several replicas and
+// stands by until it holds the Lease; without, it is active at once.
+func New(opts Options, c client.Client, informers cache.Informers, election *Election, log logr.Logger) (*Agent, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{
+	if election != nil && (election.Lock == nil || election.Pods == nil || election.PodName == "") {
+		return nil, errors.New("gateway election: the Lease lock, a pod client and the pod's name (POD_NAME) are all required")
+	}
+	a := &Agent{
 		opts:        opts,
 		client:      c,
 		informers:   informers,
@@ -85,7 +97,13 @@ func New(opts Options, c client.Client, informers cache.Informers, log logr.Logg
 		reports:     make(chan health.Report, 1),
 		outcome:     resync.NewOutcome(log, "not configuring the tunnel yet", "sync the gateway; retrying"),
 		gatewayUID:  opts.GatewayUID,
-	}, nil
+		election:    election,
+		elected:     resync.NewTrigger(),
+		deposed:     resync.NewTrigger(),
+		superseded:  resync.NewTrigger(),
+	}
+	a.active.Store(election == nil)
+	return a, nil
 }
 
 // Collector exports the agent's metrics.
@@ -154,12 +172,22 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 
+	stopElection, err := a.startElection()
+	if err != nil {
+		return err
+	}
+	defer func() { stopElection() }()
+	labelled := false
+
 	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
-			// The prober says goodbye through the tunnel before it goes,
-			// and the Connection writer stops, before the cleanup.
+			// The Lease is released at once, so that a standby takes
+			// over while this replica says goodbye; the prober says it
+			// through the tunnel before it goes, and the Connection writer
+			// stops, before the cleanup.
+			stopElection()
 			stopHealth()
 			wg.Wait()
 			a.cleanup()
@@ -168,8 +196,46 @@ func (a *Agent) Start(ctx context.Context) error {
 		case <-a.rehandshake:
 			a.forceHandshake()
 			continue
+		case <-a.elected:
+			a.takeOver(ctx)
+		case <-a.deposed:
+			// The Lease could not be renewed in time: most often the API
+			// server is unreachable, and then no other replica can take
+			// the Lease either. The tunnel stays as it is (the dataplane
+			// keeps its state while the API is away) and the election
+			// starts again: this replica renews the Lease if it still
+			// names it, and steps down if another replica holds it.
+			stopElection()
+			if stopElection, err = a.startElection(); err != nil {
+				return err
+			}
+			continue
+		case <-a.superseded:
+			if !a.active.Load() {
+				continue
+			}
+			// Another replica holds the Lease: this one must stop
+			// carrying the tunnel at once. The pod starts again as a
+			// standby.
+			stopHealth()
+			wg.Wait()
+			a.cleanup()
+			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
 		}
-		if !a.sync(ctx) || prober {
+		if !a.sync(ctx) || !a.active.Load() {
+			continue
+		}
+		if !labelled && a.election != nil {
+			// After the sync, which gave the tunnel its peer: the
+			// Service and the fabric send traffic here from now on.
+			if err := a.markActive(ctx); err != nil {
+				a.log.Error(err, "label the pod active; retrying")
+			} else {
+				labelled = true
+				a.log.Info("active: this replica carries the tunnel", "pod", a.election.PodName)
+			}
+		}
+		if prober {
 			continue
 		}
 		// The first configured tunnel starts the health measurement and the

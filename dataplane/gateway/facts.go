@@ -29,6 +29,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 		ListenPort: a.opts.ListenPort,
 		MTU:        a.opts.MTU,
 		PathMTU:    int(a.pathMTU.Load()),
+		Standby:    !a.active.Load(),
 		Keepalive:  a.opts.Keepalive,
 		Overlay:    a.overlayFacts,
 		// The options are validated once; the plan keeps its own copy.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,9 @@ type Figures struct {
 	// the longest time without an answer to a probe sent every
 	// probeInterval after the pod is deleted.
 	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
+	// FailoverSeconds is the same with two gateway replicas on each side:
+	// the active pod is deleted and the standby takes over.
+	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
 	// Tunnel and Bare are pod-to-pod figures between the same pods, through
 	// the peering and through a NodePort over the node network.
 	Tunnel Path `json:"tunnel"`
@@ -53,7 +57,7 @@ const (
 
 // Bench peers the first two clusters of a fresh lab and measures it.
 func (l *Lab) Bench(ctx context.Context) (Figures, error) {
-	f := Figures{RecoverySeconds: map[string]float64{}}
+	f := Figures{RecoverySeconds: map[string]float64{}, FailoverSeconds: map[string]float64{}}
 	if len(l.Clusters) < 2 {
 		return f, errors.New("the benchmark needs two clusters")
 	}
@@ -117,7 +121,78 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		f.RecoverySeconds[n.Name] = gap.Seconds()
 		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
 	}
+
+	// The same peering with a standby replica on each side.
+	for _, n := range []*cluster.Cluster{a, b} {
+		if err := l.scaleGateways(ctx, n, failoverReplicas); err != nil {
+			return f, err
+		}
+	}
+	for _, n := range []*cluster.Cluster{b, a} {
+		gap, err := l.recovery(ctx, a, url, n)
+		if err != nil {
+			return f, err
+		}
+		f.FailoverSeconds[n.Name] = gap.Seconds()
+		l.progress.Logf("%d replicas: active gateway pod of %s deleted: longest time without traffic %.2fs", failoverReplicas, n.Name, gap.Seconds())
+	}
 	return f, nil
+}
+
+// failoverReplicas is the number of gateway pods of each side when the
+// failover is measured.
+const failoverReplicas = 2
+
+// scaleGateways sets spec.replicas of every gateway of cluster n, as a user
+// does with kubectl, and waits until each gateway has that many Ready pods,
+// one of them active.
+func (l *Lab) scaleGateways(ctx context.Context, n *cluster.Cluster, replicas int) error {
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	for _, kind := range []string{"gatewayservers", "gatewayclients"} {
+		out, err := l.Kubectl(ctx, n, "get", kind, "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}")
+		if err != nil {
+			return err
+		}
+		for _, ref := range strings.Fields(string(out)) {
+			ns, name, _ := strings.Cut(ref, "/")
+			if _, err := l.Kubectl(ctx, n, "-n", ns, "patch", kind, name, "--type=merge", "-p", patch); err != nil {
+				return err
+			}
+		}
+	}
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		pods, err := cs.CoreV1().Pods("").List(wctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-gateway"})
+		ready, active := 0, 0
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+				if p.Labels[netv1beta1.ActiveGatewayLabel] == "true" {
+					active++
+				}
+			}
+			if ready == replicas && active == 1 {
+				return nil
+			}
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("cluster %s: waiting for %d Ready gateway pods, one active (now %d Ready, %d active; %v): %w", n.Name, replicas, ready, active, err, wctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // recovery deletes the gateway pod of cluster n while a probe in cluster

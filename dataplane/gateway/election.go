@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane"
+)
+
+// Election is how the replicas of a gateway choose the active one: the
+// holder of the Lease gw-<gateway> in the gateway's namespace. The others
+// stand by with everything ready but the WireGuard peer.
+type Election struct {
+	// Lock is the Lease, held under PodName.
+	Lock resourcelock.Interface
+	// Pods writes the active label on the replicas' pods; an uncached
+	// client, the agent lists no pods otherwise.
+	Pods client.Client
+	// PodName names the agent's own pod, in the gateway's namespace.
+	PodName string
+	// LeaseDuration is how long a standby waits before it takes over
+	// from an active replica that stopped renewing (its node gone);
+	// RenewDeadline is how long the active keeps trying to renew before
+	// it gives up; RetryPeriod is the pace of both, and so the time a
+	// standby takes to notice a Lease the active released when it
+	// stopped.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// elector returns the Lease elector, which tells the agent through
+// a.elected, a.deposed (this replica could not renew the Lease: it may
+// have lost it, or the API server may be unreachable) and a.superseded
+// (another replica holds it).
+func (a *Agent) elector() (*leaderelection.LeaderElector, error) {
+	e := a.election
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            e.Lock,
+		Name:            e.Lock.Describe(),
+		LeaseDuration:   e.LeaseDuration,
+		RenewDeadline:   e.RenewDeadline,
+		RetryPeriod:     e.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) { a.elected.Notify() },
+			OnStoppedLeading: func() { a.deposed.Notify() },
+			OnNewLeader: func(id string) {
+				if id != e.PodName {
+					a.superseded.Notify()
+				}
+			},
+		},
+	})
+}
+
+// markActive puts the active label on the agent's own pod and takes it off
+// every other pod of the gateway that still carries it (a replica on a node
+// that is gone, whose pod the API still shows running): the Service, the
+// controller and every node's fabric follow the label.
+func (a *Agent) markActive(ctx context.Context) error {
+	e := a.election
+	if err := patchActive(ctx, e.Pods, a.opts.Namespace, e.PodName, true); err != nil {
+		return err
+	}
+	var pods corev1.PodList
+	if err := e.Pods.List(ctx, &pods, client.InNamespace(a.opts.Namespace),
+		client.MatchingLabels{netv1beta1.GatewayNameLabel: a.opts.Name, netv1beta1.ActiveGatewayLabel: "true"}); err != nil {
+		return fmt.Errorf("list the active pods of gateway %s/%s: %w", a.opts.Namespace, a.opts.Name, err)
+	}
+	for _, p := range pods.Items {
+		if p.Name == e.PodName {
+			continue
+		}
+		if err := patchActive(ctx, e.Pods, a.opts.Namespace, p.Name, false); err != nil {
+			return err
+		}
+		a.log.Info("took the active label off a former active replica", "pod", p.Name)
+	}
+	return nil
+}
+
+// patchActive sets or removes the active label of pod ns/name.
+func patchActive(ctx context.Context, c client.Client, ns, name string, active bool) error {
+	value := `"true"`
+	if !active {
+		value = "null"
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, netv1beta1.ActiveGatewayLabel, value)
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = ns, name
+	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && (active || !apierrors.IsNotFound(err)) {
+		return fmt.Errorf("label pod %s/%s %s=%v: %w", ns, name, netv1beta1.ActiveGatewayLabel, active, err)
+	}
+	return nil
+}
+
+// startElection runs the Lease election, when the agent has one, until the
+// returned stop is called: stop releases the Lease if held and waits for
+// the release. It may be called more than once.
+func (a *Agent) startElection() (stop func(), err error) {
+	if a.election == nil {
+		return func() {}, nil
+	}
+	le, err := a.elector()
+	if err != nil {
+		return nil, fmt.Errorf("gateway %s/%s: election: %w", a.opts.Namespace, a.opts.Name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		le.Run(ctx)
+	}()
+	a.log.Info("standing by until this replica holds the Lease", "lease", a.election.Lock.Describe(), "pod", a.election.PodName)
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
+
+// takeOver makes this replica the active one: the next sync gives the
+// tunnel its peer. A server takes the client's last endpoint from the
+// Connection, as the former active replica recorded it, so that its new
+// device starts the handshake itself.
+func (a *Agent) takeOver(ctx context.Context) {
+	if a.active.Swap(true) {
+		return
+	}
+	a.log.Info("holds the Lease: taking over the tunnel", "pod", a.election.PodName)
+	if a.opts.Role != dataplane.Server {
+		return
+	}
+	ep, err := a.conn.lastEndpoint(ctx)
+	if err != nil {
+		a.log.Error(err, "read the client's last endpoint")
+		return
+	}
+	if ep.IsValid() {
+		a.peerEndpoint = ep
+	}
+}
