@@ -65,6 +65,9 @@ type Agent struct {
 	// active is set once this replica carries the tunnel.
 	active atomic.Bool
 
+	// endpointTurn counts the times a client moved on to the next of the
+	// server's addresses, because pings went unanswered.
+	endpointTurn atomic.Int64
 	// tunnelMTU is the MTU of the applied plan, which the prober's
 	// full-size probes take; pathMTU is the prober's last measurement,
 	// which the plan clamps TCP to.
@@ -488,12 +491,24 @@ func (a *Agent) onReport(r health.Report) {
 	if a.opts.Role == dataplane.Client && r.Misses >= 1 {
 		a.rehandshake.Notify()
 	}
+	// A client whose pings stay unanswered for endpointMisses intervals
+	// tries the server's next address: the node behind the first may be
+	// gone (a NodePort server lists the nodes of its replicas).
+	if a.opts.Role == dataplane.Client && r.Misses > 0 && r.Misses%endpointMisses == 0 {
+		turn := a.endpointTurn.Add(1)
+		a.log.Info("pings unanswered: trying the server's next address, when it has several", "misses", r.Misses, "turn", turn)
+		a.trigger.Notify()
+	}
 	select {
 	case <-a.reports:
 	default:
 	}
 	a.reports <- r
 }
+
+// endpointMisses is the number of pings in a row unanswered after which a
+// client moves on to the server's next address.
+const endpointMisses = 2
 
 // forceHandshake re-adds the peer, at most once per quarter ping interval
 // (the pace of late reports): often enough to catch a replaced server as

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,23 @@ func TestResolveEndpoint(t *testing.T) {
 	}
 	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || resync.IsWaiting(err) {
 		t.Errorf("port 70000: %v, want an error", err)
+	}
+}
+
+// TestRotate checks the order in which a client tries the server's
+// addresses after each turn.
+func TestRotate(t *testing.T) {
+	addrs := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}
+	for turn, want := range [][]string{addrs, {"192.0.2.2", "192.0.2.3", "192.0.2.1"}, {"192.0.2.3", "192.0.2.1", "192.0.2.2"}, addrs} {
+		if got := rotate(addrs, turn); !slices.Equal(got, want) {
+			t.Errorf("rotate(%v, %d) = %v, want %v", addrs, turn, got, want)
+		}
+	}
+	if got := rotate([]string{"192.0.2.1"}, 5); !slices.Equal(got, []string{"192.0.2.1"}) {
+		t.Errorf("rotate of one address = %v", got)
+	}
+	if addrs[0] != "192.0.2.1" {
+		t.Errorf("rotate changed its input: %v", addrs)
 	}
 }
 
