@@ -225,12 +225,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.cleanup()
 			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
 		}
-		if !a.sync(ctx) || !a.active.Load() {
-			continue
-		}
-		if !labelled && a.election != nil {
-			// After the sync, which gave the tunnel its peer: the
-			// Service and the fabric send traffic here from now on.
+		synced := a.sync(ctx)
+		if !labelled && a.active.Load() && a.election != nil {
+			// After the sync, which gave the tunnel its peer when the
+			// facts are there, and whether or not it succeeded: the
+			// controller publishes the server's endpoint only once a pod
+			// is active, and the peer's key may wait for that endpoint.
+			// The Service and the fabric send traffic here from now on.
 			if err := a.markActive(ctx); err != nil {
 				a.log.Error(err, "label the pod active; retrying")
 			} else {
@@ -238,7 +239,7 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.log.Info("active: this replica carries the tunnel", "pod", a.election.PodName)
 			}
 		}
-		if prober {
+		if !synced || !a.active.Load() || prober {
 			continue
 		}
 		// The first configured tunnel starts the health measurement and the
