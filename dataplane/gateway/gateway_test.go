@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,4 +244,49 @@ func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus)
 		}
 	}
 	return false
+}
+
+// TestMarkActive runs markActive against a real API server: the elected
+// replica's pod gets the active label, a former active replica of the same
+// gateway loses it, and a pod of another gateway keeps its own.
+func TestMarkActive(t *testing.T) {
+	c := testcluster.Start(t).Client
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, gateway string, active bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{netv1beta1.GatewayNameLabel: gateway}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "gateway", Image: "gateway"}}},
+		}
+		if active {
+			p.Labels[netv1beta1.ActiveGatewayLabel] = "true"
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pod("new", "peer", false)
+	pod("old", "peer", true)
+	pod("other", "another-peer", true)
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer"}, election: &Election{Pods: c, PodName: "new"}, log: logr.Discard()}
+	a.opts.Namespace = "tenant"
+	if err := a.markActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"new": "true", "old": "", "other": "true"} {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Labels[netv1beta1.ActiveGatewayLabel]; got != want {
+			t.Errorf("pod %s: label %s = %q, want %q", name, netv1beta1.ActiveGatewayLabel, got, want)
+		}
+	}
+	// A pod gone meanwhile is no error, for the label it no longer has.
+	if err := patchActive(ctx, c, "tenant", "gone", false); err != nil {
+		t.Errorf("patchActive of a missing pod: %v", err)
+	}
 }
