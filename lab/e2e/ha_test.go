@@ -112,6 +112,9 @@ func TestGatewayHA(t *testing.T) {
 	gap := outage(t, ctx, l, a, probe, nodeWatch, node.Fail)
 	if gap > maxNodeFailover {
 		t.Errorf("node %s of the active gateway pod failed: %.2fs without an answer, want at most %v", node.Name(), gap.Seconds(), maxNodeFailover)
+		for _, n := range []*cluster.Cluster{a, b} {
+			logGateways(t, ctx, l, n)
+		}
 	} else {
 		t.Logf("node %s of the active gateway pod failed: longest time without an answer %.2fs", node.Name(), gap.Seconds())
 	}
@@ -139,6 +142,30 @@ func outage(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster
 		t.Fatal(err)
 	}
 	return labctl.LongestGap(res, start, start.Add(watch))
+}
+
+// logGateways logs what explains a failover of cluster n: its gateway
+// pods, Leases and gateways, and what the gateway pods logged last (those
+// of a failed node cannot tell).
+func logGateways(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"get", "pods,leases,gatewayservers,gatewayclients", "-A", "-o", "wide", "-l", "app.kubernetes.io/name=peerlink-gateway"},
+		{"get", "leases,gatewayservers,gatewayclients", "-A", "-o", "wide"},
+		{"get", "pods", "-A", "-o", "wide", "--show-labels"},
+	} {
+		out, err := l.Kubectl(ctx, n, args...)
+		t.Logf("%s: kubectl %v (%v):\n%s", n.ClusterID, args, err, out)
+	}
+	pods, err := gatewayPods(ctx, n)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, p := range pods {
+		out, err := l.Kubectl(ctx, n, "-n", p.Namespace, "logs", p.Name, "--tail=40")
+		t.Logf("%s: logs of %s (%v):\n%s", n.ClusterID, p.Name, err, out)
+	}
 }
 
 // gatewayPods lists the gateway pods of cluster n.
