@@ -115,8 +115,10 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 //   - PublicKeys and Configurations of the namespace, to find the peer's key
 //     and remapped ranges;
 //   - Connections, which the agent creates and keeps up to date;
-//   - the Lease gw-<name>, by name (create cannot be narrowed to a name),
-//     through which the replicas of a gateway elect the active one;
+//   - the Lease gw-<name>, by name (create cannot be narrowed to a name,
+//     list and watch not for an informer), through which the replicas of a
+//     gateway elect the active one; a standby watches it to take it over
+//     as soon as the active replica lets it go;
 //   - pods of the namespace, get, list and patch: the active replica puts
 //     the active label on its own pod and takes it off the other replicas'
 //     (a pod name is not known before the pod exists). The label draws the
@@ -142,7 +144,7 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{group}, Resources: []string{"connections"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch"}},
 				{APIGroups: []string{group}, Resources: []string{"connections/status"}, Verbs: []string{"get", "update", "patch"}},
 				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "update"}},
-				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch"}},
 			},
 		},

@@ -59,9 +59,9 @@ type Agent struct {
 
 	// election chooses the active replica; nil: this one is, alone.
 	election *Election
-	// elected, deposed and superseded tell the main loop of the Lease won,
-	// not renewed, and held by another replica.
-	elected, deposed, superseded resync.Trigger
+	// elected, deposed, superseded and released tell the main loop of the
+	// Lease won, not renewed, held by another replica, and let go.
+	elected, deposed, superseded, released resync.Trigger
 	// active is set once this replica carries the tunnel.
 	active atomic.Bool
 
@@ -104,6 +104,7 @@ func New(opts Options, c client.Client, informers cache.Informers, election *Ele
 		elected:     resync.NewTrigger(),
 		deposed:     resync.NewTrigger(),
 		superseded:  resync.NewTrigger(),
+		released:    resync.NewTrigger(),
 	}
 	a.active.Store(election == nil)
 	return a, nil
@@ -175,6 +176,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 
+	if a.election != nil {
+		if err := a.watchRelease(ctx); err != nil {
+			return err
+		}
+	}
 	stopElection, err := a.startElection()
 	if err != nil {
 		return err
@@ -208,6 +214,17 @@ func (a *Agent) Start(ctx context.Context) error {
 			// keeps its state while the API is away) and the election
 			// starts again: this replica renews the Lease if it still
 			// names it, and steps down if another replica holds it.
+			stopElection()
+			if stopElection, err = a.startElection(); err != nil {
+				return err
+			}
+			continue
+		case <-a.released:
+			if a.active.Load() {
+				continue
+			}
+			// The active replica let the Lease go: a new election tries
+			// to take it now rather than at the next retry.
 			stopElection()
 			if stopElection, err = a.startElection(); err != nil {
 				return err

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -98,6 +101,29 @@ func patchActive(ctx context.Context, c client.Client, ns, name string, active b
 	pod.Namespace, pod.Name = ns, name
 	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && (active || !apierrors.IsNotFound(err)) {
 		return fmt.Errorf("label pod %s/%s %s=%v: %w", ns, name, netv1beta1.ActiveGatewayLabel, active, err)
+	}
+	return nil
+}
+
+// watchRelease signals a.released whenever the Lease is released (its
+// holder emptied, as a stopping active replica does), read from the
+// manager's cache: a standby then tries to take it at once instead of at
+// its next retry.
+func (a *Agent) watchRelease(ctx context.Context) error {
+	name := netv1beta1.GatewayObjectPrefix + a.opts.Name
+	inf, err := a.informers.GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return fmt.Errorf("watch Lease %s/%s: %w", a.opts.Namespace, name, err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == name && ptr.Deref(l.Spec.HolderIdentity, "") == "" {
+				a.released.Notify()
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch Lease %s/%s: %w", a.opts.Namespace, name, err)
 	}
 	return nil
 }
