@@ -198,6 +198,7 @@ func TestPrinterColumns(t *testing.T) {
 			{"Type", ".spec.type", false},
 			{"Status", ".status.value", false},
 			{"Latency", ".status.latency.value", true},
+			{"Path MTU", ".status.pathMTU", true},
 			{"Age", ".metadata.creationTimestamp", false},
 		},
 		"publickeies": {{"Age", ".metadata.creationTimestamp", false}},
