@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -42,8 +43,10 @@ type Election struct {
 // elector returns the Lease elector, which tells the agent through
 // a.elected, a.deposed (this replica could not renew the Lease: it may
 // have lost it, or the API server may be unreachable) and a.superseded
-// (another replica holds it).
-func (a *Agent) elector() (*leaderelection.LeaderElector, error) {
+// (another replica holds it). An elector stopped on purpose (stopped set
+// first) does not tell it was deposed: its replacement may already hold
+// the Lease, and a restart would release it.
+func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, error) {
 	e := a.election
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            e.Lock,
@@ -54,7 +57,11 @@ func (a *Agent) elector() (*leaderelection.LeaderElector, error) {
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) { a.elected.Notify() },
-			OnStoppedLeading: func() { a.deposed.Notify() },
+			OnStoppedLeading: func() {
+				if !stopped.Load() {
+					a.deposed.Notify()
+				}
+			},
 			OnNewLeader: func(id string) {
 				if id != e.PodName {
 					a.superseded.Notify()
@@ -135,7 +142,8 @@ func (a *Agent) startElection() (stop func(), err error) {
 	if a.election == nil {
 		return func() {}, nil
 	}
-	le, err := a.elector()
+	stopped := &atomic.Bool{}
+	le, err := a.elector(stopped)
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s/%s: election: %w", a.opts.Namespace, a.opts.Name, err)
 	}
@@ -147,6 +155,7 @@ func (a *Agent) startElection() (stop func(), err error) {
 	}()
 	a.log.Info("standing by until this replica holds the Lease", "lease", a.election.Lock.Describe(), "pod", a.election.PodName)
 	return func() {
+		stopped.Store(true)
 		cancel()
 		<-done
 	}, nil
