@@ -21,10 +21,17 @@ const (
 	// haProbeInterval is the pace of the HTTP requests that measure the
 	// outages.
 	haProbeInterval = 50 * time.Millisecond
-	// haTrials is the number of active gateway pods deleted.
+	// haTrials is the number of active gateway pods deleted on each side.
 	haTrials = 5
-	// maxFailover bounds the median outage of the trials.
+	// maxFailover bounds the median outage of the trials on the client's
+	// side.
 	maxFailover = 500 * time.Millisecond
+	// maxServerFailover bounds it on the side of a NodePort server, where
+	// the client's flow follows the new active pod only once kube-proxy
+	// has removed the deleted pod's endpoint, at most once per its
+	// minSyncPeriod (1 s), a second the deletion itself has started (see
+	// docs/dataplane.md).
+	maxServerFailover = 3 * time.Second
 	// maxNodeFailover bounds the outage when the active pod's node fails.
 	maxNodeFailover = 10 * time.Second
 	// haWatch is how long traffic is watched after a fault.
@@ -36,8 +43,9 @@ const (
 // TestGatewayHA peers two clusters of two nodes with two gateway replicas
 // on each side, which stand on different nodes, one of them active. While
 // a pod of the client's cluster sends an HTTP request every 50 ms to a pod
-// of the server's, the active gateway pod of one side, then of the other,
-// is deleted, five times: the median outage must stay within maxFailover.
+// of the server's, the active gateway pod of each side is deleted five
+// times: the median outage must stay within maxFailover on the client's
+// side, maxServerFailover on the server's.
 // Then the node of the client's active pod fails (kubelet and network
 // gone): the standby must take over within maxNodeFailover.
 func TestGatewayHA(t *testing.T) {
@@ -63,23 +71,28 @@ func TestGatewayHA(t *testing.T) {
 	}
 	waitAnswered(t, ctx, l, a, probe)
 
-	var outages []time.Duration
-	for i := range haTrials {
-		n := []*cluster.Cluster{b, a}[i%2]
-		active, _ := waitReplicas(t, ctx, n)
-		gap := outage(t, ctx, l, a, probe, haWatch, func() error {
-			_, err := l.Kubectl(ctx, n, "-n", active.Namespace, "delete", "pod", active.Name, "--wait=false")
-			return err
-		})
-		t.Logf("trial %d: active gateway pod %s of %s (node %s) deleted: longest time without an answer %.2fs",
-			i+1, active.Name, n.ClusterID, active.Spec.NodeName, gap.Seconds())
-		outages = append(outages, gap)
-	}
-	slices.Sort(outages)
-	if median := outages[len(outages)/2]; median > maxFailover {
-		t.Errorf("median outage after deleting the active gateway pod: %.2fs, want at most %v (all: %v)", median.Seconds(), maxFailover, outages)
-	} else {
-		t.Logf("median outage after deleting the active gateway pod: %.2fs (all: %v)", median.Seconds(), outages)
+	for _, side := range []struct {
+		n     *cluster.Cluster
+		role  string
+		bound time.Duration
+	}{{a, "client", maxFailover}, {b, "server", maxServerFailover}} {
+		var outages []time.Duration
+		for i := range haTrials {
+			active, _ := waitReplicas(t, ctx, side.n)
+			gap := outage(t, ctx, l, a, probe, haWatch, func() error {
+				_, err := l.Kubectl(ctx, side.n, "-n", active.Namespace, "delete", "pod", active.Name, "--wait=false")
+				return err
+			})
+			t.Logf("%s, trial %d: active gateway pod %s (node %s) deleted: longest time without an answer %.2fs",
+				side.role, i+1, active.Name, active.Spec.NodeName, gap.Seconds())
+			outages = append(outages, gap)
+		}
+		slices.Sort(outages)
+		if median := outages[len(outages)/2]; median > side.bound {
+			t.Errorf("%s: median outage after deleting the active gateway pod: %.2fs, want at most %v (all: %v)", side.role, median.Seconds(), side.bound, outages)
+		} else {
+			t.Logf("%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, median.Seconds(), outages)
+		}
 	}
 
 	// The node that fails must not be the control plane's: move the
