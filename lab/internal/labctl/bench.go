@@ -114,7 +114,7 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 
 	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
 	for _, n := range []*cluster.Cluster{b, a} {
-		gap, err := l.recovery(ctx, a, url, n)
+		gap, err := l.recovery(ctx, a, url, n, "bench-probe-"+n.Name)
 		if err != nil {
 			return f, err
 		}
@@ -129,7 +129,7 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		}
 	}
 	for _, n := range []*cluster.Cluster{b, a} {
-		gap, err := l.recovery(ctx, a, url, n)
+		gap, err := l.recovery(ctx, a, url, n, "bench-failover-"+n.Name)
 		if err != nil {
 			return f, err
 		}
@@ -195,10 +195,10 @@ func (l *Lab) scaleGateways(ctx context.Context, n *cluster.Cluster, replicas in
 	}
 }
 
-// recovery deletes the gateway pod of cluster n while a probe in cluster
-// src sends requests to url, and returns the longest time without answer.
-func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster) (time.Duration, error) {
-	name := "bench-probe-" + n.Name
+// recovery deletes the active gateway pod of cluster n while a probe pod
+// name in cluster src sends requests to url, and returns the longest time
+// without answer.
+func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster, name string) (time.Duration, error) {
 	if err := l.StartProbe(ctx, src, name, url, probeInterval, recoveryWatch+30*time.Second); err != nil {
 		return 0, err
 	}
