@@ -231,7 +231,7 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 			continue
 		case <-a.superseded:
-			if !a.active.Load() {
+			if !a.active.Load() || !a.heldByAnother(ctx) {
 				continue
 			}
 			// Another replica holds the Lease: this one must stop

@@ -135,6 +135,20 @@ func (a *Agent) watchRelease(ctx context.Context) error {
 	return nil
 }
 
+// heldByAnother reads the Lease from the API and reports whether another
+// replica holds it. A notice of another holder may be older than this
+// replica's own election (an elector sees the former holder before it
+// takes the Lease), so an active replica checks before it steps down; it
+// stays when the Lease cannot be read.
+func (a *Agent) heldByAnother(ctx context.Context) bool {
+	rec, _, err := a.election.Lock.Get(ctx)
+	if err != nil {
+		a.log.Error(err, "read the Lease; carrying the tunnel on")
+		return false
+	}
+	return rec.HolderIdentity != "" && rec.HolderIdentity != a.election.PodName
+}
+
 // startElection runs the Lease election, when the agent has one, until the
 // returned stop is called: stop releases the Lease if held and waits for
 // the release. It may be called more than once.
