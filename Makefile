@@ -14,6 +14,10 @@ TESTBIN       := $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS ?= $(TESTBIN)
 
 CRD_DIR       := bundles/install/crds
+# The Helm chart, generated from bundles/install but for its Chart.yaml, and
+# the Helm CLI built from the version pinned in hack/helm/go.mod.
+CHART_DIR     := bundles/helm/peerlink
+HELM          := $(CURDIR)/bin/helm/current/helm
 # Kinds whose schemas embed a whole Deployment or Service spec: generated
 # without descriptions so `kubectl apply` (client-side) stays under the
 # annotation size limit.
@@ -31,26 +35,44 @@ LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# Where `make images` writes the agent image as an OCI image layout.
+IMAGES_DIR    := bin/images/peerlink-agent
+
 .PHONY: build
-build: ## Build the peerlink CLI and agent into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+build: ## Build the peerlink CLI and agent into bin/, stamped with their version (VERSION=..., default git describe).
+	ldflags=$$($(GO) run ./hack/images ldflags --version '$(VERSION)') && \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$ldflags" -o bin/ ./cmd/...
+
+.PHONY: images
+images: ## Build the agent image for linux/amd64 and linux/arm64 as an OCI image layout in bin/images/peerlink-agent (VERSION=..., default git describe).
+	$(GO) run ./hack/images build --dir $(IMAGES_DIR) --version '$(VERSION)'
+
+.PHONY: push
+push: ## Build the agent image and push it to REGISTRY=host[:port][/path] as peerlink-agent:<version>, with the docker/podman login credentials.
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is required: make push REGISTRY=host[:port][/path]"; exit 1; }
+	$(MAKE) --no-print-directory images
+	$(GO) run ./hack/images push --dir $(IMAGES_DIR) --registry '$(REGISTRY)'
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRD manifests from api/.
+generate: ## Regenerate deepcopy code and CRD manifests from api/, copy the Multi-Cluster Services CRDs of the pinned mcs-api, and regenerate the Helm chart from bundles/install.
 	$(CONTROLLER_GEN) object paths=./api/...
 	rm -rf $(CRD_DIR) && mkdir -p $(CRD_DIR)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$(CRD_DIR)
 	tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	  $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./api/... output:crd:dir=$$tmp && \
 	  for f in $(LARGE_CRDS); do cp $$tmp/$$f $(CRD_DIR)/$$f; done
+	# The Multi-Cluster Services CRDs, as the pinned sigs.k8s.io/mcs-api ships them.
+	cp $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/mcs-api)/config/crd/multicluster.x-k8s.io_*.yaml $(CRD_DIR)/
+	chmod 644 $(CRD_DIR)/multicluster.x-k8s.io_*.yaml
 	hack/crd-kustomization.sh $(CRD_DIR)
+	$(GO) test ./bundles -run '^TestHelmChart$$' -count=1 -update
 
 .PHONY: verify
 verify: ## Fail when a generated file is stale.
-	@git diff --quiet -- api $(CRD_DIR) || { echo "uncommitted changes under api/ or $(CRD_DIR): commit them first"; exit 1; }
+	@git diff --quiet -- api $(CRD_DIR) $(CHART_DIR) || { echo "uncommitted changes under api/, $(CRD_DIR) or $(CHART_DIR): commit them first"; exit 1; }
 	$(MAKE) --no-print-directory generate
-	@git diff --exit-code --stat -- api $(CRD_DIR) || { echo "generated files are stale: run make generate"; exit 1; }
-	@test -z "$$(git status --porcelain -- api $(CRD_DIR))" || { git status --porcelain -- api $(CRD_DIR); echo "generated files are stale: run make generate"; exit 1; }
+	@git diff --exit-code --stat -- api $(CRD_DIR) $(CHART_DIR) || { echo "generated files are stale: run make generate"; exit 1; }
+	@test -z "$$(git status --porcelain -- api $(CRD_DIR) $(CHART_DIR))" || { git status --porcelain -- api $(CRD_DIR) $(CHART_DIR); echo "generated files are stale: run make generate"; exit 1; }
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck.
@@ -63,8 +85,13 @@ testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from
 	hack/testbin.sh
 
 .PHONY: components
-components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld.
+components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld, Helm.
 	hack/components.sh
+
+.PHONY: chart
+chart: ## Package the Helm chart bundles/helm/peerlink into bin/chart/ (builds Helm from source once).
+	hack/components.sh helm
+	$(HELM) package $(CHART_DIR) --destination bin/chart
 
 .PHONY: test-unit
 test-unit: ## The fast loop: every test that needs neither root nor a control plane (go test -short), in a minute or two.
@@ -73,6 +100,7 @@ test-unit: ## The fast loop: every test that needs neither root nor a control pl
 .PHONY: test
 test: testbin ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, lab e2e.
 	$(MAKE) --no-print-directory verify lint
+	hack/components.sh helm
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
 	hack/components.sh $(LAB_COMPONENTS)
 	$(GO) test -count=1 -timeout 45m $(E2E_PKG)

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
@@ -19,8 +21,9 @@ const (
 	CLIFieldManager = "peerlink-cli"
 )
 
-// NewScheme returns a scheme with the built-in Kubernetes kinds and the
-// networking.liqo.io/v1beta1 kinds.
+// NewScheme returns a scheme with the built-in Kubernetes kinds, the
+// networking.liqo.io/v1beta1 kinds and the Multi-Cluster Services kinds
+// (multicluster.x-k8s.io/v1beta1).
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -28,6 +31,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := netv1beta1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("add networking.liqo.io/v1beta1 kinds to scheme: %w", err)
+	}
+	if err := mcsv1beta1.Install(s); err != nil {
+		return nil, fmt.Errorf("add multicluster.x-k8s.io/v1beta1 kinds to scheme: %w", err)
 	}
 	return s, nil
 }

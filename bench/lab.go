@@ -20,6 +20,11 @@ const (
 	// failoverGoal is the ceiling of the time without traffic after the
 	// active pod of a gateway of two replicas is deleted.
 	failoverGoal = 0.5
+	// exportGoal is the ceiling of the median time from a ServiceExport
+	// to an answer by its clusterset name in the peer; importGoal that of
+	// importing the large export set.
+	exportGoal = 1.0
+	importGoal = 30.0
 )
 
 // labFigures is the JSON `go run ./lab bench --json` prints (the lab's
@@ -30,6 +35,13 @@ type labFigures struct {
 	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
 	Tunnel          labPath            `json:"tunnel"`
 	Bare            labPath            `json:"bare"`
+	Services        struct {
+		MedianExportToAnswer float64            `json:"medianExportToAnswerSeconds"`
+		Services             int                `json:"services"`
+		Endpoints            int                `json:"endpointsPerService"`
+		ImportSeconds        float64            `json:"importSeconds"`
+		Memory               map[string]float64 `json:"residentMemoryBytes"`
+	} `json:"services"`
 }
 
 type labPath struct {
@@ -73,6 +85,14 @@ func labTable(ctx context.Context) (*table, error) {
 		row{name: "pod->pod TCP throughput across clusters (ceiling: same pods over the node network)", measured: f.Tunnel.BitsPerSecond / 1e6, goal: f.Bare.BitsPerSecond / 1e6, unit: "Mbit/s", dir: atMost},
 		row{name: "pod->pod request/response across clusters (ceiling: same pods over the node network)", measured: f.Tunnel.ExchangesPerSecond, goal: f.Bare.ExchangesPerSecond, unit: "/s", dir: atMost},
 	)
+	sv := f.Services
+	t.rows = append(t.rows,
+		row{name: "ServiceExport created -> answer by clusterset name in the peer (median of 5)", measured: sv.MedianExportToAnswer, goal: exportGoal, unit: "s", dir: atMost},
+		row{name: fmt.Sprintf("%d exported Services of %d endpoints -> all imported", sv.Services, sv.Endpoints), measured: sv.ImportSeconds, goal: importGoal, unit: "s", dir: atMost},
+	)
+	for _, k := range slices.Sorted(maps.Keys(sv.Memory)) {
+		t.notes = append(t.notes, fmt.Sprintf("resident memory with the %d services imported, %s: %.0f MiB", sv.Services, k, sv.Memory[k]/(1<<20)))
+	}
 	t.notes = append(t.notes,
 		"traffic back: longest time without an answer to an HTTP request sent every 100 ms, over the 20 s after the deletion;",
 		"  with 2 replicas the same peering has a standby gateway pod on each side, which takes over",

@@ -162,53 +162,65 @@ func TestAPIValidation(t *testing.T) {
 	})
 }
 
-// column is one printer column as the reference lists it.
+// column is one printer column as Liqo's CRDs list it.
 type column struct {
 	name, jsonPath string
 	wide           bool
 }
 
+// TestPrinterColumns holds the CRDs to Liqo's names: short names, printer
+// columns (name, order, JSONPath, wide or not), so that commands, scripts
+// and tables written for Liqo read the same here.
 func TestPrinterColumns(t *testing.T) {
 	// The two gateway kinds show the same columns: their template's, then
 	// where the server is reachable.
 	gateway := func(templateRef, endpoint string) []column {
 		return []column{
-			{"Template Name", ".spec." + templateRef + ".name", false},
 			{"Template Kind", ".spec." + templateRef + ".kind", true},
+			{"Template Name", ".spec." + templateRef + ".name", false},
 			{"Template Namespace", ".spec." + templateRef + ".namespace", true},
-			{"IP", endpoint + ".addresses", false},
+			{"IP", endpoint + ".addresses[*]", false},
 			{"Port", endpoint + ".port", false},
 			{"Protocol", endpoint + ".protocol", true},
 			{"MTU", ".spec.mtu", true},
 			{"Age", ".metadata.creationTimestamp", false},
 		}
 	}
+	// Kinds without columns show kubectl's own, Name and Age.
 	want := map[string][]column{
 		"configurations": {
-			{"Desired Pod CIDR", ".spec.remote.cidr.pod", false},
+			{"Desired Pod CIDR ", ".spec.remote.cidr.pod", false},
 			{"Remapped Pod CIDR", ".status.remote.cidr.pod", false},
+			{"Age", ".metadata.creationTimestamp", false},
 			{"Desired External CIDR", ".spec.remote.cidr.external", true},
 			{"Remapped External CIDR", ".status.remote.cidr.external", true},
 			{"ClusterID", `.metadata.labels.liqo\.io/remote-cluster-id`, true},
-			{"Age", ".metadata.creationTimestamp", false},
 		},
 		"gatewayservers": gateway("serverTemplateRef", ".status.endpoint"),
 		"gatewayclients": gateway("clientTemplateRef", ".spec.endpoint"),
 		"connections": {
 			{"Type", ".spec.type", false},
 			{"Status", ".status.value", false},
+			{"Age", ".metadata.creationTimestamp", false},
 			{"Latency", ".status.latency.value", true},
 			{"Path MTU", ".status.pathMTU", true},
-			{"Age", ".metadata.creationTimestamp", false},
 		},
-		"publickeies": {{"Age", ".metadata.creationTimestamp", false}},
+		"publickeies":              nil,
+		"wggatewayservers":         nil,
+		"wggatewayclients":         nil,
+		"wggatewayservertemplates": nil,
+		"wggatewayclienttemplates": nil,
 	}
 	shortNames := map[string][]string{
-		"configurations": {"conf"},
-		"gatewayservers": {"gws", "gwserver"},
-		"gatewayclients": {"gwc", "gwclient"},
-		"connections":    {"conn"},
-		"publickeies":    {"pk", "pkey"},
+		"configurations":           {"conf"},
+		"gatewayservers":           {"gws", "gwserver"},
+		"gatewayclients":           {"gwc", "gwclient"},
+		"connections":              {"conn"},
+		"publickeies":              {"pk", "pkies", "pkey"},
+		"wggatewayservers":         {"wgs", "wggs"},
+		"wggatewayclients":         {"wgc", "wggc"},
+		"wggatewayservertemplates": {"wggst", "wgst"},
+		"wggatewayclienttemplates": {"wggct", "wgct"},
 	}
 
 	c := startWithInstallBundle(t)
@@ -233,6 +245,7 @@ func TestPrinterColumns(t *testing.T) {
 		}
 		cols, ok := want[plural]
 		if !ok {
+			t.Errorf("%s: a CRD this test does not know", plural)
 			continue
 		}
 		if !slices.Equal(crd.Spec.Names.ShortNames, shortNames[plural]) {
@@ -245,8 +258,9 @@ func TestPrinterColumns(t *testing.T) {
 		if !slices.Equal(got, cols) {
 			t.Errorf("%s printer columns:\n got %v\nwant %v", plural, got, cols)
 		}
-		if plural != "publickeies" && crd.Spec.Versions[0].Subresources == nil {
-			t.Errorf("%s: no status subresource", plural)
+		noStatus := []string{"publickeies", "wggatewayservertemplates", "wggatewayclienttemplates"}
+		if hasStatus := crd.Spec.Versions[0].Subresources != nil; hasStatus == slices.Contains(noStatus, plural) {
+			t.Errorf("%s: status subresource %v, want %v", plural, hasStatus, !hasStatus)
 		}
 	}
 	if seen != 9 {
@@ -268,6 +282,26 @@ func TestPrinterColumns(t *testing.T) {
 		"publickey.networking.liqo.io/publickey", "connection.networking.liqo.io/connection", "10.244.0.0/16"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("kubectl get conf,gws,gwc,pk,conn -A: output lacks %q:\n%s", s, out)
+		}
+	}
+	// The IP column shows what Liqo's does for several addresses, the
+	// first, not a JSON array of them all.
+	out, stderr, err = c.Kubectl("get", "gwc", "-n", tenantNamespace, "gatewayclient-two-addresses", "--no-headers")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if f := strings.Fields(out); !slices.Contains(f, "172.30.2.2") || strings.ContainsAny(out, `[]"`) {
+		t.Errorf("kubectl get gwc: IP column is not the first address:\n%s%s", out, stderr)
+	}
+	// Every short name of Liqo's works.
+	var all []string
+	for _, names := range shortNames {
+		all = append(all, names...)
+	}
+	slices.Sort(all)
+	for _, name := range all {
+		if _, stderr, err := c.Kubectl("get", name, "-A"); err != nil {
+			t.Errorf("kubectl get %s: %v\n%s", name, err, stderr)
 		}
 	}
 	out, stderr, err = c.Kubectl("get", "liqo", "-A", "-o", "name")

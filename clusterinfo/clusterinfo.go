@@ -31,6 +31,9 @@ const (
 	KeyExternalCIDR     = "externalCIDR"
 	KeyInternalCIDR     = "internalCIDR"
 	KeyAllowedPeerCIDRs = "allowedPeerCIDRs"
+	// KeyControllerVersion is the version of the controller that publishes
+	// the ConfigMap, which the CLI compares with its own.
+	KeyControllerVersion = "controllerVersion"
 )
 
 // maxClusterIDLength keeps liqo-tenant-<cluster ID> a valid namespace name.
@@ -61,6 +64,9 @@ type Info struct {
 	// the fact (KeyClusterID, ...). They are published under
 	// <key>Source; a fact without one is left out.
 	Sources map[string]string
+	// ControllerVersion is the version of the controller publishing the
+	// facts; empty when it names none.
+	ControllerVersion string
 }
 
 // SourceKey is the ConfigMap key that says where the fact under key comes
@@ -113,12 +119,13 @@ func (i Info) Data() map[string]string {
 		return p.String()
 	}
 	data := map[string]string{
-		KeyClusterID:        i.ClusterID,
-		KeyPodCIDRs:         rangepolicy.Format(i.PodCIDRs),
-		KeyServiceCIDR:      str(i.ServiceCIDR),
-		KeyExternalCIDR:     str(i.ExternalCIDR),
-		KeyInternalCIDR:     str(i.InternalCIDR),
-		KeyAllowedPeerCIDRs: rangepolicy.Format(i.PeerPolicy().AllowedRanges()),
+		KeyClusterID:         i.ClusterID,
+		KeyPodCIDRs:          rangepolicy.Format(i.PodCIDRs),
+		KeyServiceCIDR:       str(i.ServiceCIDR),
+		KeyExternalCIDR:      str(i.ExternalCIDR),
+		KeyInternalCIDR:      str(i.InternalCIDR),
+		KeyAllowedPeerCIDRs:  rangepolicy.Format(i.PeerPolicy().AllowedRanges()),
+		KeyControllerVersion: i.ControllerVersion,
 	}
 	for _, k := range detectableKeys {
 		if src := i.Sources[k]; src != "" {
@@ -179,25 +186,46 @@ func Decode(data map[string]string) (Info, error) {
 			i.Sources[k] = src
 		}
 	}
+	i.ControllerVersion = strings.TrimSpace(data[KeyControllerVersion])
 	return i, nil
 }
 
 // Read reads and decodes the ConfigMap in namespace. A missing ConfigMap is
 // ErrNotPublished; other errors name the ConfigMap.
 func Read(ctx context.Context, c client.Reader, namespace string) (Info, error) {
+	cm, err := get(ctx, c, namespace)
+	if err != nil {
+		return Info{}, err
+	}
+	i, err := Decode(cm.Data)
+	if err != nil {
+		return Info{}, fmt.Errorf("configmap %s/%s: %w", namespace, Name, err)
+	}
+	return i, nil
+}
+
+// ReadControllerVersion reads the controller's version from the ConfigMap
+// in namespace, whatever the state of the other facts: empty when the
+// controller publishes none. Errors are those of Read.
+func ReadControllerVersion(ctx context.Context, c client.Reader, namespace string) (string, error) {
+	cm, err := get(ctx, c, namespace)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(cm.Data[KeyControllerVersion]), nil
+}
+
+// get reads the ConfigMap in namespace; a missing one is ErrNotPublished.
+func get(ctx context.Context, c client.Reader, namespace string) (*corev1.ConfigMap, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: Name}
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Info{}, fmt.Errorf("configmap %s: %w", key, ErrNotPublished)
+			return nil, fmt.Errorf("configmap %s: %w", key, ErrNotPublished)
 		}
-		return Info{}, fmt.Errorf("get configmap %s: %w", key, err)
+		return nil, fmt.Errorf("get configmap %s: %w", key, err)
 	}
-	i, err := Decode(cm.Data)
-	if err != nil {
-		return Info{}, fmt.Errorf("configmap %s: %w", key, err)
-	}
-	return i, nil
+	return &cm, nil
 }
 
 // ValidateClusterID checks that id can identify a cluster: a DNS-1123 label

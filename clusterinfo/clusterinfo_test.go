@@ -17,13 +17,14 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	in := Info{
-		ClusterID:    "cluster-a",
-		PodCIDRs:     cidr.MustPrefixes("10.244.0.0/16", "10.245.0.0/16"),
-		ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
-		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
-		InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
-		AllowedPeer:  cidr.MustPrefixes("10.0.0.0/8"),
-		Sources:      map[string]string{KeyClusterID: SourceGiven, KeyPodCIDRs: SourceNodes, KeyServiceCIDR: SourceServiceCIDRAPI},
+		ClusterID:         "cluster-a",
+		PodCIDRs:          cidr.MustPrefixes("10.244.0.0/16", "10.245.0.0/16"),
+		ServiceCIDR:       netip.MustParsePrefix("10.96.0.0/12"),
+		ExternalCIDR:      netip.MustParsePrefix("10.70.0.0/16"),
+		InternalCIDR:      netip.MustParsePrefix("10.80.0.0/16"),
+		AllowedPeer:       cidr.MustPrefixes("10.0.0.0/8"),
+		ControllerVersion: "v0.3.0",
+		Sources:           map[string]string{KeyClusterID: SourceGiven, KeyPodCIDRs: SourceNodes, KeyServiceCIDR: SourceServiceCIDRAPI},
 	}
 	out, err := Decode(in.Data())
 	if err != nil {
@@ -87,7 +88,10 @@ func TestRead(t *testing.T) {
 	if _, err := Read(t.Context(), c, "peerlink"); !errors.Is(err, ErrNotPublished) {
 		t.Errorf("read of a missing ConfigMap: %v, want ErrNotPublished", err)
 	}
-	info := Info{ClusterID: "a", PodCIDRs: cidr.MustPrefixes("10.244.0.0/16")}
+	if _, err := ReadControllerVersion(t.Context(), c, "peerlink"); !errors.Is(err, ErrNotPublished) {
+		t.Errorf("version read of a missing ConfigMap: %v, want ErrNotPublished", err)
+	}
+	info := Info{ClusterID: "a", PodCIDRs: cidr.MustPrefixes("10.244.0.0/16"), ControllerVersion: "v0.3.0"}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: "peerlink"}, Data: info.Data()}
 	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
@@ -102,5 +106,10 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read(t.Context(), c, "peerlink"); err == nil || !strings.Contains(err.Error(), "configmap peerlink/"+Name+": data."+KeyPodCIDRs) {
 		t.Errorf("read of a bad ConfigMap: %v, want an error naming the ConfigMap and the key", err)
+	}
+	// The version is read whatever the facts hold, so that a version skew
+	// can be told even when it is what broke them.
+	if v, err := ReadControllerVersion(t.Context(), c, "peerlink"); v != "v0.3.0" || err != nil {
+		t.Errorf("controller version of a bad ConfigMap: %q, %v, want v0.3.0", v, err)
 	}
 }

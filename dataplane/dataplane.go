@@ -42,6 +42,9 @@ const (
 	// HealthPort is the UDP port of the tunnel's ping responder, on the
 	// tunnel addresses.
 	HealthPort = 12345
+	// ServicesPort is the TCP port of the service exchange (package
+	// mcs/exchange), on the server's tunnel address.
+	ServicesPort = 12346
 )
 
 // Rule priorities equal the numbers of the tables they look up: after the

@@ -206,6 +206,16 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 				Verdict: plan.Accept,
 			},
 			{
+				Comment: "from the peer: the service exchange with this gateway",
+				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), TCPDstPort: ServicesPort,
+				Verdict: plan.Accept,
+			},
+			{
+				Comment: "from the peer: answers to what this gateway opened",
+				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), Established: true,
+				Verdict: plan.Accept,
+			},
+			{
 				Comment: "from the peer: only from its declared ranges",
 				IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: plan.Drop,
 			},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,10 +200,10 @@ func ParseServiceType(s string) (corev1.ServiceType, error) {
 
 func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {
 	errs := validateSet(ep.Port, path.Child("port"), ValidatePort)
-	// An empty type is the CRD default, LoadBalancer.
+	// An empty type is the CRD default, ClusterIP.
 	typ := ep.ServiceType
 	if typ == "" {
-		typ = corev1.ServiceTypeLoadBalancer
+		typ = corev1.ServiceTypeClusterIP
 	} else if _, err := ParseServiceType(string(typ)); err != nil {
 		errs = append(errs, field.NotSupported(path.Child("serviceType"), typ, serviceTypes()))
 	}
@@ -213,6 +214,16 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 			errs = append(errs, field.Forbidden(np, "only allowed with serviceType NodePort or LoadBalancer"))
 		}
 	}
+	errs = append(errs, validatePortList(ep.Ports, path.Child("ports"), "port", ValidatePort)...)
+	errs = append(errs, validatePortList(ep.NodePorts, path.Child("nodePorts"), "node port", func(p int32) error {
+		if p == 0 {
+			return nil
+		}
+		return ValidatePort(p)
+	})...)
+	if slices.ContainsFunc(ep.NodePorts, func(p int32) bool { return p != 0 }) && typ == corev1.ServiceTypeClusterIP {
+		errs = append(errs, field.Forbidden(path.Child("nodePorts"), "only allowed with serviceType NodePort or LoadBalancer"))
+	}
 	if ep.LoadBalancerIP != nil {
 		lb := path.Child("loadBalancerIP")
 		if addr, err := netip.ParseAddr(*ep.LoadBalancerIP); err != nil || !addr.Is4() {
@@ -220,6 +231,21 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 		}
 		if typ != corev1.ServiceTypeLoadBalancer {
 			errs = append(errs, field.Forbidden(lb, "only allowed with serviceType LoadBalancer"))
+		}
+	}
+	return errs
+}
+
+// validatePortList checks the list form of a port: at most one entry, as a
+// gateway listens on one port, each valid by check.
+func validatePortList(ports []int32, path *field.Path, what string, check func(int32) error) field.ErrorList {
+	var errs field.ErrorList
+	if len(ports) > 1 {
+		errs = append(errs, field.Invalid(path, ports, fmt.Sprintf("takes one %s: a gateway runs one WireGuard tunnel, which listens on one port", what)))
+	}
+	for i, p := range ports {
+		if err := check(p); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), p, err.Error()))
 		}
 	}
 	return errs

@@ -9,23 +9,26 @@
 #   coredns                                  bin/coredns/<version>/
 #   flanneld                                 bin/flannel/<version>/
 #       with upstream's DaemonSet manifest, kube-flannel.yml, beside it
+#   helm                                     bin/helm/<version>/
+#       the Helm CLI, which renders and packages bundles/helm/peerlink and
+#       installs it in the lab
 #
 # and points bin/<name>/current at each version directory.
 #
-# Usage: hack/components.sh [component...]   (default: all four)
+# Usage: hack/components.sh [component...]   (default: all five)
 #
 # Each component is pinned in a module of its own under hack/ (hack/flux/
 # source-controller, hack/flux/kustomize-controller, hack/coredns,
-# hack/flannel): its go.mod requires the upstream module at one version with
-# the replace directives upstream's own go.mod has, so the build list is
-# upstream's. The two Flux controllers must be pinned at the same version.
+# hack/flannel, hack/helm): its go.mod requires the upstream module at one
+# version with the replace directives upstream's own go.mod has, so the build
+# list is upstream's. The two Flux controllers must be pinned at the same version.
 # A binary that already exists is not rebuilt, so a second run returns at
 # once. Modules come through the Go module proxy.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-all_components=(source-controller kustomize-controller coredns flanneld)
+all_components=(source-controller kustomize-controller coredns flanneld helm)
 
 log() {
 	printf 'components: %s\n' "$*" >&2
@@ -37,13 +40,14 @@ die() {
 }
 
 # Per component: the module under hack/ that pins it, the upstream module
-# (its root is the main package, and its version names the output
-# directory), and the directory under bin/.
+# (whose version names the output directory), its main package (the
+# module's root but for Helm), and the directory under bin/.
 module_dir_of() {
 	case "$1" in
 	source-controller | kustomize-controller) echo "hack/flux/$1" ;;
 	coredns) echo hack/coredns ;;
 	flanneld) echo hack/flannel ;;
+	helm) echo hack/helm ;;
 	*) return 1 ;;
 	esac
 }
@@ -54,7 +58,15 @@ upstream_of() {
 	kustomize-controller) echo github.com/fluxcd/kustomize-controller ;;
 	coredns) echo github.com/coredns/coredns ;;
 	flanneld) echo github.com/flannel-io/flannel ;;
+	helm) echo helm.sh/helm/v3 ;;
 	*) return 1 ;;
+	esac
+}
+
+main_package_of() {
+	case "$1" in
+	helm) echo helm.sh/helm/v3/cmd/helm ;;
+	*) upstream_of "$1" ;;
 	esac
 }
 
@@ -63,6 +75,7 @@ bin_name_of() {
 	source-controller | kustomize-controller) echo flux ;;
 	coredns) echo coredns ;;
 	flanneld) echo flannel ;;
+	helm) echo helm ;;
 	*) return 1 ;;
 	esac
 }
@@ -97,6 +110,7 @@ smoke() {
 	case "$c" in
 	coredns) flag=-version ;;
 	flanneld) flag=--version ;;
+	helm) flag=version ;;
 	*) flag=--help ;;
 	esac
 	out=$("$bin" "$flag" 2>&1) || die "$c $flag failed: $out"
@@ -105,14 +119,15 @@ smoke() {
 
 build() {
 	local c=$1 version=$2 dest=$3
-	local mod pkg ldflags start cgo=0 tags=""
+	local mod upstream pkg ldflags start cgo=0 tags=""
 	mod=$(module_dir_of "$c")
-	pkg=$(upstream_of "$c")
+	upstream=$(upstream_of "$c")
+	pkg=$(main_package_of "$c")
 	ldflags="-s -w"
 	case "$c" in
 	coredns)
 		local hash
-		hash=$(module_field "$pkg@$version" Hash "$mod" || true)
+		hash=$(module_field "$upstream@$version" Hash "$mod" || true)
 		[[ -z "$hash" ]] || ldflags+=" -X github.com/coredns/coredns/coremain.GitCommit=${hash:0:7}"
 		;;
 	flanneld)
@@ -127,6 +142,20 @@ build() {
 			tags=netgo,osusergo
 			ldflags+=" -extldflags -static"
 		fi
+		;;
+	helm)
+		# As upstream's Makefile stamps a release: its version, and the
+		# Kubernetes version it assumes when no cluster is asked (helm
+		# template), the release of its client-go (v0.N is Kubernetes 1.N).
+		local cg minor p
+		cg=$(cd "$root/$mod" && go list -m -f '{{.Version}}' k8s.io/client-go) || die "cannot read the client-go version of $mod"
+		[[ "$cg" =~ ^v0\.([0-9]+)\.[0-9]+$ ]] || die "unexpected client-go version $cg in $mod/go.mod"
+		minor=${BASH_REMATCH[1]}
+		ldflags+=" -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.metadata="
+		ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+		for p in pkg/lint/rules pkg/chartutil; do
+			ldflags+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
+		done
 		;;
 	esac
 

@@ -1,13 +1,3 @@
-// Package installer installs peerlink into a cluster from the install bundle
-// embedded in the binary (bundles/install), as `peerlink install` does: it
-// builds the bundle with kustomize, with the facts the admin gives merged
-// into the ConfigMap peerlink-facts (the controller detects the others),
-// applies the CRDs and waits until the API server serves them, applies the
-// rest, and waits until the controller and the fabric agents run and the
-// controller has published the cluster's facts.
-//
-// It does not detect facts itself (the controller does, in the cluster),
-// and it never deletes: uninstalling is `kubectl delete -k bundles/install`.
 package installer
 
 import (
@@ -166,12 +156,16 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	for _, o := range crds {
 		name := o.GetName()
 		_, err := p.Wait(ctx, "CustomResourceDefinition "+name+" to be established", func(ctx context.Context) (bool, string, error) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := c.Get(ctx, types.NamespacedName{Name: name}, &crd); err != nil {
+			// Read as unstructured: the CLI's scheme has no
+			// apiextensions kinds.
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 				return false, "", err
 			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conds {
+				if m, _ := cond.(map[string]any); m["type"] == string(apiextensionsv1.Established) && m["status"] == string(apiextensionsv1.ConditionTrue) {
 					return true, "established", nil
 				}
 			}

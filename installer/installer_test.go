@@ -99,13 +99,18 @@ func TestObjects(t *testing.T) {
 func TestApply(t *testing.T) {
 	c := testcluster.Start(t)
 	ctx := t.Context()
+	// The CLI's own client, whose scheme lacks the apiextensions kinds.
+	cli, err := peering.NewClient(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs, err := Objects(Facts{ClusterID: "cluster-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	p := peering.Progress{Out: &out, Timeout: time.Minute}
-	if err := Apply(ctx, c.Client, objs, p); err != nil {
+	if err := Apply(ctx, cli, objs, p); err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out.String())
 	}
 	for _, o := range objs {
@@ -118,7 +123,7 @@ func TestApply(t *testing.T) {
 	if !strings.Contains(out.String(), "CustomResourceDefinitions applied") {
 		t.Errorf("no progress line for the CRDs:\n%s", out.String())
 	}
-	if err := Apply(ctx, c.Client, objs, p); err != nil {
+	if err := Apply(ctx, cli, objs, p); err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
 
@@ -133,7 +138,7 @@ func TestApply(t *testing.T) {
 	if err := c.Client.Update(ctx, &sa, client.FieldOwner("other-tool")); err != nil {
 		t.Fatal(err)
 	}
-	err = Apply(ctx, c.Client, objs, p)
+	err = Apply(ctx, cli, objs, p)
 	if err == nil || !strings.Contains(err.Error(), "ServiceAccount peerlink/peerlink-controller") || !strings.Contains(err.Error(), "another manager") {
 		t.Errorf("apply over another manager's field: %v, want a conflict naming the object", err)
 	}

@@ -68,7 +68,8 @@ func newRootCmd() *cobra.Command {
 	var names []string
 	var cni string
 	var podCIDRs, serviceCIDRs []net.IPNet
-	var flux bool
+	var flux, importAll bool
+	var installs []string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -87,6 +88,14 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--cni: %w", err)
 			}
+			var installers []labctl.Installer
+			for _, s := range installs {
+				i, err := labctl.ParseInstaller(s)
+				if err != nil {
+					return fmt.Errorf("--install: %w", err)
+				}
+				installers = append(installers, i)
+			}
 			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
@@ -94,6 +103,8 @@ func newRootCmd() *cobra.Command {
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				ImportAllNamespaces: importAll,
+				Installers:          installers,
 			})
 			if err != nil {
 				return err
@@ -108,6 +119,9 @@ func newRootCmd() *cobra.Command {
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
+	up.Flags().BoolVar(&importAll, "import-all-namespaces", false, "let every namespace take the services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster Services conformance run needs")
+	up.Flags().StringSliceVar(&installs, "install", nil, fmt.Sprintf("how peerlink is installed in every cluster, or in each: %s (kubectl apply -k bundles/install) or %s (helm install of the chart) (default %s for all)",
+		labctl.Kustomize, labctl.Helm, labctl.Kustomize))
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{
@@ -186,8 +200,9 @@ func newRootCmd() *cobra.Command {
 func printClusters(out io.Writer, l *labctl.Lab) {
 	fmt.Fprintln(out, "\nThe clusters keep running (go run ./lab down removes them):")
 	for _, c := range l.State.Clusters {
-		fmt.Fprintf(out, "  %s  %s --kubeconfig %s get pods -A\n", c.ID, l.KubectlBin, c.Kubeconfig)
+		fmt.Fprintf(out, "  %s (cluster ID %s)  %s --kubeconfig %s get pods -A\n", c.Name, c.ID, l.KubectlBin, c.Kubeconfig)
 	}
+	fmt.Fprintf(out, "One kubeconfig with a context per cluster: %s\n", l.Kubeconfig())
 }
 
 func printFigures(out io.Writer, f labctl.Figures) {
@@ -201,6 +216,13 @@ func printFigures(out io.Writer, f labctl.Figures) {
 	}{{"through the peering", f.Tunnel}, {"over the node network", f.Bare}} {
 		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",
 			p.name, p.p.BitsPerSecond/1e6, p.p.ExchangesPerSecond)
+	}
+	s := f.Services
+	fmt.Fprintf(out, "ServiceExport -> answer by clusterset name in the peer: median %.2fs of %d trials (goal <= 1 s)\n",
+		s.MedianExportToAnswer, len(s.ExportToAnswerSeconds))
+	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s)\n", s.Services, s.Endpoints, s.ImportSeconds)
+	for _, k := range slices.Sorted(maps.Keys(s.Memory)) {
+		fmt.Fprintf(out, "  resident memory, %s: %.0f MiB\n", k, s.Memory[k]/(1<<20))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/kbuild"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // originAnnotation is where kustomize records the file an object came from
@@ -36,9 +37,13 @@ type Finding struct {
 	// Field is the field path; empty for a problem of the whole object.
 	Field string
 	Msg   string
+	// Warning marks what works, but not as written: the bundle may be
+	// committed as it is.
+	Warning bool
 }
 
-// String is the finding as lint prints it: file: object: field: message.
+// String is the finding as lint prints it: file: object: field: message,
+// with "warning: " before the message of a warning.
 func (f Finding) String() string {
 	parts := []string{f.File}
 	if f.Object != "" {
@@ -47,7 +52,11 @@ func (f Finding) String() string {
 	if f.Field != "" {
 		parts = append(parts, f.Field)
 	}
-	return strings.Join(append(parts, f.Msg), ": ")
+	msg := f.Msg
+	if f.Warning {
+		msg = "warning: " + msg
+	}
+	return strings.Join(append(parts, msg), ": ")
 }
 
 // bundleObject is an object of a built bundle with the file it came from.
@@ -142,7 +151,37 @@ func Lint(dir string) []Finding {
 		}
 	}
 	findings = append(findings, namespaceFindings(objs, typed)...)
+	findings = append(findings, templateFindings(typed)...)
 	return append(findings, bundleFindings(typed)...)
+}
+
+// templateFindings warns of a gateway whose template reference names the
+// default template in a namespace that is neither peerlink's nor the
+// gateway's, as Liqo's manifests name liqo: where that namespace does not
+// exist, the controller renders its installed default instead.
+func templateFindings(typed []typedObject) []Finding {
+	var findings []Finding
+	for _, t := range typed {
+		var ref corev1.ObjectReference
+		var field string
+		var server bool
+		switch gw := t.obj.(type) {
+		case *netv1beta1.GatewayServer:
+			ref, field, server = templates.ServerTemplateRef(&gw.Spec, templates.InstallNamespace), "spec.serverTemplateRef.namespace", true
+		case *netv1beta1.GatewayClient:
+			ref, field = templates.ClientTemplateRef(&gw.Spec, templates.InstallNamespace), "spec.clientTemplateRef.namespace"
+		default:
+			continue
+		}
+		if ref.Namespace == templates.InstallNamespace || ref.Namespace == t.u.GetNamespace() || !templates.IsDefaultTemplate(ref, server) {
+			continue
+		}
+		f := t.finding(field, fmt.Sprintf("%q holds no peerlink template: where namespace %s does not exist, the controller renders its installed default %s %s/%s instead and sets the condition %s; leave the namespace out to say so",
+			ref.Namespace, ref.Namespace, ref.Kind, templates.InstallNamespace, ref.Name, netv1beta1.ConditionTemplateSubstituted))
+		f.Warning = true
+		findings = append(findings, f)
+	}
+	return findings
 }
 
 // namespaceFindings reports objects in a namespace the bundle neither
@@ -432,16 +471,20 @@ func bundleGateway(dir string) (*typedObject, error) {
 // spec fixes it: the pinned node port of a NodePort service, else the
 // service port. An unpinned node port is only known once allocated.
 func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
-	ep := s.Spec.Endpoint
-	port := ep.Port
-	if port == 0 {
-		port = netv1beta1.DefaultGatewayPort
-	}
+	spec := s.Spec
+	spec.Default()
+	ep := spec.Endpoint.Resolved()
 	if ep.ServiceType == corev1.ServiceTypeNodePort {
 		if ep.NodePort == nil || *ep.NodePort == 0 {
 			return 0, "", false
 		}
+		if len(spec.Endpoint.NodePorts) > 0 {
+			return *ep.NodePort, "the pinned spec.endpoint.nodePorts[0]", true
+		}
 		return *ep.NodePort, "the pinned spec.endpoint.nodePort", true
 	}
-	return port, "spec.endpoint.port", true
+	if len(spec.Endpoint.Ports) > 0 {
+		return ep.Port, "spec.endpoint.ports[0]", true
+	}
+	return ep.Port, "spec.endpoint.port", true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,6 +149,12 @@ func renderGateway(src renderSource, candidates []renderSource, ov RenderOverrid
 	}
 	if meta.Namespace == "" {
 		meta.Namespace = defaultRenderNamespace
+	}
+	if ref.Namespace != templates.InstallNamespace && ref.Namespace != meta.Namespace && templates.IsDefaultTemplate(ref, server) &&
+		!slices.ContainsFunc(candidates, func(c renderSource) bool { return c.obj.GetNamespace() == ref.Namespace }) {
+		// The input holds nothing in that namespace (Liqo's liqo): the
+		// controller renders the installed default where it does not exist.
+		ref.Namespace = templates.InstallNamespace
 	}
 	tmpl, err := lookupTemplate(src, ref, refPath, candidates)
 	if err != nil {

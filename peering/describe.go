@@ -13,12 +13,15 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/mcs"
 )
 
 // Description is what a cluster knows of itself and its peers: what
@@ -45,6 +48,16 @@ type PeerInfo struct {
 	Gateway    *GatewayInfo    `json:"gateway,omitempty"`
 	PublicKey  string          `json:"publicKey,omitempty"`
 	Connection *ConnectionInfo `json:"connection,omitempty"`
+	// Services are the services exchanged with the peer (Multi-Cluster
+	// Services API): those this cluster exports to it and those it
+	// exports here, as namespace/name.
+	Services *ServicesInfo `json:"services,omitempty"`
+}
+
+// ServicesInfo are the services exchanged with one peer.
+type ServicesInfo struct {
+	Exported []string `json:"exported"`
+	Imported []string `json:"imported"`
 }
 
 // PeerNetwork is a peer's Configuration: its real ranges and how this
@@ -165,11 +178,52 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 			p.PublicKey = generators.ObjectRef(k.Namespace, k.Name)
 		}
 	}
+	for id, p := range peers {
+		if p.Network == nil {
+			continue
+		}
+		ns, _, _ := strings.Cut(p.Network.Configuration, "/")
+		if p.Services, err = exchangedServices(ctx, cl, ns); err != nil {
+			return nil, fmt.Errorf("peer %s: %w", id, err)
+		}
+	}
 	doc.Peers = []PeerInfo{}
 	for _, id := range slices.Sorted(maps.Keys(peers)) {
 		doc.Peers = append(doc.Peers, *peers[id])
 	}
 	return doc, nil
+}
+
+// exchangedServices reads the services exchanged through a tenant
+// namespace; nil when none were.
+func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*ServicesInfo, error) {
+	info := &ServicesInfo{Exported: []string{}, Imported: []string{}}
+	found := false
+	for _, side := range []struct {
+		name string
+		dst  *[]string
+	}{{mcs.ExportsConfigMap, &info.Exported}, {mcs.ImportsConfigMap, &info.Imported}} {
+		var cm corev1.ConfigMap
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: side.name}, &cm)
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get configmap %s/%s: %w", ns, side.name, err)
+		}
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits)
+		if err != nil {
+			return nil, fmt.Errorf("configmap %s/%s: %w", ns, side.name, err)
+		}
+		found = true
+		for _, s := range set.Sorted() {
+			*side.dst = append(*side.dst, s.Key.String())
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return info, nil
 }
 
 // configurationInfo describes a peer's Configuration.
@@ -257,6 +311,10 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Gateway))
 	} else {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
+	}
+	if sv := p.Services; sv != nil {
+		fmt.Fprintf(tw, "Services exported to it:\t%s\n", orNone(strings.Join(sv.Exported, ", ")))
+		fmt.Fprintf(tw, "Services it exports:\t%s\n", orNone(strings.Join(sv.Imported, ", ")))
 	}
 	_ = tw.Flush()
 }

@@ -34,11 +34,12 @@ const confWaitTimeout = time.Minute
 func testFacts() ClusterFacts {
 	return ClusterFacts{
 		Info: clusterinfo.Info{
-			ClusterID:    "local",
-			PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-			ServiceCIDR:  netip.MustParsePrefix("10.96.0.0/12"),
-			ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
-			InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
+			ClusterID:         "local",
+			PodCIDRs:          []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+			ServiceCIDR:       netip.MustParsePrefix("10.96.0.0/12"),
+			ExternalCIDR:      netip.MustParsePrefix("10.70.0.0/16"),
+			InternalCIDR:      netip.MustParsePrefix("10.80.0.0/16"),
+			ControllerVersion: "v0.3.0",
 		},
 		Namespace: "peerlink",
 	}
@@ -288,7 +289,8 @@ func TestConfigurationReconciler(t *testing.T) {
 		want := map[string]string{
 			"clusterID": "local", "podCIDRs": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12",
 			"externalCIDR": "10.70.0.0/16", "internalCIDR": "10.80.0.0/16",
-			"allowedPeerCIDRs": "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
+			"allowedPeerCIDRs":  "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
+			"controllerVersion": "v0.3.0",
 		}
 		for k, v := range want {
 			if cm.Data[k] != v {

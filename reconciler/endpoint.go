@@ -252,6 +252,8 @@ func serviceEndpoint(svc *corev1.Service, nodes []*corev1.Node) (*netv1beta1.End
 		}
 		ep.Addresses = []string{ip}
 	}
+	// Readers of the list form find the same port there.
+	ep.Ports = []int32{ep.Port}
 	return ep, nil
 }
 

@@ -43,13 +43,13 @@ func TestServiceEndpoint(t *testing.T) {
 			name:  "node port, internal address only",
 			svc:   service(corev1.ServiceTypeNodePort, "10.96.0.10"),
 			nodes: []*corev1.Node{node(hostname, internal)},
-			want:  &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.1"}, Port: 30444, Protocol: &udp},
+			want:  &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
 		},
 		{
 			name:  "node port, external address wins",
 			svc:   service(corev1.ServiceTypeNodePort, "10.96.0.10"),
 			nodes: []*corev1.Node{node(internal, external)},
-			want:  &netv1beta1.EndpointStatus{Addresses: []string{"198.51.100.1"}, Port: 30444, Protocol: &udp},
+			want:  &netv1beta1.EndpointStatus{Addresses: []string{"198.51.100.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
 		},
 		{
 			name: "node port, replicas: the active pod's node first, each address once",
@@ -58,7 +58,7 @@ func TestServiceEndpoint(t *testing.T) {
 				node(corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.2"}),
 				node(internal), node(internal),
 			},
-			want: &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.2", "192.0.2.1"}, Port: 30444, Protocol: &udp},
+			want: &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.2", "192.0.2.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
 		},
 		{
 			name:       "node port, no pod yet",
@@ -75,7 +75,7 @@ func TestServiceEndpoint(t *testing.T) {
 			name: "load balancer, IPs before host names",
 			svc: service(corev1.ServiceTypeLoadBalancer, "10.96.0.10",
 				corev1.LoadBalancerIngress{Hostname: "lb.example.org"}, corev1.LoadBalancerIngress{IP: "203.0.113.5"}),
-			want: &netv1beta1.EndpointStatus{Addresses: []string{"203.0.113.5", "lb.example.org"}, Port: 51840, Protocol: &udp},
+			want: &netv1beta1.EndpointStatus{Addresses: []string{"203.0.113.5", "lb.example.org"}, Port: 51840, Ports: []int32{51840}, Protocol: &udp},
 		},
 		{
 			name:       "load balancer, no ingress yet",
@@ -86,7 +86,7 @@ func TestServiceEndpoint(t *testing.T) {
 		{
 			name: "cluster IP",
 			svc:  service(corev1.ServiceTypeClusterIP, "10.96.0.10"),
-			want: &netv1beta1.EndpointStatus{Addresses: []string{"10.96.0.10"}, Port: 51840, Protocol: &udp},
+			want: &netv1beta1.EndpointStatus{Addresses: []string{"10.96.0.10"}, Port: 51840, Ports: []int32{51840}, Protocol: &udp},
 		},
 		{
 			name:       "headless",

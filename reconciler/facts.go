@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/ipam"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -38,6 +40,16 @@ type ClusterFacts struct {
 	// Pools are the ranges remapped peer CIDRs are taken from, searched in
 	// order (--ipam-pool). Empty means ipam.DefaultPools.
 	Pools []netip.Prefix
+	// GatewayImage is the image the default gateway templates run, the
+	// controller's own image; empty keeps the templates' own.
+	GatewayImage string
+	// ImportNamespaces are the namespaces that take the services peers
+	// export besides those labelled mcs.ImportNamespaceLabel
+	// (--import-namespace); "*" is every namespace.
+	ImportNamespaces []string
+	// ServiceLimits bound what one peer may export (--max-imported-services,
+	// --max-endpoints-per-service); zero values take mcs.DefaultLimits.
+	ServiceLimits mcs.Limits
 	// AllowedTemplateKinds are kinds gateway templates may render besides
 	// WgGatewayServer and WgGatewayClient (--allowed-template-kind); never
 	// a built-in Kubernetes kind.
@@ -115,6 +127,23 @@ func (f ClusterFacts) Taken() []netip.Prefix {
 		out[i] = r.prefix
 	}
 	return out
+}
+
+// serviceLimits returns ServiceLimits with the defaults filled in.
+func (f ClusterFacts) serviceLimits() mcs.Limits {
+	l := f.ServiceLimits
+	if l.Services <= 0 {
+		l.Services = mcs.DefaultLimits.Services
+	}
+	if l.Endpoints <= 0 {
+		l.Endpoints = mcs.DefaultLimits.Endpoints
+	}
+	return l
+}
+
+// importsAllowedIn tells whether ImportNamespaces names ns.
+func (f ClusterFacts) importsAllowedIn(ns string) bool {
+	return slices.Contains(f.ImportNamespaces, "*") || slices.Contains(f.ImportNamespaces, ns)
 }
 
 // IPAMPools returns Pools, or the default pools when none are set.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -160,7 +161,17 @@ func (r *gatewayReconciler[T]) reconcile(ctx context.Context, gw T) (outcome, er
 // result, owned by gw, which it returns as the API server answered.
 func (r *gatewayReconciler[T]) render(ctx context.Context, gw T, id string) (*unstructured.Unstructured, error) {
 	k := r.kind
-	ref := k.templateRef(gw, r.facts.Namespace)
+	ref, substituted, err := substituteTemplate(ctx, r.apiReader, k.templateRef(gw, r.facts.Namespace), k.templateField, k.server, r.facts.Namespace, gw.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	conds := &k.status(gw).common.Conditions
+	if substituted == "" {
+		meta.RemoveStatusCondition(conds, netv1beta1.ConditionTemplateSubstituted)
+	} else {
+		meta.SetStatusCondition(conds, metav1.Condition{Type: netv1beta1.ConditionTemplateSubstituted, Status: metav1.ConditionTrue,
+			Reason: netv1beta1.ReasonNamespaceNotFound, Message: substituted, ObservedGeneration: gw.GetGeneration()})
+	}
 	tmpl, err := fetchTemplate(ctx, r.client, ref, k.templateField, r.facts.Namespace, gw.GetNamespace())
 	if err != nil {
 		return nil, err
@@ -186,8 +197,12 @@ func setupGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind ga
 	forTemplate := func(templateKind string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(kind.requestsFor(r.client, func(tmpl client.Object, gw T) bool {
 			ref := kind.templateRef(gw, facts.Namespace)
+			// An installed default may stand in for a default named in a
+			// missing namespace (substituteTemplate).
+			sameNamespace := ref.Namespace == tmpl.GetNamespace() ||
+				(tmpl.GetNamespace() == facts.Namespace && templates.IsDefaultTemplate(ref, kind.server))
 			return ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == templateKind &&
-				ref.Namespace == tmpl.GetNamespace() && ref.Name == tmpl.GetName()
+				sameNamespace && ref.Name == tmpl.GetName()
 		}))
 	}
 	samePeer := handler.EnqueueRequestsFromMapFunc(kind.requestsFor(r.client, func(other client.Object, gw T) bool {

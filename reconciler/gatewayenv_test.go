@@ -86,7 +86,7 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 
 	// The reconcilers run as the controller's service account, with the
 	// RBAC of the install bundle: what they need must be granted there.
-	for _, f := range []string{"rbac.yaml", "rbac-gateways.yaml"} {
+	for _, f := range []string{"rbac.yaml", "rbac-gateways.yaml", "rbac-services.yaml"} {
 		for _, obj := range readManifests(t, filepath.Join("..", "bundles", "install", "controller", f)) {
 			if err := env.c.Create(t.Context(), obj); err != nil {
 				t.Fatalf("install %s %s: %v", obj.GetKind(), obj.GetName(), err)
@@ -147,6 +147,9 @@ func TestGateways(t *testing.T) {
 		{"gateway server bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwServer) }},
 		{"gateway client bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwClient) }},
 		{"one gateway per peer", func(t *testing.T) { testDuplicateGateway(t, e) }},
+		{"gateway server template in liqo's namespace", func(t *testing.T) { testTemplateFromLiqoNamespace(t, e, gwServer) }},
+		{"gateway client template in liqo's namespace", func(t *testing.T) { testTemplateFromLiqoNamespace(t, e, gwClient) }},
+		{"liqo's service account name", func(t *testing.T) { testLiqoServiceAccount(t, e) }},
 		{"templates reach only what a gateway needs", func(t *testing.T) { testTemplateReach(t, e) }},
 		{"no foreign object is adopted", func(t *testing.T) { testNoAdoption(t, e) }},
 		{"gateway server deletion", func(t *testing.T) { testGatewayServerDeletion(t, e) }},

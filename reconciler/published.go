@@ -7,6 +7,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,17 +70,19 @@ func clusterInfoPublisher(c client.Client, facts ClusterFacts) *publisher {
 }
 
 // defaultTemplatesPublisher keeps the default gateway templates
-// (templates.Defaults) in the controller's namespace, so that installing
-// peerlink needs no custom resource applied with its CRDs. They are applied
+// (templates.Defaults, running image, the controller's own, when set) in
+// the controller's namespace, so that installing peerlink needs no custom
+// resource applied with its CRDs. They are applied
 // without forcing: a field someone else has set since (an admin's edit, a
 // GitOps tool shipping its own version) stays theirs, and the template is
 // left as it is, with a log line saying so.
-func defaultTemplatesPublisher(c client.Client, namespace string) *publisher {
+func defaultTemplatesPublisher(c client.Client, namespace, image string) *publisher {
 	return &publisher{what: "default gateway templates in " + namespace, apply: func(ctx context.Context) error {
 		objs, err := templates.Defaults()
 		if err != nil {
 			return err
 		}
+		objs = templates.WithImage(objs, image)
 		var errs []error
 		for _, obj := range objs {
 			obj.SetNamespace(namespace)
@@ -91,5 +96,41 @@ func defaultTemplatesPublisher(c client.Client, namespace string) *publisher {
 			}
 		}
 		return errors.Join(errs...)
+	}}
+}
+
+// clusterPropertyGroup is the API group of ClusterProperty (KEP-2149).
+const clusterPropertyGroup = "about.k8s.io"
+
+// clusterIDProperty is the ClusterProperty that holds the cluster's ID in
+// the clusterset.
+const clusterIDProperty = "cluster.clusterset.k8s.io"
+
+// clusterPropertyPublisher keeps this cluster's ID in the ClusterProperty
+// cluster.clusterset.k8s.io, where the ClusterProperty CRD is installed;
+// without it, there is nothing to do. An existing value set by someone else
+// is not overwritten: the conflict is logged.
+func clusterPropertyPublisher(c client.Client, id string) *publisher {
+	return &publisher{what: "ClusterProperty " + clusterIDProperty, apply: func(ctx context.Context) error {
+		mapping, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: clusterPropertyGroup, Kind: "ClusterProperty"})
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(mapping.GroupVersionKind)
+		obj.SetName(clusterIDProperty)
+		obj.Object["spec"] = map[string]any{"value": id}
+		err = c.Patch(ctx, obj, client.Apply, client.FieldOwner(api.FieldManager))
+		if apierrors.IsConflict(err) {
+			ctrl.LoggerFrom(ctx).Info("ClusterProperty set by another manager: left as it is", "name", clusterIDProperty, "conflict", err.Error())
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("apply ClusterProperty %s: %w", clusterIDProperty, err)
+		}
+		return nil
 	}}
 }

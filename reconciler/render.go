@@ -59,6 +59,31 @@ func fetchTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectRefere
 	return u, nil
 }
 
+// substituteTemplate returns the template reference to render for a
+// gateway in namespace gatewayNS: ref itself, or, when ref names a default
+// template (IsDefaultTemplate) in a namespace that neither holds the
+// installed templates nor the gateway and does not exist here (Liqo's
+// manifests name liqo, where Liqo keeps its templates), the same template
+// in the install namespace installNS, with a message saying so. field is
+// the path of ref in the gateway, for the message. Any other reference is
+// left for fetchTemplate to judge.
+func substituteTemplate(ctx context.Context, c client.Reader, ref corev1.ObjectReference, field string, server bool, installNS, gatewayNS string) (corev1.ObjectReference, string, error) {
+	if ref.Namespace == installNS || ref.Namespace == gatewayNS || !templates.IsDefaultTemplate(ref, server) {
+		return ref, "", nil
+	}
+	err := c.Get(ctx, types.NamespacedName{Name: ref.Namespace}, &corev1.Namespace{})
+	switch {
+	case err == nil:
+		return ref, "", nil
+	case !apierrors.IsNotFound(err):
+		return ref, "", fmt.Errorf("get namespace %s of %s: %w", ref.Namespace, field, err)
+	}
+	msg := fmt.Sprintf("%s.namespace: namespace %s does not exist in this cluster: rendering the installed default %s %s/%s instead",
+		field, ref.Namespace, ref.Kind, installNS, ref.Name)
+	ref.Namespace = installNS
+	return ref, msg, nil
+}
+
 // checkRendered checks the kind a template rendered for a gateway before
 // anything is applied: one the controller may create from a template (want,
 // or one the installer allowed). The namespace needs no check: the

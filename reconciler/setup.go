@@ -3,7 +3,14 @@ package reconciler
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerlink/peerlink/mcs"
 )
 
 // SetupAll registers every reconciler of the controller with mgr, and the
@@ -17,8 +24,11 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := mgr.Add(clusterInfoPublisher(mgr.GetClient(), facts)); err != nil {
 		return fmt.Errorf("add cluster-info publisher: %w", err)
 	}
-	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace)); err != nil {
+	if err := mgr.Add(defaultTemplatesPublisher(mgr.GetClient(), facts.Namespace, facts.GatewayImage)); err != nil {
 		return fmt.Errorf("add default templates publisher: %w", err)
+	}
+	if err := mgr.Add(clusterPropertyPublisher(mgr.GetClient(), facts.ClusterID)); err != nil {
+		return fmt.Errorf("add cluster property publisher: %w", err)
 	}
 	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
@@ -35,5 +45,21 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if _, err := setupGateway(mgr, facts, gatewayClientKind()); err != nil {
 		return fmt.Errorf("set up gatewayclient reconciler: %w", err)
 	}
+	if err := setupServices(mgr, facts); err != nil {
+		return fmt.Errorf("set up services reconciler: %w", err)
+	}
 	return nil
+}
+
+// CacheByObject narrows the manager's cache for the controller: of the
+// ConfigMaps it watches only the service exchange's, not every ConfigMap of
+// the cluster.
+func CacheByObject() map[client.Object]cache.ByObject {
+	exchange, err := labels.NewRequirement(mcs.ExchangeLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: always valid
+	}
+	return map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*exchange)},
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -146,6 +147,12 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "update"}},
 				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch"}},
+				// The service exchange: the exports to send, read; the
+				// peer's exports received, written (create cannot be
+				// limited to a name).
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{mcs.ImportsConfigMap}, Verbs: []string{"update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 			},
 		},
 		&rbacv1.RoleBinding{

@@ -19,6 +19,40 @@ const (
 //go:embed wireguard-server.yaml wireguard-client.yaml
 var defaultFS embed.FS
 
+// DefaultImage is the image the default templates run gateways with.
+const DefaultImage = "ghcr.io/peerlink/peerlink-agent:latest"
+
+// WithImage returns the templates with every container image DefaultImage
+// replaced by image: the controller's own, so that gateways run what an
+// overlay's images: or a Helm value chose for the installation.
+func WithImage(objs []*unstructured.Unstructured, image string) []*unstructured.Unstructured {
+	if image == "" || image == DefaultImage {
+		return objs
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if s, ok := e.(string); ok && k == "image" && s == DefaultImage {
+					t[k] = image
+					continue
+				}
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		}
+		return v
+	}
+	for _, o := range objs {
+		walk(o.Object)
+	}
+	return objs
+}
+
 // Defaults returns fresh copies of the default templates, server first:
 // wireguard-server (WgGatewayServerTemplate) and wireguard-client
 // (WgGatewayClientTemplate), in namespace InstallNamespace.

@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"strings"
 	"testing"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -39,5 +40,29 @@ func TestDefaults(t *testing.T) {
 	}
 	if again[0].GetName() != netv1beta1.DefaultServerTemplateName {
 		t.Errorf("changing a returned default changed the next call's: %s", again[0].GetName())
+	}
+}
+
+func TestWithImage(t *testing.T) {
+	defaults, err := Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.example/peerlink/peerlink-agent:v1.2.3"
+	for _, d := range WithImage(defaults, image) {
+		out, err := d.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), DefaultImage) || !strings.Contains(string(out), `"image":"`+image+`"`) {
+			t.Errorf("%s still runs %s, or not %s:\n%s", d.GetName(), DefaultImage, image, out)
+		}
+	}
+	again, err := Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := again[0].MarshalJSON(); !strings.Contains(string(out), DefaultImage) {
+		t.Errorf("the embedded defaults changed")
 	}
 }

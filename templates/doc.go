@@ -19,6 +19,9 @@
 //
 //	.Spec        the gateway's spec with Go field names: .Spec.MTU,
 //	             .Spec.Endpoint.Port, .Spec.Endpoint.NodePort (*int32),
+//	             .Spec.Endpoint.Ports and .NodePorts ([]int32, a server's
+//	             port and pinned node port in list form, always agreeing
+//	             with Port and NodePort),
 //	             .Spec.Endpoint.Addresses ([]string, GatewayClient), ...
 //	.Name        the gateway's name (the rendered object's name too)
 //	.Namespace   the gateway's namespace (the rendered object's too)
@@ -30,7 +33,7 @@
 // DataForServer and DataForClient build Data from a typed gateway. Objects
 // read from files have not been through the API server, so call
 // the spec's Default method (package v1beta1) first to see what the
-// controller sees (mtu 1340, port 51840, serviceType LoadBalancer, protocol UDP).
+// controller sees (mtu 1340, port 51840, serviceType ClusterIP, protocol UDP).
 //
 // # Rules
 //
@@ -70,8 +73,8 @@
 //     allowed) and renders an integer in canonical form becomes an integer;
 //     every other string stays a string.
 //  6. Label and annotation values are always strings, in every kind: in
-//     known kinds by rule 4, in unknown kinds under any metadata.labels and
-//     metadata.annotations.
+//     known kinds by rule 4, in unknown kinds (and fields the Go type lacks)
+//     under any map keyed labels or annotations, wherever it sits.
 //  7. Printing a nil pointer or nil interface renders "", so
 //     ?nodePort: "{{ .Spec.Endpoint.NodePort }}" drops when the node port is
 //     unset. (The engine appends an internal function, _value, to every
@@ -91,6 +94,14 @@
 //     name the template object and the field.
 //  10. A template renders its gateway's WgGateway kind, or a kind the
 //     installer allows; never a kind built into Kubernetes (CheckKind).
+//  11. A +ports key, as Liqo's templates write it, expands into the ports
+//     list of the map it is in: its Ports value renders a list of ports
+//     ("[51840]", as {{ .Spec.Endpoint.Ports }} prints), its optional
+//     nodePorts the node ports by position, and each port becomes
+//     {port, targetPort, protocol: UDP}, with its node port when one is
+//     given and not 0, named <namePrefix>-<index> (namePrefix defaults to
+//     liqo-tunnel) when there are several. A map with both ports and +ports
+//     is an error.
 //
 // # Functions
 //

@@ -22,9 +22,14 @@ const (
 
 // DataForServer returns the variables for rendering the template of gw.
 // uid is the gateway's UID, clusterID the remote cluster's ID and secretName
-// the Secret holding the key pair (see KeySecretName).
+// the Secret holding the key pair (see KeySecretName). The spec's endpoint
+// is resolved (see Endpoint.Resolved), so that .Spec.Endpoint.Port and
+// .Spec.Endpoint.Ports, .Spec.Endpoint.NodePort and .Spec.Endpoint.NodePorts
+// say the same whichever form the gateway was written with.
 func DataForServer(gw *netv1beta1.GatewayServer, uid, clusterID, secretName string) Data {
-	return newData(&gw.ObjectMeta, gw.Spec, uid, clusterID, secretName)
+	spec := gw.Spec
+	spec.Endpoint = spec.Endpoint.Resolved()
+	return newData(&gw.ObjectMeta, spec, uid, clusterID, secretName)
 }
 
 // DataForClient returns the variables for rendering the template of gw, like
@@ -67,6 +72,17 @@ func ServerTemplateRef(spec *netv1beta1.GatewayServerSpec, installNamespace stri
 // wireguard-client.
 func ClientTemplateRef(spec *netv1beta1.GatewayClientSpec, installNamespace string) corev1.ObjectReference {
 	return templateRef(spec.ClientTemplateRef, ClientTemplateKind, netv1beta1.DefaultClientTemplateName, installNamespace)
+}
+
+// IsDefaultTemplate reports whether ref, its defaults resolved, names the
+// default template of a server (or of a client) by apiVersion, kind and
+// name, in whatever namespace.
+func IsDefaultTemplate(ref corev1.ObjectReference, server bool) bool {
+	kind, name := ClientTemplateKind, netv1beta1.DefaultClientTemplateName
+	if server {
+		kind, name = ServerTemplateKind, netv1beta1.DefaultServerTemplateName
+	}
+	return ref.APIVersion == netv1beta1.GroupVersion.String() && ref.Kind == kind && ref.Name == name
 }
 
 func templateRef(ref corev1.ObjectReference, kind, name, namespace string) corev1.ObjectReference {

@@ -103,7 +103,7 @@ func render(tmpl map[string]any, data Data) (*unstructured.Unstructured, error) 
 	}
 	obj["metadata"] = md
 	if s, ok := body["spec"]; ok {
-		v, err := r.value("spec", "spec", s, specType(kind), false)
+		v, err := r.value("spec", s, specType(kind), false)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +187,7 @@ func (r *renderer) metadata(v any) (map[string]any, error) {
 				return nil, fmt.Errorf("metadata: unknown field %q: a template sets only name, namespace, labels and annotations", k)
 			}
 		}
-		rendered, err := r.object("metadata", "metadata", m, metadataType)
+		rendered, err := r.object("metadata", m, metadataType)
 		if err != nil {
 			return nil, err
 		}
@@ -208,16 +208,15 @@ func (r *renderer) metadata(v any) (map[string]any, error) {
 	return md, nil
 }
 
-// value renders v found at path. key is the field name v sits under (after
-// the optional marker; "" for list items), t the Go type of the field in the
+// value renders v found at path; t is the Go type of the field in the
 // rendered kind, nil when unknown.
-func (r *renderer) value(path, key string, v any, t reflect.Type, optional bool) (any, error) {
+func (r *renderer) value(path string, v any, t reflect.Type, optional bool) (any, error) {
 	switch v := v.(type) {
 	case map[string]any:
 		if what := scalarName(t); what != "" {
 			return nil, fmt.Errorf("%s: an object, but the field is %s", path, what)
 		}
-		return r.object(path, key, v, t)
+		return r.object(path, v, t)
 	case []any:
 		if what := scalarName(t); what != "" {
 			return nil, fmt.Errorf("%s: a list, but the field is %s", path, what)
@@ -232,11 +231,22 @@ func (r *renderer) value(path, key string, v any, t reflect.Type, optional bool)
 	}
 }
 
-func (r *renderer) object(path, key string, m map[string]any, t reflect.Type) (map[string]any, error) {
+func (r *renderer) object(path string, m map[string]any, t reflect.Type) (map[string]any, error) {
 	out := make(map[string]any, len(m))
 	for _, k := range sortedKeys(m) {
 		name, optional := strings.CutPrefix(k, optionalPrefix)
 		p := childPath(path, k)
+		if k == portsDirective {
+			if _, dup := m["ports"]; dup {
+				return nil, fmt.Errorf("%s: both ports and %s are set: the directive makes the ports list", p, portsDirective)
+			}
+			ports, err := r.expandPorts(p, m[k])
+			if err != nil {
+				return nil, err
+			}
+			out["ports"] = ports
+			continue
+		}
 		switch {
 		case name == "" || strings.HasPrefix(name, optionalPrefix):
 			return nil, fmt.Errorf("%s: a key is one %q and a name, or a name", p, optionalPrefix)
@@ -247,12 +257,13 @@ func (r *renderer) object(path, key string, m map[string]any, t reflect.Type) (m
 			return nil, fmt.Errorf("%s: both %q and %q are set", p, name, k)
 		}
 		ft := fieldType(t, name)
-		if ft == nil && t == nil && key == "metadata" && (name == "labels" || name == "annotations") {
+		if ft == nil && (name == "labels" || name == "annotations") {
 			// Label and annotation values are strings in every kind, so
-			// they stay strings even where the kind's Go type is unknown.
+			// they stay strings wherever the kind's Go type is unknown,
+			// under metadata or not.
 			ft = stringMapType
 		}
-		v, err := r.value(p, name, m[k], ft, optional)
+		v, err := r.value(p, m[k], ft, optional)
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +279,7 @@ func (r *renderer) list(path string, l []any, t reflect.Type) ([]any, error) {
 	et := elemType(t)
 	out := make([]any, 0, len(l))
 	for i, item := range l {
-		v, err := r.value(fmt.Sprintf("%s[%d]", path, i), "", item, et, false)
+		v, err := r.value(fmt.Sprintf("%s[%d]", path, i), item, et, false)
 		if err != nil {
 			return nil, err
 		}

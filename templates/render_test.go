@@ -223,7 +223,7 @@ func TestJoin(t *testing.T) {
 func TestSetDefaults(t *testing.T) {
 	var s netv1beta1.GatewayServerSpec
 	s.Default()
-	if s.MTU != 1340 || s.Endpoint.Port != 51840 || s.Endpoint.ServiceType != corev1.ServiceTypeLoadBalancer {
+	if s.MTU != 1340 || s.Endpoint.Port != 51840 || s.Endpoint.ServiceType != corev1.ServiceTypeClusterIP {
 		t.Errorf("server defaults: %+v", s)
 	}
 	s = netv1beta1.GatewayServerSpec{MTU: 1400, Endpoint: netv1beta1.Endpoint{Port: 4000, ServiceType: corev1.ServiceTypeNodePort}}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/peerlink/peerlink/internal/version"
 )
 
 // TestChoiceFlags parses each value of the gateway's flags that take one of
@@ -51,5 +55,23 @@ func TestCommaList(t *testing.T) {
 	}
 	if got := commaList(""); got != nil {
 		t.Errorf("commaList of nothing = %q", got)
+	}
+}
+
+// TestVersionFlag prints the version, commit and Go version of the build
+// and runs nothing else.
+func TestVersionFlag(t *testing.T) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"--version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "peerlink-agent " + version.Get().String() + "\n"; out.String() != want {
+		t.Errorf("--version printed %q, want %q", out.String(), want)
+	}
+	if !strings.Contains(out.String(), runtime.Version()) {
+		t.Errorf("--version printed %q, without the Go version", out.String())
 	}
 }

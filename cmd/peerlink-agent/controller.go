@@ -5,17 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/version"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -40,6 +47,11 @@ type controllerOptions struct {
 	allowedPeer  []string
 	allowedKinds []string
 	namespace    string
+
+	gatewayImage     string
+	importNamespaces []string
+	maxServices      int
+	maxEndpoints     int
 }
 
 func newControllerCommand() *cobra.Command {
@@ -65,8 +77,9 @@ Repeatable CIDR flags also take comma-separated lists.`,
 func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	o.processFlags.addFlags(f, ":8081", ":8080", "")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease in --namespace, so that replicas can stand by")
-	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 100, "steady rate of requests to the API server per second")
-	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "burst of requests to the API server")
+	// Importing a large export set writes a few objects per service.
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 200, "steady rate of requests to the API server per second")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "burst of requests to the API server")
 
 	f.StringVar(&o.clusterID, "cluster-id", "", "ID of this cluster, as its peers know it (default: the first 8 hex digits of the kube-system namespace's UID)")
 	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "pod CIDR of this cluster (repeatable; default: the /16 holding the Nodes' spec.podCIDRs, or the smallest prefix holding them if larger)")
@@ -78,6 +91,10 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.allowedKinds, "allowed-template-kind", nil, "kind gateway templates may render besides WgGatewayServer and WgGatewayClient, as group/version/Kind (repeatable; never a built-in Kubernetes kind)")
 	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
+	f.StringVar(&o.gatewayImage, "gateway-image", "", "image the default gateway templates run (default: the controller pod's own image, found through POD_NAME, else "+templates.DefaultImage+")")
+	f.StringSliceVar(&o.importNamespaces, "import-namespace", nil, "namespace that takes the services peers export, besides those labelled "+mcs.ImportNamespaceLabel+"=true (repeatable; * for every namespace; default none)")
+	f.IntVar(&o.maxServices, "max-imported-services", mcs.DefaultLimits.Services, "most services one peer may export to this cluster; more is refused")
+	f.IntVar(&o.maxEndpoints, "max-endpoints-per-service", mcs.DefaultLimits.Endpoints, "most endpoints a service a peer exports may have; more is refused")
 }
 
 // facts parses and validates the flags of the local facts. Errors name the
@@ -113,10 +130,25 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 			ExternalCIDR: one("external-cidr", o.externalCIDR),
 			InternalCIDR: one("internal-cidr", o.internalCIDR),
 			AllowedPeer:  many("allowed-peer-cidr", o.allowedPeer),
+			// Published, so that the CLI can tell a version skew.
+			ControllerVersion: version.Get().Version,
 		},
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
 		Namespace:     o.namespace,
+		ServiceLimits: mcs.Limits{Services: o.maxServices, Endpoints: o.maxEndpoints},
+	}
+	for _, ns := range o.importNamespaces {
+		if ns = strings.TrimSpace(ns); ns == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); ns != "*" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--import-namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+		f.ImportNamespaces = append(f.ImportNamespaces, ns)
+	}
+	if o.maxServices < 1 || o.maxEndpoints < 1 {
+		errs = append(errs, errors.New("--max-imported-services and --max-endpoints-per-service must be at least 1"))
 	}
 	for _, s := range o.allowedKinds {
 		if s = strings.TrimSpace(s); s == "" {
@@ -151,6 +183,7 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 		// The process exits right after the manager stops, so giving up the
 		// Lease then lets a standby take over at once.
 		opts.LeaderElectionReleaseOnCancel = true
+		opts.Cache.ByObject = reconciler.CacheByObject()
 	})
 	if err != nil {
 		return err
@@ -163,6 +196,10 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	if err := facts.Validate(); err != nil {
 		return err
 	}
+	facts.GatewayImage = o.gatewayImage
+	if facts.GatewayImage == "" {
+		facts.GatewayImage = ownImage(ctx, mgr.GetAPIReader(), facts.Namespace, log)
+	}
 	for _, f := range []struct{ key, value string }{
 		{clusterinfo.KeyClusterID, facts.ClusterID},
 		{clusterinfo.KeyPodCIDRs, fmt.Sprint(facts.PodCIDRs)},
@@ -173,6 +210,29 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	if err := reconciler.SetupAll(mgr, facts); err != nil {
 		return err
 	}
-	log.Info("starting controller", "clusterID", facts.ClusterID, "namespace", facts.Namespace)
+	log.Info("starting controller", "version", version.Get().String(), "clusterID", facts.ClusterID, "namespace", facts.Namespace)
 	return serve(mgr, "ping", healthz.Ping)
+}
+
+// ownImage is the image of the controller's own container, read from its
+// pod (POD_NAME in namespace), so that gateways run the image the
+// installation chose; empty when it cannot be read, and the templates keep
+// theirs.
+func ownImage(ctx context.Context, r client.Reader, namespace string, log logr.Logger) string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		return ""
+	}
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod); err != nil {
+		log.Error(err, "read the controller's own pod for its image; gateways run the templates' image")
+		return ""
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "controller" {
+			log.Info("gateways run the controller's image", "image", c.Image)
+			return c.Image
+		}
+	}
+	return ""
 }

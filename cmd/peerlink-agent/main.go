@@ -10,22 +10,32 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/peerlink/peerlink/internal/version"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "peerlink-agent",
-		Short:         "The peerlink controller, gateway and fabric agents",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(newControllerCommand())
-	root.AddCommand(newGatewayCommand())
-	root.AddCommand(newFabricCommand())
-	if err := root.Execute(); err != nil {
+	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// newRootCommand builds the command tree of the agent.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "peerlink-agent",
+		Short: "The peerlink controller, gateway and fabric agents",
+		// --version prints it.
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("peerlink-agent {{.Version}}\n")
+	root.AddCommand(newControllerCommand())
+	root.AddCommand(newGatewayCommand())
+	root.AddCommand(newFabricCommand())
+	return root
 }
 
 // subcommand completes cmd, a command without arguments: addFlags defines

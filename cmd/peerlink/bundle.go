@@ -156,7 +156,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 				progressOut = cmd.ErrOrStderr()
 			}
 			ns := cmp.Or(g.Namespace, generators.TenantNamespace(peer))
-			cl, err := g.local().client()
+			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err
 			}

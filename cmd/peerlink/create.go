@@ -124,7 +124,7 @@ func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.O
 	if c.output != "" {
 		return printObjects(cmd.OutOrStdout(), c.output, obj)
 	}
-	cl, err := g.local().client()
+	cl, err := g.localClient(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
 			if _, err := generators.ParseFormat(output); err != nil {
 				return fmt.Errorf("--output: %w", err)
 			}
-			cl, err := g.local().client()
+			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 			}
 			ns := cmp.Or(g.Namespace, generators.TenantNamespace(gwName))
 			ctx := cmd.Context()
-			cl, err := g.local().client()
+			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 func newInfoCmd(g *globalOptions) *cobra.Command {
-	var f infoFlags
+	var f documentFlags
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Show this cluster's ID, network and peers",
@@ -42,7 +42,7 @@ keys match case-insensitively: clusterid, network.podCIDRs, peers.0.gateway.`,
 }
 
 func newInfoPeerCmd(g *globalOptions) *cobra.Command {
-	var f infoFlags
+	var f documentFlags
 	cmd := &cobra.Command{
 		Use:   "peer ID",
 		Short: "Show one peer: remapped ranges, gateway role and endpoint, tunnel status and latency",
@@ -66,20 +66,20 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// infoFlags are the flags of info and info peer: how to print the document
-// they show.
-type infoFlags struct {
+// documentFlags are the flags of the commands that show a document (info,
+// info peer, version): how to print it.
+type documentFlags struct {
 	output, get string
 }
 
-func (f *infoFlags) addFlags(cmd *cobra.Command) {
+func (f *documentFlags) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "yaml or json instead of the summary")
 	cmd.Flags().StringVar(&f.get, "get", "", "print only the value at this dot path")
 }
 
 // print prints a document as YAML or JSON, one value of it with --get, or
 // the human summary.
-func (f *infoFlags) print(w io.Writer, doc any, human func(io.Writer)) error {
+func (f *documentFlags) print(w io.Writer, doc any, human func(io.Writer)) error {
 	if f.get == "" && f.output == "" {
 		human(w)
 		return nil
@@ -102,7 +102,7 @@ func (f *infoFlags) print(w io.Writer, doc any, human func(io.Writer)) error {
 // describe reads what the cluster of the global flags knows of itself and
 // its peers.
 func describe(ctx context.Context, g *globalOptions) (*peering.Description, error) {
-	cl, err := g.local().client()
+	cl, err := g.localClient(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,13 @@ across both: a pinned server port matches the client's port, the MTUs are
 equal, a client points at the server's pinned load-balancer IP, and the two
 bundles do not hold the same public key.
 
+A template reference naming the default template in a namespace other than
+peerlink's or the gateway's (Liqo's manifests name liqo) gets a warning: the
+controller renders its installed default in its place where that namespace
+does not exist.
+
 Each finding names the file, the object and the field. The exit code is 1
-when there is any finding.`,
+when there is any finding other than a warning.`,
 		Example: `  peerlink lint bundles/cluster-b
   peerlink lint clusters/a/peers/cluster-b --peer-bundle clusters/b/peers/cluster-a`,
 		Args: cobra.ExactArgs(1),
@@ -39,10 +44,20 @@ when there is any finding.`,
 			if err := printFindings(cmd.OutOrStdout(), findings); err != nil {
 				return err
 			}
-			if len(findings) > 0 {
-				return fmt.Errorf("%d finding(s)", len(findings))
+			warnings := 0
+			for _, f := range findings {
+				if f.Warning {
+					warnings++
+				}
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "no findings")
+			switch {
+			case len(findings) > warnings:
+				return fmt.Errorf("%d finding(s)", len(findings)-warnings)
+			case warnings > 0:
+				fmt.Fprintf(cmd.OutOrStdout(), "%d warning(s), no errors\n", warnings)
+			default:
+				fmt.Fprintln(cmd.OutOrStdout(), "no findings")
+			}
 			return nil
 		},
 	}

@@ -77,3 +77,24 @@ func TestLintBad(t *testing.T) {
 		})
 	}
 }
+
+// TestLintWarnings lints bundles that work, but not as written: each
+// warning is printed as in the case's golden file, and the exit code is 0.
+func TestLintWarnings(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "bundles", "warn", "*"))
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, dir := range cases {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, lintArgs(dir)...)
+			if code != 0 || stderr != "" {
+				t.Errorf("exit code %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+			if !strings.Contains(stdout, ": warning: ") || !strings.HasSuffix(stdout, " warning(s), no errors\n") {
+				t.Errorf("no warning in:\n%s", stdout)
+			}
+			golden(t, filepath.Join(dir, "expected"), []byte(strings.ReplaceAll(stdout, dir+string(filepath.Separator), "")))
+		})
+	}
+}

@@ -78,6 +78,7 @@ func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Clu
 		if sides[i], err = peering.Open(ctx, [2]string{"local", "remote"}[i], cfg, o.g.PeerlinkNamespace, p); err != nil {
 			return nil, nil, err
 		}
+		o.g.warnSkew(sides[i].Info.ControllerVersion, sides[i].Name)
 	}
 	return sides[0], sides[1], nil
 }

@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/peertest"
 	"github.com/peerlink/peerlink/peering"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // TestPeering runs the CLI against two real API servers, each with the
@@ -92,6 +94,35 @@ func testInfo(t *testing.T, a *peertest.Cluster) {
 	_, stderr, code := runCLI(t, "info", "--kubeconfig", a.TC.Kubeconfig, "--get", "network.nothing")
 	if code != 1 || !strings.Contains(stderr, `no key "nothing"`) {
 		t.Errorf("info --get of a missing key: exit %d, %s", code, stderr)
+	}
+	testVersion(t, a)
+}
+
+// testVersion reads the version the controller publishes, and reports a
+// cluster without peerlink after printing the command's own.
+func testVersion(t *testing.T, a *peertest.Cluster) {
+	var cm corev1.ConfigMap
+	a.MustGet(t, templates.InstallNamespace, clusterinfo.Name, &cm)
+	published := cm.Data[clusterinfo.KeyControllerVersion]
+	setVersion := func(v string) {
+		t.Helper()
+		cm.Data[clusterinfo.KeyControllerVersion] = v
+		if err := a.C.Update(t.Context(), &cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setVersion("v0.0.0-test")
+	defer setVersion(published)
+	out := cli(t, "version", "--kubeconfig", a.TC.Kubeconfig)
+	if !strings.HasPrefix(out, "Client Version: ") || !strings.HasSuffix(out, "\nController Version: v0.0.0-test\n") {
+		t.Errorf("version:\n%s", out)
+	}
+	if got := cli(t, "version", "--kubeconfig", a.TC.Kubeconfig, "--get", "controllerVersion.version"); got != "v0.0.0-test\n" {
+		t.Errorf("version --get controllerVersion.version = %q", got)
+	}
+	stdout, stderr, code := runCLI(t, "version", "--kubeconfig", a.TC.Kubeconfig, "--peerlink-namespace", "nowhere")
+	if code != 1 || !strings.HasPrefix(stdout, "Client Version: ") || !strings.Contains(stderr, "controller version: configmap nowhere/"+clusterinfo.Name) {
+		t.Errorf("version without a controller: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 

@@ -30,7 +30,7 @@ controller will create from it, so a reviewer sees it before it is applied.
 
 Files hold YAML or JSON documents (several per file, separated by ---), or
 are - for standard input. Gateways are rendered with the CRD defaults
-applied (mtu 1340, port 51840, serviceType LoadBalancer, protocol UDP).
+applied (mtu 1340, port 51840, serviceType ClusterIP, protocol UDP).
 The template of a gateway is looked up among the files by kind, name and
 namespace (a template without a namespace matches any); when the files have
 none, the default template it references (wireguard-server,

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/internal/version"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -21,6 +22,11 @@ type globalOptions struct {
 	Namespace string
 	// PeerlinkNamespace is where the controller publishes the cluster facts.
 	PeerlinkNamespace string
+
+	// build is this command's version, compared with the controller's.
+	build version.Info
+	// stderr takes warnings.
+	stderr io.Writer
 }
 
 func (g *globalOptions) local() clusterFlags {
@@ -30,7 +36,7 @@ func (g *globalOptions) local() clusterFlags {
 // newRootCmd builds the peerlink command tree. Each subcommand lives in its
 // own file and is added here.
 func newRootCmd() *cobra.Command {
-	g := &globalOptions{}
+	g := &globalOptions{build: version.Get()}
 	root := &cobra.Command{
 		Use:   "peerlink",
 		Short: "Connect the pod networks of independent Kubernetes clusters",
@@ -50,6 +56,9 @@ Three ways to peer two clusters:
   peerlink info`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			g.stderr = cmd.ErrOrStderr()
+		},
 	}
 	flags := root.PersistentFlags()
 	flags.StringVar(&g.Kubeconfig, "kubeconfig", "", "path of the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -63,11 +72,14 @@ Three ways to peer two clusters:
 		newGenerateCmd(g),
 		newInfoCmd(g),
 		newInstallCmd(g),
+		newExportCmd(g),
+		newUnexportCmd(g),
 		newNetworkCmd(g),
 		newBundleCmd(g),
 		newLintCmd(),
 		newRenderCmd(),
 		newCompletionCmd(),
+		newVersionCmd(g),
 	)
 	// The completion command above has examples like every other command.
 	root.CompletionOptions.DisableDefaultCmd = true

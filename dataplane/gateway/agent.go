@@ -272,6 +272,9 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.log.Error(err, "start the health prober; retrying")
 			continue
 		}
+		if err := a.startServices(healthCtx, &wg); err != nil {
+			a.log.Error(err, "start the service exchange; services are not exchanged with the peer")
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -445,20 +448,13 @@ func (a *Agent) ensureDevice(mtu int) error {
 // tunnel whole or not at all.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = errors.Join(
-				unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1),
-				unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE))
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	conn, err := lc.ListenPacket(ctx, "udp4", addr.String())
+	conn, err := freebindListenConfig().ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if err := probeDontFragment(conn); err != nil {
+		conn.Close()
+		return fmt.Errorf("socket on %s: don't-fragment: %w", addr, err)
 	}
 	p := &health.Prober{
 		Conn:      conn,
@@ -473,6 +469,40 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		_ = p.Run(ctx, a.onReport)
 	}()
 	return nil
+}
+
+// probeDontFragment sets the don't-fragment bit on every packet of conn,
+// whatever the kernel learnt of the path (IP_PMTUDISC_PROBE).
+func probeDontFragment(conn net.PacketConn) error {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("%T has no file descriptor", conn)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// freebindListenConfig binds sockets with IP_FREEBIND, so that they may
+// be bound to the tunnel address while the tunnel link is being made again.
+func freebindListenConfig() *net.ListenConfig {
+	return &net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
 }
 
 // onReport runs after each ping interval, and in between when a ping is

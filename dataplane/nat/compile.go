@@ -18,12 +18,12 @@ import (
 
 // Offsets in the IPv4 and TCP headers, and the TCP MSS option.
 const (
-	ipSrcOffset      = 12
-	ipDstOffset      = 16
-	tcpFlagsOffset   = 13
-	udpDstPortOffset = 2
-	tcpFlagSYN       = 0x02
-	tcpOptMaxseg     = 2
+	ipSrcOffset    = 12
+	ipDstOffset    = 16
+	tcpFlagsOffset = 13
+	dstPortOffset  = 2 // of UDP and TCP alike
+	tcpFlagSYN     = 0x02
+	tcpOptMaxseg   = 2
 )
 
 // Registers: a 16-byte register for lookups, and the second 4-byte word of
@@ -131,13 +131,27 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			&expr.Fib{Register: reg1, FlagDADDR: true, ResultADDRTYPE: true},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: local})
 	}
-	if r.UDPDstPort != 0 {
+	if r.Established {
+		established := make([]byte, 4)
+		binary.NativeEndian.PutUint32(established, expr.CtStateBitESTABLISHED)
+		ex = append(ex,
+			&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4, Mask: established, Xor: make([]byte, 4)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: make([]byte, 4)})
+	}
+	for _, m := range []struct {
+		proto byte
+		port  uint16
+	}{{unix.IPPROTO_UDP, r.UDPDstPort}, {unix.IPPROTO_TCP, r.TCPDstPort}} {
+		if m.port == 0 {
+			continue
+		}
 		var port [2]byte
-		binary.BigEndian.PutUint16(port[:], r.UDPDstPort)
+		binary.BigEndian.PutUint16(port[:], m.port)
 		ex = append(ex,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_UDP}},
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: udpDstPortOffset, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{m.proto}},
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: dstPortOffset, Len: 2},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: port[:]})
 	}
 	if r.TCPSYN || r.ClampMSS != 0 {

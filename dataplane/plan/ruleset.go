@@ -109,8 +109,14 @@ type Rule struct {
 	// DstLocal matches packets addressed to this network namespace itself
 	// (the routing lookup of the destination gives a local address).
 	DstLocal bool
-	// UDPDstPort matches UDP datagrams to this port.
+	// UDPDstPort matches UDP datagrams to this port, TCPDstPort TCP
+	// segments.
 	UDPDstPort uint16
+	TCPDstPort uint16
+	// Established matches packets of connections already established
+	// (conntrack state), such as the answers to a connection this side
+	// opened.
+	Established bool
 	// TCPSYN matches TCP segments with the SYN flag.
 	TCPSYN bool
 
@@ -296,6 +302,12 @@ func (r Rule) String() string {
 	}
 	if r.UDPDstPort != 0 {
 		parts = append(parts, fmt.Sprintf("udp dport %d", r.UDPDstPort))
+	}
+	if r.TCPDstPort != 0 {
+		parts = append(parts, fmt.Sprintf("tcp dport %d", r.TCPDstPort))
+	}
+	if r.Established {
+		parts = append(parts, "ct state established")
 	}
 	if r.TCPSYN {
 		parts = append(parts, "tcp flags syn")

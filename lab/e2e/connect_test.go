@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ func TestOneCommand(t *testing.T) {
 	ctx, l := newPeeredLab(t, 10*time.Minute, "one-a", "one-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	podsA, podsB := checkPeered(t, ctx, l, a, b)
+	checkVersions(t, ctx, l, a)
 
 	// Both clusters use one pod range, so a pod of one has, sooner or
 	// later, the address of the other's gateway pod: traffic must flow
@@ -248,4 +251,31 @@ func peeringObjects(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *c
 		}
 	}
 	return left
+}
+
+// checkVersions checks that the controller of cluster n publishes the
+// version of the lab's CLI, both built from this tree, so that the CLI
+// warns of no difference.
+func checkVersions(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, l.PeerlinkBin(), "version", "--kubeconfig", n.Kubeconfig(), "-o", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("peerlink version: %v: %s", err, stderr.String())
+	}
+	var v struct {
+		Client     struct{ Version, Commit string } `json:"clientVersion"`
+		Controller *struct{ Version string }        `json:"controllerVersion"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("peerlink version -o json: %v\n%s", err, out)
+	}
+	if v.Client.Version == "" || v.Client.Commit == "" || v.Controller == nil || v.Controller.Version != v.Client.Version {
+		t.Errorf("cluster %s: peerlink version printed\n%s\nwant the CLI's version and commit, and the same controller version", n.ClusterID, out)
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("cluster %s: peerlink version warned: %s", n.ClusterID, stderr.String())
+	}
 }

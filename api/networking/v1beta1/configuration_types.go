@@ -46,15 +46,18 @@ type ConfigurationStatus struct {
 // Configuration declares the network of a peer cluster and reports how it is
 // remapped into this cluster.
 //
+// The printer columns are Liqo's, in its order and under its names (the
+// first one ends in a space there too), so that tables read and parse alike.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=conf,categories=liqo
-// +kubebuilder:printcolumn:name="Desired Pod CIDR",type=string,JSONPath=`.spec.remote.cidr.pod`
+// +kubebuilder:printcolumn:name="Desired Pod CIDR ",type=string,JSONPath=`.spec.remote.cidr.pod`
 // +kubebuilder:printcolumn:name="Remapped Pod CIDR",type=string,JSONPath=`.status.remote.cidr.pod`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Desired External CIDR",type=string,JSONPath=`.spec.remote.cidr.external`,priority=1
 // +kubebuilder:printcolumn:name="Remapped External CIDR",type=string,JSONPath=`.status.remote.cidr.external`,priority=1
 // +kubebuilder:printcolumn:name="ClusterID",type=string,JSONPath=`.metadata.labels.liqo\.io/remote-cluster-id`,priority=1
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Configuration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -23,7 +23,7 @@ func (s *GatewayServerSpec) Default() {
 		s.Endpoint.Port = DefaultGatewayPort
 	}
 	if s.Endpoint.ServiceType == "" {
-		s.Endpoint.ServiceType = corev1.ServiceTypeLoadBalancer
+		s.Endpoint.ServiceType = corev1.ServiceTypeClusterIP
 	}
 }
 

@@ -9,10 +9,23 @@ import (
 const (
 	// ReasonWaitingForEndpoint: a GatewayClient has no server address yet.
 	ReasonWaitingForEndpoint = "WaitingForEndpoint"
+	// ReasonNamespaceNotFound: the namespace a template reference names
+	// does not exist in this cluster.
+	ReasonNamespaceNotFound = "NamespaceNotFound"
 )
+
+// ConditionTemplateSubstituted is True on a gateway whose template
+// reference names a default template (wireguard-server, wireguard-client)
+// in a namespace this cluster does not have, such as Liqo's liqo: the
+// default template installed with peerlink is rendered in its place
+// (peerlink).
+const ConditionTemplateSubstituted = "TemplateSubstituted"
 
 // Endpoint is how a GatewayServer is exposed.
 // +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePort"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePorts) || self.nodePorts.all(p, p == 0) || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePorts is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePorts"
+// +kubebuilder:validation:XValidation:rule="!has(self.ports) || size(self.ports) <= 1",message="spec.endpoint.ports takes one port: a gateway runs one WireGuard tunnel, which listens on one port",fieldPath=".ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePorts) || size(self.nodePorts) <= 1",message="spec.endpoint.nodePorts takes one node port: a gateway runs one WireGuard tunnel, which listens on one port",fieldPath=".nodePorts"
 // +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || self.serviceType == 'LoadBalancer'",message="spec.endpoint.loadBalancerIP is only allowed with serviceType LoadBalancer",fieldPath=".loadBalancerIP"
 type Endpoint struct {
 	// Port is the WireGuard port the Service exposes.
@@ -22,7 +35,7 @@ type Endpoint struct {
 	// +optional
 	Port int32 `json:"port,omitempty"`
 	// ServiceType is the type of the gateway Service.
-	// +kubebuilder:default=LoadBalancer
+	// +kubebuilder:default=ClusterIP
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	// +optional
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
@@ -35,9 +48,47 @@ type Endpoint struct {
 	// +kubebuilder:validation:Format=ipv4
 	// +optional
 	LoadBalancerIP *string `json:"loadBalancerIP,omitempty"`
+	// Ports is the list form of port that templates expand with their
+	// +ports directive. A gateway listens on one port, so the list holds at
+	// most one; when it holds one, that is the port, whatever port says.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	// +listType=atomic
+	// +optional
+	Ports []int32 `json:"ports,omitempty"`
+	// NodePorts is the list form of nodePort, by position in ports: at most
+	// one, which when set is the node port, whatever nodePort says.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=65535
+	// +listType=atomic
+	// +optional
+	NodePorts []int32 `json:"nodePorts,omitempty"`
+}
+
+// Resolved returns e with each port field and its list form agreeing: port
+// is ports[0] when ports has an entry, and ports is [port]; nodePort is
+// nodePorts[0] when nodePorts has an entry, and nodePorts is [nodePort]
+// when a node port is pinned. A template may then read either form.
+func (e Endpoint) Resolved() Endpoint {
+	if len(e.Ports) > 0 {
+		e.Port = e.Ports[0]
+	}
+	e.Ports = []int32{e.Port}
+	if len(e.NodePorts) > 0 && e.NodePorts[0] != 0 {
+		np := e.NodePorts[0]
+		e.NodePort = &np
+	}
+	e.NodePorts = nil
+	if e.NodePort != nil && *e.NodePort != 0 {
+		e.NodePorts = []int32{*e.NodePort}
+	}
+	return e
 }
 
 // EndpointStatus is where a gateway server is reachable.
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports) || size(self.ports) == 0 || self.port == self.ports[0]",message="port must match ports[0]"
 type EndpointStatus struct {
 	// Addresses are IPs or host names of the server, first preferred.
 	// +optional
@@ -48,6 +99,13 @@ type EndpointStatus struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	Port int32 `json:"port,omitempty"`
+	// Ports is port in list form, for readers of the list: [port].
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	// +listType=atomic
+	// +optional
+	Ports []int32 `json:"ports,omitempty"`
 	// Protocol is the transport protocol of the tunnel.
 	// +kubebuilder:validation:Enum=UDP;TCP
 	// +optional
@@ -133,10 +191,10 @@ type GatewayServerStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gws;gwserver,categories=liqo
-// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.serverTemplateRef.name`
 // +kubebuilder:printcolumn:name="Template Kind",type=string,JSONPath=`.spec.serverTemplateRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.serverTemplateRef.name`
 // +kubebuilder:printcolumn:name="Template Namespace",type=string,JSONPath=`.spec.serverTemplateRef.namespace`,priority=1
-// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.endpoint.addresses`
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.endpoint.addresses[*]`
 // +kubebuilder:printcolumn:name="Port",type=string,JSONPath=`.status.endpoint.port`
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.endpoint.protocol`,priority=1
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.spec.mtu`,priority=1
@@ -221,10 +279,10 @@ type GatewayClientStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gwc;gwclient,categories=liqo
-// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.clientTemplateRef.name`
 // +kubebuilder:printcolumn:name="Template Kind",type=string,JSONPath=`.spec.clientTemplateRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Template Name",type=string,JSONPath=`.spec.clientTemplateRef.name`
 // +kubebuilder:printcolumn:name="Template Namespace",type=string,JSONPath=`.spec.clientTemplateRef.namespace`,priority=1
-// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.spec.endpoint.addresses`
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.spec.endpoint.addresses[*]`
 // +kubebuilder:printcolumn:name="Port",type=string,JSONPath=`.spec.endpoint.port`
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.spec.endpoint.protocol`,priority=1
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.spec.mtu`,priority=1

@@ -20,8 +20,7 @@ type PublicKeySpec struct {
 // remote-cluster-id label names the cluster that owns the key.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=publickeies,singular=publickey,shortName=pk;pkey,categories=liqo
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:resource:path=publickeies,singular=publickey,shortName=pk;pkies;pkey,categories=liqo
 type PublicKey struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

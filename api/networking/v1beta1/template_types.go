@@ -22,8 +22,7 @@ type TemplateSpec struct {
 // WgGatewayServerTemplate is rendered into the gateway of a GatewayServer.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=wggst,categories=liqo
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:resource:shortName=wggst;wgst,categories=liqo
 type WgGatewayServerTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -43,8 +42,7 @@ type WgGatewayServerTemplateList struct {
 // WgGatewayClientTemplate is rendered into the gateway of a GatewayClient.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=wggct,categories=liqo
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:resource:shortName=wggct;wgct,categories=liqo
 type WgGatewayClientTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

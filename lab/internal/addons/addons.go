@@ -29,6 +29,9 @@ type Params struct {
 	DNSIP netip.Addr
 	// ClusterDomain is the DNS domain of the cluster's Services.
 	ClusterDomain string
+	// ClustersetDomain is the DNS zone of the Multi-Cluster Services
+	// imports.
+	ClustersetDomain string
 	// FlannelRunDir is the host directory flanneld writes each node's
 	// subnet file to, as <node name>.env.
 	FlannelRunDir string

@@ -97,14 +97,15 @@ func TestFlux(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	p := Params{
-		Registry:      "172.30.1.1:5000",
-		PodCIDR:       netip.MustParsePrefix("10.245.0.0/16"),
-		DNSIP:         netip.MustParseAddr("10.97.0.10"),
-		ClusterDomain: "cluster.local",
-		FlannelRunDir: "/lab/c1/flannel",
+		Registry:         "172.30.1.1:5000",
+		PodCIDR:          netip.MustParsePrefix("10.245.0.0/16"),
+		DNSIP:            netip.MustParseAddr("10.97.0.10"),
+		ClusterDomain:    "cluster.local",
+		ClustersetDomain: "clusterset.local",
+		FlannelRunDir:    "/lab/c1/flannel",
 	}
 	for name, want := range map[string][]string{
-		CoreDNS: {"clusterIP: 10.97.0.10", "image: 172.30.1.1:5000/lab/coredns:latest", "kubernetes cluster.local in-addr.arpa"},
+		CoreDNS: {"clusterIP: 10.97.0.10", "image: 172.30.1.1:5000/lab/coredns:latest", "kubernetes cluster.local clusterset.local in-addr.arpa", "multicluster clusterset.local"},
 		Flannel: {`"Network": "10.245.0.0/16"`, "path: \"/lab/c1/flannel\"", "image: 172.30.1.1:5000/lab/flanneld:latest"},
 	} {
 		out, err := Render(name, p)

@@ -35,6 +35,10 @@ const PauseImage = "registry.k8s.io/pause:3.10"
 // ClusterDomain is the DNS domain of every lab cluster's Services.
 const ClusterDomain = "cluster.local"
 
+// ClustersetDomain is the DNS zone of the services imported with the
+// Multi-Cluster Services API, which the cluster DNS serves too.
+const ClustersetDomain = "clusterset.local"
+
 // CNI is the pod network of a cluster.
 type CNI string
 

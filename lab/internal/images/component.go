@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/peerlink/peerlink/internal/image"
 )
 
 // Component is a program of another project the lab runs in its clusters,
@@ -40,11 +42,12 @@ func PublishComponents(ctx context.Context, cs []Component) error {
 		if err != nil {
 			return fmt.Errorf("image %s: %w", c.Image, err)
 		}
-		img, err := imageOfFiles(spec{
-			entrypoint: c.File,
-			hostFiles:  files,
-			user:       c.User,
-			env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		img, err := image.Of(image.Program{
+			File:      c.File,
+			Platform:  image.HostPlatform(),
+			HostFiles: files,
+			User:      c.User,
+			Env:       []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		})
 		if err != nil {
 			return err

@@ -1,27 +1,19 @@
 package images
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/peerlink/peerlink/internal/image"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/internal/version"
 )
 
 // AgentImage is the image name the install bundle and the gateway templates
@@ -35,7 +27,9 @@ func Mirrored() []string { return []string{"ghcr.io", "registry.k8s.io"} }
 // EchoImage is the name of the echo server image in the lab registry.
 func EchoImage(registry string) string { return registry + "/lab/echo:latest" }
 
-// Binary is a program the lab builds from this repository.
+// Binary is a program the lab builds from this repository for this
+// machine; the CLI and the agent are not among them (BuildCLI and
+// PublishAgent build them, with the version stamped in).
 type Binary struct {
 	// Package is the Go package path relative to the repository root.
 	Package string
@@ -48,15 +42,13 @@ type Binary struct {
 // Binaries are the programs the lab builds; go build names each after the
 // last element of its package path.
 func Binaries(pauseImage string) []Binary {
-	mirror := func(image string) func(string) string {
-		return func(string) string { return image }
+	mirror := func(ref string) func(string) string {
+		return func(string) string { return ref }
 	}
 	return []Binary{
-		{Package: "./cmd/peerlink-agent", Image: mirror(AgentImage)},
 		{Package: "./lab/echo", Image: EchoImage},
 		{Package: "./lab/pause", Image: mirror(pauseImage)},
 		{Package: "./lab/registry"},
-		{Package: "./cmd/peerlink"},
 	}
 }
 
@@ -77,7 +69,7 @@ func Publish(ctx context.Context, registry, binDir string, bins []Binary) error 
 		if b.Image == nil {
 			continue
 		}
-		img, err := imageOf(filepath.Join(binDir, filepath.Base(b.Package)))
+		img, err := image.Of(image.Program{File: filepath.Join(binDir, filepath.Base(b.Package)), Platform: image.HostPlatform()})
 		if err != nil {
 			return err
 		}
@@ -88,13 +80,39 @@ func Publish(ctx context.Context, registry, binDir string, bins []Binary) error 
 	return nil
 }
 
-func push(image string, img v1.Image, opts []remote.Option) error {
-	ref, err := name.ParseReference(image, name.Insecure)
+// cliPackage is the Go package of the peerlink CLI.
+const cliPackage = "./cmd/peerlink"
+
+// BuildCLI compiles the peerlink CLI of the tree at repo for this machine
+// into binDir, stamped with s as the agent image is, so that the CLI and the
+// controller of the lab report one version.
+func BuildCLI(ctx context.Context, repo, binDir string, s version.Info) error {
+	return image.Compile(ctx, repo, cliPackage, filepath.Join(binDir, filepath.Base(cliPackage)), image.HostPlatform(), s)
+}
+
+// PublishAgent builds the agent image of the tree at repo as make images
+// does, for this machine only and with the stamp s, compiling into work,
+// and pushes it to the registry at host:port as AgentImage.
+func PublishAgent(ctx context.Context, repo, work, registry string, s version.Info) error {
+	idx, err := image.Agent{Repo: repo, Work: work, Platforms: []v1.Platform{image.HostPlatform()}, Stamp: s}.Build(ctx)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", image, err)
+		return err
 	}
-	if err := remote.Write(ref, img, opts...); err != nil {
-		return fmt.Errorf("push %s: %w", image, err)
+	local := LocalName(AgentImage, registry)
+	ref, err := name.ParseReference(local, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", local, err)
+	}
+	return image.Push(ctx, ref, idx, pushOptions(ctx)...)
+}
+
+func push(ref string, img v1.Image, opts []remote.Option) error {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", ref, err)
+	}
+	if err := remote.Write(r, img, opts...); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	return nil
 }
@@ -107,99 +125,10 @@ func pushOptions(ctx context.Context) []remote.Option {
 
 // LocalName is where the lab registry holds an image: the same repository
 // path on the registry's own host.
-func LocalName(image, registry string) string {
-	host, path, ok := strings.Cut(image, "/")
+func LocalName(ref, registry string) string {
+	host, path, ok := strings.Cut(ref, "/")
 	if !ok || host == registry {
-		return image
+		return ref
 	}
 	return registry + "/" + path
-}
-
-// imageOf builds a one-layer image for this machine holding the binary at
-// /<name>, which is also its entrypoint.
-func imageOf(file string) (v1.Image, error) {
-	return imageOfFiles(spec{entrypoint: file})
-}
-
-// spec describes an image of one program.
-type spec struct {
-	// entrypoint is the program's file on this machine; the image holds it
-	// at /<name> and runs it.
-	entrypoint string
-	// hostFiles are more files of this machine, held at their own paths;
-	// a symbolic link is kept as a link.
-	hostFiles []string
-	// user runs the program (uid:gid); empty means root.
-	user string
-	// env is the program's environment, NAME=value.
-	env []string
-}
-
-// imageOfFiles builds the one-layer image s describes.
-func imageOfFiles(s spec) (v1.Image, error) {
-	fail := func(err error) (v1.Image, error) { return nil, fmt.Errorf("image of %s: %w", s.entrypoint, err) }
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name, file string) error {
-		fi, err := os.Lstat(file)
-		if err != nil {
-			return err
-		}
-		hdr := &tar.Header{Name: strings.TrimPrefix(name, "/"), Mode: int64(fi.Mode().Perm()), ModTime: time.Unix(0, 0)}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(file)
-			if err != nil {
-				return err
-			}
-			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
-			return tw.WriteHeader(hdr)
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		_, err = tw.Write(data)
-		return err
-	}
-	base := filepath.Base(s.entrypoint)
-	if err := add(base, s.entrypoint); err != nil {
-		return fail(err)
-	}
-	for _, f := range s.hostFiles {
-		if err := add(f, f); err != nil {
-			return fail(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return fail(err)
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
-	if err != nil {
-		return fail(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return fail(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return fail(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS = "linux"
-	cf.Architecture = runtime.GOARCH
-	cf.Config.Entrypoint = []string{"/" + base}
-	cf.Config.User = s.user
-	cf.Config.Env = s.env
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		return fail(err)
-	}
-	return img, nil
 }

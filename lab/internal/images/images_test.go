@@ -1,16 +1,11 @@
 package images
 
 import (
-	"archive/tar"
-	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 func TestLocalName(t *testing.T) {
@@ -24,51 +19,6 @@ func TestLocalName(t *testing.T) {
 		if got := LocalName(in, reg); got != want {
 			t.Errorf("LocalName(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-// TestImageOf checks that a binary becomes a Linux image for this machine
-// (the binaries are built for it) whose only
-// layer holds it, executable, at /<name>, which is the entrypoint.
-func TestImageOf(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "tool")
-	content := []byte("\x7fELF pretend")
-	if err := os.WriteFile(bin, content, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img, err := imageOf(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
-		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
-	}
-	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/tool" {
-		t.Errorf("entrypoint %v, want [/tool]", cf.Config.Entrypoint)
-	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d (%v), want 1", len(layers), err)
-	}
-	tr := tar.NewReader(mutate.Extract(img))
-	hdr, err := tr.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hdr.Name != "tool" || hdr.Mode&0o111 == 0 {
-		t.Errorf("layer entry %q mode %o, want tool, executable", hdr.Name, hdr.Mode)
-	}
-	got, err := io.ReadAll(tr)
-	if err != nil || string(got) != string(content) {
-		t.Errorf("layer content %q (%v), want the binary", got, err)
-	}
-	if _, err := tr.Next(); err != io.EOF {
-		t.Errorf("more than one entry in the layer: %v", err)
 	}
 }
 

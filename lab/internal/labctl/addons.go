@@ -94,11 +94,12 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	params := addons.Params{
-		Registry:      l.State.Registry,
-		PodCIDR:       c.PodCIDR,
-		DNSIP:         c.DNSIP(),
-		ClusterDomain: cluster.ClusterDomain,
-		FlannelRunDir: c.FlannelRunDir(),
+		Registry:         l.State.Registry,
+		PodCIDR:          c.PodCIDR,
+		DNSIP:            c.DNSIP(),
+		ClusterDomain:    cluster.ClusterDomain,
+		ClustersetDomain: cluster.ClustersetDomain,
+		FlannelRunDir:    c.FlannelRunDir(),
 	}
 	if c.CNI == cluster.Flannel {
 		if err := l.applyAddon(ctx, c, addons.Flannel, params); err != nil {
@@ -112,13 +113,26 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	if err := c.WaitReady(ctx); err != nil {
 		return err
 	}
+	// CoreDNS serves the clusterset zone from ServiceImports: their CRDs,
+	// those of the install bundle, come first.
+	mcsCRDs, err := filepath.Glob(filepath.Join(l.InstallBundle(), "crds", "multicluster.x-k8s.io_*.yaml"))
+	if err != nil || len(mcsCRDs) == 0 {
+		return fmt.Errorf("cluster %s: the Multi-Cluster Services CRDs of %s: %v", c.Name, l.InstallBundle(), err)
+	}
+	args := []string{"apply", "--server-side"}
+	for _, f := range mcsCRDs {
+		args = append(args, "-f", f)
+	}
+	if _, err := l.Kubectl(ctx, c, args...); err != nil {
+		return err
+	}
 	if err := l.applyAddon(ctx, c, addons.CoreDNS, params); err != nil {
 		return err
 	}
 	if _, err := l.Kubectl(ctx, c, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=3m"); err != nil {
 		return err
 	}
-	l.progress.Logf("%s: CoreDNS serves %s at %s", c.Name, cluster.ClusterDomain, c.DNSIP())
+	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, c.DNSIP())
 	if l.flux {
 		return l.installFlux(ctx, c)
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -34,6 +35,8 @@ type Figures struct {
 	// the peering and through a NodePort over the node network.
 	Tunnel Path `json:"tunnel"`
 	Bare   Path `json:"bare"`
+	// Services are the Multi-Cluster Services figures, b exporting to a.
+	Services ServicesFigures `json:"services"`
 }
 
 // Path is what one path between two pods carries.
@@ -100,9 +103,16 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		{&f.Tunnel, fmt.Sprintf("%s:%d", remapped, EchoSinkPort), fmt.Sprintf("%s:%d", remapped, EchoRRPort), "peering"},
 	}
 	for _, p := range paths {
-		stream, err := l.Measure(ctx, a, from.Name, "stream", p.sink, measureFor)
+		// A NodePort just made answers once kube-proxy has programmed
+		// it: the first measurement may be refused.
+		var stream echoapi.Measured
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var merr error
+			stream, merr = l.Measure(ctx, a, from.Name, "stream", p.sink, measureFor)
+			return merr == nil, nil
+		})
 		if err != nil {
-			return f, err
+			return f, fmt.Errorf("cluster %s: no stream to %s over the %s: %w", a.Name, p.sink, p.name, err)
 		}
 		rr, err := l.Measure(ctx, a, from.Name, "rr", p.rr, measureFor)
 		if err != nil {
@@ -120,6 +130,12 @@ func (l *Lab) Bench(ctx context.Context) (Figures, error) {
 		}
 		f.RecoverySeconds[n.Name] = gap.Seconds()
 		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
+	}
+	if err := l.WaitConnected(wctx, a, b); err != nil {
+		return f, err
+	}
+	if f.Services, err = l.BenchServices(ctx, a, b); err != nil {
+		return f, err
 	}
 
 	// The same peering with a standby replica on each side.

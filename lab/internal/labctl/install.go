@@ -3,40 +3,84 @@ package labctl
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/internal/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // PeerlinkNamespace is where the install bundle puts peerlink.
 const PeerlinkNamespace = "peerlink"
 
+// Installer is how the lab installs peerlink in a cluster.
+type Installer string
+
+const (
+	// Kustomize applies the install bundle with kubectl apply -k.
+	Kustomize Installer = "kustomize"
+	// Helm installs the chart bundles/helm/peerlink with helm install.
+	Helm Installer = "helm"
+)
+
+// ParseInstaller accepts the names of the installers.
+func ParseInstaller(s string) (Installer, error) {
+	switch i := Installer(s); i {
+	case Kustomize, Helm:
+		return i, nil
+	}
+	return "", fmt.Errorf("unknown installer %q: kustomize or helm", s)
+}
+
 // Kubectl runs the lab's kubectl against a cluster and returns its
 // standard output.
 func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, l.KubectlBin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
+	return run(ctx, n, l.KubectlBin, nil, args...)
+}
+
+// Helm runs the Helm CLI hack/components.sh builds against a cluster, with
+// its configuration and cache in the cluster's directory, and returns its
+// standard output.
+func (l *Lab) Helm(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
+	bin, err := testenv.Helm(l.State.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", n.Name, err)
+	}
+	home := filepath.Join(n.Dir, "helm")
+	return run(ctx, n, bin, []string{"HELM_CONFIG_HOME=" + home, "HELM_CACHE_HOME=" + home, "HELM_DATA_HOME=" + home}, args...)
+}
+
+// run runs the client bin against cluster n, with env added to the
+// environment, and returns its standard output, or an error with its
+// standard error.
+func run(ctx context.Context, n *cluster.Cluster, bin string, env []string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + n.Kubeconfig()}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("cluster %s: kubectl %s: %w: %s", n.Name, strings.Join(args, " "),
+		return out, fmt.Errorf("cluster %s: %s %s: %w: %s", n.Name, filepath.Base(bin), strings.Join(args, " "),
 			err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
 
 // install puts peerlink and the echo server into a fresh cluster: peerlink
-// as a user does, with one `kubectl apply -k bundles/install` and no facts,
-// all of which the controller detects; the cluster ID it detected becomes
-// the cluster's.
-func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
+// as a user does, the way how says, with no facts, all of which the
+// controller detects; the cluster ID it detected becomes the cluster's.
+func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) error {
 	echo, err := l.writeEcho(n)
 	if err != nil {
 		return err
@@ -45,8 +89,14 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster) error {
 		return err
 	}
 	if !l.skipInstall {
-		if _, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle()); err != nil {
+		if err := l.installPeerlink(ctx, n, how); err != nil {
 			return err
+		}
+		if l.importAll {
+			// An explicit variable wins over the facts ConfigMap's.
+			if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "set", "env", "deployment/peerlink-controller", "IMPORT_NAMESPACES=*"); err != nil {
+				return err
+			}
 		}
 		if err := l.WaitInstalled(ctx, n); err != nil {
 			return err
@@ -100,3 +150,56 @@ func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
 // InstallBundle is the repository's install bundle, which the lab applies
 // as it is.
 func (l *Lab) InstallBundle() string { return filepath.Join(l.State.Repo, "bundles", "install") }
+
+// Kubeconfig is the lab's kubeconfig holding one context per cluster, named
+// after the cluster, each with its own admin user.
+func (l *Lab) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
+
+// writeKubeconfig merges the clusters' admin kubeconfigs into Kubeconfig,
+// the first cluster's context current.
+func (l *Lab) writeKubeconfig() error {
+	merged := clientcmdapi.NewConfig()
+	for i, n := range l.Clusters {
+		cfg, err := clientcmd.LoadFromFile(n.Kubeconfig())
+		if err != nil {
+			return fmt.Errorf("cluster %s kubeconfig: %w", n.Name, err)
+		}
+		ctx, ok := cfg.Contexts[cfg.CurrentContext]
+		if !ok {
+			return fmt.Errorf("cluster %s kubeconfig: no current context", n.Name)
+		}
+		user := n.Name + "-admin"
+		merged.Clusters[n.Name] = cfg.Clusters[ctx.Cluster]
+		merged.AuthInfos[user] = cfg.AuthInfos[ctx.AuthInfo]
+		merged.Contexts[n.Name] = &clientcmdapi.Context{Cluster: n.Name, AuthInfo: user}
+		if i == 0 {
+			merged.CurrentContext = n.Name
+		}
+	}
+	if err := clientcmd.WriteToFile(*merged, l.Kubeconfig()); err != nil {
+		return fmt.Errorf("lab kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// Chart is the repository's Helm chart, which the lab installs as it is.
+func (l *Lab) Chart() string { return filepath.Join(l.State.Repo, "bundles", "helm", "peerlink") }
+
+// installPeerlink installs peerlink the way how says, as docs/install.md
+// gives it. Before helm install, the bundle's own Namespace gives the
+// namespace the Pod Security level its pods need, which the lab's
+// clusters, enforcing baseline, give no other.
+func (l *Lab) installPeerlink(ctx context.Context, n *cluster.Cluster, how Installer) error {
+	if how != Helm {
+		_, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle())
+		return err
+	}
+	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(l.InstallBundle(), "namespace.yaml")); err != nil {
+		return err
+	}
+	if _, err := l.Helm(ctx, n, "install", "peerlink", l.Chart(), "--namespace", PeerlinkNamespace); err != nil {
+		return err
+	}
+	l.progress.Logf("%s: helm install peerlink %s --namespace %s", n.Name, l.Chart(), PeerlinkNamespace)
+	return nil
+}

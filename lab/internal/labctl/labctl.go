@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/peerlink/peerlink/internal/image"
 	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/internal/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -62,6 +64,13 @@ type Options struct {
 	// SkipInstall leaves peerlink out of the clusters, for a test that
 	// installs it its own way and then calls WaitInstalled.
 	SkipInstall bool
+	// ImportAllNamespaces lets every namespace of every cluster take the
+	// services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster
+	// Services conformance run needs; off, namespaces opt in.
+	ImportAllNamespaces bool
+	// Installers say how Up installs peerlink, given like PodCIDRs; none
+	// means Kustomize.
+	Installers []Installer
 }
 
 // Lab is a running lab.
@@ -74,8 +83,9 @@ type Lab struct {
 	progress   *Progress
 	// flux says whether Up installs the Flux controllers.
 	flux bool
-	// skipInstall says whether Up leaves peerlink out.
-	skipInstall bool
+	// skipInstall says whether Up leaves peerlink out; importAll whether
+	// it installs it with imports allowed in every namespace.
+	skipInstall, importAll bool
 	// mu guards State while clusters come up side by side.
 	mu sync.Mutex
 }
@@ -136,11 +146,18 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	l.KubectlBin = filepath.Join(binDir, "kubectl")
 	p.Logf("Kubernetes binaries present in %s", binDir)
 
+	stamp, err := image.GitStamp(ctx, o.Repo, "")
+	if err != nil {
+		return nil, err
+	}
 	bins := images.Binaries(cluster.PauseImage)
 	if err := images.Build(ctx, o.Repo, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("built peerlink, peerlink-agent, echo, pause and registry")
+	if err := images.BuildCLI(ctx, o.Repo, l.path("bin"), stamp); err != nil {
+		return nil, err
+	}
+	p.Logf("built peerlink (version %s), echo, pause and registry", stamp.Version)
 
 	for _, n := range l.Clusters {
 		n.BinDir = binDir
@@ -159,29 +176,40 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Publish(ctx, l.State.Registry, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	p.Logf("registry on %s serves %s, %s and %s", l.State.Registry, images.AgentImage,
-		images.EchoImage(l.State.Registry), cluster.PauseImage)
-	l.flux, l.skipInstall = o.Flux, o.SkipInstall
+	if err := images.PublishAgent(ctx, o.Repo, l.path("bin"), l.State.Registry, stamp); err != nil {
+		return nil, err
+	}
+	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
+		l.State.Registry, images.AgentImage, stamp.Version, images.EchoImage(l.State.Registry), cluster.PauseImage)
+	l.flux, l.skipInstall, l.importAll = o.Flux, o.SkipInstall, o.ImportAllNamespaces
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
+	}
+	if slices.Contains(o.Installers, Helm) {
+		if err := runScript(ctx, o.Out, o.Repo, "hack/components.sh", "helm"); err != nil {
+			return nil, err
+		}
 	}
 
 	l.printTopology(p)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range l.Clusters {
+	for k, n := range l.Clusters {
 		g.Go(func() error {
 			start := time.Now()
 			if err := l.bringUp(gctx, n); err != nil {
 				return err
 			}
 			p.Logf("%s: cluster up in %.1fs (kubeconfig %s)", n.Name, time.Since(start).Seconds(), n.Kubeconfig())
-			return l.install(gctx, n)
+			return l.install(gctx, n, pick(o.Installers, k, Kustomize))
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	p.Logf("lab up: %d clusters", len(l.Clusters))
+	if err := l.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	p.Logf("lab up: %d clusters; one kubeconfig with a context per cluster: %s", len(l.Clusters), l.Kubeconfig())
 	return l, nil
 }
 
@@ -247,7 +275,7 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 
 // pick returns the value for cluster k of a list given once for every
 // cluster or once per cluster, or def when none is given.
-func pick(list []netip.Prefix, k int, def netip.Prefix) netip.Prefix {
+func pick[T any](list []T, k int, def T) T {
 	switch {
 	case len(list) == 0:
 		return def
@@ -294,6 +322,14 @@ func (o *Options) validate() error {
 			if p.Overlaps(netip.MustParsePrefix(cluster.NodeNetwork)) {
 				return fmt.Errorf("%s %s: overlaps the lab's node networks %s", l.flag, p, cluster.NodeNetwork)
 			}
+		}
+	}
+	if len(o.Installers) > 1 && len(o.Installers) != len(o.Names) {
+		return fmt.Errorf("--install: %d installers for %d clusters: give one for all or one per cluster", len(o.Installers), len(o.Names))
+	}
+	for _, i := range o.Installers {
+		if _, err := ParseInstaller(string(i)); err != nil {
+			return fmt.Errorf("--install: %w", err)
 		}
 	}
 	for k := range o.Names {

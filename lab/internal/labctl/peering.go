@@ -9,11 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -21,18 +20,17 @@ import (
 )
 
 // Client is a controller-runtime client of cluster n that knows
-// Kubernetes' and peerlink's kinds.
+// Kubernetes', peerlink's and the Multi-Cluster Services kinds. It is not
+// rate-limited: the benchmarks write thousands of objects.
 func (l *Lab) Client(n *cluster.Cluster) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s kubeconfig: %w", n.Name, err)
 	}
 	cfg.Timeout = 10 * time.Second
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := netv1beta1.AddToScheme(s); err != nil {
+	cfg.QPS, cfg.Burst = 500, 1000
+	s, err := api.NewScheme()
+	if err != nil {
 		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -1,0 +1,34 @@
+package v1beta1
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+)
+
+func TestEndpointResolved(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in, want Endpoint
+	}{
+		{"port only", Endpoint{Port: 51840}, Endpoint{Port: 51840, Ports: []int32{51840}}},
+		{"ports win over the defaulted port", Endpoint{Port: 51840, Ports: []int32{51841}}, Endpoint{Port: 51841, Ports: []int32{51841}}},
+		{"node port only", Endpoint{Port: 1, NodePort: ptr.To[int32](30100)},
+			Endpoint{Port: 1, Ports: []int32{1}, NodePort: ptr.To[int32](30100), NodePorts: []int32{30100}}},
+		{"node ports win", Endpoint{Port: 1, NodePort: ptr.To[int32](30100), NodePorts: []int32{30101}},
+			Endpoint{Port: 1, Ports: []int32{1}, NodePort: ptr.To[int32](30101), NodePorts: []int32{30101}}},
+		{"a zero node port pins nothing", Endpoint{Port: 1, NodePort: ptr.To[int32](0), NodePorts: []int32{0}},
+			Endpoint{Port: 1, Ports: []int32{1}, NodePort: ptr.To[int32](0)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in
+			if diff := cmp.Diff(c.want, c.in.Resolved()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(in, c.in); diff != "" {
+				t.Errorf("Resolved changed its receiver's lists:\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package image
+
+import (
+	"archive/tar"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// TestOf checks that a program becomes an OCI image of its platform whose
+// only layer holds it, executable, at /<name>, which is the entrypoint,
+// with the host files at their own paths, links kept as links.
+func TestOf(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tool")
+	content := []byte("\x7fELF pretend")
+	if err := os.WriteFile(bin, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("tool", link); err != nil {
+		t.Fatal(err)
+	}
+	img, err := Of(Program{
+		File:      bin,
+		Platform:  v1.Platform{OS: "linux", Architecture: "arm64"},
+		HostFiles: []string{link},
+		User:      "1:2",
+		Env:       []string{"A=b"},
+		Labels:    map[string]string{"k": "v"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, err := img.MediaType(); err != nil || mt != types.OCIManifestSchema1 {
+		t.Errorf("manifest media type %s (%v), want OCI", mt, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != "arm64" {
+		t.Errorf("platform %s/%s, want linux/arm64", cf.OS, cf.Architecture)
+	}
+	c := cf.Config
+	if len(c.Entrypoint) != 1 || c.Entrypoint[0] != "/tool" || c.User != "1:2" || len(c.Env) != 1 || c.Labels["k"] != "v" {
+		t.Errorf("config %+v, want entrypoint [/tool], user 1:2, env A=b, label k=v", c)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d (%v), want 1", len(layers), err)
+	}
+	if mt, err := layers[0].MediaType(); err != nil || mt != types.OCILayer {
+		t.Errorf("layer media type %s (%v), want OCI", mt, err)
+	}
+	tr := tar.NewReader(mutate.Extract(img))
+	hdr, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Name != "tool" || hdr.Mode&0o111 == 0 {
+		t.Errorf("layer entry %q mode %o, want tool, executable", hdr.Name, hdr.Mode)
+	}
+	got, err := io.ReadAll(tr)
+	if err != nil || string(got) != string(content) {
+		t.Errorf("layer content %q (%v), want the program", got, err)
+	}
+	hdr, err = tr.Next()
+	if err != nil || hdr.Name != link[1:] || hdr.Typeflag != tar.TypeSymlink || hdr.Linkname != "tool" {
+		t.Errorf("second entry %+v (%v), want the link %s to tool", hdr, err, link)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("more than two entries in the layer: %v", err)
+	}
+
+	again, err := Of(Program{File: bin, Platform: v1.Platform{OS: "linux", Architecture: "arm64"}, HostFiles: []string{link}, User: "1:2", Env: []string{"A=b"}, Labels: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := img.Digest()
+	d2, _ := again.Digest()
+	if d1 != d2 {
+		t.Errorf("the same files make images %s and %s", d1, d2)
+	}
+}

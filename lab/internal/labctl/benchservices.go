@@ -1,0 +1,244 @@
+package labctl
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/mcs"
+)
+
+// ServicesFigures are the Multi-Cluster Services measurements: how soon an
+// export answers by name in the peer, how long a large export set takes to
+// be imported, and what the controller and the gateway hold then.
+type ServicesFigures struct {
+	// ExportToAnswerSeconds are, for each trial, the time from a
+	// ServiceExport's creation to the first answer through its clusterset
+	// name in the peer; Median is their median.
+	ExportToAnswerSeconds []float64 `json:"exportToAnswerSeconds"`
+	MedianExportToAnswer  float64   `json:"medianExportToAnswerSeconds"`
+	// Services and Endpoints are the size of the large export set;
+	// ImportSeconds the time from its creation to all of it imported.
+	Services      int     `json:"services"`
+	Endpoints     int     `json:"endpointsPerService"`
+	ImportSeconds float64 `json:"importSeconds"`
+	// Resident memory, in bytes, with the large set imported: the importing
+	// cluster's controller and gateway, and the exporting cluster's.
+	Memory map[string]float64 `json:"residentMemoryBytes"`
+}
+
+const (
+	// exportTrials is how many exports the answer time is measured on.
+	exportTrials = 5
+	// largeServices and largeEndpoints size the large export set.
+	largeServices  = 1000
+	largeEndpoints = 10
+	// benchNamespace holds the large export set on both sides.
+	benchNamespace = "bench-mcs"
+)
+
+// BenchServices measures the Multi-Cluster Services path from b (the
+// exporter) to a (the importer), which must be peered.
+func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (ServicesFigures, error) {
+	f := ServicesFigures{Services: largeServices, Endpoints: largeEndpoints, Memory: map[string]float64{}}
+	if _, err := l.Kubectl(ctx, a, "label", "namespace", EchoNamespace, mcs.ImportNamespaceLabel+"=true", "--overwrite"); err != nil {
+		return f, err
+	}
+	src, _, err := l.echoPodsOf(ctx, a, b)
+	if err != nil {
+		return f, err
+	}
+	cb, err := l.Client(b)
+	if err != nil {
+		return f, err
+	}
+	for i := range exportTrials {
+		name := fmt.Sprintf("bench-export-%d", i)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: EchoNamespace, Name: name},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": EchoDeployment},
+				Ports: []corev1.ServicePort{{Name: "http", Port: EchoPort}}},
+		}
+		if err := cb.Create(ctx, svc); err != nil {
+			return f, fmt.Errorf("cluster %s: create service %s: %w", b.Name, name, err)
+		}
+		// The Service's own endpoints first: what is measured is the
+		// export, not the endpoint controller.
+		if err := waitReadyEndpoints(ctx, cb, EchoNamespace, discoveryv1.LabelServiceName+"="+name); err != nil {
+			return f, err
+		}
+		start := time.Now()
+		if err := cb.Create(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: EchoNamespace, Name: name}}); err != nil {
+			return f, fmt.Errorf("cluster %s: create serviceexport %s: %w", b.Name, name, err)
+		}
+		url := fmt.Sprintf("http://%s.%s.svc.%s:%d/", name, EchoNamespace, cluster.ClustersetDomain, EchoPort)
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := l.EchoGet(ctx, a, src[0].Name, url)
+			return err == nil, nil
+		})
+		if err != nil {
+			return f, fmt.Errorf("cluster %s: %s never answered: %w", a.Name, url, err)
+		}
+		f.ExportToAnswerSeconds = append(f.ExportToAnswerSeconds, time.Since(start).Seconds())
+	}
+	sorted := slices.Sorted(slices.Values(f.ExportToAnswerSeconds))
+	f.MedianExportToAnswer = sorted[len(sorted)/2]
+	l.progress.Logf("ServiceExport -> answer by name in the peer: median %.2fs of %v", f.MedianExportToAnswer, f.ExportToAnswerSeconds)
+
+	// The large set: selector-less Services with hand-made EndpointSlices
+	// of addresses in b's pod range, exported in one go.
+	for _, n := range []*cluster.Cluster{a, b} {
+		if _, err := l.Kubectl(ctx, n, "create", "namespace", benchNamespace); err != nil {
+			return f, err
+		}
+	}
+	if _, err := l.Kubectl(ctx, a, "label", "namespace", benchNamespace, mcs.ImportNamespaceLabel+"=true"); err != nil {
+		return f, err
+	}
+	start := time.Now()
+	if err := createLargeSet(ctx, cb, b.PodCIDR); err != nil {
+		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
+	}
+	ca, err := l.Client(a)
+	if err != nil {
+		return f, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var sis mcsv1beta1.ServiceImportList
+		if err := ca.List(ctx, &sis, client.InNamespace(benchNamespace)); err != nil {
+			return false, nil
+		}
+		return len(sis.Items) == largeServices, nil
+	})
+	if err != nil {
+		return f, fmt.Errorf("cluster %s: the %d services of %s not all imported: %w", a.Name, largeServices, b.Name, err)
+	}
+	f.ImportSeconds = time.Since(start).Seconds()
+	l.progress.Logf("%d exported services of %d endpoints: all imported in %.1fs", largeServices, largeEndpoints, f.ImportSeconds)
+	for _, n := range []*cluster.Cluster{a, b} {
+		for what, pod := range map[string]func() (string, string, int, error){
+			"controller": func() (string, string, int, error) {
+				return l.podOf(ctx, n, PeerlinkNamespace, "app.kubernetes.io/name=peerlink-controller", 8080)
+			},
+			"gateway": func() (string, string, int, error) { return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, 8082) },
+		} {
+			ns, name, port, err := pod()
+			if err != nil {
+				return f, err
+			}
+			rss, err := l.residentMemory(ctx, n, ns, name, port)
+			if err != nil {
+				return f, err
+			}
+			f.Memory[n.Name+" "+what] = rss
+			l.progress.Logf("%s %s: %.0f MiB resident", n.Name, what, rss/(1<<20))
+		}
+	}
+	return f, nil
+}
+
+// waitReadyEndpoints waits until the EndpointSlices matching selector hold
+// a ready endpoint.
+func waitReadyEndpoints(ctx context.Context, c client.Client, ns, selector string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var list discoveryv1.EndpointSliceList
+		sel, err := metav1.ParseToLabelSelector(selector)
+		if err != nil {
+			return false, err
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return false, err
+		}
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s}); err != nil {
+			return false, nil
+		}
+		for _, sl := range list.Items {
+			for _, e := range sl.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+}
+
+// createLargeSet creates the large export set in benchNamespace: services
+// with endpoints at addresses of podCIDR that no pod holds.
+func createLargeSet(ctx context.Context, c client.Client, podCIDR netip.Prefix) error {
+	base := podCIDR.Addr().As4()
+	ready, port, name := true, int32(EchoPort), "http"
+	for i := range largeServices {
+		svcName := fmt.Sprintf("svc-%04d", i)
+		objs := []client.Object{
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: name, Port: port}}}},
+		}
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName, Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		}
+		for j := range largeEndpoints {
+			// Far above the addresses the nodes hand out.
+			n := 200*256 + i*largeEndpoints + j
+			ip := netip.AddrFrom4([4]byte{base[0], base[1], byte(n >> 8), byte(n)})
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+		}
+		objs = append(objs, slice, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName}})
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				return fmt.Errorf("create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, svcName, err)
+			}
+		}
+	}
+	return nil
+}
+
+// podOf returns the namespace and name of the one pod matching selector
+// (in namespace, or any with ns empty), with the metrics port given.
+func (l *Lab) podOf(ctx context.Context, n *cluster.Cluster, ns, selector string, port int) (string, string, int, error) {
+	cs, err := n.Clientset()
+	if err != nil {
+		return "", "", 0, err
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return "", "", 0, err
+	}
+	if len(pods.Items) != 1 {
+		return "", "", 0, fmt.Errorf("cluster %s: %d pods match %s", n.Name, len(pods.Items), selector)
+	}
+	return pods.Items[0].Namespace, pods.Items[0].Name, port, nil
+}
+
+// residentMemory reads process_resident_memory_bytes from a pod's metrics
+// through the API server's proxy.
+func (l *Lab) residentMemory(ctx context.Context, n *cluster.Cluster, ns, pod string, port int) (float64, error) {
+	out, err := l.Kubectl(ctx, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/metrics", ns, pod, port))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("cluster %s: pod %s/%s publishes no process_resident_memory_bytes", n.Name, ns, pod)
+}

@@ -1,0 +1,203 @@
+package exchange
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/peerlink/peerlink/mcs"
+)
+
+// latest keeps the last set a side received.
+type latest struct {
+	mu       sync.Mutex
+	set      mcs.Set
+	rejected []mcs.Rejected
+	calls    int
+}
+
+func (l *latest) onPeer(s mcs.Set, r []mcs.Rejected) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.set, l.rejected, l.calls = s, r, l.calls+1
+}
+
+// wait polls until check accepts the last set.
+func (l *latest) wait(t *testing.T, what string, check func(mcs.Set, []mcs.Rejected) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		ok := l.set != nil && check(l.set, l.rejected)
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Fatalf("%s: last set %v, rejected %v", what, l.set, l.rejected)
+}
+
+func service(ns, name string, endpoints int) mcs.Service {
+	s := mcs.Service{
+		Key:      mcs.Key{Namespace: ns, Name: name},
+		Exported: time.Unix(1700000000, 0).UTC(),
+		Type:     mcsv1beta1.ClusterSetIP,
+		Ports:    []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080}},
+	}
+	g := mcs.EndpointGroup{Ports: s.Ports}
+	for i := range endpoints {
+		g.Endpoints = append(g.Endpoints, mcs.Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(i >> 8), byte(i)}), Ready: true})
+	}
+	s.Endpoints = []mcs.EndpointGroup{g}
+	return s
+}
+
+// pair runs a server and a client exchange on loopback.
+func pair(t *testing.T, opts Options) (server, client *Exchange, atServer, atClient *latest) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	atServer, atClient = &latest{}, &latest{}
+	so, co := opts, opts
+	so.OnPeer, so.Log = atServer.onPeer, testr.New(t)
+	co.OnPeer, co.Log = atClient.onPeer, testr.New(t)
+	server, client = New(so), New(co)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := netip.MustParseAddr("127.0.0.1")
+	go func() { _ = server.Serve(ctx, ln, lo) }()
+	go func() { _ = client.Dial(ctx, lo, netip.MustParseAddrPort(ln.Addr().String())) }()
+	return server, client, atServer, atClient
+}
+
+// TestBothWays sends each side's set to the other, then only changes.
+func TestBothWays(t *testing.T) {
+	server, client, atServer, atClient := pair(t, Options{PingInterval: 50 * time.Millisecond})
+	server.SetLocal(mcs.Set{{Namespace: "a", Name: "one"}: service("a", "one", 3)})
+	client.SetLocal(mcs.Set{{Namespace: "b", Name: "two"}: service("b", "two", 1)})
+	atClient.wait(t, "the client has the server's set", func(s mcs.Set, _ []mcs.Rejected) bool {
+		return len(s) == 1 && len(s[mcs.Key{Namespace: "a", Name: "one"}].Endpoints[0].Endpoints) == 3
+	})
+	atServer.wait(t, "the server has the client's set", func(s mcs.Set, _ []mcs.Rejected) bool {
+		_, ok := s[mcs.Key{Namespace: "b", Name: "two"}]
+		return len(s) == 1 && ok
+	})
+	// Scale up, add one, remove one.
+	server.SetLocal(mcs.Set{
+		{Namespace: "a", Name: "one"}:   service("a", "one", 5),
+		{Namespace: "a", Name: "three"}: service("a", "three", 1),
+	})
+	atClient.wait(t, "the client follows the change", func(s mcs.Set, _ []mcs.Rejected) bool {
+		return len(s) == 2 && len(s[mcs.Key{Namespace: "a", Name: "one"}].Endpoints[0].Endpoints) == 5
+	})
+	server.SetLocal(mcs.Set{{Namespace: "a", Name: "three"}: service("a", "three", 1)})
+	atClient.wait(t, "the client drops the unexported service", func(s mcs.Set, _ []mcs.Rejected) bool {
+		_, gone := s[mcs.Key{Namespace: "a", Name: "one"}]
+		return len(s) == 1 && !gone
+	})
+}
+
+// TestLimits rejects invalid services and those past the limit, keeping
+// the rest.
+func TestLimits(t *testing.T) {
+	server, _, _, atClient := pair(t, Options{Limits: mcs.Limits{Services: 3, Endpoints: 10}})
+	set := mcs.Set{}
+	for i := range 5 {
+		s := service("a", fmt.Sprintf("s%d", i), 1)
+		set[s.Key] = s
+	}
+	big := service("a", "big", 11)
+	set[big.Key] = big
+	server.SetLocal(set)
+	atClient.wait(t, "three accepted, the rest rejected", func(s mcs.Set, r []mcs.Rejected) bool {
+		return len(s) == 3 && len(r) == 3
+	})
+}
+
+// TestHostilePeer: garbage, oversized and unknown frames end the
+// connection; nothing of them is delivered.
+func TestHostilePeer(t *testing.T) {
+	for name, payload := range map[string][]byte{
+		"not json":     frameBytes([]byte("{{{{")),
+		"unknown type": frameBytes([]byte(`{"type":"shell","version":1}`)),
+		"oversized":    binary.BigEndian.AppendUint32(nil, 1<<30),
+		"empty frame":  binary.BigEndian.AppendUint32(nil, 0),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := &latest{}
+			e := New(Options{OnPeer: got.onPeer, Timeout: time.Second, Log: testr.New(t)})
+			a, b := net.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- e.session(context.Background(), a) }()
+			go func() {
+				// The peer's hello, then the payload; whatever e sends is
+				// read and dropped.
+				go discard(b)
+				_, _ = b.Write(frameBytes([]byte(`{"type":"hello","version":1}`)))
+				_, _ = b.Write(payload)
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Error("session ended without an error")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("session still running")
+			}
+			b.Close()
+			if got.calls != 0 {
+				t.Errorf("delivered %d sets", got.calls)
+			}
+		})
+	}
+}
+
+// discard reads c until it fails.
+func discard(c net.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+func frameBytes(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// TestRefusesOthers: the server answers only its peer's address.
+func TestRefusesOthers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := &latest{}
+	e := New(Options{OnPeer: got.onPeer, Log: testr.New(t)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.Serve(ctx, ln, netip.MustParseAddr("169.254.18.2")) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := conn.Read(make([]byte, 16)); err == nil {
+		t.Errorf("a stranger got %d bytes", n)
+	}
+}

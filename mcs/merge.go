@@ -1,0 +1,133 @@
+package mcs
+
+import (
+	"cmp"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// Source is the export set of one cluster of the clusterset, this one
+// included, its endpoint addresses already as this cluster reaches them.
+type Source struct {
+	Cluster  string
+	Services Set
+	// Live says whether the cluster is reachable now: its endpoints count
+	// as ready only while it is.
+	Live bool
+}
+
+// Member is one cluster's export of an imported service.
+type Member struct {
+	Cluster string
+	Service Service
+	Live    bool
+}
+
+// Import is what this cluster makes of one service exported by one or more
+// clusters: the properties of the oldest export, the union of the ports,
+// and the conflicts, if any, as the ServiceExport condition reasons name
+// them.
+type Import struct {
+	Key
+	// Winner is the oldest export: its properties are the import's.
+	Winner Service
+	// Ports are the union of the members' ports, the oldest export's
+	// first; a port clashing by name or by protocol and number with one
+	// already there is left out.
+	Ports []Port
+	// Members are the exporting clusters, oldest export first.
+	Members []Member
+	// Conflicts are the reasons the exports disagree
+	// (mcsv1beta1.ServiceExportReason...), sorted; empty when they agree.
+	Conflicts []string
+}
+
+// Merge groups the sources' services by key into imports.
+func Merge(sources []Source) map[Key]*Import {
+	byKey := map[Key][]Member{}
+	for _, src := range sources {
+		for k, s := range src.Services {
+			byKey[k] = append(byKey[k], Member{Cluster: src.Cluster, Service: s, Live: src.Live})
+		}
+	}
+	out := make(map[Key]*Import, len(byKey))
+	for k, members := range byKey {
+		slices.SortFunc(members, func(a, b Member) int {
+			if c := a.Service.Exported.Compare(b.Service.Exported); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Cluster, b.Cluster)
+		})
+		imp := &Import{Key: k, Winner: members[0].Service, Members: members}
+		conflicts := map[string]bool{}
+		for _, m := range members {
+			imp.Ports = mergePorts(imp.Ports, m.Service.Ports)
+			for reason, differs := range differences(imp.Winner, m.Service) {
+				if differs {
+					conflicts[reason] = true
+				}
+			}
+		}
+		imp.Conflicts = slices.Sorted(maps.Keys(conflicts))
+		out[k] = imp
+	}
+	return out
+}
+
+// differences tells, by conflict reason, whether s disagrees with the
+// winner w.
+func differences(w, s Service) map[string]bool {
+	samePorts := func(a, b []Port) bool {
+		key := func(p Port) string { return p.Name + "/" + string(p.Protocol) + "/" + strconv.Itoa(int(p.Port)) }
+		ka, kb := make([]string, len(a)), make([]string, len(b))
+		for i, p := range a {
+			ka[i] = key(p)
+		}
+		for i, p := range b {
+			kb[i] = key(p)
+		}
+		slices.Sort(ka)
+		slices.Sort(kb)
+		return slices.Equal(ka, kb)
+	}
+	emptyAsNil := func(m map[string]string) map[string]string {
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	return map[string]bool{
+		string(mcsv1beta1.ServiceExportReasonTypeConflict):                  w.Type != s.Type,
+		string(mcsv1beta1.ServiceExportReasonPortConflict):                  !samePorts(w.Ports, s.Ports),
+		string(mcsv1beta1.ServiceExportReasonSessionAffinityConflict):       w.SessionAffinity != s.SessionAffinity,
+		string(mcsv1beta1.ServiceExportReasonSessionAffinityConfigConflict): !reflect.DeepEqual(w.SessionAffinityConfig, s.SessionAffinityConfig),
+		string(mcsv1beta1.ServiceExportReasonInternalTrafficPolicyConflict): !reflect.DeepEqual(w.InternalTrafficPolicy, s.InternalTrafficPolicy),
+		string(mcsv1beta1.ServiceExportReasonTrafficDistributionConflict):   !reflect.DeepEqual(w.TrafficDistribution, s.TrafficDistribution),
+		string(mcsv1beta1.ServiceExportReasonLabelsConflict):                !maps.Equal(emptyAsNil(w.Labels), emptyAsNil(s.Labels)),
+		string(mcsv1beta1.ServiceExportReasonAnnotationsConflict):           !maps.Equal(emptyAsNil(w.Annotations), emptyAsNil(s.Annotations)),
+		string(mcsv1beta1.ServiceExportReasonIPFamilyConflict):              !slices.Equal(w.IPFamilies, s.IPFamilies),
+	}
+}
+
+// mergePorts adds to have the ports of more that clash with none of it: by
+// name (an empty name counts), then by protocol and number.
+func mergePorts(have, more []Port) []Port {
+	for _, p := range more {
+		clash := slices.ContainsFunc(have, func(h Port) bool {
+			return h.Name == p.Name || (h.Protocol == p.Protocol && h.Port == p.Port)
+		})
+		if !clash {
+			have = append(have, p)
+		}
+	}
+	return have
+}
+
+// ConflictReason joins conflict reasons as the Conflict condition's reason
+// carries several.
+func ConflictReason(reasons []string) string { return strings.Join(reasons, ",") }

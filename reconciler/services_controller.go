@@ -1,0 +1,663 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/peerlink/peerlink/api"
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/mcs"
+)
+
+// Labels of what the services reconciler makes.
+const (
+	// managedByLabel and managedBy mark the ServiceImports and derived
+	// Services peerlink owns.
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "peerlink"
+	// sliceManager is the endpointslice.kubernetes.io/managed-by value of
+	// imported EndpointSlices: not the built-in controller's, so that it
+	// leaves them alone.
+	sliceManager = "mcs-controller.peerlink.io"
+	// derivedServiceAnnotation on a ServiceImport names its derived
+	// Service.
+	derivedServiceAnnotation = "multicluster.kubernetes.io/derived-service"
+)
+
+// servicesReconciler runs the Multi-Cluster Services API for this
+// cluster: it publishes the local exports to every peer's tenant namespace
+// (for the gateways to send), sets the ServiceExports' conditions, and
+// turns the exports of every cluster (this one's and what the gateways
+// received) into ServiceImports, derived Services and EndpointSlices in the
+// namespaces that allow imports. Every change brings one reconcile of the
+// whole clusterset view: the work is in proportion to the services, and
+// nothing is missed between two kinds of events.
+type servicesReconciler struct {
+	client   client.Client
+	facts    ClusterFacts
+	recorder record.EventRecorder
+}
+
+// servicesRequest is the one request the reconciler works on.
+var servicesRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "clusterset"}}
+
+func setupServices(mgr ctrl.Manager, facts ClusterFacts) error {
+	r := &servicesReconciler{client: mgr.GetClient(), facts: facts, recorder: mgr.GetEventRecorderFor("peerlink-controller")}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{servicesRequest}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("services").
+		Watches(&mcsv1beta1.ServiceExport{}, all).
+		Watches(&mcsv1beta1.ServiceImport{}, all).
+		Watches(&corev1.Service{}, all).
+		Watches(&discoveryv1.EndpointSlice{}, all).
+		Watches(&corev1.Namespace{}, all).
+		Watches(&corev1.ConfigMap{}, all).
+		Watches(&netv1beta1.Configuration{}, all).
+		Watches(&netv1beta1.Connection{}, all).
+		Complete(r)
+}
+
+// peerSide is what the reconciler knows of one peer: its tenant
+// namespace, the Configuration that maps its ranges into this cluster's
+// view, and whether its tunnel is up.
+type peerSide struct {
+	id        string
+	namespace string
+	conf      *netv1beta1.Configuration
+	live      bool
+}
+
+func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	exports, local, err := r.localExports(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	peers, err := r.peers(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	data, err := mcs.Encode(local)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var errs []error
+	for _, p := range peers {
+		if err := r.publish(ctx, p, data); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	sources := []mcs.Source{{Cluster: r.facts.ClusterID, Services: local, Live: true}}
+	for _, p := range peers {
+		set, err := r.received(ctx, p)
+		if err != nil {
+			log.Error(err, "read the services a peer exports", "peer", p.id)
+			continue
+		}
+		sources = append(sources, mcs.Source{Cluster: p.id, Services: set, Live: p.live})
+	}
+	imports := mcs.Merge(sources)
+	if err := r.setExportConditions(ctx, exports, imports, len(errs) == 0); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.applyImports(ctx, imports); err != nil {
+		errs = append(errs, err)
+	}
+	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// exportState is one ServiceExport and what became of it.
+type exportState struct {
+	export *mcsv1beta1.ServiceExport
+	// valid is the Valid condition's status and reason.
+	valid  bool
+	reason string
+	msg    string
+}
+
+// localExports reads the ServiceExports and the Services they name into
+// this cluster's export set.
+func (r *servicesReconciler) localExports(ctx context.Context) ([]exportState, mcs.Set, error) {
+	var list mcsv1beta1.ServiceExportList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, nil, fmt.Errorf("list serviceexports: %w", err)
+	}
+	set := mcs.Set{}
+	var states []exportState
+	for i := range list.Items {
+		se := &list.Items[i]
+		st := exportState{export: se}
+		if se.DeletionTimestamp != nil {
+			continue
+		}
+		var svc corev1.Service
+		err := r.client.Get(ctx, client.ObjectKeyFromObject(se), &svc)
+		switch {
+		case apierrors.IsNotFound(err):
+			st.reason, st.msg = string(mcsv1beta1.ServiceExportReasonNoService), "service "+se.Namespace+"/"+se.Name+" not found"
+		case err != nil:
+			return nil, nil, fmt.Errorf("get service %s/%s: %w", se.Namespace, se.Name, err)
+		case svc.Spec.Type == corev1.ServiceTypeExternalName:
+			st.reason, st.msg = string(mcsv1beta1.ServiceExportReasonInvalidServiceType), "an ExternalName Service cannot be exported"
+		default:
+			s, err := r.exported(ctx, se, &svc)
+			if err != nil {
+				return nil, nil, err
+			}
+			set[s.Key] = s
+			st.valid, st.reason, st.msg = true, string(mcsv1beta1.ServiceExportReasonValid), "service "+se.Namespace+"/"+se.Name+" is exported"
+		}
+		states = append(states, st)
+	}
+	return states, set, nil
+}
+
+// exported makes the exported form of a Service and its endpoints.
+func (r *servicesReconciler) exported(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (mcs.Service, error) {
+	s := mcs.Service{
+		Key:                   mcs.Key{Namespace: svc.Namespace, Name: svc.Name},
+		Exported:              se.CreationTimestamp.UTC(),
+		Type:                  mcsv1beta1.ClusterSetIP,
+		SessionAffinity:       svc.Spec.SessionAffinity,
+		SessionAffinityConfig: svc.Spec.SessionAffinityConfig,
+		InternalTrafficPolicy: svc.Spec.InternalTrafficPolicy,
+		TrafficDistribution:   svc.Spec.TrafficDistribution,
+		IPFamilies:            svc.Spec.IPFamilies,
+		Labels:                se.Spec.ExportedLabels,
+		Annotations:           se.Spec.ExportedAnnotations,
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		s.Type = mcsv1beta1.Headless
+	}
+	s.Normalize()
+	for _, p := range svc.Spec.Ports {
+		s.Ports = append(s.Ports, mcs.Port{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
+	}
+	var slices discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &slices, client.InNamespace(svc.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return s, fmt.Errorf("list endpointslices of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	for _, sl := range slices.Items {
+		if sl.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		g := mcs.EndpointGroup{}
+		for _, p := range sl.Ports {
+			if p.Port == nil {
+				continue
+			}
+			port := mcs.Port{Port: *p.Port, Protocol: corev1.ProtocolTCP, AppProtocol: p.AppProtocol}
+			if p.Name != nil {
+				port.Name = *p.Name
+			}
+			if p.Protocol != nil {
+				port.Protocol = *p.Protocol
+			}
+			g.Ports = append(g.Ports, port)
+		}
+		for _, ep := range sl.Endpoints {
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			for _, a := range ep.Addresses {
+				ip, err := netip.ParseAddr(a)
+				if err != nil {
+					continue
+				}
+				e := mcs.Endpoint{IP: ip, Ready: ready}
+				if ep.Hostname != nil {
+					e.Hostname = *ep.Hostname
+				}
+				g.Endpoints = append(g.Endpoints, e)
+			}
+		}
+		if len(g.Endpoints) > 0 {
+			s.Endpoints = append(s.Endpoints, g)
+		}
+	}
+	return s, nil
+}
+
+// peers lists the peers with a Configuration, each with its tunnel state.
+func (r *servicesReconciler) peers(ctx context.Context) ([]peerSide, error) {
+	var confs netv1beta1.ConfigurationList
+	if err := r.client.List(ctx, &confs, client.HasLabels{netv1beta1.RemoteClusterIDLabel}); err != nil {
+		return nil, fmt.Errorf("list configurations: %w", err)
+	}
+	var out []peerSide
+	for i := range confs.Items {
+		conf := &confs.Items[i]
+		id := conf.Labels[netv1beta1.RemoteClusterIDLabel]
+		if conf.DeletionTimestamp != nil || id == "" || id == r.facts.ClusterID {
+			continue
+		}
+		p := peerSide{id: id, namespace: conf.Namespace, conf: conf}
+		var conns netv1beta1.ConnectionList
+		if err := r.client.List(ctx, &conns, client.InNamespace(conf.Namespace),
+			client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: id}); err != nil {
+			return nil, fmt.Errorf("list connections of %s: %w", id, err)
+		}
+		for _, c := range conns.Items {
+			if c.Status.Value == netv1beta1.Connected {
+				p.live = true
+			}
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b peerSide) int { return strings.Compare(a.id, b.id) })
+	return out, nil
+}
+
+// publish writes the local export set into the peer's tenant namespace,
+// where its gateway reads it.
+func (r *servicesReconciler) publish(ctx context.Context, p peerSide, data []byte) error {
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: p.namespace, Name: mcs.ExportsConfigMap,
+			Labels: map[string]string{mcs.ExchangeLabel: mcs.ExportsRole, netv1beta1.RemoteClusterIDLabel: p.id},
+		},
+		BinaryData: map[string][]byte{mcs.DataKey: data},
+	}
+	if err := r.client.Patch(ctx, cm, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("publish the exports to %s: apply configmap %s/%s: %w", p.id, p.namespace, mcs.ExportsConfigMap, err)
+	}
+	return nil
+}
+
+// received reads the set the peer's gateway wrote, with the endpoints
+// translated into this cluster's view of the peer's ranges; endpoints
+// outside the ranges the peer declared are dropped and reported.
+func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set, error) {
+	var cm corev1.ConfigMap
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ImportsConfigMap}, &cm)
+	if apierrors.IsNotFound(err) {
+		return mcs.Set{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cm.Labels[mcs.ExchangeLabel] != mcs.ImportsRole {
+		return mcs.Set{}, nil
+	}
+	set, rejected, err := mcs.Decode(cm.BinaryData[mcs.DataKey], r.facts.serviceLimits())
+	if err != nil {
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused", "the services %s exports are refused: %v", p.id, err)
+		return nil, err
+	}
+	for _, rej := range rejected {
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportRefused", "service %s exported by %s refused: %s", rej.Key, p.id, rej.Reason)
+	}
+	ranges := translations(p.conf)
+	for k, s := range set {
+		dropped := 0
+		for gi := range s.Endpoints {
+			kept := s.Endpoints[gi].Endpoints[:0]
+			for _, e := range s.Endpoints[gi].Endpoints {
+				if ip, ok := translate(ranges, e.IP); ok {
+					e.IP = ip
+					kept = append(kept, e)
+				} else {
+					dropped++
+				}
+			}
+			s.Endpoints[gi].Endpoints = kept
+		}
+		if dropped > 0 {
+			r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "EndpointsOutsideRanges",
+				"service %s exported by %s: %d endpoints outside the ranges %s declared were dropped", k, p.id, dropped, p.id)
+		}
+		set[k] = s
+	}
+	return set, nil
+}
+
+// rangeMap maps a peer's declared range to where this cluster sees it.
+type rangeMap struct{ real, seen netip.Prefix }
+
+// translations are the peer's declared pod and external ranges with their
+// remapped views, from a Ready Configuration.
+func translations(conf *netv1beta1.Configuration) []rangeMap {
+	var out []rangeMap
+	add := func(spec, status []netv1beta1.CIDR) {
+		if len(spec) != len(status) {
+			return
+		}
+		for i := range spec {
+			real, err1 := cidr.ParseNetwork(string(spec[i]))
+			seen, err2 := cidr.ParseNetwork(string(status[i]))
+			if err1 == nil && err2 == nil && real.Bits() == seen.Bits() {
+				out = append(out, rangeMap{real: real, seen: seen})
+			}
+		}
+	}
+	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
+	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
+	return out
+}
+
+func translate(ranges []rangeMap, ip netip.Addr) (netip.Addr, bool) {
+	for _, m := range ranges {
+		if m.real.Contains(ip) {
+			out, err := cidr.Translate(ip, m.real, m.seen)
+			return out, err == nil
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// setExportConditions writes Valid, Ready and Conflict on every local
+// ServiceExport whose conditions change.
+func (r *servicesReconciler) setExportConditions(ctx context.Context, states []exportState, imports map[mcs.Key]*mcs.Import, published bool) error {
+	var errs []error
+	for _, st := range states {
+		se := st.export.DeepCopy()
+		gen := se.Generation
+		set := func(t, reason, msg string, ok bool) {
+			status := metav1.ConditionFalse
+			if ok {
+				status = metav1.ConditionTrue
+			}
+			meta.SetStatusCondition(&se.Status.Conditions, metav1.Condition{
+				Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+			})
+		}
+		set(string(mcsv1beta1.ServiceExportConditionValid), st.reason, st.msg, st.valid)
+		switch {
+		case !st.valid:
+			set(string(mcsv1beta1.ServiceExportConditionReady), string(mcsv1beta1.ServiceExportReasonFailed), st.msg, false)
+		case published:
+			set(string(mcsv1beta1.ServiceExportConditionReady), string(mcsv1beta1.ServiceExportReasonExported),
+				"exported to every peer of this cluster", true)
+		default:
+			set(string(mcsv1beta1.ServiceExportConditionReady), string(mcsv1beta1.ServiceExportReasonPending),
+				"not yet published to every peer", false)
+		}
+		if imp := imports[mcs.Key{Namespace: se.Namespace, Name: se.Name}]; st.valid && imp != nil && len(imp.Conflicts) > 0 {
+			set(string(mcsv1beta1.ServiceExportConditionConflict), mcs.ConflictReason(imp.Conflicts),
+				fmt.Sprintf("the exports of %s disagree; the oldest, from cluster %s, is in effect", imp.Key, imp.Members[0].Cluster), true)
+		} else {
+			set(string(mcsv1beta1.ServiceExportConditionConflict), string(mcsv1beta1.ServiceExportReasonNoConflicts), "no conflict", false)
+		}
+		if conditionsEqual(st.export.Status.Conditions, se.Status.Conditions) {
+			continue
+		}
+		if err := r.client.Status().Update(ctx, se); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("update serviceexport %s/%s status: %w", se.Namespace, se.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// conditionsEqual compares conditions but for their transition times.
+func conditionsEqual(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
+			x.ObservedGeneration == y.ObservedGeneration
+	})
+}
+
+// importAllowed tells whether ns takes imports: it exists, is not being
+// deleted, and is allowed by flag or by label.
+func (r *servicesReconciler) importAllowed(ctx context.Context, ns string) (bool, error) {
+	var n corev1.Namespace
+	if err := r.client.Get(ctx, types.NamespacedName{Name: ns}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if n.DeletionTimestamp != nil {
+		return false, nil
+	}
+	return n.Labels[mcs.ImportNamespaceLabel] == "true" || r.facts.importsAllowedIn(ns), nil
+}
+
+// applyImports makes the imports in the namespaces that allow them and
+// removes every other import peerlink made.
+func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import) error {
+	var errs []error
+	want := map[types.NamespacedName]bool{}
+	wantDerived := map[types.NamespacedName]bool{}
+	wantSlices := map[types.NamespacedName]bool{}
+	for _, k := range slices.SortedFunc(maps.Keys(imports), mcs.Key.Compare) {
+		imp := imports[k]
+		ok, err := r.importAllowed(ctx, k.Namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
+		if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
+			wantDerived[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
+		}
+		names, err := r.applyImport(ctx, imp)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, n := range names {
+			wantSlices[types.NamespacedName{Namespace: k.Namespace, Name: n}] = true
+		}
+	}
+	// What is no longer wanted goes: ServiceImports, derived Services
+	// (also of an import that became headless), EndpointSlices.
+	var sis mcsv1beta1.ServiceImportList
+	if err := r.client.List(ctx, &sis, client.MatchingLabels{managedByLabel: managedBy}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range sis.Items {
+		si := &sis.Items[i]
+		if !want[client.ObjectKeyFromObject(si)] {
+			if err := r.client.Delete(ctx, si); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var derived corev1.ServiceList
+	if err := r.client.List(ctx, &derived, client.MatchingLabels{managedByLabel: managedBy}, client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range derived.Items {
+		svc := &derived.Items[i]
+		si := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Labels[mcsv1beta1.LabelServiceName]}
+		if !want[si] || svc.Name != derivedName(mcs.Key{Namespace: si.Namespace, Name: si.Name}) || !wantDerived[si] {
+			if err := r.client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var sls discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &sls, client.MatchingLabels{discoveryv1.LabelManagedBy: sliceManager}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range sls.Items {
+		sl := &sls.Items[i]
+		if !wantSlices[client.ObjectKeyFromObject(sl)] {
+			if err := r.client.Delete(ctx, sl); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// derivedName names the derived Service of namespace/name: "derived-" and
+// 10 characters of a hash of the two, lowercase.
+func derivedName(k mcs.Key) string {
+	sum := sha256.Sum256([]byte(k.Namespace + "/" + k.Name))
+	return "derived-" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:10]
+}
+
+// applyImport applies the ServiceImport of imp, its derived Service (for a
+// ClusterSetIP import) and one EndpointSlice per member and endpoint group,
+// and returns the slices' names.
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import) ([]string, error) {
+	w := imp.Winner
+	si := &mcsv1beta1.ServiceImport{
+		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceImport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: imp.Namespace, Name: imp.Name,
+			Labels:      mergeLabels(w.Labels, map[string]string{managedByLabel: managedBy}),
+			Annotations: w.Annotations,
+		},
+		Spec: mcsv1beta1.ServiceImportSpec{
+			Type:                  w.Type,
+			Ports:                 []mcsv1beta1.ServicePort{},
+			SessionAffinity:       w.SessionAffinity,
+			SessionAffinityConfig: w.SessionAffinityConfig,
+			InternalTrafficPolicy: w.InternalTrafficPolicy,
+			TrafficDistribution:   w.TrafficDistribution,
+			IPFamilies:            w.IPFamilies,
+		},
+	}
+	for _, p := range imp.Ports {
+		si.Spec.Ports = append(si.Spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
+	}
+	derived := ""
+	if w.Type == mcsv1beta1.ClusterSetIP {
+		derived = derivedName(imp.Key)
+		si.Annotations = mergeLabels(si.Annotations, map[string]string{derivedServiceAnnotation: derived})
+	}
+	var current mcsv1beta1.ServiceImport
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(si), &current); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	// The derived Service first: its ClusterIPs go into the import's spec
+	// in the same apply, one write fewer per import.
+	if derived != "" {
+		ips, err := r.applyDerived(ctx, imp, derived)
+		if err != nil {
+			return nil, err
+		}
+		si.Spec.IPs = ips
+	}
+	if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: si.APIVersion, Kind: si.Kind, Name: si.Name, UID: si.UID}
+	var names []string
+	for _, m := range imp.Members {
+		for gi, g := range m.Service.Endpoints {
+			name, err := r.applySlice(ctx, imp, m, gi, g, derived, owner)
+			if err != nil {
+				return names, err
+			}
+			names = append(names, name)
+		}
+	}
+	si.Status.Clusters = nil
+	for _, m := range imp.Members {
+		si.Status.Clusters = append(si.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: m.Cluster})
+	}
+	slices.SortFunc(si.Status.Clusters, func(a, b mcsv1beta1.ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
+	si.Status.EndpointSliceObjects = mcsv1beta1.EndpointSliceObjectsPresent
+	meta.SetStatusCondition(&si.Status.Conditions, metav1.Condition{
+		Type: string(mcsv1beta1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
+		Reason: string(mcsv1beta1.ServiceImportReasonReady), Message: fmt.Sprintf("exported by %d clusters", len(imp.Members)),
+		LastTransitionTime: metav1.NewTime(time.Now()),
+	})
+	if !slices.Equal(current.Status.Clusters, si.Status.Clusters) || !conditionsEqual(current.Status.Conditions, si.Status.Conditions) {
+		si.ManagedFields = nil
+		if err := r.client.Status().Update(ctx, si); err != nil && !apierrors.IsConflict(err) {
+			return names, fmt.Errorf("update serviceimport %s status: %w", imp.Key, err)
+		}
+	}
+	return names, nil
+}
+
+// applyDerived applies the selector-less ClusterIP Service that kube-proxy
+// routes the import's clusterset IP through, and returns its ClusterIPs.
+// It has no owner (it is made before its ServiceImport): applyImports
+// removes it with the import.
+func (r *servicesReconciler) applyDerived(ctx context.Context, imp *mcs.Import, name string) ([]string, error) {
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: imp.Namespace, Name: name,
+			Labels: map[string]string{managedByLabel: managedBy, mcsv1beta1.LabelServiceName: imp.Name},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeClusterIP,
+			SessionAffinity:       imp.Winner.SessionAffinity,
+			SessionAffinityConfig: imp.Winner.SessionAffinityConfig,
+			InternalTrafficPolicy: imp.Winner.InternalTrafficPolicy,
+			TrafficDistribution:   imp.Winner.TrafficDistribution,
+		},
+	}
+	for _, p := range imp.Ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
+	}
+	if err := r.client.Patch(ctx, svc, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, name, imp.Key, err)
+	}
+	return svc.Spec.ClusterIPs, nil
+}
+
+// applySlice applies the EndpointSlice of one member's endpoint group.
+func (r *servicesReconciler) applySlice(ctx context.Context, imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string, owner metav1.OwnerReference) (string, error) {
+	base := derived
+	if base == "" {
+		base = derivedName(imp.Key)
+	}
+	sum := sha256.Sum256([]byte(m.Cluster))
+	name := fmt.Sprintf("%s-%s-%d", base, strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:8], group)
+	lbl := map[string]string{
+		mcsv1beta1.LabelServiceName:   imp.Name,
+		mcsv1beta1.LabelSourceCluster: m.Cluster,
+		discoveryv1.LabelManagedBy:    sliceManager,
+	}
+	if derived != "" {
+		lbl[discoveryv1.LabelServiceName] = derived
+	}
+	owner.Controller = new(bool)
+	sl := &discoveryv1.EndpointSlice{
+		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta:  metav1.ObjectMeta{Namespace: imp.Namespace, Name: name, Labels: lbl, OwnerReferences: []metav1.OwnerReference{owner}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{},
+	}
+	for _, p := range g.Ports {
+		sl.Ports = append(sl.Ports, discoveryv1.EndpointPort{Name: &p.Name, Protocol: &p.Protocol, Port: &p.Port, AppProtocol: p.AppProtocol})
+	}
+	for _, e := range g.Endpoints {
+		if !e.IP.Is4() {
+			continue
+		}
+		ready := e.Ready && m.Live
+		ep := discoveryv1.Endpoint{Addresses: []string{e.IP.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+		if e.Hostname != "" {
+			ep.Hostname = &e.Hostname
+		}
+		sl.Endpoints = append(sl.Endpoints, ep)
+	}
+	if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, name, imp.Key, m.Cluster, err)
+	}
+	return name, nil
+}
