@@ -264,6 +264,8 @@ func activeReplica(ctx context.Context, n *cluster.Cluster) (corev1.Pod, error) 
 
 // waitReplicas waits until cluster n has two Ready gateway pods on two
 // nodes, one of them active, and returns the active one and the standby.
+// A standby on the active pod's node is deleted, to be made again on the
+// other.
 func waitReplicas(t *testing.T, ctx context.Context, n *cluster.Cluster) (active, standby corev1.Pod) {
 	t.Helper()
 	eventually(t, ctx, n.ClusterID+" has an active and a standby gateway pod, Ready, on two nodes", func() error {
@@ -277,11 +279,28 @@ func waitReplicas(t *testing.T, ctx context.Context, n *cluster.Cluster) (active
 				ready = append(ready, p)
 			}
 		}
-		if len(ready) != 2 || ready[0].Spec.NodeName == ready[1].Spec.NodeName {
+		if len(ready) != 2 {
 			return fmt.Errorf("%d Ready gateway pods, want 2 on two nodes", len(ready))
 		}
 		if active, err = activeReplica(ctx, n); err != nil {
 			return err
+		}
+		if ready[0].Spec.NodeName == ready[1].Spec.NodeName {
+			// The anti-affinity is a preference: a replica made while the
+			// one it replaces still terminates may land beside the other.
+			// Make it again, now that the node is free.
+			for _, p := range ready {
+				if p.Name != active.Name {
+					cs, err := n.Clientset()
+					if err != nil {
+						return err
+					}
+					if err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+						return err
+					}
+				}
+			}
+			return fmt.Errorf("both gateway pods on node %s: the standby is made again", ready[0].Spec.NodeName)
 		}
 		standby = ready[0]
 		if standby.Name == active.Name {
