@@ -6,18 +6,15 @@ import (
 	"io/fs"
 	"net/netip"
 	"path"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/bundles"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -148,7 +145,7 @@ func isCRD(obj *unstructured.Unstructured) bool {
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, p peering.Progress) error {
 	crds, rest := splitCRDs(objs)
 	for _, o := range crds {
-		if err := apply(ctx, c, o); err != nil {
+		if err := peering.ApplyUnstructured(ctx, c, o); err != nil {
 			return err
 		}
 	}
@@ -176,7 +173,7 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		}
 	}
 	for _, o := range rest {
-		if err := apply(ctx, c, o); err != nil {
+		if err := peering.ApplyUnstructured(ctx, c, o); err != nil {
 			return err
 		}
 	}
@@ -194,19 +191,6 @@ func splitCRDs(objs []*unstructured.Unstructured) (crds, rest []*unstructured.Un
 		}
 	}
 	return crds, rest
-}
-
-func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
-	ref := o.GetKind() + " " + strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")
-	// A copy: the client writes the answer into what it applies.
-	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(api.CLIFieldManager))
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("apply %s: %w (another manager owns these fields: change them where it takes them from)", ref, err)
-	}
-	if err != nil {
-		return fmt.Errorf("apply %s: %w", ref, err)
-	}
-	return nil
 }
 
 // WaitReady waits until the controller Deployment is available with its

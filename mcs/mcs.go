@@ -132,6 +132,11 @@ func (s *Service) Validate(l Limits) error {
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 				return fmt.Errorf("%s: key %q: %s", field, k, strings.Join(msgs, "; "))
 			}
+			// Label values become the import's labels: they must be
+			// valid there.
+			if msgs := validation.IsValidLabelValue(v); field == "labels" && len(msgs) > 0 {
+				return fmt.Errorf("%s: %s: value %q: %s", field, k, v, strings.Join(msgs, "; "))
+			}
 			size += len(k) + len(v)
 		}
 	}

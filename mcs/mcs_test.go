@@ -52,6 +52,7 @@ func TestValidate(t *testing.T) {
 		}, "ports"},
 		{"affinity", func(s *Service) { s.SessionAffinity = "Sticky" }, "sessionAffinity"},
 		{"label key", func(s *Service) { s.Labels = map[string]string{"no spaces allowed": "x"} }, "labels"},
+		{"label value", func(s *Service) { s.Labels = map[string]string{"tier": strings.Repeat("x", 64)} }, "labels: tier: value"},
 		{"huge annotation", func(s *Service) { s.Annotations = map[string]string{"a": strings.Repeat("x", 70<<10)} }, "labels and annotations"},
 		{"endpoint address", func(s *Service) { s.Endpoints[0].Endpoints[0].IP = netip.Addr{} }, "endpoints[0].endpoints[0].ip"},
 		{"hostname", func(s *Service) { s.Endpoints[0].Endpoints[0].Hostname = "under_score" }, "hostname"},

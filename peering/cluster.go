@@ -74,12 +74,18 @@ func Apply(ctx context.Context, c client.Client, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{Object: m}
+	return ApplyUnstructured(ctx, c, &unstructured.Unstructured{Object: m})
+}
+
+// ApplyUnstructured server-side applies u as it is, under the CLI's field
+// manager; u is not changed.
+func ApplyUnstructured(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 	ref := u.GetKind() + " " + generators.ObjectRef(u.GetNamespace(), u.GetName())
 	// No ForceOwnership: a field Argo CD, Flux or kubectl manages is theirs
 	// to change (from Git), not the CLI's to take; the conflict is reported,
-	// naming the manager.
-	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.CLIFieldManager))
+	// naming the manager. A copy: the client writes the answer into what
+	// it applies.
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(api.CLIFieldManager))
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("apply %s: %w (another manager owns these fields: change them where it takes them from, or let it release them first)", ref, err)
 	}

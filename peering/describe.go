@@ -313,8 +313,8 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
 	}
 	if sv := p.Services; sv != nil {
-		fmt.Fprintf(tw, "Services exported to it:\t%s\n", orNone(strings.Join(sv.Exported, ", ")))
-		fmt.Fprintf(tw, "Services it exports:\t%s\n", orNone(strings.Join(sv.Imported, ", ")))
+		fmt.Fprintf(tw, "Exported to it:\t%s\n", orNone(strings.Join(sv.Exported, ", ")))
+		fmt.Fprintf(tw, "It exports:\t%s\n", orNone(strings.Join(sv.Imported, ", ")))
 	}
 	_ = tw.Flush()
 }

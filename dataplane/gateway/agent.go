@@ -448,13 +448,23 @@ func (a *Agent) ensureDevice(mtu int) error {
 // tunnel whole or not at all.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
-	conn, err := freebindListenConfig().ListenPacket(ctx, "udp4", addr.String())
+	lc := freebindListenConfig()
+	freebind := lc.Control
+	lc.Control = func(network, address string, c syscall.RawConn) error {
+		if err := freebind(network, address, c); err != nil {
+			return err
+		}
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}
+	conn, err := lc.ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	if err := probeDontFragment(conn); err != nil {
-		conn.Close()
-		return fmt.Errorf("socket on %s: don't-fragment: %w", addr, err)
 	}
 	p := &health.Prober{
 		Conn:      conn,
@@ -469,26 +479,6 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		_ = p.Run(ctx, a.onReport)
 	}()
 	return nil
-}
-
-// probeDontFragment sets the don't-fragment bit on every packet of conn,
-// whatever the kernel learnt of the path (IP_PMTUDISC_PROBE).
-func probeDontFragment(conn net.PacketConn) error {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return fmt.Errorf("%T has no file descriptor", conn)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // freebindListenConfig binds sockets with IP_FREEBIND, so that they may
