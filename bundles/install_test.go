@@ -203,7 +203,6 @@ func TestPrinterColumns(t *testing.T) {
 			{"Status", ".status.value", false},
 			{"Age", ".metadata.creationTimestamp", false},
 			{"Latency", ".status.latency.value", true},
-			{"Path MTU", ".status.pathMTU", true},
 		},
 		"publickeies":              nil,
 		"wggatewayservers":         nil,

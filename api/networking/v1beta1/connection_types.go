@@ -76,7 +76,6 @@ const ConditionPathMTUReduced = "PathMTUReduced"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.value`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Latency",type=string,JSONPath=`.status.latency.value`,priority=1
-// +kubebuilder:printcolumn:name="Path MTU",type=integer,JSONPath=`.status.pathMTU`,priority=1
 type Connection struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
