@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,7 +125,11 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 //     the active label on its own pod and takes it off the other replicas'
 //     (a pod name is not known before the pod exists). The label draws the
 //     Service's traffic only; the controller and the fabric accept a pod as
-//     active only when the gateway's own Deployment made it.
+//     active only when the gateway's own Deployment made it;
+//   - its Service, get by name, and the EndpointSlice gw-<name>, by name
+//     but for create: the active replica of a server whose Service selects
+//     no pods publishes itself as its endpoint. That slice draws the
+//     Service's traffic only, as the label does.
 func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[string]string, owner metav1.OwnerReference) []client.Object {
 	meta := func() metav1.ObjectMeta { return childMeta(name, ns, netv1beta1.TemplateMetadata{}, labels, owner) }
 	read := []string{"get", "list", "watch"}
@@ -147,6 +152,12 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "update"}},
 				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch"}},
+				// A server of several replicas: the active one writes its
+				// Service's EndpointSlice (create cannot be limited to a
+				// name).
+				{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get"}},
+				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"create"}},
 				// The service exchange: the exports to send, read; the
 				// peer's exports received, written (create cannot be
 				// limited to a name).

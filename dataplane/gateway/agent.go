@@ -68,6 +68,9 @@ type Agent struct {
 	// endpointTurn counts the times a client moved on to the next of the
 	// server's addresses, because pings went unanswered.
 	endpointTurn atomic.Int64
+	// peerLeft is set, on a client, between the server's goodbye and its
+	// next answer: new handshakes may follow each other faster.
+	peerLeft atomic.Bool
 	// tunnelMTU is the MTU of the applied plan, which the prober's
 	// full-size probes take; pathMTU is the prober's last measurement,
 	// which the plan clamps TCP to.
@@ -505,6 +508,7 @@ func (a *Agent) onReport(r health.Report) {
 		// interval, and again with each late report until the new server
 		// answers. It changes nothing of the Connection.
 		if a.opts.Role == dataplane.Client {
+			a.peerLeft.Store(r.PeerLeft)
 			a.rehandshake.Notify()
 		}
 		return
@@ -551,9 +555,14 @@ const endpointMisses = 2
 // forceHandshake re-adds the peer, at most once per quarter ping interval
 // (the pace of late reports): often enough to catch a replaced server as
 // soon as it is up, seldom enough for a handshake, one round trip, to
-// complete in between.
+// complete in between. After the server's goodbye the late reports come
+// every health.AfterGoodbye or four round trips, and each one asks.
 func (a *Agent) forceHandshake() {
-	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < a.opts.PingInterval/4 {
+	wait := a.opts.PingInterval / 4
+	if a.peerLeft.Load() {
+		wait = min(wait, health.AfterGoodbye/2)
+	}
+	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < wait {
 		return
 	}
 	a.lastForced = a.now()

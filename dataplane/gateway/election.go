@@ -8,7 +8,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -71,12 +73,17 @@ func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, er
 	})
 }
 
-// markActive puts the active label on the agent's own pod and takes it off
+// markActive makes the agent's pod the server Service's endpoint (see
+// publishEndpoint), puts the active label on it and takes the label off
 // every other pod of the gateway that still carries it (a replica on a node
-// that is gone, whose pod the API still shows running): the Service, the
-// controller and every node's fabric follow the label.
+// that is gone, whose pod the API still shows running): the controller and
+// every node's fabric follow the label, and so does a Service that selects
+// it.
 func (a *Agent) markActive(ctx context.Context) error {
 	e := a.election
+	if err := a.publishEndpoint(ctx); err != nil {
+		return err
+	}
 	if err := patchActive(ctx, e.Pods, a.opts.Namespace, e.PodName, true); err != nil {
 		return err
 	}
@@ -94,6 +101,65 @@ func (a *Agent) markActive(ctx context.Context) error {
 		}
 		a.log.Info("took the active label off a former active replica", "pod", p.Name)
 	}
+	return nil
+}
+
+// EndpointSliceManager is the managed-by label value of the EndpointSlice an
+// active server replica writes for its Service.
+const EndpointSliceManager = "gateway.peerlink.io"
+
+// publishEndpoint makes the agent's pod the one endpoint of the server's
+// Service gw-<name> when that Service selects no pods, as the default
+// template's does with several replicas: a single write of the
+// EndpointSlice gw-<name> replaces the former active pod by this one, so
+// kube-proxy moves the peer's flow in its next sync. With a selector on
+// the active label instead, the EndpointSlice controller follows the
+// deleted pod and the two labels in separate writes, and kube-proxy, which
+// syncs at most twice in a burst and then once per second, moves the flow
+// only a second later. A Service with a selector is left to the
+// EndpointSlice controller, and a client has no Service.
+func (a *Agent) publishEndpoint(ctx context.Context) error {
+	if a.opts.Role != dataplane.Server {
+		return nil
+	}
+	c := a.election.Pods
+	name := netv1beta1.GatewayObjectPrefix + a.opts.Name
+	var svc corev1.Service
+	if err := c.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: name}, &svc); err != nil {
+		return fmt.Errorf("get Service %s/%s: %w", a.opts.Namespace, name, err)
+	}
+	if len(svc.Spec.Selector) > 0 {
+		return nil
+	}
+	slice := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: discoveryv1.SchemeGroupVersion.String(), Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: a.opts.Namespace,
+			Labels:    map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: EndpointSliceManager},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{a.overlayFacts.Address.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: a.opts.Namespace, Name: a.election.PodName},
+		}},
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == corev1.ProtocolUDP {
+			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{
+				Name: ptr.To(p.Name), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(a.opts.ListenPort)),
+			})
+		}
+	}
+	if err := c.Patch(ctx, slice, client.Apply, client.FieldOwner(EndpointSliceManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("publish pod %s in EndpointSlice %s/%s: %w", a.election.PodName, a.opts.Namespace, name, err)
+	}
+	a.log.Info("published this pod as the Service's endpoint", "service", name, "address", a.overlayFacts.Address)
 	return nil
 }
 
@@ -175,8 +241,9 @@ func (a *Agent) startElection() (stop func(), err error) {
 	}, nil
 }
 
-// takeOver makes this replica the active one: the next sync gives the
-// tunnel its peer. A server takes the client's last endpoint from the
+// takeOver makes this replica the active one: a server publishes itself
+// as its Service's endpoint at once, and the next sync gives the tunnel
+// its peer. A server takes the client's last endpoint from the
 // Connection, as the former active replica recorded it, so that its new
 // device starts the handshake itself.
 func (a *Agent) takeOver(ctx context.Context) {
@@ -186,6 +253,11 @@ func (a *Agent) takeOver(ctx context.Context) {
 	a.log.Info("holds the Lease: taking over the tunnel", "pod", a.election.PodName)
 	if a.opts.Role != dataplane.Server {
 		return
+	}
+	// The peer's flow comes here from kube-proxy's next sync, while the
+	// tunnel gets its peer; markActive writes it again if this fails.
+	if err := a.publishEndpoint(ctx); err != nil {
+		a.log.Error(err, "publish this pod as the Service's endpoint")
 	}
 	ep, err := a.conn.lastEndpoint(ctx)
 	if err != nil {

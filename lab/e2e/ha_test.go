@@ -27,11 +27,10 @@ const (
 	// side.
 	maxFailover = 500 * time.Millisecond
 	// maxServerFailover bounds it on the side of a NodePort server, where
-	// the client's flow follows the new active pod only once kube-proxy
-	// has removed the deleted pod's endpoint, at most once per its
-	// minSyncPeriod (1 s), a second the deletion itself has started (see
-	// docs/dataplane.md).
-	maxServerFailover = 3 * time.Second
+	// the client's flow follows the new active pod once the new pod has
+	// written the Service's EndpointSlice and kube-proxy has synced it,
+	// and the client's next handshake reaches it (see docs/dataplane.md).
+	maxServerFailover = time.Second
 	// maxNodeFailover bounds the outage when the active pod's node fails.
 	maxNodeFailover = 10 * time.Second
 	// haWatch is how long traffic is watched after a fault.
