@@ -245,13 +245,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.cleanup()
 			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
 		}
-		synced := a.sync(ctx)
 		if !labelled && a.active.Load() && a.election != nil {
-			// After the sync, which gave the tunnel its peer when the
-			// facts are there, and whether or not it succeeded: the
-			// controller publishes the server's endpoint only once a pod
-			// is active, and the peer's key may wait for that endpoint.
-			// The Service and the fabric send traffic here from now on.
+			// Before the sync gives the tunnel its peer: the Service, the
+			// controller and every node's fabric take a moment to follow,
+			// and the former active pod is gone or going. Nor does the
+			// label wait for the sync to succeed: the controller
+			// publishes the server's endpoint only once a pod is active,
+			// and the peer's key may wait for that endpoint.
 			if err := a.markActive(ctx); err != nil {
 				a.log.Error(err, "label the pod active; retrying")
 			} else {
@@ -259,6 +259,7 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.log.Info("active: this replica carries the tunnel", "pod", a.election.PodName)
 			}
 		}
+		synced := a.sync(ctx)
 		if !synced || !a.active.Load() || prober {
 			continue
 		}

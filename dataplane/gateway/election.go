@@ -241,11 +241,10 @@ func (a *Agent) startElection() (stop func(), err error) {
 	}, nil
 }
 
-// takeOver makes this replica the active one: a server publishes itself
-// as its Service's endpoint at once, and the next sync gives the tunnel
-// its peer. A server takes the client's last endpoint from the
-// Connection, as the former active replica recorded it, so that its new
-// device starts the handshake itself.
+// takeOver makes this replica the active one: the main loop then marks it
+// active, and the next sync gives the tunnel its peer. A server takes the
+// client's last endpoint from the Connection, as the former active replica
+// recorded it, so that its new device starts the handshake itself.
 func (a *Agent) takeOver(ctx context.Context) {
 	if a.active.Swap(true) {
 		return
@@ -253,11 +252,6 @@ func (a *Agent) takeOver(ctx context.Context) {
 	a.log.Info("holds the Lease: taking over the tunnel", "pod", a.election.PodName)
 	if a.opts.Role != dataplane.Server {
 		return
-	}
-	// The peer's flow comes here from kube-proxy's next sync, while the
-	// tunnel gets its peer; markActive writes it again if this fails.
-	if err := a.publishEndpoint(ctx); err != nil {
-		a.log.Error(err, "publish this pod as the Service's endpoint")
 	}
 	ep, err := a.conn.lastEndpoint(ctx)
 	if err != nil {
