@@ -503,7 +503,7 @@ func (e *argoEnv) runGatewayPod(t *testing.T, key, node, ip string) {
 	pod := &corev1.Pod{}
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, argoWait, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
-		err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{reconciler.GatewayNameLabel: gw})
+		err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{netv1beta1.GatewayNameLabel: gw})
 		if err != nil || len(pods.Items) != 1 {
 			return false, nil
 		}

@@ -36,6 +36,11 @@ type GatewayFacts struct {
 	LocalRanges []netip.Prefix
 	// Overlay is how the gateway pod meets the nodes of its cluster.
 	Overlay GatewayOverlay
+	// Standby marks a replica that is not the active one: everything is
+	// ready but the WireGuard peer, so that it answers nobody on the
+	// tunnel (a client replica would otherwise take the server's session
+	// from the active one) and takes over by adding it.
+	Standby bool
 }
 
 // GatewayOverlay are the facts of a gateway pod's overlay endpoint.
@@ -129,6 +134,9 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		p.WireGuard.ListenPort = f.ListenPort
 	} else {
 		p.WireGuard.Peer.Endpoint = f.Endpoint
+	}
+	if f.Standby {
+		p.WireGuard.Peer = plan.WireGuardPeer{}
 	}
 	p.TunnelMTU = f.MTU
 	p.Overlay.Kind, p.Overlay.Underlay = f.Overlay.Kind, f.Overlay.Address

@@ -135,6 +135,31 @@ func TestPlanGatewayClampsToPathMTU(t *testing.T) {
 	}
 }
 
+// TestPlanGatewayStandby checks that a standby replica's plan is the
+// active one's but for the WireGuard peer, which it has none of.
+func TestPlanGatewayStandby(t *testing.T) {
+	f := validGatewayFacts(t)
+	active, err := PlanGateway(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Standby = true
+	standby, err := PlanGateway(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if standby.WireGuard.Peer.PublicKey != (plan.Key{}) || len(standby.WireGuard.Peer.AllowedIPs) != 0 {
+		t.Errorf("standby peer %+v, want none", standby.WireGuard.Peer)
+	}
+	if standby.WireGuard.PrivateKey != active.WireGuard.PrivateKey || standby.WireGuard.ListenPort != active.WireGuard.ListenPort {
+		t.Errorf("standby WireGuard %+v, want the active's key and port", standby.WireGuard)
+	}
+	active.WireGuard.Peer = plan.WireGuardPeer{}
+	if got, want := standby.String(), active.String(); got != want {
+		t.Errorf("standby plan differs from the active's beyond the peer:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
 	f := validGatewayFacts(t)
 	f.Role = Client

@@ -87,6 +87,8 @@ type GatewayServerOptions struct {
 	LoadBalancerIP netip.Addr
 	// MTU of the tunnel.
 	MTU int
+	// Replicas is the number of gateway pods; 0 is the API's default, one.
+	Replicas int32
 	// TemplateName and TemplateNamespace select the gateway template; an empty
 	// name is the default template, an empty namespace lets the controller use
 	// its own.
@@ -101,6 +103,7 @@ func GatewayServer(o GatewayServerOptions) (*netv1beta1.GatewayServer, error) {
 		Spec: netv1beta1.GatewayServerSpec{
 			ServerTemplateRef: templateRef(templates.ServerTemplateKind, netv1beta1.DefaultServerTemplateName, o.TemplateName, o.TemplateNamespace),
 			MTU:               o.MTU,
+			Replicas:          o.Replicas,
 			Endpoint:          o.endpoint(),
 		},
 	}
@@ -120,13 +123,14 @@ func (o GatewayServerOptions) endpoint() netv1beta1.Endpoint {
 	return ep
 }
 
-// Validate checks the endpoint and the MTU of o by the rules of the
+// Validate checks the endpoint, the MTU and the replicas of o by the rules of the
 // GatewayServer it builds, leaving the peer out, so that the flags of a
 // server can be checked before its peer is known. Errors are an
 // *InvalidError naming the fields of spec.endpoint and spec.mtu.
 func (o GatewayServerOptions) Validate() error {
 	spec := field.NewPath("spec")
 	errs := append(validateServerEndpoint(o.endpoint(), spec.Child("endpoint")), validateSet(o.MTU, spec.Child("mtu"), ValidateMTU)...)
+	errs = append(errs, validateSet(o.Replicas, spec.Child("replicas"), ValidateReplicas)...)
 	if len(errs) > 0 {
 		return &InvalidError{Kind: KindGatewayServer, Fields: errs}
 	}
@@ -144,6 +148,8 @@ type GatewayClientOptions struct {
 	Protocol corev1.Protocol
 	// MTU of the tunnel.
 	MTU int
+	// Replicas is the number of gateway pods; 0 is the API's default, one.
+	Replicas int32
 	// TemplateName and TemplateNamespace select the gateway template.
 	TemplateName, TemplateNamespace string
 }
@@ -162,6 +168,7 @@ func GatewayClient(o GatewayClientOptions) (*netv1beta1.GatewayClient, error) {
 		Spec: netv1beta1.GatewayClientSpec{
 			ClientTemplateRef: templateRef(templates.ClientTemplateKind, netv1beta1.DefaultClientTemplateName, o.TemplateName, o.TemplateNamespace),
 			MTU:               o.MTU,
+			Replicas:          o.Replicas,
 			Endpoint: netv1beta1.GatewayClientEndpoint{
 				Addresses: append([]string(nil), o.Addresses...),
 				Port:      o.Port,

@@ -102,6 +102,21 @@ func ValidateMTU(mtu int) error {
 	return nil
 }
 
+// ValidateReplicas checks a gateway's number of pods against the bounds the
+// API accepts.
+func ValidateReplicas(n int32) error {
+	if n < MinReplicas || n > MaxReplicas {
+		return fmt.Errorf("%d replicas is out of range %d-%d", n, MinReplicas, MaxReplicas)
+	}
+	return nil
+}
+
+// Bounds of a gateway's replicas, as the CRD schema enforces them.
+const (
+	MinReplicas = 1
+	MaxReplicas = 5
+)
+
 // Bounds of the tunnel MTU, as the CRD schema enforces them.
 const (
 	MinMTU = 576

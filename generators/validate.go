@@ -66,10 +66,10 @@ func Validate(obj runtime.Object) field.ErrorList {
 		}
 		return append(errs, validateClusterConfig(o.Spec.Remote, field.NewPath("spec", "remote"))...)
 	case *netv1beta1.GatewayServer:
-		errs := validateGateway(&o.ObjectMeta, o.Spec.ServerTemplateRef, "serverTemplateRef", templates.ServerTemplateKind, o.Spec.MTU)
+		errs := validateGateway(&o.ObjectMeta, o.Spec.ServerTemplateRef, "serverTemplateRef", templates.ServerTemplateKind, o.Spec.MTU, o.Spec.Replicas)
 		return append(errs, validateServerEndpoint(o.Spec.Endpoint, field.NewPath("spec", "endpoint"))...)
 	case *netv1beta1.GatewayClient:
-		errs := validateGateway(&o.ObjectMeta, o.Spec.ClientTemplateRef, "clientTemplateRef", templates.ClientTemplateKind, o.Spec.MTU)
+		errs := validateGateway(&o.ObjectMeta, o.Spec.ClientTemplateRef, "clientTemplateRef", templates.ClientTemplateKind, o.Spec.MTU, o.Spec.Replicas)
 		return append(errs, validateClientEndpoint(o.Spec.Endpoint, field.NewPath("spec", "endpoint"))...)
 	case *netv1beta1.PublicKey:
 		errs := validateLabels(o.Labels)
@@ -167,12 +167,13 @@ func validateTemplateRef(ref corev1.ObjectReference, kind string, path *field.Pa
 }
 
 // validateGateway checks what GatewayServer and GatewayClient have alike:
-// labels, name, template reference (spec.<refField>) and MTU.
-func validateGateway(meta *metav1.ObjectMeta, ref corev1.ObjectReference, refField, templateKind string, mtu int) field.ErrorList {
+// labels, name, template reference (spec.<refField>), MTU and replicas.
+func validateGateway(meta *metav1.ObjectMeta, ref corev1.ObjectReference, refField, templateKind string, mtu int, replicas int32) field.ErrorList {
 	errs := validateLabels(meta.Labels)
 	errs = append(errs, validateGatewayName(meta.Name)...)
 	spec := field.NewPath("spec")
 	errs = append(errs, validateTemplateRef(ref, templateKind, spec.Child(refField))...)
+	errs = append(errs, validateSet(replicas, spec.Child("replicas"), ValidateReplicas)...)
 	return append(errs, validateSet(mtu, spec.Child("mtu"), ValidateMTU)...)
 }
 

@@ -4,7 +4,7 @@
 //
 //	go run ./lab up [--clusters=2] [--cluster-names=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
-//	go run ./lab bench [--json] [--only=connect,dataplane,services] [--bench-dir=/var/lib/peerlink-lab-bench]
+//	go run ./lab bench [--json] [--only=connect,dataplane,services,failover] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -212,6 +212,9 @@ func printFigures(out io.Writer, f labctl.Figures) {
 	fmt.Fprintf(out, "last manifest applied -> Connected on both sides: %.2fs\n", f.ConnectSeconds)
 	for _, id := range slices.Sorted(maps.Keys(f.RecoverySeconds)) {
 		fmt.Fprintf(out, "gateway pod of %s deleted -> longest time without traffic: %.2fs\n", id, f.RecoverySeconds[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.FailoverSeconds)) {
+		fmt.Fprintf(out, "2 gateway replicas, active pod of %s deleted -> longest time without traffic: %.2fs\n", id, f.FailoverSeconds[id])
 	}
 	for _, p := range []struct {
 		name string

@@ -21,6 +21,9 @@ type ConnectOptions struct {
 	// connects instead of the server's published endpoint.
 	ClientAddresses []string
 	ClientPort      int32
+	// ClientReplicas is the number of the client's gateway pods; 0 is the
+	// API's default, one.
+	ClientReplicas int32
 	// ShareKeys hands each gateway's PublicKey to the other cluster.
 	ShareKeys bool
 	// Wait waits until both Connections report Connected.
@@ -97,7 +100,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 	}
 	gwc, err := generators.GatewayClient(generators.GatewayClientOptions{
 		Peer:      generators.Peer{RemoteClusterID: remoteID},
-		Addresses: addresses, Port: port, MTU: o.Server.MTU,
+		Addresses: addresses, Port: port, MTU: o.Server.MTU, Replicas: o.ClientReplicas,
 	})
 	if err != nil {
 		return err

@@ -23,9 +23,6 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
-// GatewayNameLabel names, on a gateway pod, the gateway it runs.
-const GatewayNameLabel = "networking.liqo.io/gateway-name"
-
 // Reasons a gateway waits with.
 const (
 	// ReasonWaitingForGatewayPod: no gateway pod runs yet.
@@ -46,7 +43,7 @@ const (
 // gateway-name label), added to mgr so it runs with it: caching every pod of
 // the cluster to find a few gateways would cost memory for nothing.
 func newGatewayPodCache(mgr ctrl.Manager) (cache.Cache, error) {
-	req, err := labels.NewRequirement(GatewayNameLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(netv1beta1.GatewayNameLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway pod selector: %w", err)
 	}
@@ -70,7 +67,7 @@ func newGatewayPodCache(mgr ctrl.Manager) (cache.Cache, error) {
 
 // gatewayPodRequest maps a gateway pod to the gateway object of its label.
 func gatewayPodRequest(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	name := pod.Labels[GatewayNameLabel]
+	name := pod.Labels[netv1beta1.GatewayNameLabel]
 	if name == "" {
 		return nil
 	}
@@ -87,7 +84,7 @@ func gatewayPodRequest(_ context.Context, pod *corev1.Pod) []reconcile.Request {
 func activeGatewayPod(ctx context.Context, pods, reader client.Reader, ns, name string, owner types.UID) (*corev1.Pod, error) {
 	var list corev1.PodList
 	err := pods.List(ctx, &list, client.InNamespace(ns),
-		client.MatchingLabels{GatewayNameLabel: name, netv1beta1.ActiveGatewayLabel: "true"})
+		client.MatchingLabels{netv1beta1.GatewayNameLabel: name, netv1beta1.ActiveGatewayLabel: "true"})
 	if err != nil {
 		return nil, fmt.Errorf("list pods of gateway %s/%s: %w", ns, name, err)
 	}
@@ -188,14 +185,18 @@ func internalEndpoint(pod *corev1.Pod) *netv1beta1.InternalGatewayEndpoint {
 }
 
 // serviceEndpoint computes where a gateway server is reachable from outside
-// its cluster, from its Service and, for a NodePort Service, the node of the
-// active gateway pod (nil while none runs):
-//   - NodePort: the node's ExternalIPs, else its InternalIPs, and the node port;
+// its cluster, from its Service and, for a NodePort Service, the nodes of
+// the gateway's pods, the active pod's first (none while no pod runs):
+//   - NodePort: each node's ExternalIPs, else its InternalIPs, in that
+//     order, and the node port. The node port answers on every node; a
+//     client tries the next address when the first stops answering (its
+//     node gone), and the other nodes of the gateway's pods are those most
+//     likely up;
 //   - LoadBalancer: the ingress IPs, then the ingress host names, and the port;
 //   - ClusterIP: the cluster IP and the port.
 //
 // It returns nil and the outcome to report while something is awaited.
-func serviceEndpoint(svc *corev1.Service, node *corev1.Node) (*netv1beta1.EndpointStatus, *outcome) {
+func serviceEndpoint(svc *corev1.Service, nodes []*corev1.Node) (*netv1beta1.EndpointStatus, *outcome) {
 	port, ok := tunnelPort(svc)
 	if !ok {
 		o := stalled(ReasonInvalidService, "service %s/%s has no port", svc.Namespace, svc.Name)
@@ -208,14 +209,20 @@ func serviceEndpoint(svc *corev1.Service, node *corev1.Node) (*netv1beta1.Endpoi
 			o := progressing(ReasonWaitingForNodePort, "service %s/%s has no node port yet", svc.Namespace, svc.Name)
 			return nil, &o
 		}
-		if node == nil {
+		if len(nodes) == 0 {
 			o := progressing(ReasonWaitingForGatewayPod, "no gateway pod runs: the node port is reached through its node")
 			return nil, &o
 		}
 		ep.Port = port.NodePort
-		ep.Addresses = nodeAddresses(node)
+		for _, n := range nodes {
+			for _, a := range nodeAddresses(n) {
+				if !slices.Contains(ep.Addresses, a) {
+					ep.Addresses = append(ep.Addresses, a)
+				}
+			}
+		}
 		if len(ep.Addresses) == 0 {
-			o := progressing(ReasonWaitingForNodeAddress, "node %s has no ExternalIP or InternalIP address", node.Name)
+			o := progressing(ReasonWaitingForNodeAddress, "node %s has no ExternalIP or InternalIP address", nodes[0].Name)
 			return nil, &o
 		}
 	case corev1.ServiceTypeLoadBalancer:

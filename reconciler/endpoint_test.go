@@ -35,21 +35,30 @@ func TestServiceEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		svc        *corev1.Service
-		node       *corev1.Node
+		nodes      []*corev1.Node
 		want       *netv1beta1.EndpointStatus
 		waitReason string
 	}{
 		{
-			name: "node port, internal address only",
-			svc:  service(corev1.ServiceTypeNodePort, "10.96.0.10"),
-			node: node(hostname, internal),
-			want: &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
+			name:  "node port, internal address only",
+			svc:   service(corev1.ServiceTypeNodePort, "10.96.0.10"),
+			nodes: []*corev1.Node{node(hostname, internal)},
+			want:  &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
 		},
 		{
-			name: "node port, external address wins",
+			name:  "node port, external address wins",
+			svc:   service(corev1.ServiceTypeNodePort, "10.96.0.10"),
+			nodes: []*corev1.Node{node(internal, external)},
+			want:  &netv1beta1.EndpointStatus{Addresses: []string{"198.51.100.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
+		},
+		{
+			name: "node port, replicas: the active pod's node first, each address once",
 			svc:  service(corev1.ServiceTypeNodePort, "10.96.0.10"),
-			node: node(internal, external),
-			want: &netv1beta1.EndpointStatus{Addresses: []string{"198.51.100.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
+			nodes: []*corev1.Node{
+				node(corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.2"}),
+				node(internal), node(internal),
+			},
+			want: &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.2", "192.0.2.1"}, Port: 30444, Ports: []int32{30444}, Protocol: &udp},
 		},
 		{
 			name:       "node port, no pod yet",
@@ -59,7 +68,7 @@ func TestServiceEndpoint(t *testing.T) {
 		{
 			name:       "node port, node without address",
 			svc:        service(corev1.ServiceTypeNodePort, "10.96.0.10"),
-			node:       node(hostname),
+			nodes:      []*corev1.Node{node(hostname)},
 			waitReason: ReasonWaitingForNodeAddress,
 		},
 		{
@@ -71,7 +80,7 @@ func TestServiceEndpoint(t *testing.T) {
 		{
 			name:       "load balancer, no ingress yet",
 			svc:        service(corev1.ServiceTypeLoadBalancer, "10.96.0.10"),
-			node:       node(internal),
+			nodes:      []*corev1.Node{node(internal)},
 			waitReason: ReasonWaitingForLoadBalancer,
 		},
 		{
@@ -86,7 +95,7 @@ func TestServiceEndpoint(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, wait := serviceEndpoint(tc.svc, tc.node)
+			got, wait := serviceEndpoint(tc.svc, tc.nodes)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("endpoint (-want +got):\n%s", diff)
 			}

@@ -236,8 +236,8 @@ func testGatewayServerLoadBalancer(t *testing.T, e *gatewayEnv) {
 	if got := svc.Labels["app.kubernetes.io/part-of"]; got != "edge-gateways" {
 		t.Errorf("service label app.kubernetes.io/part-of = %q, want edge-gateways (the template says peerlink)", got)
 	}
-	if got := svc.Labels[GatewayNameLabel]; got != "lb" {
-		t.Errorf("service label %s = %q, want lb (from the template)", GatewayNameLabel, got)
+	if got := svc.Labels[netv1beta1.GatewayNameLabel]; got != "lb" {
+		t.Errorf("service label %s = %q, want lb (from the template)", netv1beta1.GatewayNameLabel, got)
 	}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.org"}, {IP: "203.0.113.40"}}
 	if err := e.c.Status().Update(ctx, &svc); err != nil {

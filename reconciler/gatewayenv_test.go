@@ -286,14 +286,14 @@ func conditionIs(conds []metav1.Condition, gen int64, condType string, s metav1.
 func gatewayPodTemplate(name string, args ...string) netv1beta1.DeploymentTemplate {
 	labels := map[string]string{
 		"app.kubernetes.io/name":      "peerlink-gateway",
-		GatewayNameLabel:              name,
+		netv1beta1.GatewayNameLabel:   name,
 		netv1beta1.ActiveGatewayLabel: "true",
 	}
 	return netv1beta1.DeploymentTemplate{
 		Metadata: netv1beta1.TemplateMetadata{Labels: map[string]string{"app.kubernetes.io/name": "peerlink-gateway"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{GatewayNameLabel: name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{netv1beta1.GatewayNameLabel: name}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
@@ -314,7 +314,7 @@ func gatewayServiceTemplate(name string, typ corev1.ServiceType, nodePort int32)
 		Spec: corev1.ServiceSpec{
 			Type: typ,
 			Selector: map[string]string{
-				GatewayNameLabel:              name,
+				netv1beta1.GatewayNameLabel:   name,
 				netv1beta1.ActiveGatewayLabel: "true",
 			},
 			Ports: []corev1.ServicePort{{
@@ -337,7 +337,7 @@ func (e *gatewayEnv) runGatewayPod(t *testing.T, ns, name, node, ip string) stri
 	var pod corev1.Pod
 	eventually(t, "gateway pod created by its Deployment", func(ctx context.Context) error {
 		var pods corev1.PodList
-		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{GatewayNameLabel: name}); err != nil {
+		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{netv1beta1.GatewayNameLabel: name}); err != nil {
 			return err
 		}
 		if len(pods.Items) != 1 {
@@ -376,7 +376,7 @@ func (e *gatewayEnv) runImpostorPod(t *testing.T, pods client.Reader, ns, name, 
 	ctx := t.Context()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns, Labels: map[string]string{
-			GatewayNameLabel:              name,
+			netv1beta1.GatewayNameLabel:   name,
 			netv1beta1.ActiveGatewayLabel: "true",
 		}},
 		Spec: corev1.PodSpec{

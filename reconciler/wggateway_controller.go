@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -135,23 +136,41 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 	}
 	if pod == nil {
 		return progressing(ReasonWaitingForGatewayPod, "no running pod labelled %s=%s,%s=true",
-			GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
+			netv1beta1.GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
 	}
 	return ready(fmt.Sprintf("gateway pod %s on node %s%s", pod.Name, pod.Spec.NodeName, reachable)), nil
 }
 
 // serverEndpoint returns where a server exposed by svc, whose active pod is
 // pod (nil for none), is reachable, or the outcome to report while
-// something is awaited (see serviceEndpoint).
+// something is awaited (see serviceEndpoint). For a NodePort Service the
+// nodes are the active pod's, then those of the gateway's other running
+// pods (standby replicas), by name.
 func (r *wgGatewayReconciler[T]) serverEndpoint(ctx context.Context, svc *corev1.Service, pod *corev1.Pod) (*netv1beta1.EndpointStatus, *outcome, error) {
-	var node *corev1.Node
+	var nodes []*corev1.Node
 	if pod != nil && svc.Spec.Type == corev1.ServiceTypeNodePort {
-		node = &corev1.Node{}
-		if err := r.apiReader.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
-			return nil, nil, fmt.Errorf("get node %s of gateway pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+		names := []string{pod.Spec.NodeName}
+		var others corev1.PodList
+		if err := r.pods.List(ctx, &others, client.InNamespace(pod.Namespace),
+			client.MatchingLabels{netv1beta1.GatewayNameLabel: pod.Labels[netv1beta1.GatewayNameLabel]}); err != nil {
+			return nil, nil, fmt.Errorf("list pods of gateway %s/%s: %w", pod.Namespace, pod.Labels[netv1beta1.GatewayNameLabel], err)
+		}
+		var rest []string
+		for _, p := range others.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && !slices.Contains(names, p.Spec.NodeName) && !slices.Contains(rest, p.Spec.NodeName) {
+				rest = append(rest, p.Spec.NodeName)
+			}
+		}
+		slices.Sort(rest)
+		for _, name := range append(names, rest...) {
+			node := &corev1.Node{}
+			if err := r.apiReader.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+				return nil, nil, fmt.Errorf("get node %s of a pod of gateway %s/%s: %w", name, pod.Namespace, pod.Labels[netv1beta1.GatewayNameLabel], err)
+			}
+			nodes = append(nodes, node)
 		}
 	}
-	ep, wait := serviceEndpoint(svc, node)
+	ep, wait := serviceEndpoint(svc, nodes)
 	return ep, wait, nil
 }
 

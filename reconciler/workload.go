@@ -9,7 +9,9 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,7 +116,20 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 //     kind in the namespace: those objects hold no secret;
 //   - PublicKeys and Configurations of the namespace, to find the peer's key
 //     and remapped ranges;
-//   - Connections, which the agent creates and keeps up to date.
+//   - Connections, which the agent creates and keeps up to date;
+//   - the Lease gw-<name>, by name (create cannot be narrowed to a name,
+//     list and watch not for an informer), through which the replicas of a
+//     gateway elect the active one; a standby watches it to take it over
+//     as soon as the active replica lets it go;
+//   - pods of the namespace, get, list and patch: the active replica puts
+//     the active label on its own pod and takes it off the other replicas'
+//     (a pod name is not known before the pod exists). The label draws the
+//     Service's traffic only; the controller and the fabric accept a pod as
+//     active only when the gateway's own Deployment made it;
+//   - its Service, get by name, and the EndpointSlice gw-<name>, by name
+//     but for create: the active replica of a server whose Service selects
+//     no pods publishes itself as its endpoint. That slice draws the
+//     Service's traffic only, as the label does.
 func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[string]string, owner metav1.OwnerReference) []client.Object {
 	meta := func() metav1.ObjectMeta { return childMeta(name, ns, netv1beta1.TemplateMetadata{}, labels, owner) }
 	read := []string{"get", "list", "watch"}
@@ -134,6 +149,15 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{group}, Resources: []string{"publickeies", "configurations"}, Verbs: read},
 				{APIGroups: []string{group}, Resources: []string{"connections"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch"}},
 				{APIGroups: []string{group}, Resources: []string{"connections/status"}, Verbs: []string{"get", "update", "patch"}},
+				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "update"}},
+				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch"}},
+				// A server of several replicas: the active one writes its
+				// Service's EndpointSlice (create cannot be limited to a
+				// name).
+				{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get"}},
+				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"create"}},
 				// The service exchange: the exports to send, read; the
 				// peer's exports received, written (create cannot be
 				// limited to a name).

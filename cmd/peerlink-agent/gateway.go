@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -8,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +35,10 @@ type gatewayFlags struct {
 	keepalive, pingInterval    time.Duration
 	wireguardImpl              string
 	localCIDRs                 string
+	leaderElect                bool
+	podName                    string
+	leaseDuration, leaseRenew  time.Duration
+	leaseRetry                 time.Duration
 }
 
 func newGatewayCommand() *cobra.Command {
@@ -70,6 +77,11 @@ func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.keepalive, "keepalive", 25*time.Second, "WireGuard persistent keepalive; 0 disables it")
 	fs.DurationVar(&f.pingInterval, "ping-interval", 2*time.Second, "interval of the health pings over the tunnel")
 	fs.StringVar(&f.wireguardImpl, "wireguard-implementation", string(wireguard.Auto), "auto, kernel or userspace")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "one of several replicas: stand by until this pod holds the Lease gw-<name>, then carry the tunnel and label the pod "+netv1beta1.ActiveGatewayLabel+"=true")
+	fs.StringVar(&f.podName, "pod-name", os.Getenv("POD_NAME"), "name of the gateway pod, the Lease holder's identity (default: the POD_NAME variable)")
+	fs.DurationVar(&f.leaseDuration, "lease-duration", 4*time.Second, "with --leader-elect: how long a standby waits for an active replica that stopped renewing the Lease (its node gone)")
+	fs.DurationVar(&f.leaseRenew, "lease-renew-deadline", 3*time.Second, "with --leader-elect: how long the active replica tries to renew the Lease")
+	fs.DurationVar(&f.leaseRetry, "lease-retry-period", 250*time.Millisecond, "with --leader-elect: pace of the Lease's renewals and of a standby's attempts to take it, so the time it takes to notice a released Lease")
 	fs.StringVar(&f.localCIDRs, "local-cidr", os.Getenv(netv1beta1.LocalCIDRsEnv), "comma-separated pod and external CIDRs of this cluster, the only destinations allowed out of the tunnel (default: the "+netv1beta1.LocalCIDRsEnv+" variable, which the controller sets; required)")
 }
 
@@ -127,7 +139,13 @@ func runGateway(f gatewayFlags, opts gateway.Options) error {
 	if err != nil {
 		return err
 	}
-	agent, err := gateway.New(opts, mgr.GetClient(), mgr.GetCache(), log)
+	var election *gateway.Election
+	if f.leaderElect {
+		if election, err = f.election(mgr.GetConfig(), opts); err != nil {
+			return err
+		}
+	}
+	agent, err := gateway.New(opts, mgr.GetClient(), mgr.GetCache(), election, log)
 	if err != nil {
 		return err
 	}
@@ -136,4 +154,29 @@ func runGateway(f gatewayFlags, opts gateway.Options) error {
 	}
 	log.Info("starting gateway agent", "mode", opts.Role, "remoteClusterID", opts.RemoteClusterID)
 	return serveAgent(mgr, agent)
+}
+
+// election builds the Lease election of the gateway's replicas: the Lease
+// gw-<name> in the gateway's namespace, held under the pod's name.
+func (f gatewayFlags) election(cfg *rest.Config, opts gateway.Options) (*gateway.Election, error) {
+	if f.podName == "" {
+		return nil, errors.New("--leader-elect needs --pod-name (or the POD_NAME variable)")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for the Lease: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, netv1beta1.GatewayObjectPrefix+opts.Name,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: f.podName})
+	if err != nil {
+		return nil, fmt.Errorf("lock of Lease %s/%s%s: %w", opts.Namespace, netv1beta1.GatewayObjectPrefix, opts.Name, err)
+	}
+	pods, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("client for the pods: %w", err)
+	}
+	return &gateway.Election{
+		Lock: lock, Pods: pods, PodName: f.podName,
+		LeaseDuration: f.leaseDuration, RenewDeadline: f.leaseRenew, RetryPeriod: f.leaseRetry,
+	}, nil
 }

@@ -45,6 +45,7 @@ func newBundleInitCmd(g *globalOptions) *cobra.Command {
 	var addresses []string
 	var port int32
 	var mtu int
+	var replicas int32
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "init DIR --peer ID --role server|client",
@@ -75,7 +76,7 @@ the files of init added to its resources when missing.`,
 			if err != nil {
 				return err
 			}
-			fields := map[string]string{"spec.mtu": "--mtu", "spec.endpoint.port": "--port"}
+			fields := map[string]string{"spec.mtu": "--mtu", "spec.endpoint.port": "--port", "spec.replicas": "--replicas"}
 			var gateway runtime.Object
 			if r == generators.RoleServer {
 				if cmd.Flags().Changed("addresses") {
@@ -86,7 +87,7 @@ the files of init added to its resources when missing.`,
 				if err != nil {
 					return err
 				}
-				o.Peer = p
+				o.Peer, o.Replicas = p, replicas
 				if gateway, err = generators.GatewayServer(o); err != nil {
 					return flagErrors(err, fields)
 				}
@@ -102,7 +103,7 @@ the files of init added to its resources when missing.`,
 					return errors.New("--port: the server's port is needed with --addresses")
 				}
 				gateway, err = generators.GatewayClient(generators.GatewayClientOptions{Peer: p, Addresses: addrs, Port: port, MTU: mtu,
-					TemplateName: tmplName, TemplateNamespace: tmplNS})
+					Replicas: replicas, TemplateName: tmplName, TemplateNamespace: tmplNS})
 				if err != nil {
 					return flagErrors(err, fields)
 				}
@@ -119,6 +120,7 @@ the files of init added to its resources when missing.`,
 	f.Int32Var(&port, "port", 0, "server: WireGuard port of the Service (default 51840); client: the server's port, when known")
 	f.StringArrayVar(&addresses, "addresses", nil, "client: the server's addresses, when known")
 	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
+	f.Int32Var(&replicas, "replicas", 0, "number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	f.StringVar(&tmplName, "template-name", "", "gateway template name (default: wireguard-server or wireguard-client)")
 	f.StringVar(&tmplNS, "template-namespace", "", "gateway template namespace (default: the controller's namespace)")
 	f.BoolVar(&force, "force", false, "overwrite files of an existing bundle")

@@ -132,15 +132,18 @@ func (c *createCommon) finish(cmd *cobra.Command, g *globalOptions, obj client.O
 }
 
 // templateFlags are the flags both gateway subcommands have: the tunnel's
-// MTU and the template the gateway is rendered from.
+// MTU, the gateway's replicas and the template the gateway is rendered
+// from.
 type templateFlags struct {
 	mtu              int
+	replicas         int32
 	tmplName, tmplNS string
 }
 
 func (t *templateFlags) addFlags(cmd *cobra.Command, kind, defaultName string) {
 	f := cmd.Flags()
 	f.IntVar(&t.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
+	f.Int32Var(&t.replicas, "replicas", 0, "number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	f.StringVar(&t.tmplName, "template-name", defaultName, "name of the "+kind)
 	f.StringVar(&t.tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
 }
@@ -199,10 +202,10 @@ func newCreateGatewayServerCmd(g *globalOptions) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		o.Peer = p
+		o.Peer, o.Replicas = p, t.replicas
 		gw, err := generators.GatewayServer(o)
 		if err != nil {
-			return nil, flagErrors(err, commonFieldFlags())
+			return nil, flagErrors(err, commonFieldFlags("spec.replicas", "--replicas"))
 		}
 		return gw, nil
 	})
@@ -242,11 +245,11 @@ is filled in.`,
 			return nil, fmt.Errorf("--addresses: %w", err)
 		}
 		gw, err := generators.GatewayClient(generators.GatewayClientOptions{
-			Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu,
+			Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(protocol), MTU: t.mtu, Replicas: t.replicas,
 			TemplateName: t.tmplName, TemplateNamespace: t.tmplNS,
 		})
 		if err != nil {
-			return nil, flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu"))
+			return nil, flagErrors(err, commonFieldFlags("spec.endpoint.port", "--port", "spec.mtu", "--mtu", "spec.replicas", "--replicas"))
 		}
 		return gw, nil
 	})

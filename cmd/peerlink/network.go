@@ -25,6 +25,7 @@ type networkOptions struct {
 	timeout                         time.Duration
 	wait                            bool
 	mtu                             int
+	serverReplicas, clientReplicas  int32
 	server                          serverFlags
 	clientAddresses                 []string
 	clientPort                      int32
@@ -104,6 +105,8 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.wait, "wait", false, "wait until the tunnel is Connected on both sides")
 	f.IntVar(&o.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel")
+	f.Int32Var(&o.serverReplicas, "gw-server-replicas", 0, "gateway server: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
+	f.Int32Var(&o.clientReplicas, "gw-client-replicas", 0, "gateway client: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	o.server.register(cmd, connectServerFlags, "gateway server: ", true)
 	f.StringArrayVar(&o.clientAddresses, "gw-client-address", nil, "address the client connects to, instead of the server's published endpoint")
 	f.Int32Var(&o.clientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
@@ -117,7 +120,16 @@ func (o *networkOptions) plan() (peering.ConnectOptions, error) {
 	if err != nil {
 		return peering.ConnectOptions{}, err
 	}
-	plan := peering.ConnectOptions{Server: server, ShareKeys: !o.disableSharingKeys, Wait: o.wait}
+	for _, r := range []struct {
+		flag string
+		n    int32
+	}{{"--gw-server-replicas", o.serverReplicas}, {"--gw-client-replicas", o.clientReplicas}} {
+		if err := generators.ValidateReplicas(r.n); r.n != 0 && err != nil {
+			return peering.ConnectOptions{}, fmt.Errorf("%s: %w", r.flag, err)
+		}
+	}
+	server.Replicas = o.serverReplicas
+	plan := peering.ConnectOptions{Server: server, ClientReplicas: o.clientReplicas, ShareKeys: !o.disableSharingKeys, Wait: o.wait}
 	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
 		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-address: %w", err)
 	}

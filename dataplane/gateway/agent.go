@@ -57,6 +57,20 @@ type Agent struct {
 	reports     chan health.Report
 	outcome     *resync.Outcome
 
+	// election chooses the active replica; nil: this one is, alone.
+	election *Election
+	// elected, deposed, superseded and released tell the main loop of the
+	// Lease won, not renewed, held by another replica, and let go.
+	elected, deposed, superseded, released resync.Trigger
+	// active is set once this replica carries the tunnel.
+	active atomic.Bool
+
+	// endpointTurn counts the times a client moved on to the next of the
+	// server's addresses, because pings went unanswered.
+	endpointTurn atomic.Int64
+	// peerLeft is set, on a client, between the server's goodbye and its
+	// next answer: new handshakes may follow each other faster.
+	peerLeft atomic.Bool
 	// tunnelMTU is the MTU of the applied plan, which the prober's
 	// full-size probes take; pathMTU is the prober's last measurement,
 	// which the plan clamps TCP to.
@@ -68,12 +82,16 @@ type Agent struct {
 
 // New returns an agent that reads the API through c and is notified of
 // changes by informers (both from a manager whose cache is limited to the
-// gateway's namespace).
-func New(opts Options, c client.Client, informers cache.Informers, log logr.Logger) (*Agent, error) {
+// gateway's namespace). With an election it is one of several replicas and
+// stands by until it holds the Lease; without, it is active at once.
+func New(opts Options, c client.Client, informers cache.Informers, election *Election, log logr.Logger) (*Agent, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{
+	if election != nil && (election.Lock == nil || election.Pods == nil || election.PodName == "") {
+		return nil, errors.New("gateway election: the Lease lock, a pod client and the pod's name (POD_NAME) are all required")
+	}
+	a := &Agent{
 		opts:        opts,
 		client:      c,
 		informers:   informers,
@@ -85,7 +103,14 @@ func New(opts Options, c client.Client, informers cache.Informers, log logr.Logg
 		reports:     make(chan health.Report, 1),
 		outcome:     resync.NewOutcome(log, "not configuring the tunnel yet", "sync the gateway; retrying"),
 		gatewayUID:  opts.GatewayUID,
-	}, nil
+		election:    election,
+		elected:     resync.NewTrigger(),
+		deposed:     resync.NewTrigger(),
+		superseded:  resync.NewTrigger(),
+		released:    resync.NewTrigger(),
+	}
+	a.active.Store(election == nil)
+	return a, nil
 }
 
 // Collector exports the agent's metrics.
@@ -154,12 +179,27 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 
+	if a.election != nil {
+		if err := a.watchRelease(ctx); err != nil {
+			return err
+		}
+	}
+	stopElection, err := a.startElection()
+	if err != nil {
+		return err
+	}
+	defer func() { stopElection() }()
+	labelled := false
+
 	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
-			// The prober says goodbye through the tunnel before it goes,
-			// and the Connection writer stops, before the cleanup.
+			// The Lease is released at once, so that a standby takes
+			// over while this replica says goodbye; the prober says it
+			// through the tunnel before it goes, and the Connection writer
+			// stops, before the cleanup.
+			stopElection()
 			stopHealth()
 			wg.Wait()
 			a.cleanup()
@@ -168,8 +208,59 @@ func (a *Agent) Start(ctx context.Context) error {
 		case <-a.rehandshake:
 			a.forceHandshake()
 			continue
+		case <-a.elected:
+			a.takeOver(ctx)
+		case <-a.deposed:
+			// The Lease could not be renewed in time: most often the API
+			// server is unreachable, and then no other replica can take
+			// the Lease either. The tunnel stays as it is (the dataplane
+			// keeps its state while the API is away) and the election
+			// starts again: this replica renews the Lease if it still
+			// names it, and steps down if another replica holds it.
+			stopElection()
+			if stopElection, err = a.startElection(); err != nil {
+				return err
+			}
+			continue
+		case <-a.released:
+			if a.active.Load() {
+				continue
+			}
+			// The active replica let the Lease go: a new election tries
+			// to take it now rather than at the next retry.
+			stopElection()
+			if stopElection, err = a.startElection(); err != nil {
+				return err
+			}
+			continue
+		case <-a.superseded:
+			if !a.active.Load() || !a.heldByAnother(ctx) {
+				continue
+			}
+			// Another replica holds the Lease: this one must stop
+			// carrying the tunnel at once. The pod starts again as a
+			// standby.
+			stopHealth()
+			wg.Wait()
+			a.cleanup()
+			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
 		}
-		if !a.sync(ctx) || prober {
+		if !labelled && a.active.Load() && a.election != nil {
+			// Before the sync gives the tunnel its peer: the Service, the
+			// controller and every node's fabric take a moment to follow,
+			// and the former active pod is gone or going. Nor does the
+			// label wait for the sync to succeed: the controller
+			// publishes the server's endpoint only once a pod is active,
+			// and the peer's key may wait for that endpoint.
+			if err := a.markActive(ctx); err != nil {
+				a.log.Error(err, "label the pod active; retrying")
+			} else {
+				labelled = true
+				a.log.Info("active: this replica carries the tunnel", "pod", a.election.PodName)
+			}
+		}
+		synced := a.sync(ctx)
+		if !synced || !a.active.Load() || prober {
 			continue
 		}
 		// The first configured tunnel starts the health measurement and the
@@ -361,8 +452,6 @@ func (a *Agent) ensureDevice(mtu int) error {
 // tunnel whole or not at all.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
-	// Probes of the path MTU go out with DF set and are not fragmented
-	// by the sender's own path MTU estimate.
 	lc := freebindListenConfig()
 	freebind := lc.Control
 	lc.Control = func(network, address string, c syscall.RawConn) error {
@@ -420,6 +509,7 @@ func (a *Agent) onReport(r health.Report) {
 		// interval, and again with each late report until the new server
 		// answers. It changes nothing of the Connection.
 		if a.opts.Role == dataplane.Client {
+			a.peerLeft.Store(r.PeerLeft)
 			a.rehandshake.Notify()
 		}
 		return
@@ -444,6 +534,14 @@ func (a *Agent) onReport(r health.Report) {
 	if a.opts.Role == dataplane.Client && r.Misses >= 1 {
 		a.rehandshake.Notify()
 	}
+	// A client whose pings stay unanswered for endpointMisses intervals
+	// tries the server's next address: the node behind the first may be
+	// gone (a NodePort server lists the nodes of its replicas).
+	if a.opts.Role == dataplane.Client && r.Misses > 0 && r.Misses%endpointMisses == 0 {
+		turn := a.endpointTurn.Add(1)
+		a.log.Info("pings unanswered: trying the server's next address, when it has several", "misses", r.Misses, "turn", turn)
+		a.trigger.Notify()
+	}
 	select {
 	case <-a.reports:
 	default:
@@ -451,12 +549,21 @@ func (a *Agent) onReport(r health.Report) {
 	a.reports <- r
 }
 
+// endpointMisses is the number of pings in a row unanswered after which a
+// client moves on to the server's next address.
+const endpointMisses = 2
+
 // forceHandshake re-adds the peer, at most once per quarter ping interval
 // (the pace of late reports): often enough to catch a replaced server as
 // soon as it is up, seldom enough for a handshake, one round trip, to
-// complete in between.
+// complete in between. After the server's goodbye the late reports come
+// every health.AfterGoodbye or four round trips, and each one asks.
 func (a *Agent) forceHandshake() {
-	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < a.opts.PingInterval/4 {
+	wait := a.opts.PingInterval / 4
+	if a.peerLeft.Load() {
+		wait = min(wait, health.AfterGoodbye/2)
+	}
+	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < wait {
 		return
 	}
 	a.lastForced = a.now()

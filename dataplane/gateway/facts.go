@@ -29,6 +29,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 		ListenPort: a.opts.ListenPort,
 		MTU:        a.opts.MTU,
 		PathMTU:    int(a.pathMTU.Load()),
+		Standby:    !a.active.Load(),
 		Keepalive:  a.opts.Keepalive,
 		Overlay:    a.overlayFacts,
 		// The options are validated once; the plan keeps its own copy.
@@ -50,7 +51,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 		return f, err
 	}
 	if a.opts.Role == dataplane.Client {
-		f.Endpoint, err = resolveEndpoint(ctx, addresses, port)
+		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, int(a.endpointTurn.Load())), port)
 		if err != nil {
 			return f, err
 		}
@@ -185,6 +186,16 @@ func RangeMappings(conf *netv1beta1.Configuration) ([]dataplane.RangeMapping, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// rotate returns addresses starting at the turn-th, modulo their number,
+// and wrapping around.
+func rotate(addresses []string, turn int) []string {
+	if len(addresses) < 2 {
+		return addresses
+	}
+	i := turn % len(addresses)
+	return append(slices.Clone(addresses[i:]), addresses[:i]...)
 }
 
 // resolveEndpoint returns the first of a client's server addresses that is

@@ -5,15 +5,20 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -69,6 +74,23 @@ func TestResolveEndpoint(t *testing.T) {
 	}
 	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || resync.IsWaiting(err) {
 		t.Errorf("port 70000: %v, want an error", err)
+	}
+}
+
+// TestRotate checks the order in which a client tries the server's
+// addresses after each turn.
+func TestRotate(t *testing.T) {
+	addrs := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}
+	for turn, want := range [][]string{addrs, {"192.0.2.2", "192.0.2.3", "192.0.2.1"}, {"192.0.2.3", "192.0.2.1", "192.0.2.2"}, addrs} {
+		if got := rotate(addrs, turn); !slices.Equal(got, want) {
+			t.Errorf("rotate(%v, %d) = %v, want %v", addrs, turn, got, want)
+		}
+	}
+	if got := rotate([]string{"192.0.2.1"}, 5); !slices.Equal(got, []string{"192.0.2.1"}) {
+		t.Errorf("rotate of one address = %v", got)
+	}
+	if addrs[0] != "192.0.2.1" {
+		t.Errorf("rotate changed its input: %v", addrs)
 	}
 }
 
@@ -225,4 +247,97 @@ func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus)
 		}
 	}
 	return false
+}
+
+// TestMarkActive runs markActive against a real API server: the elected
+// replica's pod gets the active label, a former active replica of the same
+// gateway loses it, and a pod of another gateway keeps its own; the
+// server's Service without a selector gets the elected pod as its only
+// endpoint, one with a selector is left alone.
+func TestMarkActive(t *testing.T) {
+	c := testcluster.Start(t).Client
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, gateway string, active bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{netv1beta1.GatewayNameLabel: gateway}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "gateway", Image: "gateway"}}},
+		}
+		if active {
+			p.Labels[netv1beta1.ActiveGatewayLabel] = "true"
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pod("new", "peer", false)
+	pod("old", "peer", true)
+	pod("other", "another-peer", true)
+	// The server's Service selects no pods: the active replica is its
+	// endpoint, written over the former one's.
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw-peer", Namespace: "tenant"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{
+			Name: "wireguard", Protocol: corev1.ProtocolUDP, Port: 51840, TargetPort: intstr.FromInt32(51840),
+		}}},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: dataplane.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
+	a.opts.Namespace = "tenant"
+	a.overlayFacts.Address = netip.MustParseAddr("10.244.1.7")
+	if err := a.markActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.election.PodName = "new"
+	a.overlayFacts.Address = netip.MustParseAddr("10.244.2.9")
+	if err := a.markActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var slice discoveryv1.EndpointSlice
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "gw-peer"}, &slice); err != nil {
+		t.Fatal(err)
+	}
+	if len(slice.Endpoints) != 1 || !slices.Equal(slice.Endpoints[0].Addresses, []string{"10.244.2.9"}) ||
+		slice.Endpoints[0].TargetRef == nil || slice.Endpoints[0].TargetRef.Name != "new" || !ptr.Deref(slice.Endpoints[0].Conditions.Ready, false) {
+		t.Errorf("EndpointSlice gw-peer endpoints: %+v, want the new pod's address alone, ready", slice.Endpoints)
+	}
+	if slice.Labels[discoveryv1.LabelServiceName] != "gw-peer" || len(slice.OwnerReferences) != 1 || slice.OwnerReferences[0].UID != svc.UID {
+		t.Errorf("EndpointSlice gw-peer: labels %v, owners %v: want the Service's name label and the Service as owner", slice.Labels, slice.OwnerReferences)
+	}
+	if len(slice.Ports) != 1 || ptr.Deref(slice.Ports[0].Name, "") != "wireguard" || ptr.Deref(slice.Ports[0].Port, 0) != 51840 {
+		t.Errorf("EndpointSlice gw-peer ports: %+v, want wireguard 51840", slice.Ports)
+	}
+	for name, want := range map[string]string{"new": "true", "old": "", "other": "true"} {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Labels[netv1beta1.ActiveGatewayLabel]; got != want {
+			t.Errorf("pod %s: label %s = %q, want %q", name, netv1beta1.ActiveGatewayLabel, got, want)
+		}
+	}
+	// A Service that selects pods is the EndpointSlice controller's.
+	svc.Spec.Selector = map[string]string{netv1beta1.ActiveGatewayLabel: "true"}
+	if err := c.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	a.overlayFacts.Address = netip.MustParseAddr("10.244.3.3")
+	if err := a.markActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "gw-peer"}, &slice); err != nil {
+		t.Fatal(err)
+	}
+	if got := slice.Endpoints[0].Addresses; !slices.Equal(got, []string{"10.244.2.9"}) {
+		t.Errorf("EndpointSlice gw-peer written for a Service with a selector: addresses %v", got)
+	}
+	// A pod gone meanwhile is no error, for the label it no longer has.
+	if err := patchActive(ctx, c, "tenant", "gone", false); err != nil {
+		t.Errorf("patchActive of a missing pod: %v", err)
+	}
 }

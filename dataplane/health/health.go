@@ -36,6 +36,9 @@ type Report struct {
 	// or because the peer said it is going away: the path may have just
 	// broken. State and Misses are unchanged.
 	Late bool
+	// PeerLeft marks a late report between the peer's goodbye and its
+	// next answer; they come every AfterGoodbye (or four round trips).
+	PeerLeft bool
 	// PathMTU is the largest packet, in bytes, the last measurement saw
 	// cross the tunnel, at most MTU; zero before the first measurement.
 	PathMTU int
@@ -63,6 +66,12 @@ const (
 // byeWait is the longest a leaving prober waits for its goodbye to be
 // acknowledged.
 const byeWait = 200 * time.Millisecond
+
+// AfterGoodbye is the pace of the late reports, and so of the caller's
+// attempts to reach the peer again, between the peer's goodbye and its
+// next answer (at least four round trips): the peer's replacement, a
+// standby taking over, answers within a fraction of a second.
+const AfterGoodbye = 100 * time.Millisecond
 
 // Prober pings a peer and answers the peer's pings on one UDP socket.
 type Prober struct {
@@ -102,6 +111,8 @@ type Prober struct {
 	pending bool
 	// byeNonce is the nonce of our goodbye, zero before we say it.
 	byeNonce uint64
+	// peerLeft is set by the peer's goodbye, cleared by its next answer.
+	peerLeft bool
 	// ignored counts the packets ignored, by reason.
 	ignored map[string]uint64
 	rtt     time.Duration
@@ -166,9 +177,11 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 			continue
 		case <-p.left:
 			// The peer goes away (its agent stops): ask at once, so that
-			// late reports follow every lateAfter until it answers again.
+			// late reports follow every lateAfter, at the faster pace
+			// AfterGoodbye, until it answers again.
 			p.mu.Lock()
 			p.expectAnswer()
+			p.peerLeft = true
 			p.mu.Unlock()
 			if r, ok := p.resendPending(peer); ok {
 				report(r)
@@ -192,11 +205,16 @@ func (p *Prober) Run(ctx context.Context, report func(Report)) error {
 }
 
 // lateAfter is how long an answer may take before the ping counts as late:
-// a quarter of the interval, or more on a path whose round trips are long.
+// a quarter of the interval (AfterGoodbye, when shorter, after the peer's
+// goodbye), or more on a path whose round trips are long.
 func (p *Prober) lateAfter() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(p.Interval/4, 4*p.rtt)
+	wait := p.Interval / 4
+	if p.peerLeft {
+		wait = min(wait, AfterGoodbye)
+	}
+	return max(wait, 4*p.rtt)
 }
 
 // resendPending sends the unanswered ping again while Connected, and
@@ -209,7 +227,7 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	}
 	nonce := p.nonce
 	p.sent = time.Now()
-	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PathMTU: p.pathMTU, MTU: p.mtu}
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PeerLeft: p.peerLeft, PathMTU: p.pathMTU, MTU: p.mtu}
 	p.mu.Unlock()
 	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
 	return r, true
@@ -239,7 +257,7 @@ func newNonce() uint64 {
 // Ignored returns how many received packets were ignored, by reason:
 // "sender" (not from the peer's address), "malformed" (size, magic or
 // kind), "stale" (a pong of no ping, or a probe acknowledgment of no probe,
-// waiting for one).
+// waiting for one), "leaving" (a ping after this side's goodbye).
 func (p *Prober) Ignored() map[string]uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -353,6 +371,16 @@ func (p *Prober) receive() {
 		}
 		switch kind {
 		case kindPing:
+			// A prober that said goodbye answers no more pings: the peer
+			// keeps asking at the goodbye's faster pace until this side's
+			// replacement answers.
+			p.mu.Lock()
+			leaving := p.byeNonce != 0
+			p.mu.Unlock()
+			if leaving {
+				p.ignore("leaving")
+				continue
+			}
 			_, _ = p.Conn.WriteTo(packet(kindPong, nonce), peer)
 			// A ping from the peer shows the path works: while not yet
 			// Connected, ping back now rather than at the next interval,
@@ -398,6 +426,7 @@ func (p *Prober) receive() {
 			if p.pending && nonce == p.nonce {
 				matched = true
 				p.pending = false
+				p.peerLeft = false
 				p.rtt = time.Since(p.sent)
 				p.misses = 0
 				if p.state != Connected {

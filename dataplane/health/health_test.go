@@ -159,8 +159,9 @@ func TestFirstReportIsConnectingWithoutPeer(t *testing.T) {
 }
 
 // TestGoodbye checks that a prober that stops tells its peer, which reports
-// Late at once instead of at its next ping (an hour away here), and that a
-// prober whose peer never answered stops without a word.
+// Late at once instead of at its next ping (an hour away here), then every
+// AfterGoodbye, and that a prober whose peer never answered stops without
+// a word.
 func TestGoodbye(t *testing.T) {
 	const interval = time.Hour
 	a, b := pair(t, interval)
@@ -188,11 +189,27 @@ func TestGoodbye(t *testing.T) {
 	}
 	select {
 	case r := <-reports:
-		if !r.Late || r.State != Connected || r.Misses != 0 {
-			t.Errorf("report after the peer's goodbye %+v: want Late, still Connected, no miss", r)
+		if !r.Late || !r.PeerLeft || r.State != Connected || r.Misses != 0 {
+			t.Errorf("report after the peer's goodbye %+v: want Late and PeerLeft, still Connected, no miss", r)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no report after the peer said goodbye; the next ping is an hour away")
+	}
+	// Until the peer answers again, late reports come every AfterGoodbye,
+	// not every quarter interval (15 minutes here).
+	start := time.Now()
+	for range 3 {
+		select {
+		case r := <-reports:
+			if !r.Late || !r.PeerLeft {
+				t.Errorf("report while the peer is away %+v: want Late and PeerLeft", r)
+			}
+		case <-time.After(5 * AfterGoodbye):
+			t.Fatalf("no late report %v after the last, want one every %v after the peer's goodbye", 5*AfterGoodbye, AfterGoodbye)
+		}
+	}
+	if took := time.Since(start); took < 2*AfterGoodbye {
+		t.Errorf("three late reports in %v, want them %v apart", took, AfterGoodbye)
 	}
 
 	c, _ := listen(t)

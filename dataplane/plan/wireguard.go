@@ -52,7 +52,8 @@ type WireGuard struct {
 	// ListenPort is the UDP port to listen on; 0 lets the device pick one
 	// (a client needs no fixed port).
 	ListenPort int
-	// Peer is the other side of the tunnel.
+	// Peer is the other side of the tunnel; none when its key is zero
+	// (a standby gateway replica, which answers nobody).
 	Peer WireGuardPeer
 }
 

@@ -80,8 +80,9 @@ func FindPeer(dev *wgtypes.Device, key plan.Key) *wgtypes.Peer {
 }
 
 // Diff returns the wgctrl configuration that turns cur into want, and false
-// when cur already matches. Peers other than want's are removed; an endpoint
-// is written only when want names one that differs.
+// when cur already matches. Peers other than want's are removed (all of
+// them when want has no peer, its key zero); an endpoint is written only
+// when want names one that differs.
 func Diff(cur *wgtypes.Device, want plan.WireGuard) (wgtypes.Config, bool) {
 	var cfg wgtypes.Config
 	changed := false
@@ -101,6 +102,9 @@ func Diff(cur *wgtypes.Device, want plan.WireGuard) (wgtypes.Config, bool) {
 			cfg.Peers = append(cfg.Peers, wgtypes.PeerConfig{PublicKey: p.PublicKey, Remove: true})
 			changed = true
 		}
+	}
+	if want.Peer.PublicKey == (plan.Key{}) {
+		return cfg, changed
 	}
 	pc := wgtypes.PeerConfig{PublicKey: wantKey}
 	peerChanged := peer == nil

@@ -80,6 +80,19 @@ func TestDiff(t *testing.T) {
 	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(other) || !cfg.Peers[0].Remove {
 		t.Errorf("Diff with a foreign peer = %+v, %v; want it removed and nothing else", cfg, changed)
 	}
+
+	// A standby has the key and the port but no peer: the peer goes, and
+	// a device without one stays as it is.
+	standby := want
+	standby.Peer = plan.WireGuardPeer{}
+	cfg, changed = Diff(inSync, standby)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(peer) || !cfg.Peers[0].Remove || cfg.PrivateKey != nil {
+		t.Errorf("Diff to a standby = %+v, %v; want the peer removed and nothing else", cfg, changed)
+	}
+	bare := &wgtypes.Device{PrivateKey: wgtypes.Key(priv), ListenPort: 51840}
+	if cfg, changed := Diff(bare, standby); changed {
+		t.Errorf("Diff of a standby in sync = %+v, want no change", cfg)
+	}
 }
 
 // TestUserspaceDevice runs wireguard-go in a fresh namespace: wgctrl and

@@ -16,6 +16,8 @@ const (
 	GatewayResourceLabel = "networking.liqo.io/gateway-resource"
 	// ActiveGatewayLabel marks the gateway pod that currently carries traffic.
 	ActiveGatewayLabel = "networking.liqo.io/active"
+	// GatewayNameLabel names, on a gateway pod, the gateway it runs.
+	GatewayNameLabel = "networking.liqo.io/gateway-name"
 	// TenantNamespacePrefix starts the name of the namespace the CLI creates
 	// for the objects of one peer: liqo-tenant-<remoteClusterID>.
 	TenantNamespacePrefix = "liqo-tenant-"

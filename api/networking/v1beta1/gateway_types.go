@@ -150,6 +150,14 @@ type GatewayServerSpec struct {
 	// +kubebuilder:validation:Maximum=9000
 	// +optional
 	MTU int `json:"mtu,omitempty"`
+	// Replicas is the number of gateway pods: one carries the tunnel, the
+	// others stand by, elected through a Lease, to take over when it goes
+	// (peerlink).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 	// Endpoint is how the server is exposed.
 	// +kubebuilder:default={}
 	// +optional
@@ -240,6 +248,14 @@ type GatewayClientSpec struct {
 	// +kubebuilder:validation:Maximum=9000
 	// +optional
 	MTU int `json:"mtu,omitempty"`
+	// Replicas is the number of gateway pods: one carries the tunnel, the
+	// others stand by, elected through a Lease, to take over when it goes
+	// (peerlink).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 	// Endpoint is where the server is reachable.
 	// +optional
 	Endpoint GatewayClientEndpoint `json:"endpoint,omitempty"`

@@ -303,6 +303,24 @@ func (n *Cluster) Stop(component string) error {
 	return nil
 }
 
+// Fail stops the node the way a node that loses power looks to its
+// cluster: its kubelet ends and its network goes (the host end of its link
+// down). Its containers keep running, cut off from everything outside the
+// node. The lab cannot bring it back; lab down removes it.
+func (n *Node) Fail() error {
+	pid, err := proc.ReadPidFile(n.PidFile("kubelet"))
+	if err != nil {
+		return fmt.Errorf("node %s: stop the kubelet: %w", n.Name(), err)
+	}
+	if err := proc.Kill([]int{pid}, 5*time.Second); err != nil {
+		return fmt.Errorf("node %s: stop the kubelet: %w", n.Name(), err)
+	}
+	if out, err := runHost("ip", "link", "set", n.HostIf(), "down"); err != nil {
+		return fmt.Errorf("node %s: take link %s down: %w: %s", n.Name(), n.HostIf(), err, out)
+	}
+	return nil
+}
+
 // Ready reports whether the node is Ready, and if not, why.
 func (n *Node) Ready(ctx context.Context) (bool, string) {
 	cs, err := n.Cluster.Clientset()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,9 @@ type Figures struct {
 	// the longest time without an answer to a probe sent every
 	// probeInterval after the pod is deleted.
 	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
+	// FailoverSeconds is the same with two gateway replicas on each side:
+	// the active pod is deleted and the standby takes over.
+	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
 	// Tunnel and Bare are pod-to-pod figures between the same pods, through
 	// the peering and through a NodePort over the node network.
 	Tunnel Path `json:"tunnel"`
@@ -56,13 +60,13 @@ const (
 )
 
 // BenchParts are the parts of the benchmark that Bench can run.
-var BenchParts = []string{"connect", "dataplane", "services"}
+var BenchParts = []string{"connect", "dataplane", "services", "failover"}
 
 // Bench peers the first two clusters of a fresh lab and measures it: every
 // part of BenchParts, or only those of only when it is not empty
 // (connecting is always done, as the others need it).
 func (l *Lab) Bench(ctx context.Context, only ...string) (Figures, error) {
-	f := Figures{RecoverySeconds: map[string]float64{}}
+	f := Figures{RecoverySeconds: map[string]float64{}, FailoverSeconds: map[string]float64{}}
 	if len(l.Clusters) < 2 {
 		return f, errors.New("the benchmark needs two clusters")
 	}
@@ -90,6 +94,11 @@ func (l *Lab) Bench(ctx context.Context, only ...string) (Figures, error) {
 	if runs("services") {
 		var err error
 		if f.Services, err = l.BenchServices(ctx, a, b); err != nil {
+			return f, err
+		}
+	}
+	if runs("failover") {
+		if err := l.benchFailover(ctx, a, b, &f); err != nil {
 			return f, err
 		}
 	}
@@ -146,7 +155,7 @@ func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figu
 
 	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
 	for _, n := range []*cluster.Cluster{b, a} {
-		gap, err := l.recovery(ctx, a, url, n)
+		gap, err := l.recovery(ctx, a, url, n, "bench-probe-"+n.Name)
 		if err != nil {
 			return err
 		}
@@ -156,10 +165,95 @@ func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figu
 	return nil
 }
 
-// recovery deletes the gateway pod of cluster n while a probe in cluster
-// src sends requests to url, and returns the longest time without answer.
-func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster) (time.Duration, error) {
-	name := "bench-probe-" + n.Name
+// benchFailover measures, with a standby replica on each side, the
+// longest time without traffic when each side's active gateway pod is
+// deleted.
+func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *Figures) error {
+	_, dst, err := l.echoPodsOf(ctx, a, b)
+	if err != nil {
+		return err
+	}
+	remapped, err := l.RemappedIP(ctx, a, b, dst[0].Status.PodIP)
+	if err != nil {
+		return err
+	}
+	for _, n := range []*cluster.Cluster{a, b} {
+		if err := l.scaleGateways(ctx, n, failoverReplicas); err != nil {
+			return err
+		}
+	}
+	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
+	for _, n := range []*cluster.Cluster{b, a} {
+		gap, err := l.recovery(ctx, a, url, n, "bench-failover-"+n.Name)
+		if err != nil {
+			return err
+		}
+		f.FailoverSeconds[n.Name] = gap.Seconds()
+		l.progress.Logf("%d replicas: active gateway pod of %s deleted: longest time without traffic %.2fs", failoverReplicas, n.Name, gap.Seconds())
+	}
+	return nil
+}
+
+// failoverReplicas is the number of gateway pods of each side when the
+// failover is measured.
+const failoverReplicas = 2
+
+// scaleGateways sets spec.replicas of every gateway of cluster n, as a user
+// does with kubectl, and waits until each gateway has that many Ready pods,
+// one of them active.
+func (l *Lab) scaleGateways(ctx context.Context, n *cluster.Cluster, replicas int) error {
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	for _, kind := range []string{"gatewayservers", "gatewayclients"} {
+		out, err := l.Kubectl(ctx, n, "get", kind, "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}")
+		if err != nil {
+			return err
+		}
+		for _, ref := range strings.Fields(string(out)) {
+			ns, name, _ := strings.Cut(ref, "/")
+			if _, err := l.Kubectl(ctx, n, "-n", ns, "patch", kind, name, "--type=merge", "-p", patch); err != nil {
+				return err
+			}
+		}
+	}
+	cs, err := n.Clientset()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		pods, err := cs.CoreV1().Pods("").List(wctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-gateway"})
+		ready, active := 0, 0
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+				if p.Labels[netv1beta1.ActiveGatewayLabel] == "true" {
+					active++
+				}
+			}
+			if ready == replicas && active == 1 {
+				return nil
+			}
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("cluster %s: waiting for %d Ready gateway pods, one active (now %d Ready, %d active; %v): %w", n.Name, replicas, ready, active, err, wctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// recovery deletes the active gateway pod of cluster n while a probe pod
+// name in cluster src sends requests to url, and returns the longest time
+// without answer.
+func (l *Lab) recovery(ctx context.Context, src *cluster.Cluster, url string, n *cluster.Cluster, name string) (time.Duration, error) {
 	if err := l.StartProbe(ctx, src, name, url, probeInterval, recoveryWatch+30*time.Second); err != nil {
 		return 0, err
 	}

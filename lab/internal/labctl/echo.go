@@ -120,6 +120,12 @@ func (l *Lab) echoPodSpec() corev1.PodSpec {
 // for the given time, so that traffic is measured from inside the cluster
 // even while its API server is down.
 func (l *Lab) StartProbe(ctx context.Context, n *cluster.Cluster, name, url string, interval, d time.Duration) error {
+	return l.StartProbeOn(ctx, n, "", name, url, interval, d)
+}
+
+// StartProbeOn is StartProbe on the given node; "" leaves it to the
+// scheduler.
+func (l *Lab) StartProbeOn(ctx context.Context, n *cluster.Cluster, node, name, url string, interval, d time.Duration) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
@@ -127,6 +133,7 @@ func (l *Lab) StartProbe(ctx context.Context, n *cluster.Cluster, name, url stri
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: EchoNamespace},
 		Spec: corev1.PodSpec{
+			NodeName:                      node,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			Containers: []corev1.Container{{

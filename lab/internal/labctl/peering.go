@@ -58,11 +58,11 @@ func (l *Lab) Peerlink(ctx context.Context, args ...string) ([]byte, error) {
 
 // Connect peers two clusters the way the documentation tells a user holding
 // both kubeconfigs to: local is the gateway client, remote the server,
-// reachable through a NodePort.
-func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster) ([]byte, error) {
-	return l.Peerlink(ctx, "network", "connect",
+// reachable through a NodePort. flags are more flags of network connect.
+func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster, flags ...string) ([]byte, error) {
+	return l.Peerlink(ctx, append([]string{"network", "connect",
 		"--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig(),
-		"--gw-server-service-type", "NodePort")
+		"--gw-server-service-type", "NodePort"}, flags...)...)
 }
 
 // ConnectionState is the status of the Connection of cluster n towards
