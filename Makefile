@@ -119,6 +119,11 @@ lab: ## Bring up the lab (two real clusters on this machine, as root) and peer t
 	$(GO) run ./lab up
 	$(GO) run ./lab demo
 
+.PHONY: conformance
+conformance: ## Run the Multi-Cluster Services conformance suite against two fresh peered lab clusters (as root): SUITE=<mcs-api checkout>/conformance, ARGS=<suite flags>; see docs/services.md.
+	@test -n "$(SUITE)" || { echo "SUITE is required: make conformance SUITE=<checkout of kubernetes-sigs/mcs-api>/conformance"; exit 1; }
+	$(GO) run ./lab conformance --suite '$(SUITE)' -- $(ARGS)
+
 .PHONY: lab-down
 lab-down: ## Remove the lab and everything it made on this machine.
 	$(GO) run ./lab down

@@ -5,6 +5,7 @@ packages=(
   iproute2 nftables iptables iputils-ping ca-certificates git make
   containerd runc containernetworking-plugins conntrack util-linux
   iperf3 wireguard-tools
+  socat netcat-openbsd busybox-static # the lab's tool images (lab/internal/images/tools.go)
   gcc libc6-dev # flanneld links flannel's C UDP backend on amd64 (hack/components.sh)
 )
 missing=()

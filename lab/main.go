@@ -195,7 +195,29 @@ func newRootCmd() *cobra.Command {
 	bench.Flags().StringVar(&benchDir, "bench-dir", labctl.DefaultDir+"-bench", "directory of the benchmark's own lab")
 	bench.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	bench.Flags().StringSliceVar(&only, "only", nil, "measure only these parts ("+strings.Join(labctl.BenchParts, ", ")+"); empty: all")
-	root.AddCommand(up, demo, bench, down, status)
+	var suite, confDir string
+	var keep bool
+	conformance := &cobra.Command{
+		Use:   "conformance --suite DIR [-- SUITE FLAGS]",
+		Short: "Run the Multi-Cluster Services conformance suite (a checkout's conformance/ directory) against two fresh peered clusters, and remove them",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := testenv.RepoRoot()
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(confDir)
+			if err != nil {
+				return err
+			}
+			return labctl.Conformance(cmd.Context(), labctl.ConformanceOptions{
+				Suite: suite, Dir: abs, Repo: repo, Out: cmd.OutOrStdout(), Args: args, Keep: keep,
+			})
+		},
+	}
+	conformance.Flags().StringVar(&suite, "suite", "", "the conformance/ directory of a checkout of the mcs-api repository (kubernetes-sigs/mcs-api)")
+	conformance.Flags().StringVar(&confDir, "conformance-dir", labctl.DefaultConformanceDir, "directory of the run's own lab and of the suite's reports (conformance/)")
+	conformance.Flags().BoolVar(&keep, "keep", false, "leave the clusters running after the run (lab down --dir takes them down)")
+	root.AddCommand(up, demo, bench, down, status, conformance)
 	return root
 }
 

@@ -3,11 +3,14 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +25,15 @@ import (
 // program and the host files it needs, the program as entrypoint.
 type Program struct {
 	// File is the program on this machine; the image holds it at
-	// /<base name> and runs it.
+	// /<base name> and runs it. Empty makes an image of HostFiles and
+	// Links only, with no entrypoint unless Entrypoint names one.
 	File string
+	// Entrypoint, when set, is run instead of File: a program among
+	// HostFiles, for an image made of host programs.
+	Entrypoint []string
+	// Links are symbolic links the image holds, path to target, such as
+	// the applet names of a multi-call program.
+	Links map[string]string
 	// Platform is the OS and architecture File is built for.
 	Platform v1.Platform
 	// HostFiles are more files of this machine, held at their own paths;
@@ -40,15 +50,29 @@ type Program struct {
 // Of builds the OCI image p describes. The layer's files carry no time, so
 // the same files make the same image.
 func Of(p Program) (v1.Image, error) {
-	fail := func(err error) (v1.Image, error) { return nil, fmt.Errorf("image of %s: %w", p.File, err) }
+	what := cmp.Or(p.File, strings.Join(p.Entrypoint, " "), "host files")
+	fail := func(err error) (v1.Image, error) { return nil, fmt.Errorf("image of %s: %w", what, err) }
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	base := filepath.Base(p.File)
-	if err := addFile(tw, base, p.File); err != nil {
-		return fail(err)
+	entrypoint := p.Entrypoint
+	if p.File != "" {
+		base := filepath.Base(p.File)
+		if err := addFile(tw, base, p.File); err != nil {
+			return fail(err)
+		}
+		if entrypoint == nil {
+			entrypoint = []string{"/" + base}
+		}
 	}
 	for _, f := range p.HostFiles {
 		if err := addFile(tw, f, f); err != nil {
+			return fail(err)
+		}
+	}
+	// Sorted, so that the same links make the same layer.
+	for _, name := range slices.Sorted(maps.Keys(p.Links)) {
+		hdr := &tar.Header{Name: strings.TrimPrefix(name, "/"), Typeflag: tar.TypeSymlink, Linkname: p.Links[name], Mode: 0o777, ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
 			return fail(err)
 		}
 	}
@@ -72,7 +96,7 @@ func Of(p Program) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = p.Platform.OS, p.Platform.Architecture, p.Platform.Variant
-	cf.Config.Entrypoint = []string{"/" + base}
+	cf.Config.Entrypoint = entrypoint
 	cf.Config.User = p.User
 	cf.Config.Env = p.Env
 	cf.Config.Labels = p.Labels

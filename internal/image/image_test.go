@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -86,5 +87,48 @@ func TestOf(t *testing.T) {
 	d2, _ := again.Digest()
 	if d1 != d2 {
 		t.Errorf("the same files make images %s and %s", d1, d2)
+	}
+}
+
+// TestOfHostFiles makes an image of host files alone, as the lab's tool
+// images are: no program of its own, links written into the layer, and
+// the entrypoint given or none at all (the pod's command runs).
+func TestOfHostFiles(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "multi")
+	if err := os.WriteFile(prog, []byte("\x7fELF multi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{"/bin/sh": prog, "/bin/awk": prog}
+	for _, tc := range []struct {
+		entrypoint []string
+	}{{nil}, {[]string{prog, "-v"}}} {
+		img, err := Of(Program{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, HostFiles: []string{prog}, Links: links, Entrypoint: tc.entrypoint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cf.Config.Entrypoint, tc.entrypoint) {
+			t.Errorf("entrypoint %q, want %q", cf.Config.Entrypoint, tc.entrypoint)
+		}
+		var entries []string
+		tr := tar.NewReader(mutate.Extract(img))
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, hdr.Name+" -> "+hdr.Linkname)
+		}
+		want := []string{prog[1:] + " -> ", "bin/awk -> " + prog, "bin/sh -> " + prog}
+		if !slices.Equal(entries, want) {
+			t.Errorf("layer entries %q, want %q", entries, want)
+		}
 	}
 }

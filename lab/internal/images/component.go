@@ -15,10 +15,16 @@ import (
 
 // Component is a program of another project the lab runs in its clusters,
 // built from its upstream sources into the repository's bin/ by
-// hack/components.sh.
+// hack/components.sh, or taken from this machine's Debian packages.
 type Component struct {
-	// File is the built program.
+	// File is the built program, the image's entrypoint. Empty makes an
+	// image of host programs only (see Entrypoint).
 	File string
+	// Entrypoint, for an image without File, is what it runs: a host
+	// program by its path; none leaves the pod's command to say it.
+	Entrypoint []string
+	// Links are symbolic links the image holds, path to target.
+	Links map[string]string
 	// Image is the name it is published under in the lab registry.
 	Image string
 	// HostPrograms are programs of this machine the component runs, such
@@ -43,11 +49,13 @@ func PublishComponents(ctx context.Context, cs []Component) error {
 			return fmt.Errorf("image %s: %w", c.Image, err)
 		}
 		img, err := image.Of(image.Program{
-			File:      c.File,
-			Platform:  image.HostPlatform(),
-			HostFiles: files,
-			User:      c.User,
-			Env:       []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+			File:       c.File,
+			Entrypoint: c.Entrypoint,
+			Links:      c.Links,
+			Platform:   image.HostPlatform(),
+			HostFiles:  files,
+			User:       c.User,
+			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		})
 		if err != nil {
 			return err

@@ -21,8 +21,9 @@ import (
 const AgentImage = "ghcr.io/peerlink/peerlink-agent:latest"
 
 // Mirrored are the registry hosts whose images the lab registry serves: the
-// product's own and the one of the sandbox image.
-func Mirrored() []string { return []string{"ghcr.io", "registry.k8s.io"} }
+// product's own, the one of the sandbox image and Docker Hub's, for the tool
+// images (Tools).
+func Mirrored() []string { return []string{"ghcr.io", "registry.k8s.io", "docker.io"} }
 
 // EchoImage is the name of the echo server image in the lab registry.
 func EchoImage(registry string) string { return registry + "/lab/echo:latest" }

@@ -30,7 +30,8 @@ const fluxUser = "65534:65534"
 
 // publishComponents builds the components the clusters run (CoreDNS
 // always, flanneld when a cluster uses Flannel) from their upstream sources,
-// unless bin/ has them, and publishes their images in the lab registry.
+// unless bin/ has them, and publishes their images in the lab registry,
+// with the tool images made of Debian packages.
 func (l *Lab) publishComponents(ctx context.Context, out io.Writer) error {
 	wanted := []images.Component{{
 		File:  filepath.Join(l.State.Repo, "bin", "coredns", "current", coreDNSProgram),
@@ -66,6 +67,10 @@ func (l *Lab) publishComponents(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	l.progress.Logf("registry serves %s, built from upstream sources", strings.Join(names, " and "))
+	if err := images.PublishComponents(ctx, images.Tools(l.State.Registry)); err != nil {
+		return err
+	}
+	l.progress.Logf("registry serves %s and %s, made of this machine's Debian packages", images.SocatImage, images.NetshootImage)
 	return nil
 }
 
