@@ -35,8 +35,8 @@ import (
 
 // Labels of what the services reconciler makes.
 const (
-	// managedByLabel and managedBy mark the ServiceImports and derived
-	// Services peerlink owns.
+	// managedByLabel and managedBy mark the derived Services peerlink
+	// owns (a ServiceImport carries only the exported labels).
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "peerlink"
 	// sliceManager is the endpointslice.kubernetes.io/managed-by value of
@@ -560,7 +560,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	// What is no longer wanted goes: ServiceImports, derived Services
 	// (also of an import that became headless), EndpointSlices.
 	for key, si := range have.imports {
-		if si.Labels[managedByLabel] == managedBy && !want[key] {
+		if appliedImport(si) && !want[key] {
 			if err := r.client.Delete(ctx, si); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
@@ -660,6 +660,19 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 	return names, r.importStatus(ctx, imp, current)
 }
 
+// appliedImport reports whether this controller applied ServiceImport si
+// (its field manager applied fields of it): a ServiceImport carries only
+// the exported labels and annotations, so no label of peerlink's can say
+// it. One made by someone else is never deleted.
+func appliedImport(si *mcsv1beta1.ServiceImport) bool {
+	for _, mf := range si.ManagedFields {
+		if mf.Manager == api.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
 // desiredImport is the ServiceImport of imp, without its IPs.
 func desiredImport(imp *mcs.Import, derived string) *mcsv1beta1.ServiceImport {
 	w := imp.Winner
@@ -667,7 +680,7 @@ func desiredImport(imp *mcs.Import, derived string) *mcsv1beta1.ServiceImport {
 		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceImport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: imp.Namespace, Name: imp.Name,
-			Labels:      mergeLabels(w.Labels, map[string]string{managedByLabel: managedBy}),
+			Labels:      w.Labels,
 			Annotations: w.Annotations,
 		},
 		Spec: mcsv1beta1.ServiceImportSpec{

@@ -284,8 +284,20 @@ func TestServicesReconciler(t *testing.T) {
 		if si.Spec.Type != mcsv1beta1.ClusterSetIP || len(si.Spec.Ports) != 1 || si.Spec.Ports[0].Port != 80 {
 			return fmt.Errorf("spec %+v", si.Spec)
 		}
+		// Only the exported labels, none here.
+		if len(si.Labels) != 0 {
+			return fmt.Errorf("labels %v, want none (the export has none)", si.Labels)
+		}
 		return nil
 	})
+	// A ServiceImport someone else made is not the controller's to remove.
+	manual := &mcsv1beta1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "manual"},
+		Spec:       mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	if err := c.Create(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "b's endpoint translated, not ready without a tunnel; the one outside b's range dropped", func(ctx context.Context) error {
 		got, err := importedEndpoints(ctx, c, "b")
 		if err != nil {
@@ -378,6 +390,9 @@ func TestServicesReconciler(t *testing.T) {
 		}
 		return nil
 	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(manual), manual); err != nil {
+		t.Errorf("the ServiceImport made by hand, after the controller's reconciles: %v", err)
+	}
 }
 
 // writeCounter counts the writes whose path holds one of paths.
