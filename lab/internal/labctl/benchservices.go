@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ const (
 	largeEndpoints = 10
 	// benchNamespace holds the large export set on both sides.
 	benchNamespace = "bench-mcs"
+	// exportWorkers is how many ServiceExports of the large set are
+	// created at once.
+	exportWorkers = 8
 	// answerProbeInterval is the resolution of the export-to-answer
 	// figures.
 	answerProbeInterval = 50 * time.Millisecond
@@ -137,11 +141,16 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (Service
 	if _, err := l.Kubectl(ctx, a, "label", "namespace", benchNamespace, mcs.ImportNamespaceLabel+"=true"); err != nil {
 		return f, err
 	}
-	start := time.Now()
+	made := time.Now()
 	if err := createLargeSet(ctx, cb, b.PodCIDR); err != nil {
 		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
 	}
-	l.progress.Logf("%d Services, EndpointSlices and ServiceExports created in %s in %.1fs", largeServices, b.Name, time.Since(start).Seconds())
+	l.progress.Logf("%d Services and their EndpointSlices created in %s in %.1fs", largeServices, b.Name, time.Since(made).Seconds())
+	start := time.Now()
+	if err := exportLargeSet(ctx, cb); err != nil {
+		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
+	}
+	l.progress.Logf("%d ServiceExports created in %s in %.1fs", largeServices, b.Name, time.Since(start).Seconds())
 	ca, err := l.Client(a)
 	if err != nil {
 		return f, err
@@ -207,8 +216,9 @@ func waitReadyEndpoints(ctx context.Context, c client.Client, ns, selector strin
 	})
 }
 
-// createLargeSet creates the large export set in benchNamespace: services
-// with endpoints at addresses of podCIDR that no pod holds.
+// createLargeSet creates the Services of the large export set in
+// benchNamespace, not exported yet: services with endpoints at addresses of
+// podCIDR that no pod holds.
 func createLargeSet(ctx context.Context, c client.Client, podCIDR netip.Prefix) error {
 	base := podCIDR.Addr().As4()
 	ready, port, name := true, int32(EchoPort), "http"
@@ -229,7 +239,7 @@ func createLargeSet(ctx context.Context, c client.Client, podCIDR netip.Prefix) 
 			ip := netip.AddrFrom4([4]byte{base[0], base[1], byte(n >> 8), byte(n)})
 			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 		}
-		objs = append(objs, slice, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName}})
+		objs = append(objs, slice)
 		for _, o := range objs {
 			if err := c.Create(ctx, o); err != nil {
 				return fmt.Errorf("create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, svcName, err)
@@ -237,6 +247,23 @@ func createLargeSet(ctx context.Context, c client.Client, podCIDR netip.Prefix) 
 		}
 	}
 	return nil
+}
+
+// exportLargeSet exports the Services of createLargeSet, from a few
+// clients at once, as an apply of a directory of ServiceExports would.
+func exportLargeSet(ctx context.Context, c client.Client) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(exportWorkers)
+	for i := range largeServices {
+		g.Go(func() error {
+			se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: fmt.Sprintf("svc-%04d", i)}}
+			if err := c.Create(gctx, se); err != nil {
+				return fmt.Errorf("create ServiceExport %s: %w", se.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // podOf returns the namespace and name of the one pod matching selector
