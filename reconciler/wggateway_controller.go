@@ -114,6 +114,9 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 		if err := applyTyped(ctx, r.client, r.apiReader, svc); err != nil {
 			return outcome{}, err
 		}
+		if err := removeStaleSlices(ctx, r.client, svc); err != nil {
+			return outcome{}, err
+		}
 	}
 
 	pod, err := activeGatewayPod(ctx, r.pods, r.apiReader, wg.GetNamespace(), wg.GetName(), wg.GetUID())

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,4 +212,31 @@ func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[st
 		ObjectMeta: childMeta(name, ns, t.Metadata, labels, owner),
 		Spec:       *t.Spec.DeepCopy(),
 	}
+}
+
+// removeStaleSlices deletes the EndpointSlices of the gateway's Service
+// that its selector, or the lack of one, leaves behind: with a selector
+// (one replica), the slice the active replica wrote; without (several),
+// the EndpointSlice controller's, which that controller stops updating
+// but does not delete when the selector goes. Either would keep the
+// address of a pod that is gone among the Service's endpoints.
+func removeStaleSlices(ctx context.Context, c client.Client, svc *corev1.Service) error {
+	stale := discoveryv1.LabelManagedBy + "!=" + netv1beta1.GatewayEndpointSliceManager
+	if len(svc.Spec.Selector) > 0 {
+		stale = discoveryv1.LabelManagedBy + "=" + netv1beta1.GatewayEndpointSliceManager
+	}
+	sel, err := labels.Parse(discoveryv1.LabelServiceName + "=" + svc.Name + "," + stale)
+	if err != nil {
+		return fmt.Errorf("selector of the stale EndpointSlices of Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	var list discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("list the EndpointSlices of Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	for i := range list.Items {
+		if err := c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete stale EndpointSlice %s/%s: %w", svc.Namespace, list.Items[i].Name, err)
+		}
+	}
+	return nil
 }

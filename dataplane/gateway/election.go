@@ -104,10 +104,6 @@ func (a *Agent) markActive(ctx context.Context) error {
 	return nil
 }
 
-// EndpointSliceManager is the managed-by label value of the EndpointSlice an
-// active server replica writes for its Service.
-const EndpointSliceManager = "gateway.peerlink.io"
-
 // publishEndpoint makes the agent's pod the one endpoint of the server's
 // Service gw-<name> when that Service selects no pods, as the default
 // template's does with several replicas: a single write of the
@@ -136,7 +132,7 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: a.opts.Namespace,
-			Labels:    map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: EndpointSliceManager},
+			Labels:    map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: netv1beta1.GatewayEndpointSliceManager},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -156,7 +152,7 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 			})
 		}
 	}
-	if err := c.Patch(ctx, slice, client.Apply, client.FieldOwner(EndpointSliceManager), client.ForceOwnership); err != nil {
+	if err := c.Patch(ctx, slice, client.Apply, client.FieldOwner(netv1beta1.GatewayEndpointSliceManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("publish pod %s in EndpointSlice %s/%s: %w", a.election.PodName, a.opts.Namespace, name, err)
 	}
 	a.log.Info("published this pod as the Service's endpoint", "service", name, "address", a.overlayFacts.Address)

@@ -18,6 +18,10 @@ const (
 	ActiveGatewayLabel = "networking.liqo.io/active"
 	// GatewayNameLabel names, on a gateway pod, the gateway it runs.
 	GatewayNameLabel = "networking.liqo.io/gateway-name"
+	// GatewayEndpointSliceManager is the endpointslice.kubernetes.io/managed-by
+	// value of the EndpointSlice the active replica of a server writes for
+	// its Service when the Service selects no pods (peerlink).
+	GatewayEndpointSliceManager = "gateway.peerlink.io"
 	// TenantNamespacePrefix starts the name of the namespace the CLI creates
 	// for the objects of one peer: liqo-tenant-<remoteClusterID>.
 	TenantNamespacePrefix = "liqo-tenant-"
