@@ -11,8 +11,10 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,6 +41,8 @@ const (
 	// owns (a ServiceImport carries only the exported labels).
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "peerlink"
+	// importWriters is how many imports are written at once.
+	importWriters = 16
 	// sliceManager is the endpointslice.kubernetes.io/managed-by value of
 	// imported EndpointSlices: not the built-in controller's, so that it
 	// leaves them alone.
@@ -532,6 +536,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	wantDerived := map[types.NamespacedName]bool{}
 	wantSlices := map[types.NamespacedName]bool{}
 	allowed := map[string]bool{}
+	var apply []*mcs.Import
 	for _, k := range slices.SortedFunc(maps.Keys(imports), mcs.Key.Compare) {
 		imp := imports[k]
 		ok, known := allowed[k.Namespace]
@@ -549,14 +554,30 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 		if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
 			wantDerived[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = true
 		}
-		names, err := r.applyImport(ctx, imp, have)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, n := range names {
-			wantSlices[types.NamespacedName{Namespace: k.Namespace, Name: n}] = true
-		}
+		apply = append(apply, imp)
 	}
+	// The imports are independent of each other: several are written at
+	// once (each in its own order: slices, derived Service, IP), so that
+	// a thousand new ones take the API server's time, not a thousand
+	// round trips in a row.
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(importWriters)
+	for _, imp := range apply {
+		g.Go(func() error {
+			names, err := r.applyImport(ctx, imp, have)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, n := range names {
+				wantSlices[types.NamespacedName{Namespace: imp.Namespace, Name: n}] = true
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // errors are gathered in errs
 	// What is no longer wanted goes: ServiceImports, derived Services
 	// (also of an import that became headless), EndpointSlices.
 	for key, si := range have.imports {
