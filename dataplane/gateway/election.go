@@ -28,8 +28,8 @@ import (
 type Election struct {
 	// Lock is the Lease, held under PodName.
 	Lock resourcelock.Interface
-	// Pods writes the active label on the replicas' pods; an uncached
-	// client, the agent lists no pods otherwise.
+	// Pods writes the active label on the replicas' pods and a server's
+	// EndpointSlice; an uncached client, the agent watches neither.
 	Pods client.Client
 	// PodName names the agent's own pod, in the gateway's namespace.
 	PodName string
@@ -134,8 +134,7 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 			Namespace: a.opts.Namespace,
 			Labels:    map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: netv1beta1.GatewayEndpointSliceManager},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID, Controller: ptr.To(true),
 			}},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,

@@ -154,13 +154,20 @@ func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figu
 	}
 
 	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
+	return l.recoveries(ctx, a, b, url, "bench-probe-", "gateway pod", f.RecoverySeconds)
+}
+
+// recoveries deletes the active gateway pod of b, then of a, while a probe
+// of a (named prefix and the cluster's name) sends requests to url, and
+// records the longest time without an answer of each side in into.
+func (l *Lab) recoveries(ctx context.Context, a, b *cluster.Cluster, url, prefix, what string, into map[string]float64) error {
 	for _, n := range []*cluster.Cluster{b, a} {
-		gap, err := l.recovery(ctx, a, url, n, "bench-probe-"+n.Name)
+		gap, err := l.recovery(ctx, a, url, n, prefix+n.Name)
 		if err != nil {
 			return err
 		}
-		f.RecoverySeconds[n.Name] = gap.Seconds()
-		l.progress.Logf("gateway pod of %s deleted: longest time without traffic %.2fs", n.Name, gap.Seconds())
+		into[n.Name] = gap.Seconds()
+		l.progress.Logf("%s of %s deleted: longest time without traffic %.2fs", what, n.Name, gap.Seconds())
 	}
 	return nil
 }
@@ -183,15 +190,7 @@ func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *Figur
 		}
 	}
 	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
-	for _, n := range []*cluster.Cluster{b, a} {
-		gap, err := l.recovery(ctx, a, url, n, "bench-failover-"+n.Name)
-		if err != nil {
-			return err
-		}
-		f.FailoverSeconds[n.Name] = gap.Seconds()
-		l.progress.Logf("%d replicas: active gateway pod of %s deleted: longest time without traffic %.2fs", failoverReplicas, n.Name, gap.Seconds())
-	}
-	return nil
+	return l.recoveries(ctx, a, b, url, "bench-failover-", fmt.Sprintf("%d replicas: active gateway pod", failoverReplicas), f.FailoverSeconds)
 }
 
 // failoverReplicas is the number of gateway pods of each side when the
