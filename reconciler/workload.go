@@ -218,12 +218,18 @@ func gatewayService(t netv1beta1.ServiceTemplate, name, ns string, labels map[st
 // that its selector, or the lack of one, leaves behind: with a selector
 // (one replica), the slice the active replica wrote; without (several),
 // the EndpointSlice controller's, which that controller stops updating
-// but does not delete when the selector goes. Either would keep the
-// address of a pod that is gone among the Service's endpoints.
+// but does not delete when the selector goes, and the Endpoints the
+// Endpoints controller leaves the same way, which Kubernetes would mirror
+// into a new slice. Either would keep the address of a pod that is gone
+// among the Service's endpoints.
 func removeStaleSlices(ctx context.Context, c client.Client, svc *corev1.Service) error {
-	stale := discoveryv1.LabelManagedBy + "!=" + netv1beta1.GatewayEndpointSliceManager
-	if len(svc.Spec.Selector) > 0 {
-		stale = discoveryv1.LabelManagedBy + "=" + netv1beta1.GatewayEndpointSliceManager
+	stale := discoveryv1.LabelManagedBy + "=" + netv1beta1.GatewayEndpointSliceManager
+	if len(svc.Spec.Selector) == 0 {
+		stale = discoveryv1.LabelManagedBy + "!=" + netv1beta1.GatewayEndpointSliceManager
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
+		if err := c.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the stale Endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
 	}
 	sel, err := labels.Parse(discoveryv1.LabelServiceName + "=" + svc.Name + "," + stale)
 	if err != nil {

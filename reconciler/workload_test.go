@@ -15,8 +15,8 @@ import (
 
 // TestRemoveStaleSlices runs removeStaleSlices against a real API server:
 // a gateway Service with a selector loses the slice an active replica
-// wrote, one without loses the EndpointSlice controller's, and a slice of
-// another Service stays.
+// wrote, one without loses the EndpointSlice controller's and its
+// Endpoints, and another Service's stay.
 func TestRemoveStaleSlices(t *testing.T) {
 	c := testcluster.Start(t).Client
 	ctx := t.Context()
@@ -59,11 +59,27 @@ func TestRemoveStaleSlices(t *testing.T) {
 		t.Errorf("with a selector: slices %v, want %v", got, want)
 	}
 	slice("gw-peer", "gw-peer", netv1beta1.GatewayEndpointSliceManager)
+	for _, name := range []string{"gw-peer", "web"} {
+		if err := c.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	svc.Spec.Selector = nil
 	if err := removeStaleSlices(ctx, c, svc); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := names(), []string{"gw-peer", "web-abcde"}; !slices.Equal(got, want) {
 		t.Errorf("without a selector: slices %v, want %v", got, want)
+	}
+	var eps corev1.EndpointsList
+	if err := c.List(ctx, &eps, client.InNamespace("tenant")); err != nil {
+		t.Fatal(err)
+	}
+	if len(eps.Items) != 1 || eps.Items[0].Name != "web" {
+		t.Errorf("without a selector: Endpoints %v, want web's alone (the gateway Service's would be mirrored into a slice)", eps.Items)
+	}
+	// Nothing left to remove is no error.
+	if err := removeStaleSlices(ctx, c, svc); err != nil {
+		t.Errorf("second pass: %v", err)
 	}
 }
