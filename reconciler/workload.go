@@ -226,6 +226,7 @@ func removeStaleSlices(ctx context.Context, c client.Client, svc *corev1.Service
 	stale := discoveryv1.LabelManagedBy + "=" + netv1beta1.GatewayEndpointSliceManager
 	if len(svc.Spec.Selector) == 0 {
 		stale = discoveryv1.LabelManagedBy + "!=" + netv1beta1.GatewayEndpointSliceManager
+		//lint:ignore SA1019 the deprecated Endpoints left by the Endpoints controller are what is deleted
 		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
 		if err := c.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete the stale Endpoints %s/%s: %w", svc.Namespace, svc.Name, err)

@@ -60,6 +60,7 @@ func TestRemoveStaleSlices(t *testing.T) {
 	}
 	slice("gw-peer", "gw-peer", netv1beta1.GatewayEndpointSliceManager)
 	for _, name := range []string{"gw-peer", "web"} {
+		//lint:ignore SA1019 the deprecated Endpoints are what removeStaleSlices deletes
 		if err := c.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name}}); err != nil {
 			t.Fatal(err)
 		}
