@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,14 +164,26 @@ func (n *Cluster) Up(ctx context.Context) error {
 	if err := n.start("kube-controller-manager", "kube-scheduler"); err != nil {
 		return err
 	}
+	// The kubelet gives up at once when containerd's socket is not there
+	// yet: every node's containerd answers before any kubelet starts.
+	first, rest := NodeComponents()[:1], NodeComponents()[1:]
+	if err := n.startOnNodes(first); err != nil {
+		return err
+	}
 	for _, node := range nodes {
-		for _, c := range NodeComponents() {
-			p, err := node.Start(c)
+		err := n.watch(ctx, "node "+node.Name()+" containerd", func(context.Context) (bool, error) {
+			conn, err := net.DialTimeout("unix", node.ContainerdSocket(), time.Second)
 			if err != nil {
-				return err
+				return false, err
 			}
-			n.running = append(n.running, p)
+			return true, conn.Close()
+		})
+		if err != nil {
+			return err
 		}
+	}
+	if err := n.startOnNodes(rest); err != nil {
+		return err
 	}
 	podCIDRs, err := n.podCIDRs(ctx, n.watch)
 	if err != nil {
@@ -228,6 +241,21 @@ func (n *Cluster) start(names ...string) error {
 			return err
 		}
 		n.running = append(n.running, p)
+	}
+	return nil
+}
+
+// startOnNodes starts node components on every node and remembers them for
+// watch.
+func (n *Cluster) startOnNodes(components []string) error {
+	for _, node := range n.Nodes() {
+		for _, c := range components {
+			p, err := node.Start(c)
+			if err != nil {
+				return err
+			}
+			n.running = append(n.running, p)
+		}
 	}
 	return nil
 }
