@@ -41,8 +41,9 @@ const (
 	// owns (a ServiceImport carries only the exported labels).
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "peerlink"
-	// importWriters is how many imports are written at once.
-	importWriters = 16
+	// parallelWrites is how many imports, or export statuses, are written
+	// at once.
+	parallelWrites = 16
 	// sliceManager is the endpointslice.kubernetes.io/managed-by value of
 	// imported EndpointSlices: not the built-in controller's, so that it
 	// leaves them alone.
@@ -420,7 +421,7 @@ func translate(ranges []rangeMap, ip netip.Addr) (netip.Addr, bool) {
 // setExportConditions writes Valid, Ready and Conflict on every local
 // ServiceExport whose conditions change.
 func (r *servicesReconciler) setExportConditions(ctx context.Context, states []exportState, imports map[mcs.Key]*mcs.Import, published bool) error {
-	var errs []error
+	var changed []*mcsv1beta1.ServiceExport
 	for _, st := range states {
 		se := st.export.DeepCopy()
 		gen := se.Generation
@@ -450,13 +451,27 @@ func (r *servicesReconciler) setExportConditions(ctx context.Context, states []e
 		} else {
 			set(string(mcsv1beta1.ServiceExportConditionConflict), string(mcsv1beta1.ServiceExportReasonNoConflicts), "no conflict", false)
 		}
-		if conditionsEqual(st.export.Status.Conditions, se.Status.Conditions) {
-			continue
-		}
-		if err := r.client.Status().Update(ctx, se); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("update serviceexport %s/%s status: %w", se.Namespace, se.Name, err))
+		if !conditionsEqual(st.export.Status.Conditions, se.Status.Conditions) {
+			changed = append(changed, se)
 		}
 	}
+	// A thousand new exports are a thousand status writes: several at
+	// once, as the imports are.
+	var mu sync.Mutex
+	var errs []error
+	var g errgroup.Group
+	g.SetLimit(parallelWrites)
+	for _, se := range changed {
+		g.Go(func() error {
+			if err := r.client.Status().Update(ctx, se); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("update serviceexport %s/%s status: %w", se.Namespace, se.Name, err))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // errors are gathered in errs
 	return errors.Join(errs...)
 }
 
@@ -562,7 +577,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	// round trips in a row.
 	var mu sync.Mutex
 	var g errgroup.Group
-	g.SetLimit(importWriters)
+	g.SetLimit(parallelWrites)
 	for _, imp := range apply {
 		g.Go(func() error {
 			names, err := r.applyImport(ctx, imp, have)
@@ -612,46 +627,31 @@ func derivedName(k mcs.Key) string {
 	return "derived-" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:10]
 }
 
-// applyImport applies the ServiceImport of imp, one EndpointSlice per
-// member and endpoint group, and for a ClusterSetIP import its derived
-// Service, and returns the slices' names. Each is written only when the
-// cache holds something else.
+// applyImport applies one EndpointSlice per member and endpoint group of
+// imp, for a ClusterSetIP import its derived Service, then its
+// ServiceImport, and returns the slices' names. Each is written only when
+// the cache holds something else.
 //
-// The order is the order a caller needs them in: the name resolves once
-// the import has its clusterset IP, and kube-proxy routes that IP once the
-// derived Service exists. So the slices come before the derived Service
-// (kube-proxy programs the Service with its endpoints in one sync, instead
-// of first without any), and the IP goes into the import last: a client
-// that resolves the name finds a Service with endpoints behind it.
+// The order is the order a caller needs them in, and makes each new import
+// cost one write of each object: the name resolves once the import has its
+// clusterset IP, and kube-proxy routes that IP once the derived Service
+// exists. So the slices come before the derived Service (kube-proxy
+// programs the Service with its endpoints in one sync, instead of first
+// without any), and the ServiceImport comes last, with the IP the derived
+// Service was given: a client that resolves the name finds a Service with
+// endpoints behind it. Neither the slices nor the derived Service have an
+// owner, as the ServiceImport does not exist yet when they are made:
+// applyImports removes them with their import.
 func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects) ([]string, error) {
 	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
 	derived := ""
 	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
 		derived = derivedName(imp.Key)
 	}
-	current := have.imports[key]
-	si := desiredImport(imp, derived)
-	// The IPs of the derived Service, or else those the import has: the
-	// cache may not hold yet a derived Service just made, and an IP is
-	// never taken from an import only to be given back.
-	switch d := have.derived[types.NamespacedName{Namespace: imp.Namespace, Name: derived}]; {
-	case derived == "":
-	case d != nil:
-		si.Spec.IPs = d.Spec.ClusterIPs
-	case current != nil:
-		si.Spec.IPs = current.Spec.IPs
-	}
-	if current == nil || !sameImport(current, si) {
-		if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
-		}
-		current = si
-	}
-	owner := metav1.OwnerReference{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceImport", Name: current.Name, UID: current.UID}
 	var names []string
 	for _, m := range imp.Members {
 		for gi, g := range m.Service.Endpoints {
-			sl := desiredSlice(imp, m, gi, g, derived, owner)
+			sl := desiredSlice(imp, m, gi, g, derived)
 			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
 				if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
@@ -660,6 +660,8 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 			names = append(names, sl.Name)
 		}
 	}
+	current := have.imports[key]
+	si := desiredImport(imp, derived)
 	if derived != "" {
 		svc := desiredDerived(imp, derived)
 		cur := have.derived[client.ObjectKeyFromObject(svc)]
@@ -669,14 +671,13 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 			}
 			cur = svc
 		}
-		if !slices.Equal(si.Spec.IPs, cur.Spec.ClusterIPs) {
-			si = desiredImport(imp, derived)
-			si.Spec.IPs = cur.Spec.ClusterIPs
-			if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-				return names, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
-			}
-			current = si
+		si.Spec.IPs = cur.Spec.ClusterIPs
+	}
+	if current == nil || !sameImport(current, si) {
+		if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+			return names, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
 		}
+		current = si
 	}
 	return names, r.importStatus(ctx, imp, current)
 }
@@ -757,9 +758,8 @@ func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, 
 }
 
 // desiredDerived is the selector-less ClusterIP Service that kube-proxy
-// routes the import's clusterset IP through. It has no owner (it may be
-// made before its ServiceImport has its final spec): applyImports removes
-// it with the import.
+// routes the import's clusterset IP through. It has no owner (it is made
+// before its ServiceImport): applyImports removes it with the import.
 func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -805,7 +805,7 @@ func sameDerived(have, want *corev1.Service) bool {
 }
 
 // desiredSlice is the EndpointSlice of one member's endpoint group.
-func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string, owner metav1.OwnerReference) *discoveryv1.EndpointSlice {
+func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string) *discoveryv1.EndpointSlice {
 	base := derived
 	if base == "" {
 		base = derivedName(imp.Key)
@@ -820,10 +820,9 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 	if derived != "" {
 		lbl[discoveryv1.LabelServiceName] = derived
 	}
-	owner.Controller = new(bool)
 	sl := &discoveryv1.EndpointSlice{
 		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
-		ObjectMeta:  metav1.ObjectMeta{Namespace: imp.Namespace, Name: name, Labels: lbl, OwnerReferences: []metav1.OwnerReference{owner}},
+		ObjectMeta:  metav1.ObjectMeta{Namespace: imp.Namespace, Name: name, Labels: lbl},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
@@ -848,7 +847,7 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 // what peerlink sets.
 func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
 	return hasLabels(have.Labels, want.Labels) && have.AddressType == want.AddressType &&
-		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
+		len(have.OwnerReferences) == 0 &&
 		equality.Semantic.DeepEqual(have.Ports, want.Ports) &&
 		equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints)
 }

@@ -355,6 +355,40 @@ func TestServicesReconciler(t *testing.T) {
 		t.Errorf("%d writes after a reconcile that changed nothing: %v", got-settled, writes.since(settled))
 	}
 
+	// A new import costs one write of each object it is made of, in the
+	// order a caller needs them: slice, derived Service, ServiceImport
+	// with its IP, status.
+	api := peerWeb(80)
+	api.Key = mcs.Key{Namespace: "demo", Name: "api"}
+	receive(t, c, "liqo-tenant-b", peerWeb(80), other, api)
+	waitFor(t, "demo/api imported with its IP", func(ctx context.Context) error {
+		var si mcsv1beta1.ServiceImport
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "api"}, &si); err != nil {
+			return err
+		}
+		if len(si.Spec.IPs) == 0 || len(si.Status.Clusters) == 0 {
+			return fmt.Errorf("ips %v, clusters %v", si.Spec.IPs, si.Status.Clusters)
+		}
+		return nil
+	})
+	writes.settle(t)
+	var got []string
+	for _, w := range writes.since(settled) {
+		// "PATCH /apis/.../namespaces/demo/serviceimports/api" is
+		// "PATCH serviceimports", its status "PUT serviceimports/status".
+		method, path, _ := strings.Cut(w, " ")
+		_, tail, _ := strings.Cut(path, "/namespaces/demo/")
+		resource, rest, _ := strings.Cut(tail, "/")
+		if strings.HasSuffix(rest, "/status") {
+			resource += "/status"
+		}
+		got = append(got, method+" "+resource)
+	}
+	want := []string{"PATCH endpointslices", "PATCH services", "PATCH serviceimports", "PUT serviceimports/status"}
+	if !slices.Equal(got, want) {
+		t.Errorf("writes of a new import: %v, want %v (%v)", got, want, writes.since(settled))
+	}
+
 	// b's older export with another port: the local export is in conflict.
 	receive(t, c, "liqo-tenant-b", peerWeb(81))
 	waitFor(t, "Conflict on the local export", func(ctx context.Context) error {
