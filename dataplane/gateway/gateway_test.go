@@ -270,6 +270,22 @@ func TestConnectionWriter(t *testing.T) {
 		t.Errorf("status %+v, want path MTU 1340 and PathMTUReduced False", got.Status)
 	}
 
+	// The key the tunnel runs on is written when it changes, kept by
+	// later reports, and read back by a new writer.
+	key := plan.Key{7}
+	if err := w.reportKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); !bytes.Equal(got.Status.PublicKey, key[:]) || got.Status.Value != netv1beta1.Connected {
+		t.Errorf("status %+v, want Connected with public key %s", got.Status, key)
+	}
+	if got, err := (&connectionWriter{c: c, name: "gw-peer", ns: "tenant"}).lastPublicKey(ctx); err != nil || got != key {
+		t.Errorf("lastPublicKey of a new writer = %s, %v; want %s", got, err, key)
+	}
+
 	ep := netip.MustParseAddrPort("192.0.2.1:40000")
 	if err := w.persistEndpoint(ctx, ep); err != nil {
 		t.Fatal(err)
