@@ -16,8 +16,13 @@ type GatewayFacts struct {
 	Role Role
 	// PrivateKey is the gateway's own WireGuard key.
 	PrivateKey plan.Key
+	// NextPrivateKey is the key the gateway is to rotate to; zero: none.
+	NextPrivateKey plan.Key
 	// PeerPublicKey is the peer gateway's WireGuard public key.
 	PeerPublicKey plan.Key
+	// PeerNextPublicKey is the key the peer gateway announced it rotates
+	// to; zero: none.
+	PeerNextPublicKey plan.Key
 	// ListenPort is the server's WireGuard port.
 	ListenPort int
 	// Endpoint is where a client finds the server; invalid while unknown.
@@ -123,9 +128,11 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		peerRanges = append(peerRanges, m.Real)
 	}
 	p.WireGuard = plan.WireGuard{
-		PrivateKey: f.PrivateKey,
+		PrivateKey:     f.PrivateKey,
+		NextPrivateKey: f.NextPrivateKey,
 		Peer: plan.WireGuardPeer{
 			PublicKey:           f.PeerPublicKey,
+			NextPublicKey:       f.PeerNextPublicKey,
 			AllowedIPs:          peerRanges,
 			PersistentKeepalive: f.Keepalive,
 		},
@@ -270,6 +277,12 @@ func (f GatewayFacts) validate() error {
 	}
 	if f.PeerPublicKey == (plan.Key{}) {
 		errs = append(errs, errors.New("peer public key: missing"))
+	}
+	if f.NextPrivateKey != (plan.Key{}) && f.NextPrivateKey.PublicKey() == f.PrivateKey.PublicKey() {
+		errs = append(errs, errors.New("next private key: the same key pair as the current one"))
+	}
+	if f.PeerNextPublicKey != (plan.Key{}) && f.PeerNextPublicKey == f.PeerPublicKey {
+		errs = append(errs, errors.New("peer next public key: the same as the current one"))
 	}
 	if f.Role == Server && (f.ListenPort < 1 || f.ListenPort > 65535) {
 		errs = append(errs, fmt.Errorf("listen port %d: must be in 1-65535", f.ListenPort))

@@ -15,11 +15,14 @@ type gatewayFactsFile struct {
 	Role          Role   `json:"role"`
 	PrivateKey    string `json:"privateKey"`
 	PeerPublicKey string `json:"peerPublicKey"`
-	ListenPort    int    `json:"listenPort"`
-	Endpoint      string `json:"endpoint"`
-	MTU           int    `json:"mtu"`
-	Keepalive     string `json:"keepalive"`
-	Remote        []struct {
+	// The next keys of a key rotation, optional.
+	NextPrivateKey    string `json:"nextPrivateKey"`
+	PeerNextPublicKey string `json:"peerNextPublicKey"`
+	ListenPort        int    `json:"listenPort"`
+	Endpoint          string `json:"endpoint"`
+	MTU               int    `json:"mtu"`
+	Keepalive         string `json:"keepalive"`
+	Remote            []struct {
 		Real     string `json:"real"`
 		Remapped string `json:"remapped"`
 	} `json:"remote"`
@@ -41,6 +44,16 @@ func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
 	}
 	if f.PeerPublicKey, err = plan.ParseKey(j.PeerPublicKey); err != nil {
 		t.Fatal(err)
+	}
+	if j.NextPrivateKey != "" {
+		if f.NextPrivateKey, err = plan.ParseKey(j.NextPrivateKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j.PeerNextPublicKey != "" {
+		if f.PeerNextPublicKey, err = plan.ParseKey(j.PeerNextPublicKey); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if j.Endpoint != "" {
 		f.Endpoint = netip.MustParseAddrPort(j.Endpoint)
@@ -75,6 +88,8 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 		"no role":         {func(f *GatewayFacts) { f.Role = "" }, `role ""`},
 		"no private key":  {func(f *GatewayFacts) { f.PrivateKey = plan.Key{} }, "private key: missing"},
 		"no peer key":     {func(f *GatewayFacts) { f.PeerPublicKey = plan.Key{} }, "peer public key: missing"},
+		"same next key":   {func(f *GatewayFacts) { f.NextPrivateKey = f.PrivateKey }, "next private key: the same key pair"},
+		"same peer next":  {func(f *GatewayFacts) { f.PeerNextPublicKey = f.PeerPublicKey }, "peer next public key: the same"},
 		"server, no port": {func(f *GatewayFacts) { f.ListenPort = 0 }, "listen port 0"},
 		"tiny MTU":        {func(f *GatewayFacts) { f.MTU = 100 }, "MTU 100"},
 		"negative path":   {func(f *GatewayFacts) { f.PathMTU = -1 }, "path MTU -1"},

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"fmt"
 	"strings"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // String renders the plan for people: the golden files of the planner show
@@ -12,12 +14,18 @@ func (p GatewayPlan) String() string {
 	wg := p.WireGuard
 	fmt.Fprintf(&b, "# wireguard %s (mtu %d)\n", TunnelLink, p.TunnelMTU)
 	fmt.Fprintf(&b, "public key: %s\n", wg.PrivateKey.PublicKey())
+	if wg.NextPrivateKey != (plan.Key{}) {
+		fmt.Fprintf(&b, "next public key: %s (once the peer accepts it)\n", wg.NextPrivateKey.PublicKey())
+	}
 	if wg.ListenPort != 0 {
 		fmt.Fprintf(&b, "listen port: %d\n", wg.ListenPort)
 	} else {
 		b.WriteString("listen port: (any)\n")
 	}
 	fmt.Fprintf(&b, "peer: %s\n", wg.Peer.PublicKey)
+	if wg.Peer.NextPublicKey != (plan.Key{}) {
+		fmt.Fprintf(&b, "  next key: %s (accepted; holds the allowed ips once the peer starts a session with it)\n", wg.Peer.NextPublicKey)
+	}
 	if wg.Peer.Endpoint.IsValid() {
 		fmt.Fprintf(&b, "  endpoint: %s\n", wg.Peer.Endpoint)
 	} else {

@@ -76,8 +76,16 @@ type Agent struct {
 	// which the plan clamps TCP to.
 	tunnelMTU, pathMTU atomic.Int64
 
+	// planned is the WireGuard configuration of the last plan, before the
+	// key rotation's state made it the one applied.
+	planned  plan.WireGuard
+	rotation rotation
+
 	mu         sync.Mutex
 	gatewayUID types.UID
+	// peerNextKey is the peer's next key of the last plan, which the
+	// prober announces this side accepts.
+	peerNextKey plan.Key
 }
 
 // New returns an agent that reads the API through c and is notified of
@@ -178,6 +186,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		a.peerEndpoint = ep
 	}
+	if key, err := conn.lastPublicKey(ctx); err == nil {
+		a.rotation.lastKey = key
+	} else {
+		a.log.Error(err, "read the public key the tunnel ran on")
+	}
 
 	if a.election != nil {
 		if err := a.watchRelease(ctx); err != nil {
@@ -192,6 +205,8 @@ func (a *Agent) Start(ctx context.Context) error {
 	labelled := false
 
 	resync.Tick(ctx, a.trigger, a.opts.ResyncInterval)
+	rotationTick := time.NewTicker(rotationPoll)
+	defer rotationTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -207,6 +222,14 @@ func (a *Agent) Start(ctx context.Context) error {
 		case <-a.trigger:
 		case <-a.rehandshake:
 			a.forceHandshake()
+			continue
+		case <-rotationTick.C:
+			if prober {
+				if a.stepRotation() {
+					a.sync(ctx)
+				}
+				a.reportKey(ctx)
+			}
 			continue
 		case <-a.elected:
 			a.takeOver(ctx)
@@ -260,6 +283,9 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}
 		synced := a.sync(ctx)
+		if prober {
+			a.reportKey(ctx)
+		}
 		if !synced || !a.active.Load() || prober {
 			continue
 		}
@@ -272,6 +298,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		if err := conn.report(ctx, health.Report{State: health.Connecting}); err != nil {
 			a.log.Error(err, "write the Connection's status")
 		}
+		a.reportKey(ctx)
 		if err := a.startProber(healthCtx, &wg); err != nil {
 			a.log.Error(err, "start the health prober; retrying")
 			continue
@@ -344,6 +371,11 @@ func (a *Agent) sync(ctx context.Context) bool {
 	if err == nil {
 		var p dataplane.GatewayPlan
 		if p, err = dataplane.PlanGateway(facts); err == nil {
+			a.planned = p.WireGuard
+			a.mu.Lock()
+			a.peerNextKey = p.WireGuard.Peer.NextPublicKey
+			a.mu.Unlock()
+			p.WireGuard = a.rotation.effective(p.WireGuard)
 			err = a.apply(p)
 		}
 	}
@@ -476,6 +508,7 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		Interval:  a.opts.PingInterval,
 		MaxMisses: a.opts.MaxMisses,
 		MTU:       func() int { return int(a.tunnelMTU.Load()) },
+		Accept:    a.acceptedKeys,
 	}
 	wg.Add(1)
 	go func() {
@@ -502,6 +535,7 @@ func freebindListenConfig() *net.ListenConfig {
 // onReport runs after each ping interval, and in between when a ping is
 // late.
 func (a *Agent) onReport(r health.Report) {
+	a.rotation.setAccepted(r.Accepted)
 	if r.Late {
 		// A late ping, or the server's goodbye, is a client's first sign
 		// of a server replaced by a new pod (kubectl delete, a drain, a

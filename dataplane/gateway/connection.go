@@ -14,6 +14,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // latencyPeriod is the most often a changed latency alone is written.
@@ -49,6 +50,8 @@ type connectionWriter struct {
 	// below the configured MTU or back.
 	pathMTU, mtu   int
 	pathTransition time.Time
+	// publicKey is the public key the tunnel runs on, as last written.
+	publicKey plan.Key
 }
 
 // ensure applies the Connection's metadata and spec once.
@@ -101,6 +104,48 @@ func (w *connectionWriter) lastEndpoint(ctx context.Context) (netip.AddrPort, er
 	defer w.mu.Unlock()
 	w.endpoint = ep
 	return ep, nil
+}
+
+// lastPublicKey reads the public key the tunnel ran on in a previous run;
+// zero when none was written.
+func (w *connectionWriter) lastPublicKey(ctx context.Context) (plan.Key, error) {
+	var conn netv1beta1.Connection
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, &conn); err != nil {
+		return plan.Key{}, client.IgnoreNotFound(err)
+	}
+	if len(conn.Status.PublicKey) == 0 {
+		return plan.Key{}, nil
+	}
+	k, err := plan.NewKey(conn.Status.PublicKey)
+	if err != nil {
+		return plan.Key{}, fmt.Errorf("status.publicKey of Connection %s/%s: %w", w.ns, w.name, err)
+	}
+	return k, nil
+}
+
+// reportKey writes the public key the tunnel runs on when it changed.
+func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key) error {
+	if err := w.ensure(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key == w.publicKey {
+		return nil
+	}
+	old := w.publicKey
+	w.publicKey = key
+	now := w.now()
+	if w.value == "" {
+		// Before the first health report: the status says what the
+		// agent says first.
+		w.value, w.transition = health.Connecting, now
+	}
+	if err := w.writeStatus(ctx, w.value, w.latency, w.pathMTU, w.mtu, w.pathTransition, now); err != nil {
+		w.publicKey = old
+		return err
+	}
+	return nil
 }
 
 // apply writes the Connection's metadata and spec; w.mu is held.
@@ -236,6 +281,9 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 	}
 	if latency != "" {
 		status["latency"] = map[string]any{"value": latency, "timestamp": now.UTC().Format(time.RFC3339)}
+	}
+	if w.publicKey != (plan.Key{}) {
+		status["publicKey"] = w.publicKey.String()
 	}
 	if pathMTU > 0 {
 		status["pathMTU"] = int64(pathMTU)

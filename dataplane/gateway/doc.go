@@ -12,7 +12,9 @@
 // It also measures the tunnel (package health), keeps the Connection
 // gw-<gateway> up to date, exports Prometheus metrics, and on SIGTERM removes
 // what it created. Nothing is configured until the peer's public key is
-// known.
+// known. It runs the dataplane half of a key rotation (rotation.go): the
+// switch to its own next key once the peer accepts it, and the retirement
+// of the peer's old key once its next key carries the tunnel.
 //
 // It does not create the gateway's Deployment, Service, RBAC or keys (the
 // controller does) nor plan anything itself (package dataplane does).

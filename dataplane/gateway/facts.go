@@ -39,12 +39,15 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 	if f.PrivateKey, err = readKey(a.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {
 		return f, err
 	}
+	if f.NextPrivateKey, err = readNextKey(a.opts.KeyDir, f.PrivateKey); err != nil {
+		return f, err
+	}
 
 	addresses, port, err := a.readGateway(ctx, &f)
 	if err != nil {
 		return f, err
 	}
-	if f.PeerPublicKey, err = a.peerKey(ctx); err != nil {
+	if f.PeerPublicKey, f.PeerNextPublicKey, err = a.peerKey(ctx); err != nil {
 		return f, err
 	}
 	if f.Remote, err = a.remoteRanges(ctx); err != nil {
@@ -72,6 +75,22 @@ func readKey(dir, name string) (plan.Key, error) {
 	k, err := plan.NewKey(b)
 	if err != nil {
 		return plan.Key{}, fmt.Errorf("key file %s: %d bytes, want the 32 raw bytes of a WireGuard key", path, len(b))
+	}
+	return k, nil
+}
+
+// readNextKey reads the optional next private key from the mounted key
+// Secret; zero when there is none.
+func readNextKey(dir string, current plan.Key) (plan.Key, error) {
+	k, err := readKey(dir, netv1beta1.NextPrivateKeyField)
+	if resync.IsWaiting(err) {
+		return plan.Key{}, nil
+	}
+	if err != nil {
+		return plan.Key{}, err
+	}
+	if k.PublicKey() == current.PublicKey() {
+		return plan.Key{}, fmt.Errorf("key file %s: the same key pair as %s", filepath.Join(dir, netv1beta1.NextPrivateKeyField), netv1beta1.PrivateKeyField)
 	}
 	return k, nil
 }
@@ -106,17 +125,18 @@ func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]s
 	return addresses, port, nil
 }
 
-// peerKey finds the PublicKey of the peer in the namespace. Several are an
-// error: the agent cannot tell which one the peer uses.
-func (a *Agent) peerKey(ctx context.Context) (plan.Key, error) {
+// peerKey finds the PublicKey of the peer in the namespace and returns its
+// key and its next key (zero when it has none). Several are an error: the
+// agent cannot tell which one the peer uses.
+func (a *Agent) peerKey(ctx context.Context) (current, next plan.Key, err error) {
 	var list netv1beta1.PublicKeyList
 	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
 		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
-		return plan.Key{}, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+		return current, next, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
 	}
 	switch len(list.Items) {
 	case 0:
-		return plan.Key{}, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
+		return current, next, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
 	case 1:
 	default:
 		var names []string
@@ -124,14 +144,26 @@ func (a *Agent) peerKey(ctx context.Context) (plan.Key, error) {
 			names = append(names, pk.Name)
 		}
 		slices.Sort(names)
-		return plan.Key{}, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+		return current, next, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
 	}
-	pk := list.Items[0]
-	k, err := plan.NewKey(pk.Spec.PublicKey)
-	if err != nil {
-		return plan.Key{}, fmt.Errorf("spec.publicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.PublicKey))
+	return publicKeys(&list.Items[0])
+}
+
+// publicKeys reads the key and the optional next key of a PublicKey.
+func publicKeys(pk *netv1beta1.PublicKey) (current, next plan.Key, err error) {
+	if current, err = plan.NewKey(pk.Spec.PublicKey); err != nil {
+		return current, next, fmt.Errorf("spec.publicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.PublicKey))
 	}
-	return k, nil
+	if len(pk.Spec.NextPublicKey) == 0 {
+		return current, next, nil
+	}
+	if next, err = plan.NewKey(pk.Spec.NextPublicKey); err != nil {
+		return current, next, fmt.Errorf("spec.nextPublicKey of PublicKey %s/%s: %d bytes, want 32", pk.Namespace, pk.Name, len(pk.Spec.NextPublicKey))
+	}
+	if next == current {
+		return current, next, fmt.Errorf("spec.nextPublicKey of PublicKey %s/%s: the same key as spec.publicKey", pk.Namespace, pk.Name)
+	}
+	return current, next, nil
 }
 
 // remoteRanges pairs the peer's real ranges (spec.remote) with their

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/testcluster"
 )
@@ -104,6 +106,48 @@ func TestReadKey(t *testing.T) {
 	}
 	if _, err := readKey(dir, netv1beta1.PrivateKeyField); err == nil || resync.IsWaiting(err) || !strings.Contains(err.Error(), "5 bytes") {
 		t.Errorf("short key file: %v", err)
+	}
+}
+
+// TestNextKeys reads the optional next keys: the next private key file of
+// the key Secret and spec.nextPublicKey of the peer's PublicKey; a bad one
+// is an error naming the file or the object and field.
+func TestNextKeys(t *testing.T) {
+	dir := t.TempDir()
+	current, next := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	currentKey, _ := plan.NewKey(current)
+	if k, err := readNextKey(dir, currentKey); err != nil || k != (plan.Key{}) {
+		t.Errorf("no next key file: %v, %v; want none and no error", k, err)
+	}
+	for _, tc := range []struct {
+		content []byte
+		want    string
+	}{{next, ""}, {current, "the same key pair as privateKey"}, {next[:5], "5 bytes"}} {
+		if err := os.WriteFile(filepath.Join(dir, netv1beta1.NextPrivateKeyField), tc.content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := readNextKey(dir, currentKey)
+		switch {
+		case tc.want == "" && (err != nil || k != plan.Key(next)):
+			t.Errorf("next key file: %v, %v; want the key", k, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), netv1beta1.NextPrivateKeyField)):
+			t.Errorf("next key file %x: %v, want an error naming the file and %q", tc.content, err, tc.want)
+		}
+	}
+
+	pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant"}, Spec: netv1beta1.PublicKeySpec{PublicKey: current}}
+	if cur, nxt, err := publicKeys(pk); err != nil || cur != plan.Key(current) || nxt != (plan.Key{}) {
+		t.Errorf("publicKeys without a next key = %v, %v, %v", cur, nxt, err)
+	}
+	pk.Spec.NextPublicKey = next
+	if _, nxt, err := publicKeys(pk); err != nil || nxt != plan.Key(next) {
+		t.Errorf("publicKeys with a next key = %v, %v", nxt, err)
+	}
+	for content, want := range map[string]string{string(current): "the same key as spec.publicKey", "short": "5 bytes"} {
+		pk.Spec.NextPublicKey = []byte(content)
+		if _, _, err := publicKeys(pk); err == nil || !strings.Contains(err.Error(), "spec.nextPublicKey of PublicKey tenant/peer") || !strings.Contains(err.Error(), want) {
+			t.Errorf("publicKeys with next key %x: %v, want an error naming the object, the field and %q", content, err, want)
+		}
 	}
 }
 
@@ -224,6 +268,22 @@ func TestConnectionWriter(t *testing.T) {
 	}
 	if got := get(); got.Status.PathMTU != 1340 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionFalse) {
 		t.Errorf("status %+v, want path MTU 1340 and PathMTUReduced False", got.Status)
+	}
+
+	// The key the tunnel runs on is written when it changes, kept by
+	// later reports, and read back by a new writer.
+	key := plan.Key{7}
+	if err := w.reportKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); !bytes.Equal(got.Status.PublicKey, key[:]) || got.Status.Value != netv1beta1.Connected {
+		t.Errorf("status %+v, want Connected with public key %s", got.Status, key)
+	}
+	if got, err := (&connectionWriter{c: c, name: "gw-peer", ns: "tenant"}).lastPublicKey(ctx); err != nil || got != key {
+		t.Errorf("lastPublicKey of a new writer = %s, %v; want %s", got, err, key)
 	}
 
 	ep := netip.MustParseAddrPort("192.0.2.1:40000")

@@ -34,8 +34,10 @@ type metrics struct {
 	// rejected.
 	refused  map[string]float64
 	rejected int
+	// switches counts the switches to the next key, by result.
+	switches map[string]float64
 
-	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc *prometheus.Desc
+	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc, switchesDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -45,10 +47,15 @@ func newMetrics(now func() time.Time) *metrics {
 			Help:    "Round-trip time of the health pings through the tunnel.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
-		now:     now,
-		dropped: map[string]float64{},
-		kernel:  map[string]uint64{},
-		refused: map[string]float64{},
+		now:      now,
+		dropped:  map[string]float64{},
+		kernel:   map[string]uint64{},
+		refused:  map[string]float64{},
+		switches: map[string]float64{},
+		switchesDesc: prometheus.NewDesc("peerlink_gateway_key_switches_total",
+			"Switches of the tunnel to the gateway's next key (key rotation), by result: done (a handshake with the next key succeeded), "+
+				"reverted (none did in time: the tunnel went back to the current key).",
+			[]string{"result"}, nil),
 		refusedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_refused_total",
 			"Connections of the service exchange (TCP 12346) ended or refused for what came in, by reason: stranger (not from the peer's tunnel address), "+
 				"too-large (a frame over 1 MiB, or a set over the limits), malformed (not the protocol). Nothing of what such a connection "+
@@ -103,6 +110,13 @@ func (m *metrics) observeRejected(n int) {
 	m.rejected = n
 }
 
+// observeKeySwitch counts a switch to the next key ending with result.
+func (m *metrics) observeKeySwitch(result string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.switches[result]++
+}
+
 // observeDrops records a reading of the ingress filter's kernel counters.
 // A counter lower than at the last reading was written anew with its
 // table: all of it is new.
@@ -131,6 +145,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.pathMTU
 	ch <- m.refusedDesc
 	ch <- m.rejectedDesc
+	ch <- m.switchesDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -151,6 +166,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.refusedDesc, prometheus.CounterValue, m.refused[reason], reason)
 	}
 	ch <- prometheus.MustNewConstMetric(m.rejectedDesc, prometheus.GaugeValue, float64(m.rejected))
+	for _, result := range []string{switchDone, switchReverted} {
+		ch <- prometheus.MustNewConstMetric(m.switchesDesc, prometheus.CounterValue, m.switches[result], result)
+	}
 	if m.peer == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -50,7 +51,19 @@ type Options struct {
 	// LocalRanges are this cluster's pod and external CIDRs: the only
 	// destinations the ingress filter lets out of the tunnel.
 	LocalRanges []netip.Prefix
+	// KeySwitchTimeout, KeySwitchRetry and KeyGrace time a key rotation;
+	// zero: DefaultKeySwitchTimeout, DefaultKeySwitchRetry and
+	// DefaultKeyGrace.
+	KeySwitchTimeout, KeySwitchRetry, KeyGrace time.Duration
 }
+
+func (o Options) keySwitchTimeout() time.Duration {
+	return cmp.Or(o.KeySwitchTimeout, DefaultKeySwitchTimeout)
+}
+func (o Options) keySwitchRetry() time.Duration {
+	return cmp.Or(o.KeySwitchRetry, DefaultKeySwitchRetry)
+}
+func (o Options) keyGrace() time.Duration { return cmp.Or(o.KeyGrace, DefaultKeyGrace) }
 
 // Validate reports options that cannot work, naming the flag.
 func (o Options) Validate() error {
@@ -70,6 +83,9 @@ func (o Options) Validate() error {
 	}
 	if o.PingInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--ping-interval %v: must be positive", o.PingInterval))
+	}
+	if o.KeySwitchTimeout < 0 || o.KeySwitchRetry < 0 || o.KeyGrace < 0 {
+		errs = append(errs, fmt.Errorf("key rotation timing %v, %v, %v: must not be negative", o.KeySwitchTimeout, o.KeySwitchRetry, o.KeyGrace))
 	}
 	if o.MaxMisses < 1 {
 		errs = append(errs, fmt.Errorf("max misses %d: must be at least 1", o.MaxMisses))

@@ -6,6 +6,11 @@
 // with the round-trip time) or in Error (a number of pings in a row
 // unanswered).
 //
+// With its pings a prober also announces the peer's keys its side accepts
+// besides the current one (a key rotation: "I accept your key K"), and
+// reports those the peer announced. Only the peer's tunnel address is
+// heard, so only what is already inside the tunnel can announce.
+//
 // It does not write the Connection object nor export metrics (the gateway
 // agent does, from the reports).
 package health

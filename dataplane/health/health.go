@@ -8,8 +8,11 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // State is the health of a tunnel.
@@ -44,6 +47,10 @@ type Report struct {
 	PathMTU int
 	// MTU is the configured MTU PathMTU was measured against.
 	MTU int
+	// Accepted are the keys of this side the peer announced it accepts
+	// besides the one the tunnel runs on (key rotation), in the last
+	// acceptedFor intervals; at most maxAccepted, the latest first.
+	Accepted []plan.Key
 }
 
 // Wire format: magic, kind, nonce. Every new ping and goodbye carries a
@@ -52,16 +59,32 @@ type Report struct {
 // without seeing the ping. A goodbye is answered with a pong of its nonce,
 // like a ping. A probe is a ping padded to the size being tested, answered
 // by a probe acknowledgment of its nonce; probes are the only packets
-// longer than the header. A packet of any other size or magic is ignored.
+// longer than the header. An acceptance is the header (its nonce unused)
+// followed by a 32-byte public key of the receiver that the sender accepts
+// as the receiver's next key; it is sent with each ping while there is one,
+// and not answered. A packet of any other size, magic or kind is ignored,
+// so a peer that predates a kind ignores it.
 const (
-	magic        = "PLHC"
-	kindPing     = 1
-	kindPong     = 2
-	kindBye      = 3
-	kindProbe    = 4
-	kindProbeAck = 5
-	packetSize   = len(magic) + 1 + 8
+	magic          = "PLHC"
+	kindPing       = 1
+	kindPong       = 2
+	kindBye        = 3
+	kindProbe      = 4
+	kindProbeAck   = 5
+	kindAccept     = 6
+	packetSize     = len(magic) + 1 + 8
+	acceptanceSize = packetSize + len(plan.Key{})
 )
+
+// maxAccepted bounds the keys a prober keeps of the peer's acceptances: a
+// gateway rotates to one next key at a time, and one more covers a change
+// of mind.
+const maxAccepted = 2
+
+// acceptedFor is how many intervals an acceptance counts after it was last
+// heard: a peer that stops announcing (it dropped the key) is soon no
+// longer taken to accept it.
+const acceptedFor = 3
 
 // byeWait is the longest a leaving prober waits for its goodbye to be
 // acknowledged.
@@ -85,6 +108,10 @@ type Prober struct {
 	Interval time.Duration
 	// MaxMisses is the number of misses in a row that makes the state Error.
 	MaxMisses int
+	// Accept returns the peer's keys this side accepts besides the one the
+	// tunnel runs on, announced to the peer with each ping; nil announces
+	// none.
+	Accept func() []plan.Key
 	// MTU returns the tunnel's configured MTU, the size of the full-size
 	// probes that measure the path MTU; nil measures nothing. Conn must
 	// set the don't-fragment bit (IP_PMTUDISC_PROBE), or the kernel may
@@ -124,6 +151,15 @@ type Prober struct {
 	// pathMTU and mtu are the last measurement and the configured MTU it
 	// was made against.
 	pathMTU, mtu int
+	// accepted are the keys the peer announced it accepts, the latest
+	// first, with when each was heard last.
+	accepted []acceptance
+}
+
+// acceptance is a key the peer said it accepts, and when it said it last.
+type acceptance struct {
+	key  plan.Key
+	last time.Time
 }
 
 // Run pings until ctx ends, calling report after each interval (from one
@@ -227,7 +263,7 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	}
 	nonce := p.nonce
 	p.sent = time.Now()
-	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PeerLeft: p.peerLeft, PathMTU: p.pathMTU, MTU: p.mtu}
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PeerLeft: p.peerLeft, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
 	p.mu.Unlock()
 	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
 	return r, true
@@ -297,7 +333,7 @@ func (p *Prober) sayGoodbye(peer *net.UDPAddr) {
 func (p *Prober) current() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu}
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
 }
 
 // settle closes the interval: an unanswered ping counts as a miss.
@@ -310,7 +346,7 @@ func (p *Prober) settle() Report {
 			p.state = Error
 		}
 	}
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu}
+	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
 }
 
 func (p *Prober) ping(peer *net.UDPAddr) {
@@ -323,6 +359,34 @@ func (p *Prober) ping(peer *net.UDPAddr) {
 	// A send that fails (no route while the tunnel is being rebuilt) is a
 	// ping that will not be answered: it counts as a miss.
 	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
+	if p.Accept == nil {
+		return
+	}
+	for _, k := range p.Accept() {
+		_, _ = p.Conn.WriteTo(append(packet(kindAccept, 0), k[:]...), peer)
+	}
+}
+
+// noteAccepted records that the peer accepts key, the latest first, keeping
+// at most maxAccepted keys.
+func (p *Prober) noteAccepted(key plan.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.accepted = slices.DeleteFunc(p.accepted, func(a acceptance) bool { return a.key == key })
+	p.accepted = slices.Insert(p.accepted, 0, acceptance{key: key, last: time.Now()})
+	p.accepted = p.accepted[:min(len(p.accepted), maxAccepted)]
+}
+
+// acceptedNow returns the keys the peer announced it accepts within the
+// last acceptedFor intervals. The caller holds mu.
+func (p *Prober) acceptedNow() []plan.Key {
+	var keys []plan.Key
+	for _, a := range p.accepted {
+		if time.Since(a.last) <= acceptedFor*p.Interval {
+			keys = append(keys, a.key)
+		}
+	}
+	return keys
 }
 
 func packet(kind byte, nonce uint64) []byte {
@@ -334,7 +398,8 @@ func packet(kind byte, nonce uint64) []byte {
 }
 
 // decode reads a packet; ok is false for anything but the magic, a known
-// kind and its size: the header's exactly, or at least that for a probe.
+// kind and its size: the header's exactly, at least that for a probe, the
+// header and a key for an acceptance.
 func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	if len(b) < packetSize || string(b[:len(magic)]) != magic {
 		return 0, 0, false
@@ -342,6 +407,7 @@ func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	kind = b[len(magic)]
 	switch {
 	case kind == kindProbe:
+	case kind == kindAccept && len(b) == acceptanceSize:
 	case kind >= kindPing && kind <= kindProbeAck && len(b) == packetSize:
 	default:
 		return 0, 0, false
@@ -399,6 +465,13 @@ func (p *Prober) receive() {
 			if eager {
 				_, _ = p.Conn.WriteTo(packet(kindPing, again), peer)
 			}
+		case kindAccept:
+			key := plan.Key(buf[packetSize:acceptanceSize])
+			if key == (plan.Key{}) {
+				p.ignore("malformed")
+				continue
+			}
+			p.noteAccepted(key)
 		case kindProbe:
 			// The answer is small: a probe measures the path towards the
 			// peer, and the peer's own probes measure the way back.

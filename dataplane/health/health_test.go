@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 func listen(t *testing.T) (net.PacketConn, netip.AddrPort) {
@@ -335,5 +337,74 @@ func TestPathMTUUnanswered(t *testing.T) {
 	defer mu.Unlock()
 	if last.State != Connected || last.PathMTU != 0 {
 		t.Errorf("last report %+v: want Connected with no path MTU", last)
+	}
+}
+
+// TestAcceptance has one prober announce the keys it accepts with its pings:
+// the other reports them, at most two, the latest first, forgets them a few
+// intervals after the announcements stop, and counts an acceptance of the
+// wrong size or of the zero key as malformed.
+func TestAcceptance(t *testing.T) {
+	a, b := pair(t, 20*time.Millisecond)
+	keys := [3]plan.Key{{1}, {2}, {3}}
+	var announced atomic.Int32
+	announced.Store(1)
+	a.Accept = func() []plan.Key { return keys[:announced.Load()] }
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = a.Run(ctx, func(Report) {}) }()
+	reports := make(chan Report, 100)
+	go func() { _ = b.Run(ctx, func(r Report) { reports <- r }) }()
+	waitFor := func(what string, ok func([]plan.Key) bool) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case r := <-reports:
+				if ok(r.Accepted) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no report with %s", what)
+			}
+		}
+	}
+	waitFor("the first key accepted", func(k []plan.Key) bool { return len(k) == 1 && k[0] == keys[0] })
+	announced.Store(3)
+	waitFor("two keys accepted", func(k []plan.Key) bool { return len(k) == 2 })
+	// Three keys announced, two kept: whichever came last of each
+	// announcement round.
+	for range 10 {
+		if r := <-reports; len(r.Accepted) > maxAccepted {
+			t.Fatalf("Accepted = %v: more than %d keys kept", r.Accepted, maxAccepted)
+		}
+	}
+	announced.Store(0)
+	waitFor("no key accepted once the announcements stopped", func(k []plan.Key) bool { return len(k) == 0 })
+
+	// Malformed acceptances, from the peer's own address: a's socket.
+	before := b.Ignored()["malformed"]
+	short := append(packet(kindAccept, 0), make([]byte, 31)...)
+	short[packetSize] = 1
+	zero := append(packet(kindAccept, 0), make([]byte, 32)...)
+	for _, pkt := range [][]byte{short, zero} {
+		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Ignored()["malformed"] < before+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ignored %v: want the two malformed acceptances counted", b.Ignored())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case r := <-reports:
+		if len(r.Accepted) != 0 {
+			t.Errorf("Accepted = %v after malformed acceptances, want none", r.Accepted)
+		}
+	case <-time.After(time.Second):
 	}
 }

@@ -45,10 +45,15 @@ func (k Key) PublicKey() Key {
 }
 
 // WireGuard is the desired configuration of a WireGuard device with a
-// single peer.
+// single peer, which a key rotation lets be known under two keys for a
+// while.
 type WireGuard struct {
 	// PrivateKey is the device's own key.
 	PrivateKey Key
+	// NextPrivateKey is the key the device is to switch to once the peer
+	// accepts its public half; zero: none. The switch itself is the
+	// gateway agent's: the device runs on PrivateKey until then.
+	NextPrivateKey Key
 	// ListenPort is the UDP port to listen on; 0 lets the device pick one
 	// (a client needs no fixed port).
 	ListenPort int
@@ -61,6 +66,11 @@ type WireGuard struct {
 type WireGuardPeer struct {
 	// PublicKey identifies the peer.
 	PublicKey Key
+	// NextPublicKey is the key the peer announced it will switch to; zero:
+	// none. While it is set the device holds a second peer of this key,
+	// with the same endpoint, and AllowedIPs belong to exactly one of the
+	// two: the one the peer last started a session with.
+	NextPublicKey Key
 	// Endpoint is where the peer is reached. Invalid (the zero value) means
 	// "keep whatever the device learned": a server never knows its client's
 	// address in advance, and must not forget it on a resync.

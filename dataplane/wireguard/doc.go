@@ -9,6 +9,13 @@
 // reports and writes only the difference, never overwriting an endpoint the
 // device learned from a roaming peer when the plan names none.
 //
+// A peer may be known under two keys while it rotates its key pair
+// (plan.WireGuardPeer.NextPublicKey): both are peers of the device, and the
+// allowed IPs belong to one of them. The userspace device moves them to the
+// other key on the handshake that starts a session with it (followBind);
+// a kernel device cannot, and the gateway agent moves them after the fact
+// (MoveAllowedIPs).
+//
 // It does not own addresses, routes or the link's MTU after creation (package
 // route does), nor the choice of keys and peers (package dataplane plans
 // them).

@@ -28,6 +28,7 @@ const socketDir = "/var/run/wireguard"
 type userspaceDevice struct {
 	name      string
 	dev       *device.Device
+	bind      *followBind
 	uapi      net.Listener
 	client    *wgctrl.Client
 	closeOnce sync.Once
@@ -49,10 +50,12 @@ func openUserspace(name string, mtu int, log logr.Logger) (Device, error) {
 		return nil, fmt.Errorf("create TUN %s: %w", name, err)
 	}
 	wlog := log.WithName("wireguard-go")
-	dev := device.NewDevice(tdev, conn.NewDefaultBind(), &device.Logger{
+	bind := newFollowBind(conn.NewDefaultBind(), log.WithName("key-rotation"))
+	dev := device.NewDevice(tdev, bind, &device.Logger{
 		Verbosef: func(format string, args ...any) { wlog.V(1).Info(fmt.Sprintf(format, args...)) },
 		Errorf:   func(format string, args ...any) { wlog.Info(fmt.Sprintf(format, args...)) },
 	})
+	bind.dev = dev
 	fail := func(err error) (Device, error) {
 		dev.Close()
 		return nil, err
@@ -81,7 +84,7 @@ func openUserspace(name string, mtu int, log logr.Logger) (Device, error) {
 		uapi.Close()
 		return fail(fmt.Errorf("open wgctrl client for %s: %w", name, err))
 	}
-	d := &userspaceDevice{name: name, dev: dev, uapi: uapi, client: client}
+	d := &userspaceDevice{name: name, dev: dev, bind: bind, uapi: uapi, client: client}
 	// wireguard-go stops by itself when its TUN link is deleted under it;
 	// the socket goes with it so that wgctrl reports the device as gone.
 	go func() {
@@ -129,6 +132,9 @@ func (d *userspaceDevice) Configure(cfg wgtypes.Config) error {
 		return fmt.Errorf("configure wireguard device %s: %w", d.name, ErrClosed)
 	}
 	if err := d.client.ConfigureDevice(d.name, cfg); err != nil {
+		return fmt.Errorf("configure wireguard device %s: %w", d.name, err)
+	}
+	if err := d.bind.refresh(); err != nil {
 		return fmt.Errorf("configure wireguard device %s: %w", d.name, err)
 	}
 	return nil

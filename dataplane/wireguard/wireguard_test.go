@@ -225,3 +225,65 @@ func TestRenameAdoptsTheOldLink(t *testing.T) {
 		t.Error("the old link was touched although the new name is taken")
 	}
 }
+
+// TestDiffWithNextKey checks a peer known under two keys: the next key is
+// added as a second peer without allowed IPs or keepalive, the allowed IPs
+// stay with whichever key holds them, and go to the public key only when
+// neither does.
+func TestDiffWithNextKey(t *testing.T) {
+	priv, old, next := mustKey(t), mustKey(t).PublicKey(), mustKey(t).PublicKey()
+	ranges := []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}
+	want := plan.WireGuard{
+		PrivateKey: priv,
+		Peer: plan.WireGuardPeer{
+			PublicKey: old, NextPublicKey: next,
+			Endpoint:            netip.MustParseAddrPort("192.0.2.1:51840"),
+			AllowedIPs:          ranges,
+			PersistentKeepalive: 25 * time.Second,
+		},
+	}
+	endpoint := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51840}
+	held := []net.IPNet{{IP: net.IPv4(10, 244, 0, 0).To4(), Mask: net.CIDRMask(16, 32)}}
+	holding := func(k plan.Key) wgtypes.Peer {
+		return wgtypes.Peer{PublicKey: wgtypes.Key(k), Endpoint: endpoint, AllowedIPs: held, PersistentKeepaliveInterval: 25 * time.Second}
+	}
+	waiting := func(k plan.Key) wgtypes.Peer { return wgtypes.Peer{PublicKey: wgtypes.Key(k), Endpoint: endpoint} }
+
+	cur := &wgtypes.Device{PrivateKey: wgtypes.Key(priv), Peers: []wgtypes.Peer{holding(old)}}
+	cfg, changed := Diff(cur, want)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(next) || cfg.Peers[0].Remove ||
+		len(cfg.Peers[0].AllowedIPs) != 0 || cfg.Peers[0].Endpoint == nil ||
+		cfg.Peers[0].PersistentKeepaliveInterval == nil || *cfg.Peers[0].PersistentKeepaliveInterval != 0 {
+		t.Errorf("Diff announcing a next key = %+v, %v; want the next key added with the endpoint, no allowed IPs, no keepalive", cfg, changed)
+	}
+	if got := Holder(cur, want.Peer); got != old {
+		t.Errorf("Holder = %s, want the current key %s", got, old)
+	}
+
+	for name, peers := range map[string][]wgtypes.Peer{
+		"current key holds": {holding(old), waiting(next)},
+		"next key holds":    {waiting(old), holding(next)},
+	} {
+		if cfg, changed := Diff(&wgtypes.Device{PrivateKey: wgtypes.Key(priv), Peers: peers}, want); changed {
+			t.Errorf("%s: Diff = %+v, want no change: the allowed IPs stay where they are", name, cfg)
+		}
+	}
+
+	// Both peers there, neither holding (a device that lost them): the
+	// current key gets them.
+	cur = &wgtypes.Device{PrivateKey: wgtypes.Key(priv), Peers: []wgtypes.Peer{waiting(old), waiting(next)}}
+	cfg, changed = Diff(cur, want)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(old) || !cfg.Peers[0].ReplaceAllowedIPs || len(cfg.Peers[0].AllowedIPs) != 1 {
+		t.Errorf("Diff with no holder = %+v, %v; want the allowed IPs given to the current key", cfg, changed)
+	}
+
+	// The next key holds them, and the plan makes it the only key (the
+	// old one retired or promoted away): the old peer goes, nothing else.
+	promoted := want
+	promoted.Peer.PublicKey, promoted.Peer.NextPublicKey = next, plan.Key{}
+	cur = &wgtypes.Device{PrivateKey: wgtypes.Key(priv), Peers: []wgtypes.Peer{waiting(old), holding(next)}}
+	cfg, changed = Diff(cur, promoted)
+	if !changed || len(cfg.Peers) != 1 || cfg.Peers[0].PublicKey != wgtypes.Key(old) || !cfg.Peers[0].Remove {
+		t.Errorf("Diff after the old key retired = %+v, %v; want the old peer removed and nothing else", cfg, changed)
+	}
+}

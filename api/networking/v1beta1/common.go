@@ -47,10 +47,15 @@ const (
 	DefaultClientTemplateName = "wireguard-client"
 )
 
-// Key names in a gateway key Secret. Both hold the raw 32 bytes of a key.
+// Key names in a gateway key Secret. Each holds the raw 32 bytes of a key.
+// The next key pair is optional: while it is there, the gateway switches its
+// tunnel to it once the peer accepts it (key rotation), and keeps the current
+// one otherwise.
 const (
-	PrivateKeyField = "privateKey"
-	PublicKeyField  = "publicKey"
+	PrivateKeyField     = "privateKey"
+	PublicKeyField      = "publicKey"
+	NextPrivateKeyField = "nextPrivateKey"
+	NextPublicKeyField  = "nextPublicKey"
 )
 
 // kstatus condition types carried by every status.

@@ -59,6 +59,11 @@ type ConnectionStatus struct {
 	// between the gateways carries less (peerlink). Absent until measured.
 	// +optional
 	PathMTU int32 `json:"pathMTU,omitempty"`
+	// PublicKey is the gateway's public key the tunnel runs on (peerlink):
+	// the next key of its key Secret once the peer accepted it and a
+	// handshake with it succeeded, the current one otherwise.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
 }
 
 // ConditionPathMTUReduced, on a Connection, is True when the measured path

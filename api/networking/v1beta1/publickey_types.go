@@ -14,6 +14,13 @@ type PublicKeySpec struct {
 	// PublicKey is the 32-byte key; in YAML its base64, as `wg pubkey` prints it.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$`
 	PublicKey []byte `json:"publicKey"`
+
+	// NextPublicKey is the key the peer's gateway is about to switch to
+	// (peerlink): the local gateway accepts both until the peer's tunnel
+	// runs on this one, and tells the peer that it does.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$`
+	NextPublicKey []byte `json:"nextPublicKey,omitempty"`
 }
 
 // PublicKey is the WireGuard public key of a peer's gateway. Its
