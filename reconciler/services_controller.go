@@ -43,7 +43,7 @@ const (
 	managedBy      = "peerlink"
 	// parallelWrites is how many imports, or export statuses, are written
 	// at once.
-	parallelWrites = 16
+	parallelWrites = 32
 	// sliceManager is the endpointslice.kubernetes.io/managed-by value of
 	// imported EndpointSlices: not the built-in controller's, so that it
 	// leaves them alone.
