@@ -163,14 +163,10 @@ func packet(src, dst netip.Addr, seq uint64) []byte {
 
 // flow sends numbered packets into one TUN every interval until stop, and
 // counts those the other TUN delivers until the test ends.
-type flow struct {
-	mu       sync.Mutex
-	sent     uint64
-	received map[uint64]bool
-}
+type flow struct{ tally }
 
 func startFlow(t *testing.T, from, to *tuntest.ChannelTUN, src, dst netip.Addr, interval time.Duration, stop <-chan struct{}) *flow {
-	f := &flow{received: map[uint64]bool{}}
+	f := &flow{tally{got: map[uint64]bool{}}}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	go func() {
@@ -178,9 +174,7 @@ func startFlow(t *testing.T, from, to *tuntest.ChannelTUN, src, dst netip.Addr, 
 			select {
 			case b := <-to.Inbound:
 				if len(b) == 28 {
-					f.mu.Lock()
-					f.received[binary.BigEndian.Uint64(b[20:])] = true
-					f.mu.Unlock()
+					f.arrived(binary.BigEndian.Uint64(b[20:]))
 				}
 			case <-done:
 				return
@@ -198,9 +192,7 @@ func startFlow(t *testing.T, from, to *tuntest.ChannelTUN, src, dst netip.Addr, 
 			}
 			select {
 			case from.Outbound <- packet(src, dst, seq):
-				f.mu.Lock()
-				f.sent = seq + 1
-				f.mu.Unlock()
+				f.sentUpTo(seq)
 			case <-stop:
 				return
 			}
@@ -209,17 +201,39 @@ func startFlow(t *testing.T, from, to *tuntest.ChannelTUN, src, dst netip.Addr, 
 	return f
 }
 
+// tally counts the numbered packets of a flow: how many were sent, and
+// which arrived.
+type tally struct {
+	mu   sync.Mutex
+	sent uint64
+	got  map[uint64]bool
+}
+
+// sentUpTo records that packets 0 to seq were sent.
+func (t *tally) sentUpTo(seq uint64) {
+	t.mu.Lock()
+	t.sent = seq + 1
+	t.mu.Unlock()
+}
+
+// arrived records that packet seq arrived.
+func (t *tally) arrived(seq uint64) {
+	t.mu.Lock()
+	t.got[seq] = true
+	t.mu.Unlock()
+}
+
 // lost returns how many packets were sent and how many of them never
 // arrived.
-func (f *flow) lost() (sent, lost uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for seq := range f.sent {
-		if !f.received[seq] {
+func (t *tally) lost() (sent, lost uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for seq := range t.sent {
+		if !t.got[seq] {
 			lost++
 		}
 	}
-	return f.sent, lost
+	return t.sent, lost
 }
 
 // holderOf returns the hex public key of the peer of d holding allowedIP.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +19,8 @@ import (
 // an echo server in the other, through the tunnel, and counts the echoes:
 // a datagram is lost when either way dropped it.
 type echoFlow struct {
+	tally
 	conn net.PacketConn
-	mu   sync.Mutex
-	sent uint64
-	back map[uint64]bool
 }
 
 // serveEcho answers every datagram to addr, in ns, with itself.
@@ -48,7 +45,7 @@ func serveEcho(t *testing.T, ns *netns.NS, addr string) {
 
 func startEcho(t *testing.T, ns *netns.NS, from string, to netip.AddrPort, interval time.Duration, stop <-chan struct{}) *echoFlow {
 	t.Helper()
-	f := &echoFlow{back: map[uint64]bool{}}
+	f := &echoFlow{tally: tally{got: map[uint64]bool{}}}
 	if err := ns.Do(func() (err error) { f.conn, err = net.ListenPacket("udp4", from); return err }); err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +58,7 @@ func startEcho(t *testing.T, ns *netns.NS, from string, to netip.AddrPort, inter
 				return
 			}
 			if n == 8 {
-				f.mu.Lock()
-				f.back[binary.BigEndian.Uint64(buf)] = true
-				f.mu.Unlock()
+				f.arrived(binary.BigEndian.Uint64(buf))
 			}
 		}
 	}()
@@ -78,25 +73,12 @@ func startEcho(t *testing.T, ns *netns.NS, from string, to netip.AddrPort, inter
 			case <-tick.C:
 			}
 			b := binary.BigEndian.AppendUint64(nil, seq)
-			f.mu.Lock()
-			f.sent = seq + 1
-			f.mu.Unlock()
+			f.sentUpTo(seq)
 			// A send the kernel refuses is a datagram lost like any other.
 			_, _ = f.conn.WriteTo(b, dst)
 		}
 	}()
 	return f
-}
-
-func (f *echoFlow) lost() (sent, lost uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for seq := range f.sent {
-		if !f.back[seq] {
-			lost++
-		}
-	}
-	return f.sent, lost
 }
 
 // side is one gateway of the rotation test: a userspace device in its own
