@@ -58,7 +58,8 @@ func newMetrics(now func() time.Time) *metrics {
 			[]string{"result"}, nil),
 		refusedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_refused_total",
 			"Connections of the service exchange (TCP 12346) ended or refused for what came in, by reason: stranger (not from the peer's tunnel address), "+
-				"too-large (a frame over 1 MiB, or a set over the limits), malformed (not the protocol). Nothing of what such a connection "+
+				"too-large (a frame over 1 MiB, or a set over the limits), malformed (not the protocol), too-often (the peer reconnecting "+
+				"faster than once a second after ten in a row). Nothing of what such a connection "+
 				"brought since its last complete batch is applied.",
 			[]string{"reason"}, nil),
 		rejectedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_rejected_services",

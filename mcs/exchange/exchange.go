@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 
 	"github.com/peerlink/peerlink/mcs"
 )
@@ -75,10 +76,20 @@ const (
 	RefusedTooLarge = "too-large"
 	// RefusedMalformed: a frame that is not the protocol.
 	RefusedMalformed = "malformed"
+	// RefusedTooOften: a connection from the peer sooner than its
+	// reconnection budget allows.
+	RefusedTooOften = "too-often"
 )
 
 // RefusedReasons are the reasons OnRefused is told.
-func RefusedReasons() []string { return []string{RefusedStranger, RefusedTooLarge, RefusedMalformed} }
+func RefusedReasons() []string {
+	return []string{RefusedStranger, RefusedTooLarge, RefusedMalformed, RefusedTooOften}
+}
+
+// reconnectBurst is how many connections the peer may open in a row
+// before it is held to one per RedialDelay: each new session costs this
+// side the sending of its whole set.
+const reconnectBurst = 10
 
 // errMalformed marks the errors of frames that are not the protocol.
 var errMalformed = errors.New("not the service exchange protocol")
@@ -140,7 +151,8 @@ func (e *Exchange) snapshot() (mcs.Set, <-chan struct{}) {
 }
 
 // Serve accepts the peer's connections on ln until ctx ends, from peer
-// only; a new connection replaces the running one.
+// only and no more often than its reconnection budget allows; a new
+// connection replaces the running one.
 func (e *Exchange) Serve(ctx context.Context, ln net.Listener, peer netip.Addr) error {
 	go func() {
 		<-ctx.Done()
@@ -148,6 +160,10 @@ func (e *Exchange) Serve(ctx context.Context, ln net.Listener, peer netip.Addr) 
 	}()
 	// current stops the running connection's session.
 	current := func() {}
+	// A new session replaces the running one and costs the sending of the
+	// whole local set: a peer reconnecting in a loop gets one per
+	// RedialDelay after a short burst, the pace of a well-behaved Dial.
+	budget := rate.NewLimiter(rate.Every(e.opts.RedialDelay), reconnectBurst)
 	defer func() { current() }()
 	for {
 		conn, err := ln.Accept()
@@ -161,6 +177,13 @@ func (e *Exchange) Serve(ctx context.Context, ln net.Listener, peer netip.Addr) 
 		if from.Addr().Unmap() != peer {
 			e.opts.Log.Info("service exchange: connection refused: not from the peer", "from", conn.RemoteAddr().String())
 			e.opts.OnRefused(RefusedStranger)
+			conn.Close()
+			continue
+		}
+		if !budget.Allow() {
+			e.opts.Log.Info("service exchange: connection refused: the peer reconnects faster than once per redial delay",
+				"delay", e.opts.RedialDelay.String())
+			e.opts.OnRefused(RefusedTooOften)
 			conn.Close()
 			continue
 		}

@@ -254,3 +254,61 @@ func TestBatchWholeOrNothing(t *testing.T) {
 		t.Errorf("refusals told: %v", refused)
 	}
 }
+
+// TestReconnectBudget: a peer reconnecting in a loop gets a few sessions,
+// then one per redial delay; the rest are closed unanswered and told.
+func TestReconnectBudget(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var refused []string
+	delay := 300 * time.Millisecond
+	e := New(Options{RedialDelay: delay, Log: testr.New(t), OnRefused: func(reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused = append(refused, reason)
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.Serve(ctx, ln, netip.MustParseAddr("127.0.0.1")) }()
+	// answered tells whether a new connection gets the server's hello.
+	answered := func() bool {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = conn.Read(make([]byte, 4))
+		return err == nil
+	}
+	const attempts = 20
+	got := 0
+	start := time.Now()
+	for range attempts {
+		if answered() {
+			got++
+		}
+	}
+	// The burst, and at most one more per delay the loop took.
+	if most := reconnectBurst + int(time.Since(start)/delay) + 1; got < reconnectBurst || got > most {
+		t.Errorf("%d of %d quick connections answered, want %d to %d", got, attempts, reconnectBurst, most)
+	}
+	mu.Lock()
+	n := len(refused)
+	for _, r := range refused {
+		if r != RefusedTooOften {
+			t.Errorf("refusal told as %q", r)
+		}
+	}
+	mu.Unlock()
+	if n != attempts-got {
+		t.Errorf("%d refusals told for %d connections refused", n, attempts-got)
+	}
+	time.Sleep(delay + 50*time.Millisecond)
+	if !answered() {
+		t.Error("a connection after the redial delay is refused")
+	}
+}
