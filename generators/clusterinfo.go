@@ -24,12 +24,14 @@ func ConfigurationForPeer(local clusterinfo.Info, namespace string) (*netv1beta1
 }
 
 // PublicKeyForPeer builds the PublicKey a cluster hands to its peer from
-// the public key one of its gateways publishes in its status. The object is
+// the public keys one of its gateways publishes in its status: the current
+// one and, while a key rotation is under way, the next one. The object is
 // named and labelled with the local cluster ID.
-func PublicKeyForPeer(localClusterID, namespace string, key []byte) (*netv1beta1.PublicKey, error) {
+func PublicKeyForPeer(localClusterID, namespace string, key, next []byte) (*netv1beta1.PublicKey, error) {
 	return PublicKey(PublicKeyOptions{
-		Peer: Peer{Namespace: namespace, RemoteClusterID: localClusterID},
-		Key:  key,
+		Peer:    Peer{Namespace: namespace, RemoteClusterID: localClusterID},
+		Key:     key,
+		NextKey: next,
 	})
 }
 

@@ -111,17 +111,25 @@ func TestForPeer(t *testing.T) {
 		t.Fatalf("unexpected configuration: %+v", conf)
 	}
 
-	pk, err := PublicKeyForPeer("cluster-a", "", bytes.Repeat([]byte{7}, 32))
+	pk, err := PublicKeyForPeer("cluster-a", "", bytes.Repeat([]byte{7}, 32), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(pk.Spec.PublicKey, bytes.Repeat([]byte{7}, 32)) || pk.Labels["networking.liqo.io/gateway-resource"] != "true" ||
+	if !bytes.Equal(pk.Spec.PublicKey, bytes.Repeat([]byte{7}, 32)) || pk.Spec.NextPublicKey != nil || pk.Labels["networking.liqo.io/gateway-resource"] != "true" ||
 		pk.Name != "cluster-a" || pk.Namespace != "liqo-tenant-cluster-a" {
 		t.Fatalf("unexpected public key: %+v", pk)
 	}
+	// During a key rotation the peer gets the next key too.
+	pk, err = PublicKeyForPeer("cluster-a", "", bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32))
+	if err != nil || !bytes.Equal(pk.Spec.NextPublicKey, bytes.Repeat([]byte{8}, 32)) {
+		t.Fatalf("public key with a next key: %+v, %v", pk, err)
+	}
 	for _, bad := range [][]byte{[]byte("short"), make([]byte, 32)} {
-		if _, err := PublicKeyForPeer("cluster-a", "", bad); err == nil || !strings.Contains(err.Error(), "spec.publicKey") {
+		if _, err := PublicKeyForPeer("cluster-a", "", bad, nil); err == nil || !strings.Contains(err.Error(), "spec.publicKey") {
 			t.Errorf("key %x: want an error naming spec.publicKey, got %v", bad, err)
+		}
+		if _, err := PublicKeyForPeer("cluster-a", "", bytes.Repeat([]byte{7}, 32), bad); err == nil || !strings.Contains(err.Error(), "spec.nextPublicKey") {
+			t.Errorf("next key %x: want an error naming spec.nextPublicKey, got %v", bad, err)
 		}
 	}
 

@@ -185,6 +185,9 @@ type PublicKeyOptions struct {
 	Peer
 	// Key is the raw 32-byte public key.
 	Key []byte
+	// NextKey, when set, is the raw 32-byte key the gateway rotates to,
+	// which the peer accepts too.
+	NextKey []byte
 }
 
 // PublicKey builds the object that hands a gateway's public key to the peer.
@@ -192,7 +195,7 @@ func PublicKey(o PublicKeyOptions) (*netv1beta1.PublicKey, error) {
 	pk := &netv1beta1.PublicKey{
 		TypeMeta:   typeMeta(KindPublicKey),
 		ObjectMeta: o.objectMeta(map[string]string{netv1beta1.GatewayResourceLabel: "true"}),
-		Spec:       netv1beta1.PublicKeySpec{PublicKey: append([]byte(nil), o.Key...)},
+		Spec:       netv1beta1.PublicKeySpec{PublicKey: append([]byte(nil), o.Key...), NextPublicKey: append([]byte(nil), o.NextKey...)},
 	}
 	return pk, check(pk)
 }

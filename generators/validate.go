@@ -74,14 +74,28 @@ func Validate(obj runtime.Object) field.ErrorList {
 	case *netv1beta1.PublicKey:
 		errs := validateLabels(o.Labels)
 		errs = append(errs, validateName(o.Name)...)
-		if n := len(o.Spec.PublicKey); n != KeyLength {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "publicKey"), fmt.Sprintf("<%d bytes>", n),
-				fmt.Sprintf("must be the base64 of exactly %d bytes, as wg pubkey prints it", KeyLength)))
-		} else if bytes.Count(o.Spec.PublicKey, []byte{0}) == KeyLength {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "publicKey"), "<all zero>",
-				"the all-zero key is no key: use the one `wg pubkey` or `peerlink generate publickey` prints"))
+		errs = append(errs, validateKey(o.Spec.PublicKey, field.NewPath("spec", "publicKey"))...)
+		if o.Spec.NextPublicKey != nil {
+			p := field.NewPath("spec", "nextPublicKey")
+			errs = append(errs, validateKey(o.Spec.NextPublicKey, p)...)
+			if bytes.Equal(o.Spec.NextPublicKey, o.Spec.PublicKey) {
+				errs = append(errs, field.Invalid(p, "<the same key>", "must differ from spec.publicKey: it is the key the gateway rotates to"))
+			}
 		}
 		return errs
+	}
+	return nil
+}
+
+// validateKey checks a WireGuard public key at path.
+func validateKey(key []byte, path *field.Path) field.ErrorList {
+	if n := len(key); n != KeyLength {
+		return field.ErrorList{field.Invalid(path, fmt.Sprintf("<%d bytes>", n),
+			fmt.Sprintf("must be the base64 of exactly %d bytes, as wg pubkey prints it", KeyLength))}
+	}
+	if bytes.Count(key, []byte{0}) == KeyLength {
+		return field.ErrorList{field.Invalid(path, "<all zero>",
+			"the all-zero key is no key: use the one `wg pubkey` or `peerlink generate publickey` prints")}
 	}
 	return nil
 }

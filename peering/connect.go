@@ -122,9 +122,9 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 		for _, s := range []struct {
 			on    *Cluster
 			owner string
-			key   []byte
+			keys  GatewayKeys
 		}{{local, remoteID, serverPub}, {remote, localID, clientPub}} {
-			pk, err := generators.PublicKeyForPeer(s.owner, "", s.key)
+			pk, err := generators.PublicKeyForPeer(s.owner, "", s.keys.Current, s.keys.Next)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,30 @@ import (
 	"github.com/peerlink/peerlink/generators"
 )
 
+// PeerGateway finds the one gateway of the peering with peer in namespace
+// ns, and returns its role and key.
+func PeerGateway(ctx context.Context, cl client.Reader, ns, peer string) (generators.Role, client.ObjectKey, error) {
+	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
+	var servers netv1beta1.GatewayServerList
+	var clients netv1beta1.GatewayClientList
+	for _, l := range []client.ObjectList{&servers, &clients} {
+		if err := cl.List(ctx, l, client.InNamespace(ns), sel); err != nil {
+			return "", client.ObjectKey{}, fmt.Errorf("list gateways for %s in %s: %w", peer, ns, err)
+		}
+	}
+	switch {
+	case len(servers.Items)+len(clients.Items) > 1:
+		return "", client.ObjectKey{}, fmt.Errorf("namespace %s holds %d gateways labelled %s=%s: a peering has one",
+			ns, len(servers.Items)+len(clients.Items), netv1beta1.RemoteClusterIDLabel, peer)
+	case len(servers.Items) == 1:
+		return generators.RoleServer, client.ObjectKeyFromObject(&servers.Items[0]), nil
+	case len(clients.Items) == 1:
+		return generators.RoleClient, client.ObjectKeyFromObject(&clients.Items[0]), nil
+	}
+	return "", client.ObjectKey{}, fmt.Errorf("no GatewayServer or GatewayClient labelled %s=%s in %s: apply this side's bundle first (bundle init)",
+		netv1beta1.RemoteClusterIDLabel, peer, ns)
+}
+
 // Export reads what the peer needs from this cluster, whose cluster-info is
 // in peerlinkNS, for the peering with peer whose gateway is in namespace ns:
 // this cluster's Configuration, the PublicKey of its gateway and, on the
@@ -26,27 +50,9 @@ func Export(ctx context.Context, cl client.Reader, p Progress, peerlinkNS, ns, p
 	if err != nil {
 		return nil, err
 	}
-	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
-	var servers netv1beta1.GatewayServerList
-	var clients netv1beta1.GatewayClientList
-	for _, l := range []client.ObjectList{&servers, &clients} {
-		if err := cl.List(ctx, l, client.InNamespace(ns), sel); err != nil {
-			return nil, fmt.Errorf("list gateways for %s in %s: %w", peer, ns, err)
-		}
-	}
-	var role generators.Role
-	var key client.ObjectKey
-	switch {
-	case len(servers.Items)+len(clients.Items) > 1:
-		return nil, fmt.Errorf("namespace %s holds %d gateways labelled %s=%s: a peering has one",
-			ns, len(servers.Items)+len(clients.Items), netv1beta1.RemoteClusterIDLabel, peer)
-	case len(servers.Items) == 1:
-		role, key = generators.RoleServer, client.ObjectKeyFromObject(&servers.Items[0])
-	case len(clients.Items) == 1:
-		role, key = generators.RoleClient, client.ObjectKeyFromObject(&clients.Items[0])
-	default:
-		return nil, fmt.Errorf("no GatewayServer or GatewayClient labelled %s=%s in %s: apply this side's bundle first (bundle init)",
-			netv1beta1.RemoteClusterIDLabel, peer, ns)
+	role, key, err := PeerGateway(ctx, cl, ns, peer)
+	if err != nil {
+		return nil, err
 	}
 	pk, err := PublicKeyForPeer(ctx, cl, p, info.ClusterID, role, key, "")
 	if err != nil {

@@ -17,34 +17,44 @@ import (
 // controller does once it has made or checked the gateway's key Secret.
 var ErrKeyPending = errors.New("not published yet by the controller")
 
-// GatewayPublicKey reads the public key a gateway publishes in its status.
+// GatewayKeys are the public keys a gateway publishes in its status: the
+// current one, and the next one while a key rotation is under way.
+type GatewayKeys struct {
+	Current, Next []byte
+}
+
+// GatewayPublicKey reads the public keys a gateway publishes in its status.
 // No Secret is read.
-func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) ([]byte, error) {
+func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (GatewayKeys, error) {
 	var gw client.Object = &netv1beta1.GatewayClient{}
 	kind := generators.KindGatewayClient
 	if role == generators.RoleServer {
 		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
 	}
 	if err := c.Get(ctx, key, gw); err != nil {
-		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
+		return GatewayKeys{}, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	var pub []byte
+	var keys GatewayKeys
+	var rotation *netv1beta1.KeyRotationStatus
 	switch gw := gw.(type) {
 	case *netv1beta1.GatewayServer:
-		pub = gw.Status.PublicKey
+		keys.Current, rotation = gw.Status.PublicKey, gw.Status.KeyRotation
 	case *netv1beta1.GatewayClient:
-		pub = gw.Status.PublicKey
+		keys.Current, rotation = gw.Status.PublicKey, gw.Status.KeyRotation
 	}
-	if len(pub) == 0 {
-		return nil, fmt.Errorf("status.publicKey of %s %s: %w", kind, key, ErrKeyPending)
+	if len(keys.Current) == 0 {
+		return GatewayKeys{}, fmt.Errorf("status.publicKey of %s %s: %w", kind, key, ErrKeyPending)
 	}
-	return pub, nil
+	if rotation != nil {
+		keys.Next = rotation.NextPublicKey
+	}
+	return keys, nil
 }
 
 // WaitPublicKey waits until the controller has published a gateway's public
-// key, and returns it.
-func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role generators.Role, gateway client.ObjectKey) ([]byte, error) {
-	var key []byte
+// key, and returns its keys.
+func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role generators.Role, gateway client.ObjectKey) (GatewayKeys, error) {
+	var keys GatewayKeys
 	_, err := p.Wait(ctx, "the public key of gateway "+gateway.String(), func(ctx context.Context) (bool, string, error) {
 		k, err := GatewayPublicKey(ctx, c, role, gateway)
 		if errors.Is(err, ErrKeyPending) {
@@ -53,22 +63,22 @@ func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role genera
 		if err != nil {
 			return false, "", err
 		}
-		key = k
+		keys = k
 		return true, "", nil
 	})
-	return key, err
+	return keys, err
 }
 
 // PublicKeyForPeer waits until a gateway of this cluster, clusterID, has
 // published its public key, and returns the PublicKey the peer applies:
 // named and labelled with clusterID, in namespace (empty: the peer's tenant
-// namespace for this cluster).
+// namespace for this cluster), with the next key of a rotation under way.
 func PublicKeyForPeer(ctx context.Context, c client.Reader, p Progress, clusterID string, role generators.Role, gateway client.ObjectKey, namespace string) (*netv1beta1.PublicKey, error) {
-	key, err := WaitPublicKey(ctx, c, p, role, gateway)
+	keys, err := WaitPublicKey(ctx, c, p, role, gateway)
 	if err != nil {
 		return nil, err
 	}
-	return generators.PublicKeyForPeer(clusterID, namespace, key)
+	return generators.PublicKeyForPeer(clusterID, namespace, keys.Current, keys.Next)
 }
 
 // WaitServerEndpoint waits until a GatewayServer publishes its endpoint for

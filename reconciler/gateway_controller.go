@@ -5,14 +5,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/templates"
@@ -38,6 +41,8 @@ type gatewayKind[T client.Object] struct {
 	templateRef func(gw T, installNS string) corev1.ObjectReference
 	// render renders template tmpl for a gateway to peer clusterID.
 	render func(gw T, tmpl *unstructured.Unstructured, clusterID string) (*unstructured.Unstructured, error)
+	// rotation returns the key rotation a gateway asks for.
+	rotation func(gw T) keyRotation
 	// awaits returns what a gateway whose rendered object is not stalled
 	// waits for besides that object, nil for nothing; nil for a kind that
 	// waits for nothing else.
@@ -49,9 +54,13 @@ func gatewayServerKind() gatewayKind[*netv1beta1.GatewayServer] {
 	return gatewayKind[*netv1beta1.GatewayServer]{
 		objectKind: kindOf[netv1beta1.GatewayServer, netv1beta1.GatewayServerList]("GatewayServer", func(gw *netv1beta1.GatewayServer) statusFields {
 			s := &gw.Status
-			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ServerRef, endpoint: &s.Endpoint, gateway: &s.GatewayStatus}
+			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ServerRef, endpoint: &s.Endpoint, gateway: &s.GatewayStatus,
+				rotation: &s.KeyRotation}
 		}),
 		server: true, owned: &netv1beta1.WgGatewayServer{}, templateField: "spec.serverTemplateRef",
+		rotation: func(gw *netv1beta1.GatewayServer) keyRotation {
+			return keyRotation{requested: gw.Spec.KeyRotation, generated: gw.Spec.SecretRef.Name == ""}
+		},
 		templateRef: func(gw *netv1beta1.GatewayServer, installNS string) corev1.ObjectReference {
 			return templates.ServerTemplateRef(&gw.Spec, installNS)
 		},
@@ -70,9 +79,12 @@ func gatewayClientKind() gatewayKind[*netv1beta1.GatewayClient] {
 	return gatewayKind[*netv1beta1.GatewayClient]{
 		objectKind: kindOf[netv1beta1.GatewayClient, netv1beta1.GatewayClientList]("GatewayClient", func(gw *netv1beta1.GatewayClient) statusFields {
 			s := &gw.Status
-			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ClientRef, gateway: &s.GatewayStatus}
+			return statusFields{all: s, common: &s.CommonStatus, rendered: &s.ClientRef, gateway: &s.GatewayStatus, rotation: &s.KeyRotation}
 		}),
 		owned: &netv1beta1.WgGatewayClient{}, templateField: "spec.clientTemplateRef",
+		rotation: func(gw *netv1beta1.GatewayClient) keyRotation {
+			return keyRotation{requested: gw.Spec.KeyRotation, generated: gw.Spec.SecretRef.Name == ""}
+		},
 		templateRef: func(gw *netv1beta1.GatewayClient, installNS string) corev1.ObjectReference {
 			return templates.ClientTemplateRef(&gw.Spec, installNS)
 		},
@@ -106,6 +118,9 @@ type gatewayReconciler[T client.Object] struct {
 	// facts are this cluster's own: its ID, which no gateway may name as
 	// its peer, and its namespace, which holds the default templates.
 	facts ClusterFacts
+	// promoteDelay is how long a gateway runs on its next key pair before
+	// the pair replaces the old one (keyPromoteDelay).
+	promoteDelay time.Duration
 }
 
 // Reconcile renders and applies the gateway of one object and records the
@@ -149,8 +164,16 @@ func (r *gatewayReconciler[T]) reconcile(ctx context.Context, gw T) (outcome, er
 	}
 	status.report(s)
 	o := renderedOutcome(obj, s)
+	if o.state != stateStalled {
+		after, err := r.rotateKeys(ctx, gw, r.kind.rotation(gw), status.gateway, status.rotation)
+		if err != nil {
+			return outcome{}, err
+		}
+		o.after = after
+	}
 	if r.kind.awaits != nil && o.state != stateStalled {
 		if w := r.kind.awaits(gw); w != nil {
+			w.after = o.after
 			return *w, nil
 		}
 	}
@@ -193,7 +216,7 @@ func (r *gatewayReconciler[T]) render(ctx context.Context, gw T, id string) (*un
 // gateways of both kinds, so that when one of two gateways for a peer goes
 // the other takes over.
 func setupGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind gatewayKind[T]) (*gatewayReconciler[T], error) {
-	r := &gatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), facts: facts}
+	r := &gatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), facts: facts, promoteDelay: keyPromoteDelay}
 	forTemplate := func(templateKind string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(kind.requestsFor(r.client, func(tmpl client.Object, gw T) bool {
 			ref := kind.templateRef(gw, facts.Namespace)
@@ -216,6 +239,14 @@ func setupGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind ga
 		Watches(&netv1beta1.WgGatewayClientTemplate{}, forTemplate(templates.ClientTemplateKind)).
 		Watches(&netv1beta1.GatewayServer{}, samePeer).
 		Watches(&netv1beta1.GatewayClient{}, samePeer).
+		// A Connection says which key the tunnel runs on (key rotation).
+		Watches(&netv1beta1.Connection{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			c, ok := o.(*netv1beta1.Connection)
+			if !ok || c.Spec.GatewayRef.Kind != kind.name {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.GatewayRef.Name}}}
+		})).
 		Complete(r)
 }
 

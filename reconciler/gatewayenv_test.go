@@ -109,8 +109,12 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 		if env.gwServer, err = setupGateway(mgr, gatewayFacts(), gatewayServerKind()); err != nil {
 			return err
 		}
-		env.gwClient, err = setupGateway(mgr, gatewayFacts(), gatewayClientKind())
-		return err
+		if env.gwClient, err = setupGateway(mgr, gatewayFacts(), gatewayClientKind()); err != nil {
+			return err
+		}
+		// Key rotations promote the next pair without the production wait.
+		env.gwServer.promoteDelay, env.gwClient.promoteDelay = 2*time.Second, 2*time.Second
+		return nil
 	})
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
@@ -153,6 +157,7 @@ func TestGateways(t *testing.T) {
 		{"templates reach only what a gateway needs", func(t *testing.T) { testTemplateReach(t, e) }},
 		{"no foreign object is adopted", func(t *testing.T) { testNoAdoption(t, e) }},
 		{"gateway server deletion", func(t *testing.T) { testGatewayServerDeletion(t, e) }},
+		{"key rotation", func(t *testing.T) { testKeyRotation(t, e) }},
 		// Last, so that every other test's objects are searched too.
 		{"keys confined", func(t *testing.T) { testKeysConfined(t, e) }},
 	} {

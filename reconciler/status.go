@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -47,6 +48,9 @@ type outcome struct {
 	state   state
 	reason  string
 	message string
+	// after, when set, is how soon the object is to be looked at again
+	// though no watched input changes.
+	after time.Duration
 }
 
 // ready is the outcome of an object whose declared state is in effect.
@@ -167,6 +171,7 @@ type statusFields struct {
 	gateway  *netv1beta1.GatewayStatus
 	endpoint **netv1beta1.EndpointStatus
 	rendered **corev1.ObjectReference
+	rotation **netv1beta1.KeyRotationStatus
 }
 
 // report copies into f what s, the status of the object rendered for a
@@ -230,7 +235,7 @@ func reconcileObject[T client.Object](ctx context.Context, c client.Client, key 
 	if perr := patchStatus(ctx, c, before, obj, func(o T) any { return kind.status(o).all }); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: o.after}, err
 }
 
 // patchStatus writes the status of obj with a merge patch against before,

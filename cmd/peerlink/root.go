@@ -75,6 +75,7 @@ Three ways to peer two clusters:
 		newExportCmd(g),
 		newUnexportCmd(g),
 		newNetworkCmd(g),
+		newRotateKeyCmd(g),
 		newBundleCmd(g),
 		newLintCmd(),
 		newRenderCmd(),

@@ -166,6 +166,15 @@ type GatewayServerSpec struct {
 	// generates the pair in-cluster, so no private key travels.
 	// +optional
 	SecretRef corev1.LocalObjectReference `json:"secretRef,omitempty"`
+	// KeyRotation asks for a new key pair: whenever it changes, the
+	// controller makes a next pair in-cluster, the gateway moves the tunnel
+	// to it once the peer accepts its public key (the PublicKey's
+	// spec.nextPublicKey), losing no packet, and the pair replaces the old
+	// one, which is forgotten. Any value will do, such as a date; it needs
+	// a generated key pair (no spec.secretRef) (peerlink).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	KeyRotation string `json:"keyRotation,omitempty"`
 	// ServiceAnnotations are merged into the rendered Service, winning over the template.
 	// +optional
 	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
@@ -182,8 +191,27 @@ type GatewayServerStatus struct {
 	ServerRef *corev1.ObjectReference `json:"serverRef,omitempty"`
 	// Endpoint is where the peer's client connects.
 	// +optional
-	Endpoint      *EndpointStatus `json:"endpoint,omitempty"`
+	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
+	// KeyRotation reports the key rotation spec.keyRotation asks for.
+	// +optional
+	KeyRotation   *KeyRotationStatus `json:"keyRotation,omitempty"`
 	GatewayStatus `json:",inline"`
+}
+
+// KeyRotationStatus reports a gateway's key rotation (peerlink).
+type KeyRotationStatus struct {
+	// Requested is the value of spec.keyRotation the controller acted on
+	// last: a rotation is under way while the two differ.
+	// +optional
+	Requested string `json:"requested,omitempty"`
+	// NextPublicKey is the public key of the next pair while a rotation is
+	// under way: the peer's PublicKey carries it as spec.nextPublicKey.
+	// +optional
+	NextPublicKey []byte `json:"nextPublicKey,omitempty"`
+	// InUseSince is when the gateway was first seen running the tunnel on
+	// the next pair; the pair replaces the old one a while later.
+	// +optional
+	InUseSince *metav1.Time `json:"inUseSince,omitempty"`
 }
 
 // GatewayServer is the server side of the tunnel to a peer cluster.
@@ -263,6 +291,15 @@ type GatewayClientSpec struct {
 	// generates the pair in-cluster.
 	// +optional
 	SecretRef corev1.LocalObjectReference `json:"secretRef,omitempty"`
+	// KeyRotation asks for a new key pair: whenever it changes, the
+	// controller makes a next pair in-cluster, the gateway moves the tunnel
+	// to it once the peer accepts its public key (the PublicKey's
+	// spec.nextPublicKey), losing no packet, and the pair replaces the old
+	// one, which is forgotten. Any value will do, such as a date; it needs
+	// a generated key pair (no spec.secretRef) (peerlink).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	KeyRotation string `json:"keyRotation,omitempty"`
 }
 
 // GatewayClientStatus reports the rendered gateway.
@@ -270,7 +307,10 @@ type GatewayClientStatus struct {
 	CommonStatus `json:",inline"`
 	// ClientRef is the rendered gateway object.
 	// +optional
-	ClientRef     *corev1.ObjectReference `json:"clientRef,omitempty"`
+	ClientRef *corev1.ObjectReference `json:"clientRef,omitempty"`
+	// KeyRotation reports the key rotation spec.keyRotation asks for.
+	// +optional
+	KeyRotation   *KeyRotationStatus `json:"keyRotation,omitempty"`
 	GatewayStatus `json:",inline"`
 }
 

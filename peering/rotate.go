@@ -1,0 +1,101 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/generators"
+)
+
+// RotateKey asks the gateway of local's peering with peer (in namespace ns)
+// for a new key pair, by setting its spec.keyRotation to value, and waits
+// until the controller has made the next pair. It returns the PublicKey the
+// peer applies to accept the next key alongside the current one.
+//
+// With the peer's cluster at hand (remote not nil) it carries the rotation
+// to its end: the PublicKey goes to the peer, the tunnel moves to the new
+// pair once the peer's gateway accepts it, and when the controller has
+// made the new pair the only one, the peer gets the PublicKey holding the
+// new key alone. It then returns that last PublicKey.
+func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value string) (*netv1beta1.PublicKey, error) {
+	role, key, err := PeerGateway(ctx, local.Client, ns, peer)
+	if err != nil {
+		return nil, err
+	}
+	var gw client.Object = &netv1beta1.GatewayClient{}
+	if role == generators.RoleServer {
+		gw = &netv1beta1.GatewayServer{}
+	}
+	gw.SetNamespace(key.Namespace)
+	gw.SetName(key.Name)
+	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"keyRotation":%q}}`, value))
+	if err := local.Client.Patch(ctx, gw, patch); err != nil {
+		return nil, fmt.Errorf("%s cluster: set spec.keyRotation of %s: %w", local.Name, key, err)
+	}
+	local.Progress.Infof("Key rotation %q asked of gateway %s", value, key)
+	var keys GatewayKeys
+	_, err = local.Progress.Wait(ctx, "the next key pair of gateway "+key.String(), func(ctx context.Context) (bool, string, error) {
+		r, k, err := rotationStatus(ctx, local.Client, role, key)
+		if err != nil {
+			return false, "", err
+		}
+		keys = k
+		return len(k.Next) > 0, fmt.Sprintf("keyRotation %+v", r), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	pk, err := generators.PublicKeyForPeer(local.Info.ClusterID, "", keys.Current, keys.Next)
+	if err != nil || remote == nil {
+		return pk, err
+	}
+	if err := remote.applyInTenant(ctx, pk); err != nil {
+		return nil, err
+	}
+	remote.Progress.Infof("Public keys of %s's gateway applied: the current one and the next one", local.Info.ClusterID)
+	_, err = local.Progress.Wait(ctx, "the tunnel on the new key pair, the old one forgotten", func(ctx context.Context) (bool, string, error) {
+		r, k, err := rotationStatus(ctx, local.Client, role, key)
+		if err != nil {
+			return false, "", err
+		}
+		keys = k
+		switch {
+		case r == nil || r.Requested != value:
+			return false, "the tunnel still runs on the old key pair", nil
+		case len(k.Next) > 0:
+			return false, "", fmt.Errorf("gateway %s: another rotation started meanwhile", key)
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	pk, err = generators.PublicKeyForPeer(local.Info.ClusterID, "", keys.Current, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := remote.applyInTenant(ctx, pk); err != nil {
+		return nil, err
+	}
+	remote.Progress.Infof("Public key of %s's gateway applied: the new one alone", local.Info.ClusterID)
+	return pk, nil
+}
+
+// rotationStatus reads the key rotation status and the keys of a gateway.
+func rotationStatus(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (*netv1beta1.KeyRotationStatus, GatewayKeys, error) {
+	keys, err := GatewayPublicKey(ctx, c, role, key)
+	if err != nil {
+		return nil, keys, err
+	}
+	if role == generators.RoleServer {
+		var gw netv1beta1.GatewayServer
+		err = c.Get(ctx, key, &gw)
+		return gw.Status.KeyRotation, keys, err
+	}
+	var gw netv1beta1.GatewayClient
+	err = c.Get(ctx, key, &gw)
+	return gw.Status.KeyRotation, keys, err
+}
