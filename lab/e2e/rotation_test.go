@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+)
+
+// rotationProbeInterval is the pace of the requests whose losses a key
+// rotation is judged by.
+const rotationProbeInterval = 50 * time.Millisecond
+
+// TestKeyRotation rotates the key pair of each side's gateway of a peering
+// made with peerlink network connect, with peerlink rotate-key and both
+// kubeconfigs, while a pod of the client's cluster sends a request every
+// 50 ms to a pod of the server's. Each request goes on a new connection
+// with a timeout of 1 s: a packet lost either way fails its request (a lost
+// SYN or SYN-ACK is sent again only after 1 s). Not one may fail, and each
+// side's tunnel must run on its new key pair afterwards, the old one gone
+// from the key Secret.
+func TestKeyRotation(t *testing.T) {
+	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"rot-a", "rot-b"}, Nodes: 1})
+	a, b := l.Clusters[0], l.Clusters[1]
+	if out, err := l.Connect(ctx, a, b); err != nil {
+		t.Fatalf("connect: %v\n%s", err, out)
+	}
+	waitConnected(t, ctx, l, a, b)
+
+	to := echoPods(t, ctx, l, b)[0]
+	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const probe = "rotation-probe"
+	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), probe, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), rotationProbeInterval, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswered(t, ctx, l, a, probe)
+
+	for _, side := range []struct {
+		n, peer *cluster.Cluster
+		kind    string
+	}{{a, b, "gatewayclient"}, {b, a, "gatewayserver"}} {
+		before := publishedKey(t, ctx, l, side.n, side.kind, side.peer.ClusterID)
+		start := time.Now()
+		if out, err := l.Peerlink(ctx, "rotate-key", "--peer", side.peer.ClusterID,
+			"--kubeconfig", side.n.Kubeconfig(), "--remote-kubeconfig", side.peer.Kubeconfig()); err != nil {
+			t.Fatalf("rotate the key of %s: %v\n%s", side.n.Name, err, out)
+		}
+		took := time.Since(start)
+		// Requests still in flight at the end get their second.
+		time.Sleep(2 * time.Second)
+		res, err := l.ProbeResults(ctx, a, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, failed := 0, 0
+		for _, p := range res {
+			if at := time.UnixMilli(p.UnixMilli); at.Before(start) || at.After(start.Add(took)) {
+				continue
+			}
+			sent++
+			if !p.OK {
+				failed++
+				t.Logf("request at %s failed: %s", time.UnixMilli(p.UnixMilli).Format(time.RFC3339Nano), p.Error)
+			}
+		}
+		after := publishedKey(t, ctx, l, side.n, side.kind, side.peer.ClusterID)
+		t.Logf("%s's key rotated in %.1fs: %d requests sent meanwhile, %d failed", side.n.Name, took.Seconds(), sent, failed)
+		if failed > 0 || sent < int(took/rotationProbeInterval)/2 {
+			t.Errorf("%s's key rotation: %d of %d requests failed, want none", side.n.Name, failed, sent)
+		}
+		if after == "" || before == after {
+			t.Errorf("%s's gateway still publishes its old public key", side.n.Name)
+		}
+		conn := kubectlOut(t, ctx, l, side.n, "get", "connections", "-A", "-o", "jsonpath={.items[0].status.publicKey}")
+		if conn != after {
+			t.Errorf("%s's Connection reports the tunnel on %s, want the new key %s", side.n.Name, conn, after)
+		}
+		secret := kubectlOut(t, ctx, l, side.n, "get", "secrets", "-A", "-l", "networking.liqo.io/gateway-resource=true",
+			"-o", "jsonpath={.items[*].data.nextPrivateKey}")
+		if secret != "" {
+			t.Errorf("%s's key Secret still holds a next pair", side.n.Name)
+		}
+	}
+	waitConnected(t, ctx, l, a, b)
+}
+
+// publishedKey is the public key, in base64, the gateway of kind of
+// cluster n's peering with peer publishes.
+func publishedKey(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, kind, peer string) string {
+	t.Helper()
+	return kubectlOut(t, ctx, l, n, "get", kind, "-A", "-l", "liqo.io/remote-cluster-id="+peer, "-o", "jsonpath={.items[0].status.publicKey}")
+}
