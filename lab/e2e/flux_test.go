@@ -82,9 +82,50 @@ func TestFluxGitOps(t *testing.T) {
 	}
 	checkPeered(t, ctx, l, a.n, b.n)
 
+	// A rotates its key through Git while a request crosses the peering
+	// every 50 ms: a commit of spec.keyRotation, B's commit of the
+	// PublicKey A exports then (both keys), and once A's tunnel runs on the
+	// new pair alone, B's commit of the one A exports after.
+	const probe = "rotation-probe"
+	startRotationProbe(t, ctx, l, a.n, b.n, probe)
+	start := time.Now()
+	gwA := filepath.Join(bundleA, "gatewayclient.yaml")
+	editFile(t, gwA, "spec:\n", "spec:\n  keyRotation: \"1\"\n")
+	ra.commit(t, ctx, "rotate the gateway's key")
+	ns := netv1beta1.TenantNamespacePrefix + idB
+	waitFor(t, ctx, fluxWait, idA+"'s next public key", func() error {
+		if a.kubectl(t, ctx, "get", "gatewayclient", "-n", ns, idB, "-o", "jsonpath={.status.keyRotation.nextPublicKey}") == "" {
+			return errors.New("not published yet")
+		}
+		return nil
+	})
+	sendKeys := func(msg string) {
+		out := filepath.Join(a.dir, "to-"+idB+".yaml")
+		a.peerlink(t, ctx, "", "bundle", "export", "--peer", idB, "-o", out)
+		b.offline(t, ctx, "add.log", "bundle", "add", bundleB, a.send(t, out, b))
+		rb.commit(t, ctx, msg)
+	}
+	sendKeys("accept " + idA + "'s next key")
+	waitFor(t, ctx, 5*time.Minute, idA+"'s tunnel on the new key pair alone", func() error {
+		got := a.kubectl(t, ctx, "get", "gatewayclient", "-n", ns, idB, "-o", "jsonpath={.status.keyRotation.requested}/{.status.keyRotation.nextPublicKey}")
+		if got != "1/" {
+			return fmt.Errorf("keyRotation requested/next: %q", got)
+		}
+		return nil
+	})
+	sendKeys(idA + "'s new key alone")
+	rb.waitReady(t, ctx, idA, "")
+	took := time.Since(start)
+	sent, failed := failedRequests(t, ctx, l, a.n, probe, start, start.Add(took))
+	t.Logf("%s's key rotated through Git in %.1fs: %d requests sent meanwhile, %d failed", idA, took.Seconds(), sent, failed)
+	checkNoneFailed(t, idA+"'s key rotation through Git", took, sent, failed)
+	if pk := b.kubectl(t, ctx, "get", "publickeies", "-n", netv1beta1.TenantNamespacePrefix+idA, "-o", "jsonpath={.items[*].spec.nextPublicKey}"); pk != "" {
+		t.Errorf("%s still holds a next key of %s: %s", idB, idA, pk)
+	}
+	checkPeered(t, ctx, l, a.n, b.n)
+
 	// A commits a gateway that cannot be rendered: the Kustomization fails
 	// early, naming the gateway, whose condition says why.
-	gwA := filepath.Join(bundleA, "gatewayclient.yaml")
 	editFile(t, gwA, "name: wireguard-client\n", "name: no-such-template\n")
 	rev = ra.commit(t, ctx, "use a template that does not exist")
 	ra.waitFailed(t, ctx, idB, rev, "GatewayClient/"+netv1beta1.TenantNamespacePrefix+idB+"/"+idB)

@@ -30,16 +30,8 @@ func TestKeyRotation(t *testing.T) {
 	}
 	waitConnected(t, ctx, l, a, b)
 
-	to := echoPods(t, ctx, l, b)[0]
-	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const probe = "rotation-probe"
-	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), probe, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), rotationProbeInterval, 15*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitAnswered(t, ctx, l, a, probe)
+	startRotationProbe(t, ctx, l, a, b, probe)
 
 	for _, side := range []struct {
 		n, peer *cluster.Cluster
@@ -52,28 +44,10 @@ func TestKeyRotation(t *testing.T) {
 			t.Fatalf("rotate the key of %s: %v\n%s", side.n.Name, err, out)
 		}
 		took := time.Since(start)
-		// Requests still in flight at the end get their second.
-		time.Sleep(2 * time.Second)
-		res, err := l.ProbeResults(ctx, a, probe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent, failed := 0, 0
-		for _, p := range res {
-			if at := time.UnixMilli(p.UnixMilli); at.Before(start) || at.After(start.Add(took)) {
-				continue
-			}
-			sent++
-			if !p.OK {
-				failed++
-				t.Logf("request at %s failed: %s", time.UnixMilli(p.UnixMilli).Format(time.RFC3339Nano), p.Error)
-			}
-		}
+		sent, failed := failedRequests(t, ctx, l, a, probe, start, start.Add(took))
 		after := publishedKey(t, ctx, l, side.n, side.kind, side.peer.ClusterID)
 		t.Logf("%s's key rotated in %.1fs: %d requests sent meanwhile, %d failed", side.n.Name, took.Seconds(), sent, failed)
-		if failed > 0 || sent < int(took/rotationProbeInterval)/2 {
-			t.Errorf("%s's key rotation: %d of %d requests failed, want none", side.n.Name, failed, sent)
-		}
+		checkNoneFailed(t, side.n.Name+"'s key rotation", took, sent, failed)
 		if after == "" || before == after {
 			t.Errorf("%s's gateway still publishes its old public key", side.n.Name)
 		}
@@ -95,4 +69,51 @@ func TestKeyRotation(t *testing.T) {
 func publishedKey(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, kind, peer string) string {
 	t.Helper()
 	return kubectlOut(t, ctx, l, n, "get", kind, "-A", "-l", "liqo.io/remote-cluster-id="+peer, "-o", "jsonpath={.items[0].status.publicKey}")
+}
+
+// startRotationProbe starts a probe in cluster a sending a request every
+// rotationProbeInterval to an echo pod of b, and waits for its answers.
+func startRotationProbe(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, name string) {
+	t.Helper()
+	to := echoPods(t, ctx, l, b)[0]
+	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), rotationProbeInterval, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswered(t, ctx, l, a, name)
+}
+
+// failedRequests counts the requests probe name of cluster n sent between
+// from and until, and those of them that failed (logged).
+func failedRequests(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, name string, from, until time.Time) (sent, failed int) {
+	t.Helper()
+	// Requests still in flight at until get their second.
+	time.Sleep(2 * time.Second)
+	res, err := l.ProbeResults(ctx, n, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res {
+		if at := time.UnixMilli(p.UnixMilli); at.Before(from) || at.After(until) {
+			continue
+		}
+		sent++
+		if !p.OK {
+			failed++
+			t.Logf("request at %s failed: %s", time.UnixMilli(p.UnixMilli).Format(time.RFC3339Nano), p.Error)
+		}
+	}
+	return sent, failed
+}
+
+// checkNoneFailed fails t when a request failed during what, which took
+// took, or when too few were sent to tell.
+func checkNoneFailed(t *testing.T, what string, took time.Duration, sent, failed int) {
+	t.Helper()
+	if failed > 0 || sent < int(took/rotationProbeInterval)/2 {
+		t.Errorf("%s: %d of %d requests failed in %.1fs, want none of at least %d", what, failed, sent, took.Seconds(), int(took/rotationProbeInterval)/2)
+	}
 }
