@@ -99,11 +99,11 @@ func TestFluxGitOps(t *testing.T) {
 		}
 		return nil
 	})
-	sendKeys := func(msg string) {
+	sendKeys := func(msg string) string {
 		out := filepath.Join(a.dir, "to-"+idB+".yaml")
 		a.peerlink(t, ctx, "", "bundle", "export", "--peer", idB, "-o", out)
 		b.offline(t, ctx, "add.log", "bundle", "add", bundleB, a.send(t, out, b))
-		rb.commit(t, ctx, msg)
+		return rb.commit(t, ctx, msg)
 	}
 	sendKeys("accept " + idA + "'s next key")
 	waitFor(t, ctx, 5*time.Minute, idA+"'s tunnel on the new key pair alone", func() error {
@@ -113,8 +113,7 @@ func TestFluxGitOps(t *testing.T) {
 		}
 		return nil
 	})
-	sendKeys(idA + "'s new key alone")
-	rb.waitReady(t, ctx, idA, "")
+	rb.waitReady(t, ctx, idA, sendKeys(idA+"'s new key alone"))
 	took := time.Since(start)
 	sent, failed := failedRequests(t, ctx, l, a.n, probe, start, start.Add(took))
 	t.Logf("%s's key rotated through Git in %.1fs: %d requests sent meanwhile, %d failed", idA, took.Seconds(), sent, failed)
