@@ -130,3 +130,47 @@ func TestMerge(t *testing.T) {
 		t.Errorf("identical exports conflict: %v", c)
 	}
 }
+
+// TestRoutedPorts: an import routes a port to a cluster's endpoints only
+// when that cluster exports the port as the import carries it.
+func TestRoutedPorts(t *testing.T) {
+	t0 := time.Unix(1700000000, 0).UTC()
+	tcp := func(name string, port int32) Port { return Port{Name: name, Protocol: corev1.ProtocolTCP, Port: port} }
+	udp := Port{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}
+	for _, tc := range []struct {
+		name          string
+		young         []Port // the younger export's Service ports; both target 42
+		old, youngGot []string
+	}{
+		{"same name, another number", []Port{tcp("tcp", 4242)}, []string{"tcp", "udp"}, nil},
+		{"another name", []Port{tcp("tcp2", 4242)}, []string{"tcp", "udp"}, []string{"tcp2"}},
+		{"same ports", []Port{tcp("tcp", 42), udp}, []string{"tcp", "udp"}, []string{"tcp", "udp"}},
+		{"another protocol under the name", []Port{{Name: "tcp", Protocol: corev1.ProtocolSCTP, Port: 42}}, []string{"tcp", "udp"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := echo("default", t0, 1)
+			old.Ports = []Port{tcp("tcp", 42), udp}
+			old.Endpoints[0].Ports = []Port{tcp("tcp", 42), udp}
+			young := echo("default", t0.Add(time.Second), 1)
+			young.Ports = tc.young
+			young.Endpoints[0].Ports = nil
+			for _, p := range tc.young {
+				young.Endpoints[0].Ports = append(young.Endpoints[0].Ports, Port{Name: p.Name, Protocol: p.Protocol, Port: 42})
+			}
+			imp := Merge([]Source{{Cluster: "a", Services: Set{old.Key: old}}, {Cluster: "b", Services: Set{young.Key: young}}})[old.Key]
+			names := func(m Member) []string {
+				var out []string
+				for _, p := range imp.RoutedPorts(m, m.Service.Endpoints[0]) {
+					out = append(out, p.Name)
+				}
+				return out
+			}
+			if got := names(imp.Members[0]); !slices.Equal(got, tc.old) {
+				t.Errorf("older export's endpoints serve %v, want %v", got, tc.old)
+			}
+			if got := names(imp.Members[1]); !slices.Equal(got, tc.youngGot) {
+				t.Errorf("younger export's endpoints serve %v, want %v", got, tc.youngGot)
+			}
+		})
+	}
+}

@@ -128,6 +128,28 @@ func mergePorts(have, more []Port) []Port {
 	return have
 }
 
+// RoutedPorts returns the ports of group g of member m that the import
+// routes to m's endpoints: those named after a port m exports exactly as
+// the import carries it (name, protocol and number). A member whose port
+// lost a conflict to an older export gets no traffic on it, nor on a port
+// it does not export: the import's port is another cluster's.
+func (imp *Import) RoutedPorts(m Member, g EndpointGroup) []Port {
+	carried := func(p Port) bool {
+		return slices.ContainsFunc(imp.Ports, func(i Port) bool {
+			return i.Name == p.Name && i.Protocol == p.Protocol && i.Port == p.Port
+		})
+	}
+	var out []Port
+	for _, ep := range g.Ports {
+		if slices.ContainsFunc(m.Service.Ports, func(p Port) bool {
+			return p.Name == ep.Name && p.Protocol == ep.Protocol && carried(p)
+		}) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
 // ConflictReason joins conflict reasons as the Conflict condition's reason
 // carries several.
 func ConflictReason(reasons []string) string { return strings.Join(reasons, ",") }

@@ -804,7 +804,8 @@ func sameDerived(have, want *corev1.Service) bool {
 		slices.Equal(mapSlice(have.Spec.Ports, port), mapSlice(want.Spec.Ports, port))
 }
 
-// desiredSlice is the EndpointSlice of one member's endpoint group.
+// desiredSlice is the EndpointSlice of one member's endpoint group, with
+// the ports the import routes to that member (see mcs.Import.RoutedPorts).
 func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string) *discoveryv1.EndpointSlice {
 	base := derived
 	if base == "" {
@@ -826,7 +827,7 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
-	for _, p := range g.Ports {
+	for _, p := range imp.RoutedPorts(m, g) {
 		sl.Ports = append(sl.Ports, discoveryv1.EndpointPort{Name: &p.Name, Protocol: &p.Protocol, Port: &p.Port, AppProtocol: p.AppProtocol})
 	}
 	for _, e := range g.Endpoints {

@@ -108,6 +108,28 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	return out, nil
 }
 
+// importedPorts lists the ports of the imported EndpointSlices of
+// demo/web from cluster, as name/protocol/port.
+func importedPorts(ctx context.Context, c client.Client, cluster string) ([]string, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &list, client.InNamespace("demo"), client.MatchingLabels{
+		mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: cluster,
+	}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("no slice of %s", cluster)
+	}
+	var out []string
+	for _, s := range list.Items {
+		for _, p := range s.Ports {
+			out = append(out, fmt.Sprintf("%s/%s/%d", *p.Name, *p.Protocol, *p.Port))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // clusterPropertyCRD installs a ClusterProperty CRD of the shape KEP-2149
 // gives it, and waits until it is served.
 func clusterPropertyCRD(t *testing.T, c client.Client) {
@@ -399,6 +421,20 @@ func TestServicesReconciler(t *testing.T) {
 		cond := meta.FindStatusCondition(se.Status.Conditions, "Conflict")
 		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Reason, "PortConflict") {
 			return fmt.Errorf("Conflict: %+v", cond)
+		}
+		return nil
+	})
+	// The import's port http is b's 81: the local endpoints, exported
+	// under http 80, serve none of the import's ports.
+	waitFor(t, "the import's port routed to b's endpoints alone", func(ctx context.Context) error {
+		for cluster, want := range map[string][]string{"b": {"http/TCP/8080"}, "local": nil} {
+			got, err := importedPorts(ctx, c, cluster)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("ports of %s's slices %v, want %v", cluster, got, want)
+			}
 		}
 		return nil
 	})
