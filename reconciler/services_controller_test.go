@@ -465,7 +465,10 @@ func TestServicesReconciler(t *testing.T) {
 	}
 }
 
-// writeCounter counts the writes whose path holds one of paths.
+// writeCounter counts the writes whose path holds one of paths and that
+// the API server took. A write it refused changed nothing: an update from
+// a cache that has not seen the controller's previous write yet, which a
+// loaded machine makes now and then, is refused as a conflict.
 type writeCounter struct {
 	paths []string
 	mu    sync.Mutex
@@ -474,12 +477,14 @@ type writeCounter struct {
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet && slices.ContainsFunc(w.paths, func(p string) bool { return strings.Contains(req.URL.Path, p) }) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp.StatusCode < 300 && req.Method != http.MethodGet &&
+			slices.ContainsFunc(w.paths, func(p string) bool { return strings.Contains(req.URL.Path, p) }) {
 			w.mu.Lock()
 			w.seen = append(w.seen, req.Method+" "+req.URL.Path)
 			w.mu.Unlock()
 		}
-		return rt.RoundTrip(req)
+		return resp, err
 	})
 }
 

@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -92,6 +95,12 @@ func (r *wgGatewayReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request
 // reconcile applies the children and fills the status fields other than the
 // conditions.
 func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, error) {
+	// status.internalEndpoint is publishActivePod's alone: this reconcile
+	// reads the active pod for the endpoint and the condition only.
+	pod, err := activeGatewayPod(ctx, r.pods, r.apiReader, wg.GetNamespace(), wg.GetName(), wg.GetUID())
+	if err != nil {
+		return outcome{}, err
+	}
 	status := r.kind.status(wg)
 	owner := *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind(r.kind.name))
 	deployment, secretRef := r.kind.workload(wg)
@@ -119,12 +128,6 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 		}
 	}
 
-	pod, err := activeGatewayPod(ctx, r.pods, r.apiReader, wg.GetNamespace(), wg.GetName(), wg.GetUID())
-	if err != nil {
-		return outcome{}, err
-	}
-	status.gateway.InternalEndpoint = internalEndpoint(pod)
-
 	reachable := ""
 	if svc != nil {
 		ep, wait, err := r.serverEndpoint(ctx, svc, pod)
@@ -142,6 +145,31 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome, 
 			netv1beta1.GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
 	}
 	return ready(fmt.Sprintf("gateway pod %s on node %s%s", pod.Name, pod.Spec.NodeName, reachable)), nil
+}
+
+// publishActivePod is the reconcile of the gateway's active pod alone: it
+// writes status.internalEndpoint when the status names another pod than
+// the active one. It runs apart from the reconcile of the children, in a
+// controller of its own: every node's fabric follows that field, and a
+// failover to a standby replica must not wait behind a reconcile that
+// applies the children (a pod deleted starts one, and the new active pod's
+// label arrives while it runs).
+func (r *wgGatewayReconciler[T]) publishActivePod(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wg := r.kind.newObject()
+	if err := r.client.Get(ctx, req.NamespacedName, wg); err != nil || !wg.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pod, err := activeGatewayPod(ctx, r.pods, r.apiReader, wg.GetNamespace(), wg.GetName(), wg.GetUID())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ie := internalEndpoint(pod)
+	if equality.Semantic.DeepEqual(r.kind.status(wg).gateway.InternalEndpoint, ie) {
+		return ctrl.Result{}, nil
+	}
+	before := wg.DeepCopyObject().(T)
+	r.kind.status(wg).gateway.InternalEndpoint = ie
+	return ctrl.Result{}, patchStatus(ctx, r.client, before, wg, func(o T) any { return r.kind.status(o).all })
 }
 
 // serverEndpoint returns where a server exposed by svc, whose active pod is
@@ -177,8 +205,10 @@ func (r *wgGatewayReconciler[T]) serverEndpoint(ctx context.Context, svc *corev1
 	return ep, wait, nil
 }
 
-// setupWgGateway registers the reconciler of kind with mgr and returns it.
-// It watches the children by metadata only (their content is applied, never
+// setupWgGateway registers the reconciler of kind with mgr and returns it,
+// and beside it the controller that publishes the active pod
+// (publishActivePod), which watches the objects and their pods. The first
+// watches the children by metadata only (their content is applied, never
 // read from the cache), the key Secrets by metadata only, and the gateway
 // pods through a cache of their own; for a server also the Nodes of its
 // pods, by metadata only. A Secret event brings back the objects whose key
@@ -211,5 +241,12 @@ func setupWgGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind 
 		b = b.Owns(&corev1.Service{}, builder.OnlyMetadata).
 			Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(forNode), builder.OnlyMetadata)
 	}
-	return r, b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return nil, err
+	}
+	return r, ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(kind.name) + "-activepod").
+		For(kind.newObject()).
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(gatewayPodRequest))).
+		Complete(reconcile.Func(r.publishActivePod))
 }

@@ -268,21 +268,26 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.cleanup()
 			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
 		}
+		var marked chan error
 		if !labelled && a.active.Load() && a.election != nil {
-			// Before the sync gives the tunnel its peer: the Service, the
-			// controller and every node's fabric take a moment to follow,
-			// and the former active pod is gone or going. Nor does the
-			// label wait for the sync to succeed: the controller
-			// publishes the server's endpoint only once a pod is active,
-			// and the peer's key may wait for that endpoint.
-			if err := a.markActive(ctx); err != nil {
+			// While the sync gives the tunnel its peer, not after: the
+			// Service, the controller and every node's fabric take a
+			// moment to follow, and the former active pod is gone or
+			// going. Nor does the label wait for the sync to succeed: the
+			// controller publishes the server's endpoint only once a pod
+			// is active, and the peer's key may wait for that endpoint.
+			marked = make(chan error, 1)
+			go func() { marked <- a.markActive(ctx) }()
+		}
+		synced := a.sync(ctx)
+		if marked != nil {
+			if err := <-marked; err != nil {
 				a.log.Error(err, "label the pod active; retrying")
 			} else {
 				labelled = true
 				a.log.Info("active: this replica carries the tunnel", "pod", a.election.PodName)
 			}
 		}
-		synced := a.sync(ctx)
 		if prober {
 			a.reportKey(ctx)
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -74,17 +75,17 @@ func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, er
 }
 
 // markActive makes the agent's pod the server Service's endpoint (see
-// publishEndpoint), puts the active label on it and takes the label off
-// every other pod of the gateway that still carries it (a replica on a node
-// that is gone, whose pod the API still shows running): the controller and
-// every node's fabric follow the label, and so does a Service that selects
-// it.
+// publishEndpoint) and puts the active label on it, the two writes at once,
+// then takes the label off every other pod of the gateway that still
+// carries it (a replica on a node that is gone, whose pod the API still
+// shows running): the controller and every node's fabric follow the label,
+// and so does a Service that selects it.
 func (a *Agent) markActive(ctx context.Context) error {
 	e := a.election
-	if err := a.publishEndpoint(ctx); err != nil {
-		return err
-	}
-	if err := patchActive(ctx, e.Pods, a.opts.Namespace, e.PodName, true); err != nil {
+	var g errgroup.Group
+	g.Go(func() error { return a.publishEndpoint(ctx) })
+	g.Go(func() error { return patchActive(ctx, e.Pods, a.opts.Namespace, e.PodName, true) })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	var pods corev1.PodList

@@ -23,16 +23,14 @@ const (
 	haProbeInterval = 50 * time.Millisecond
 	// haTrials is the number of active gateway pods deleted on each side.
 	haTrials = 5
-	// maxFailover bounds the median outage of the trials on the client's
-	// side. The goal is half of it; on two shared cores the medians
-	// measured 0.45 to 0.65 s, the single trials 0.35 to 1.05 s.
-	maxFailover = time.Second
-	// maxServerFailover bounds it on the side of a NodePort server, where
-	// the client's flow follows the new active pod once the new pod has
-	// written the Service's EndpointSlice and kube-proxy has synced it,
-	// and the client's next handshake reaches it (see docs/dataplane.md):
-	// medians 0.7 to 0.9 s measured.
-	maxServerFailover = time.Second
+	// maxFailover bounds the median outage of the trials on each side.
+	// The goal is 0.5 s: on two shared cores the medians measured 0.30 to
+	// 0.45 s on the client's side and 0.40 to 0.50 s on the side of a
+	// NodePort server (see docs/dataplane.md for what a failover is made
+	// of), single trials 0.2 to 0.55 s, now and then one of 0.9 to 1.9 s.
+	// The bound leaves the server's side a margin over its measured
+	// medians, which reach the goal itself.
+	maxFailover = 750 * time.Millisecond
 	// maxNodeFailover bounds the outage when the active pod's node fails.
 	maxNodeFailover = 10 * time.Second
 	// haWatch is how long traffic is watched after a fault.
@@ -45,8 +43,7 @@ const (
 // on each side, which stand on different nodes, one of them active. While
 // a pod of the client's cluster sends an HTTP request every 50 ms to a pod
 // of the server's, the active gateway pod of each side is deleted five
-// times: the median outage must stay within maxFailover on the client's
-// side, maxServerFailover on the server's.
+// times: the median outage must stay within maxFailover on each side.
 // Then the node of the client's active pod fails (kubelet and network
 // gone): the standby must take over within maxNodeFailover.
 func TestGatewayHA(t *testing.T) {
@@ -73,10 +70,9 @@ func TestGatewayHA(t *testing.T) {
 	waitAnswered(t, ctx, l, a, probe)
 
 	for _, side := range []struct {
-		n     *cluster.Cluster
-		role  string
-		bound time.Duration
-	}{{a, "client", maxFailover}, {b, "server", maxServerFailover}} {
+		n    *cluster.Cluster
+		role string
+	}{{a, "client"}, {b, "server"}} {
 		var outages []time.Duration
 		for i := range haTrials {
 			active, _ := waitReplicas(t, ctx, side.n)
@@ -89,8 +85,8 @@ func TestGatewayHA(t *testing.T) {
 			outages = append(outages, gap)
 		}
 		slices.Sort(outages)
-		if median := outages[len(outages)/2]; median > side.bound {
-			t.Errorf("%s: median outage after deleting the active gateway pod: %.2fs, want at most %v (all: %v)", side.role, median.Seconds(), side.bound, outages)
+		if median := outages[len(outages)/2]; median > maxFailover {
+			t.Errorf("%s: median outage after deleting the active gateway pod: %.2fs, want at most %v (all: %v)", side.role, median.Seconds(), maxFailover, outages)
 		} else {
 			t.Logf("%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, median.Seconds(), outages)
 		}

@@ -209,7 +209,7 @@ func Remove(l Lab, logf func(string, ...any)) error {
 		// still-mounted volumes: stop here.
 		return errors.Join(append(errs, err)...)
 	}
-	errs = append(errs, removeEach(l.CgroupDirs, removeCgroup))
+	errs = append(errs, removeEach(l.CgroupDirs, removeCgroupBy(time.Now().Add(cgroupBusyWait))))
 	for _, i := range l.Indices {
 		errs = append(errs, cluster.DeleteNetwork(i))
 	}
@@ -228,14 +228,29 @@ func removeFile(path string) error {
 	return nil
 }
 
-// removeCgroup removes a cgroup directory with rmdir alone: its control
-// files go with it.
-func removeCgroup(dir string) error {
-	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+// removeCgroupBy returns what removes a cgroup directory with rmdir
+// alone (its control files go with it). A cgroup stays busy while a
+// process killed a moment ago is still exiting (its tasks file already
+// empty), so a busy one is tried again until deadline.
+func removeCgroupBy(deadline time.Time) func(string) error {
+	return func(dir string) error {
+		for {
+			err := unix.Rmdir(dir)
+			switch {
+			case err == nil || errors.Is(err, unix.ENOENT):
+				return nil
+			case errors.Is(err, unix.EBUSY) && time.Now().Before(deadline):
+				time.Sleep(100 * time.Millisecond)
+			default:
+				return fmt.Errorf("remove cgroup %s: %w", dir, err)
+			}
+		}
 	}
-	return nil
 }
+
+// cgroupBusyWait is how long Remove tries busy cgroups again, all of them
+// together.
+const cgroupBusyWait = 5 * time.Second
 
 // removeEach removes each thing list names, going on past failures.
 func removeEach(list func() ([]string, error), remove func(string) error) error {
