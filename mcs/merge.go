@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
@@ -134,16 +135,30 @@ func mergePorts(have, more []Port) []Port {
 // lost a conflict to an older export gets no traffic on it, nor on a port
 // it does not export: the import's port is another cluster's.
 func (imp *Import) RoutedPorts(m Member, g EndpointGroup) []Port {
-	carried := func(p Port) bool {
-		return slices.ContainsFunc(imp.Ports, func(i Port) bool {
-			return i.Name == p.Name && i.Protocol == p.Protocol && i.Port == p.Port
-		})
+	// Sets, not nested searches: every list here comes from peers, up to
+	// a hundred ports each.
+	type key struct {
+		name     string
+		protocol corev1.Protocol
+		port     int32
+	}
+	carried := make(map[key]bool, len(imp.Ports))
+	for _, p := range imp.Ports {
+		carried[key{p.Name, p.Protocol, p.Port}] = true
+	}
+	type named struct {
+		name     string
+		protocol corev1.Protocol
+	}
+	served := map[named]bool{}
+	for _, p := range m.Service.Ports {
+		if carried[key{p.Name, p.Protocol, p.Port}] {
+			served[named{p.Name, p.Protocol}] = true
+		}
 	}
 	var out []Port
 	for _, ep := range g.Ports {
-		if slices.ContainsFunc(m.Service.Ports, func(p Port) bool {
-			return p.Name == ep.Name && p.Protocol == ep.Protocol && carried(p)
-		}) {
+		if served[named{ep.Name, ep.Protocol}] {
 			out = append(out, ep)
 		}
 	}

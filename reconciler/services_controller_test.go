@@ -89,14 +89,12 @@ func receive(t *testing.T, c client.Client, ns string, services ...mcs.Service) 
 // importedEndpoints returns the addresses and readiness of the imported
 // EndpointSlices of demo/web from cluster.
 func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]string, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := c.List(ctx, &list, client.InNamespace("demo"), client.MatchingLabels{
-		mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: cluster,
-	}); err != nil {
+	list, err := importedSlices(ctx, c, cluster)
+	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, s := range list.Items {
+	for _, s := range list {
 		if s.Labels[discoveryv1.LabelManagedBy] != sliceManager || s.Labels[discoveryv1.LabelServiceName] != derivedName(mcs.Key{Namespace: "demo", Name: "web"}) {
 			return nil, fmt.Errorf("slice %s labels %v", s.Name, s.Labels)
 		}
@@ -108,20 +106,28 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	return out, nil
 }
 
+// importedSlices lists the imported EndpointSlices of demo/web from
+// cluster.
+func importedSlices(ctx context.Context, c client.Client, cluster string) ([]discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	err := c.List(ctx, &list, client.InNamespace("demo"), client.MatchingLabels{
+		mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: cluster,
+	})
+	return list.Items, err
+}
+
 // importedPorts lists the ports of the imported EndpointSlices of
 // demo/web from cluster, as name/protocol/port.
 func importedPorts(ctx context.Context, c client.Client, cluster string) ([]string, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := c.List(ctx, &list, client.InNamespace("demo"), client.MatchingLabels{
-		mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: cluster,
-	}); err != nil {
+	list, err := importedSlices(ctx, c, cluster)
+	if err != nil {
 		return nil, err
 	}
-	if len(list.Items) == 0 {
+	if len(list) == 0 {
 		return nil, fmt.Errorf("no slice of %s", cluster)
 	}
 	var out []string
-	for _, s := range list.Items {
+	for _, s := range list {
 		for _, p := range s.Ports {
 			out = append(out, fmt.Sprintf("%s/%s/%d", *p.Name, *p.Protocol, *p.Port))
 		}
