@@ -90,8 +90,14 @@
 //     1 MiB, print, printf and println build strings of at most 1 MiB,
 //     printf refuses a width or precision above 256 before it formats
 //     anything, and all the strings of one object together run at most
-//     20000 range iterations and template calls within 500 ms. The errors
-//     name the template object and the field.
+//     20000 range iterations and template calls within 500 ms by the wall
+//     clock, whatever they do: the deadline is checked before every
+//     action and every value, at every write and in every function, and
+//     no single call does unbounded work between two checks (functions
+//     that format estimate their output from their arguments and refuse
+//     above 4 MiB before formatting; eq checks between its operands). The
+//     errors name the template object and the field, and quote at most
+//     512 bytes of the template.
 //  10. A template renders its gateway's WgGateway kind, or a kind the
 //     installer allows; never a kind built into Kubernetes (CheckKind).
 //  11. A +ports key, as Liqo's templates write it, expands into the ports
@@ -110,8 +116,9 @@
 //	join SEP LIST   joins a list of strings: {{ join "," .Spec.Endpoint.Addresses }}
 //	                or {{ .Spec.Endpoint.Addresses | join "," }}
 //
-// print, printf and println behave as the builtins, within the size limit.
-// The names _value and _step are taken by the engine.
+// print, printf, println, html, js, urlquery and the comparisons (eq, ne,
+// lt, le, gt, ge) behave as the builtins, within the size and time limits.
+// The names _value, _step and _tick are taken by the engine.
 //
 // # A worked example
 //

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,6 +142,8 @@ type renderer struct {
 	out  *outputBudget
 	// steps is the step and time budget of the whole object.
 	steps *stepBudget
+	// funcs are the functions templates call, made once per object.
+	funcs template.FuncMap
 }
 
 // dot returns the value templates execute on: the fields of Data, but with
@@ -292,18 +295,18 @@ func (r *renderer) list(path string, l []any, t reflect.Type) ([]any, error) {
 func (r *renderer) text(path, src string, t reflect.Type, optional bool) (any, error) {
 	s, single, err := r.execute(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: template %q: %w", path, src, err)
+		return nil, fmt.Errorf("%s: template %s: %w", path, quoteTemplate(src), err)
 	}
 	v, err := convert(s, single, t)
 	if err != nil {
-		return nil, fmt.Errorf("%s: template %q: %w", path, src, err)
+		return nil, fmt.Errorf("%s: template %s: %w", path, quoteTemplate(src), err)
 	}
 	if !optional && v == "" && isNumberOrBool(t) {
 		what := "number"
 		if deref(t).Kind() == reflect.Bool {
 			what = "boolean"
 		}
-		return nil, fmt.Errorf("%s: template %q renders empty, but the field is a %s; make the key optional (?) to drop it when empty", path, src, what)
+		return nil, fmt.Errorf("%s: template %s renders empty, but the field is a %s; make the key optional (?) to drop it when empty", path, quoteTemplate(src), what)
 	}
 	return v, nil
 }

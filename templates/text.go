@@ -3,10 +3,12 @@ package templates
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"text/template"
 	"text/template/parse"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -20,8 +22,17 @@ const (
 	// otherwise take tens of seconds.
 	maxSteps = 20000
 	// renderTimeout bounds the time one template object takes to render,
-	// whatever it spends it on; it is checked at every step.
+	// whatever it spends it on. It is checked before every action, in
+	// every function a template calls, at every write of output and
+	// before every value of the object; between two checks a template can
+	// do no more than one call's bounded work (see maxCallWork).
 	renderTimeout = 500 * time.Millisecond
+	// maxCallWork bounds the bytes one call of print, printf, println,
+	// join, html, js or urlquery may format, estimated from its arguments
+	// before anything is formatted: a 1 KiB format repeating %[1]s a
+	// thousand times over a 1 MiB argument would otherwise build a
+	// gigabyte in one call, out of reach of the deadline.
+	maxCallWork = 4 * maxOutput
 	// maxWidth bounds the width and precision of a printf verb, checked
 	// before anything is formatted: %999999999d would allocate a gigabyte
 	// before the length of the result could be checked.
@@ -30,11 +41,13 @@ const (
 	// templateName names each parsed string; it is cut out of error
 	// messages, which carry the field path instead.
 	templateName = "value"
-	// valueFunc and stepFunc are called by actions the engine adds to each
-	// parsed string (see instrument). Their names start with an underscore
-	// so that they do not clash with the functions templates call.
+	// valueFunc, stepFunc and tickFunc are called by actions the engine
+	// adds to each parsed string (see instrument). Their names start with
+	// an underscore so that they do not clash with the functions templates
+	// call.
 	valueFunc = "_value"
 	stepFunc  = "_step"
+	tickFunc  = "_tick"
 )
 
 var (
@@ -58,38 +71,127 @@ func newStepBudget(now time.Time) *stepBudget {
 // step takes one step.
 func (b *stepBudget) step() (string, error) {
 	b.left--
-	switch {
-	case b.left < 0:
+	if b.left < 0 {
 		return "", errTooManySteps
-	case time.Now().After(b.deadline):
-		return "", errTooSlow
 	}
-	return "", nil
+	return "", b.check()
+}
+
+// check reports errTooSlow once the deadline has passed.
+func (b *stepBudget) check() error {
+	if time.Now().After(b.deadline) {
+		return errTooSlow
+	}
+	return nil
+}
+
+// tick is check as a template function, for the actions instrument adds.
+func (b *stepBudget) tick() (string, error) {
+	return "", b.check()
+}
+
+// funcs are the functions templates call, each of which checks the
+// deadline of b before it does any work and bounds the work it does: the
+// builtins that format or compare (print, printf, println, html, js,
+// urlquery, eq, ne, lt, le, gt, ge) are replaced by bounded versions that
+// give the same results, the others (and, or, not, len, index, slice,
+// call) cost the same whatever their arguments hold.
+func funcs(b *stepBudget) template.FuncMap {
+	guard := func(f func(...any) string) func(...any) (string, error) {
+		return func(args ...any) (string, error) {
+			if err := b.check(); err != nil {
+				return "", err
+			}
+			if _, err := argsCost(args, maxOutput); err != nil {
+				return "", err
+			}
+			return checkLen(f(args...))
+		}
+	}
+	compare := func(f func(reflect.Value, reflect.Value) (bool, error)) func(reflect.Value, reflect.Value) (bool, error) {
+		return func(a, c reflect.Value) (bool, error) {
+			if err := b.check(); err != nil {
+				return false, err
+			}
+			return f(a, c)
+		}
+	}
+	return template.FuncMap{
+		"join": func(sep string, items []string) (string, error) {
+			if err := b.check(); err != nil {
+				return "", err
+			}
+			return join(sep, items)
+		},
+		"print":    guard(fmt.Sprint),
+		"println":  guard(fmt.Sprintln),
+		"html":     guard(template.HTMLEscaper),
+		"js":       guard(template.JSEscaper),
+		"urlquery": guard(template.URLQueryEscaper),
+		"printf": func(format string, args ...any) (string, error) {
+			if err := b.check(); err != nil {
+				return "", err
+			}
+			if err := checkFormat(format, args); err != nil {
+				return "", err
+			}
+			return checkLen(fmt.Sprintf(format, args...))
+		},
+		"eq": func(a reflect.Value, others ...reflect.Value) (bool, error) {
+			return equal(b.check, a, others...)
+		},
+		"ne": compare(func(a, c reflect.Value) (bool, error) {
+			eq, err := equal(nil, a, c)
+			return !eq, err
+		}),
+		"lt": compare(less),
+		"le": compare(func(a, c reflect.Value) (bool, error) {
+			if lt, err := less(a, c); lt || err != nil {
+				return lt, err
+			}
+			return equal(nil, a, c)
+		}),
+		"gt": compare(func(a, c reflect.Value) (bool, error) {
+			if lt, err := less(a, c); lt || err != nil {
+				return false, err
+			}
+			eq, err := equal(nil, a, c)
+			return !eq, err
+		}),
+		"ge": compare(func(a, c reflect.Value) (bool, error) {
+			lt, err := less(a, c)
+			return !lt && err == nil, err
+		}),
+		valueFunc: func(v any) (any, error) {
+			if err := b.check(); err != nil {
+				return nil, err
+			}
+			return printable(v), nil
+		},
+		stepFunc: b.step,
+		tickFunc: b.tick,
+	}
 }
 
 // execute renders one string of the template object. single reports whether
 // src was exactly one action, for the integer fallback of kinds whose Go
 // types are unknown.
 func (r *renderer) execute(src string) (out string, single bool, err error) {
+	if err := r.steps.check(); err != nil {
+		return "", false, err
+	}
 	if !strings.Contains(src, "{{") {
 		return src, false, r.out.take(len(src))
 	}
-	funcs := template.FuncMap{
-		"join":    join,
-		"print":   bounded(fmt.Sprint),
-		"println": bounded(fmt.Sprintln),
-		"printf": func(format string, args ...any) (string, error) {
-			if err := checkFormat(format, args); err != nil {
-				return "", err
-			}
-			return checkLen(fmt.Sprintf(format, args...))
-		},
-		valueFunc: printable,
-		stepFunc:  r.steps.step,
+	if r.funcs == nil {
+		r.funcs = funcs(r.steps)
 	}
-	t, err := template.New(templateName).Option("missingkey=error").Funcs(funcs).Parse(src)
+	t, err := template.New(templateName).Option("missingkey=error").Funcs(r.funcs).Parse(src)
 	if err != nil {
 		return "", false, cleanError(err)
+	}
+	if err := r.steps.check(); err != nil {
+		return "", false, err
 	}
 	if t.Tree != nil && t.Tree.Root != nil {
 		nodes := t.Tree.Root.Nodes
@@ -100,10 +202,10 @@ func (r *renderer) execute(src string) (out string, single bool, err error) {
 	for _, tt := range t.Templates() {
 		if tt.Tree != nil && tt.Tree.Root != nil {
 			instrument(tt.Tree.Root)
-			tt.Tree.Root.Nodes = append([]parse.Node{stepAction(tt.Tree.Root.Pos)}, tt.Tree.Root.Nodes...)
+			tt.Tree.Root.Nodes = append([]parse.Node{funcAction(stepFunc, tt.Tree.Root.Pos)}, tt.Tree.Root.Nodes...)
 		}
 	}
-	w := &budgetWriter{budget: r.out}
+	w := &budgetWriter{budget: r.out, steps: r.steps}
 	if err := t.Execute(w, r.dot); err != nil {
 		return "", false, cleanError(err)
 	}
@@ -114,11 +216,23 @@ func (r *renderer) execute(src string) (out string, single bool, err error) {
 // its escapers: every action that prints gets the function valueFunc as its
 // last command, so a nil pointer (such as an unset .Spec.Endpoint.NodePort)
 // prints as "" instead of "<nil>"; every range body starts with an action
-// calling stepFunc, which counts iterations against maxSteps.
+// calling stepFunc, which counts iterations against maxSteps; and every
+// action, if, with, range and template call is preceded by an action
+// calling tickFunc, which checks the deadline, so that a template made of
+// builtins alone (a thousand {{ if eq $a $b }}) still meets it.
 func instrument(list *parse.ListNode) {
 	if list == nil {
 		return
 	}
+	nodes := make([]parse.Node, 0, 2*len(list.Nodes))
+	for _, n := range list.Nodes {
+		switch n.(type) {
+		case *parse.ActionNode, *parse.IfNode, *parse.WithNode, *parse.RangeNode, *parse.TemplateNode:
+			nodes = append(nodes, funcAction(tickFunc, n.Position()))
+		}
+		nodes = append(nodes, n)
+	}
+	list.Nodes = nodes
 	for _, n := range list.Nodes {
 		switch n := n.(type) {
 		case *parse.ActionNode:
@@ -135,7 +249,7 @@ func instrument(list *parse.ListNode) {
 			instrument(n.List)
 			instrument(n.ElseList)
 			if n.List != nil {
-				n.List.Nodes = append([]parse.Node{stepAction(n.Pos)}, n.List.Nodes...)
+				n.List.Nodes = append([]parse.Node{funcAction(stepFunc, n.Pos)}, n.List.Nodes...)
 			}
 		}
 	}
@@ -149,14 +263,15 @@ func identCommand(name string, pos parse.Pos) *parse.CommandNode {
 	}
 }
 
-func stepAction(pos parse.Pos) *parse.ActionNode {
+// funcAction is an action calling the function name, which prints "".
+func funcAction(name string, pos parse.Pos) *parse.ActionNode {
 	return &parse.ActionNode{
 		NodeType: parse.NodeAction,
 		Pos:      pos,
 		Pipe: &parse.PipeNode{
 			NodeType: parse.NodePipe,
 			Pos:      pos,
-			Cmds:     []*parse.CommandNode{identCommand(stepFunc, pos)},
+			Cmds:     []*parse.CommandNode{identCommand(name, pos)},
 		},
 	}
 }
@@ -182,86 +297,191 @@ func printable(v any) any {
 // order follows Helm's join, so {{ .Spec.Endpoint.Addresses | join "," }}
 // reads naturally.
 func join(sep string, items []string) (string, error) {
-	return checkLen(strings.Join(items, sep))
+	n := 0
+	for i, item := range items {
+		if n += len(item); i > 0 {
+			n += len(sep)
+		}
+		if n > maxOutput {
+			return "", errOutputTooLarge
+		}
+	}
+	return strings.Join(items, sep), nil
 }
 
-// bounded wraps a builtin print function so that a template cannot grow a
-// string without bound, for example by doubling a variable in a range.
-func bounded(f func(...any) string) func(...any) (string, error) {
-	return func(args ...any) (string, error) {
-		return checkLen(f(args...))
+// argsCost is an upper bound of the bytes fmt.Sprint, html, js or urlquery
+// write for args, within a factor of six (the longest escape of a byte),
+// computed only until it passes limit: errOutputTooLarge then, before
+// anything is formatted, so a template cannot grow a string without bound
+// (by doubling a variable in a range, or by printing it a thousand times
+// in one call).
+func argsCost(args []any, limit int) (int, error) {
+	n := 0
+	for _, a := range args {
+		if n += argSize(a) + 1; n > limit {
+			return n, errOutputTooLarge
+		}
 	}
+	return n, nil
+}
+
+// argSize is the length of a string or byte slice, and of the Go syntax
+// of anything else (%#v, its longest common form). Values other than
+// strings come from the gateway, which the API server bounds.
+func argSize(a any) int {
+	v := reflect.ValueOf(a)
+	switch {
+	case !v.IsValid():
+		return len("<nil>")
+	case v.Kind() == reflect.String:
+		return v.Len()
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		return v.Len()
+	}
+	return len(fmt.Sprintf("%#v", a))
 }
 
 // checkFormat refuses a printf format whose verbs ask for a width or a
 // precision above maxWidth, written in the format or taken from an
-// argument with '*'.
+// argument with '*' (errWidth), and one whose output could pass
+// maxCallWork (errOutputTooLarge), before anything is formatted. It walks
+// the format as fmt does, argument indexes ([n]) included, so that the
+// bound counts each argument as often as a verb prints it.
 func checkFormat(format string, args []any) error {
+	sizes := make([]int, len(args))
+	size := func(i int) int {
+		if sizes[i] == 0 {
+			sizes[i] = argSize(args[i]) + 1
+		}
+		return sizes[i] - 1
+	}
+	cost := 0
 	arg := 0
-	number := func(i int) (int, int) {
-		n := 0
-		for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
-			if n = n*10 + int(format[i]-'0'); n > maxWidth {
-				n = maxWidth + 1
-			}
+	reordered := false
+	// index reads an argument index, [n], at i: fmt's argNumber.
+	index := func(i int) (int, bool) {
+		if i >= len(format) || format[i] != '[' {
+			return i, true
 		}
-		return n, i
+		reordered = true
+		n, j := formatNumber(format, i+1)
+		if j >= len(format) || format[j] != ']' {
+			return i + 1, false
+		}
+		if n < 1 || n > len(args) {
+			return j + 1, false
+		}
+		arg = n - 1
+		return j + 1, true
 	}
-	// star checks the argument a '*' takes.
-	star := func() error {
-		if arg < len(args) {
-			if v := reflect.ValueOf(args[arg]); v.CanInt() && (v.Int() > maxWidth || v.Int() < -maxWidth) ||
-				v.CanUint() && v.Uint() > maxWidth {
-				return errWidth
-			}
+	// star reads the width or precision an argument gives.
+	star := func() (int, error) {
+		if arg >= len(args) {
+			return 0, nil
 		}
+		v := reflect.ValueOf(args[arg])
 		arg++
-		return nil
+		switch {
+		case v.CanInt() && (v.Int() > maxWidth || v.Int() < -maxWidth), v.CanUint() && v.Uint() > maxWidth:
+			return 0, errWidth
+		case v.CanInt():
+			return int(max(v.Int(), -v.Int())), nil
+		case v.CanUint():
+			return int(v.Uint()), nil
+		}
+		return 0, nil
 	}
-	for i := 0; i < len(format); i++ {
+	for i := 0; i < len(format); {
 		if format[i] != '%' {
+			cost++
+			i++
 			continue
 		}
 		i++
-		for i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0 {
-			i++
+		sharp := false
+		for ; i < len(format) && strings.IndexByte("#0+- ", format[i]) >= 0; i++ {
+			sharp = sharp || format[i] == '#'
 		}
-		for pass := 0; pass < 2; pass++ {
-			// An explicit argument index: [n].
-			if i < len(format) && format[i] == '[' {
-				n, j := number(i + 1)
-				if j < len(format) && format[j] == ']' {
-					arg, i = n-1, j+1
-				}
+		good := true
+		track := func(j int, ok bool) int {
+			good = good && ok
+			return j
+		}
+		i = track(index(i))
+		width, precision := 0, 0
+		if i < len(format) && format[i] == '*' {
+			w, err := star()
+			if err != nil {
+				return err
 			}
-			var n int
-			switch {
-			case i < len(format) && format[i] == '*':
-				if err := star(); err != nil {
+			width, i = w, i+1
+		} else {
+			if width, i = formatNumber(format, i); width > maxWidth {
+				return errWidth
+			}
+		}
+		if i < len(format) && format[i] == '.' {
+			if i = track(index(i + 1)); i < len(format) && format[i] == '*' {
+				p, err := star()
+				if err != nil {
 					return err
 				}
-				i++
-			default:
-				if n, i = number(i); n > maxWidth {
-					return errWidth
-				}
+				precision, i = p, i+1
+			} else if precision, i = formatNumber(format, i); precision > maxWidth {
+				return errWidth
 			}
-			if pass == 0 && i < len(format) && format[i] == '.' {
-				i++
-				continue
-			}
+		}
+		i = track(index(i))
+		if i >= len(format) {
+			cost += len("%!(NOVERB)")
 			break
 		}
-		if i < len(format) && format[i] == '[' {
-			if n, j := number(i + 1); j < len(format) && format[j] == ']' {
-				arg, i = n-1, j+1
+		verb, n := utf8.DecodeRuneInString(format[i:])
+		i += n
+		// What fmt writes for a verb is at most its padding and its
+		// precision, 1 KiB (the digits of the largest float), and its
+		// argument, grown six times at most by escaping; a list, map or
+		// struct pads each of its elements.
+		cost += 2*(width+precision) + 1<<10
+		if verb != '%' && good && arg < len(args) {
+			v := reflect.ValueOf(args[arg])
+			factor := 6
+			if (verb == 's' || verb == 'v') && !sharp && v.Kind() == reflect.String {
+				factor = 1
 			}
-		}
-		if i < len(format) && format[i] != '%' {
+			switch v.Kind() {
+			case reflect.Array, reflect.Slice, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Interface:
+				cost += (width + precision + factor) * size(arg)
+			default:
+				cost += factor * size(arg)
+			}
 			arg++
+		}
+		if cost > maxCallWork {
+			return errOutputTooLarge
+		}
+	}
+	if !reordered {
+		// fmt prints the arguments no verb took, with their types.
+		for ; arg < len(args); arg++ {
+			if cost += 1<<10 + 6*size(arg); cost > maxCallWork {
+				return errOutputTooLarge
+			}
 		}
 	}
 	return nil
+}
+
+// formatNumber reads the decimal number at i of a format, saturating just
+// above maxWidth, and returns it and the index after it.
+func formatNumber(format string, i int) (int, int) {
+	n := 0
+	for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
+		if n = n*10 + int(format[i]-'0'); n > maxWidth {
+			n = maxWidth + 1
+		}
+	}
+	return n, i
 }
 
 func checkLen(s string) (string, error) {
@@ -283,13 +503,18 @@ func (b *outputBudget) take(n int) error {
 	return nil
 }
 
-// budgetWriter collects the output of one string, charging it to a budget.
+// budgetWriter collects the output of one string, charging it to a budget
+// and checking the deadline at every write.
 type budgetWriter struct {
 	budget *outputBudget
+	steps  *stepBudget
 	buf    strings.Builder
 }
 
 func (w *budgetWriter) Write(p []byte) (int, error) {
+	if err := w.steps.check(); err != nil {
+		return 0, err
+	}
 	if err := w.budget.take(len(p)); err != nil {
 		return 0, err
 	}
@@ -309,8 +534,38 @@ func (e *templateError) Unwrap() error { return e.err }
 func cleanError(err error) error {
 	msg := strings.Replace(err.Error(), "template: "+templateName+":", "", 1)
 	msg = strings.Replace(msg, "executing \""+templateName+"\" ", "", 1)
-	// The step counter is the engine's, not the template's: its name would
-	// only puzzle the reader.
-	msg = strings.Replace(msg, "at <"+stepFunc+">: error calling "+stepFunc+": ", "", 1)
-	return &templateError{msg: strings.TrimSpace(msg), err: err}
+	// The step counter and the deadline are the engine's, not the
+	// template's: their names would only puzzle the reader.
+	for _, f := range []string{stepFunc, tickFunc, valueFunc} {
+		msg = strings.Replace(msg, "at <"+f+">: error calling "+f+": ", "", 1)
+	}
+	return &templateError{msg: excerpt(strings.TrimSpace(msg), maxErrorText), err: err}
+}
+
+// maxErrorText bounds the template text an error quotes: a condition
+// message holds at most 32768 bytes, and a reader needs the start of a
+// long template, not all of it.
+const maxErrorText = 512
+
+// excerpt is s cut to at most about limit bytes, keeping its start and its
+// end (where text/template puts the reason) around an ellipsis.
+func excerpt(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	head, tail := limit/2, limit/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	cut := len(s) - tail
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("%s ... (%d bytes) ... %s", s[:head], cut-head, s[cut:])
+}
+
+// quoteTemplate quotes the template text src for an error message, cut to
+// maxErrorText bytes.
+func quoteTemplate(src string) string {
+	return strconv.Quote(excerpt(src, maxErrorText))
 }
