@@ -214,6 +214,9 @@ func (r *renderer) metadata(v any) (map[string]any, error) {
 // value renders v found at path; t is the Go type of the field in the
 // rendered kind, nil when unknown.
 func (r *renderer) value(path string, v any, t reflect.Type, optional bool) (any, error) {
+	if err := r.steps.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		if what := scalarName(t); what != "" {
