@@ -8,13 +8,21 @@ import (
 // Configuration has its local (possibly remapped) counterpart in status.
 const ConditionNetworkCIDRsConfigured = "NetworkCIDRsConfigured"
 
+// MaxCIDRs bounds each list of CIDRs of a cluster (pod, external), as the
+// CRD's maxItems and the CLI's validation enforce it: a peer's ranges
+// become routes on every node and set elements in every gateway, and no
+// real cluster has more than a few of each (peerlink).
+const MaxCIDRs = 64
+
 // ClusterConfigCIDR lists the CIDRs of one cluster.
 type ClusterConfigCIDR struct {
 	// Pod are the pod CIDRs of the cluster.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
 	Pod []CIDR `json:"pod"`
 	// External are the CIDRs used for endpoints outside the pod network; the
 	// first address of the first one is the unknown-source address.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	External []CIDR `json:"external,omitempty"`
 }

@@ -21,6 +21,17 @@ const (
 // (peerlink).
 const ConditionTemplateSubstituted = "TemplateSubstituted"
 
+// Bounds of the lists of a gateway's endpoint, as the CRD's maxItems and
+// the CLI's validation enforce them: a client's server addresses come from
+// the peer (peerlink).
+const (
+	// MaxEndpointAddresses bounds the addresses of a server endpoint.
+	MaxEndpointAddresses = 16
+	// MaxEndpointPorts bounds the list forms of a port (ports, nodePorts),
+	// which validation holds to one entry anyway.
+	MaxEndpointPorts = 16
+)
+
 // Endpoint is how a GatewayServer is exposed.
 // +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.nodePort == 0 || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePort is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePort"
 // +kubebuilder:validation:XValidation:rule="!has(self.nodePorts) || self.nodePorts.all(p, p == 0) || self.serviceType == 'NodePort' || self.serviceType == 'LoadBalancer'",message="spec.endpoint.nodePorts is only allowed with serviceType NodePort or LoadBalancer",fieldPath=".nodePorts"
@@ -91,6 +102,8 @@ func (e Endpoint) Resolved() Endpoint {
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports) || size(self.ports) == 0 || self.port == self.ports[0]",message="port must match ports[0]"
 type EndpointStatus struct {
 	// Addresses are IPs or host names of the server, first preferred.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
 	// +optional
 	// +listType=atomic
 	Addresses []string `json:"addresses,omitempty"`
@@ -248,6 +261,8 @@ type GatewayServerList struct {
 // empty while the server's endpoint is not known yet.
 type GatewayClientEndpoint struct {
 	// Addresses are IPs or host names of the server, first preferred.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
 	// +optional
 	// +listType=atomic
 	Addresses []string `json:"addresses,omitempty"`
