@@ -15,8 +15,11 @@ const KeyLength = 32
 
 // ParseCIDR parses a network in CIDR notation, refusing host bits
 // (10.244.0.1/16), with an error that says the value is meant as a CIDR.
+// It takes s as written, spaces included, as the controller does: what it
+// accepts in a manifest is what the controller accepts. Lists given on the
+// command line are trimmed by ParseCIDRList.
 func ParseCIDR(s string) (netip.Prefix, error) {
-	p, err := cidr.ParseNetwork(strings.TrimSpace(s))
+	p, err := cidr.ParseNetwork(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("invalid CIDR: %w", err)
 	}
@@ -65,9 +68,10 @@ func listItems(values []string) []string {
 }
 
 // ParsePublicKey decodes a WireGuard public key written as `wg pubkey`
-// prints it: the standard base64 of 32 bytes.
+// prints it: the standard base64 of 32 bytes, in canonical form, not all
+// zero. It takes s as written: a space or a line break around the key is
+// refused, as the CRD's pattern refuses it (the CLI trims its flag).
 func ParsePublicKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
 	key, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("public key is not base64: %w", err)

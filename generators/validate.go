@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -152,6 +153,12 @@ func validateClusterConfig(c netv1beta1.ClusterConfig, path *field.Path) field.E
 		path  *field.Path
 		cidrs []netv1beta1.CIDR
 	}{{cidrPath.Child("pod"), c.CIDR.Pod}, {cidrPath.Child("external"), c.CIDR.External}} {
+		if len(list.cidrs) > netv1beta1.MaxCIDRs {
+			// Each range costs routes on every node: a longer list is
+			// refused whole, before any of it is parsed.
+			errs = append(errs, field.TooMany(list.path, len(list.cidrs), netv1beta1.MaxCIDRs))
+			continue
+		}
 		for i, s := range list.cidrs {
 			p, err := ParseCIDR(string(s))
 			if err != nil {
@@ -254,6 +261,9 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 // gateway listens on one port, each valid by check.
 func validatePortList(ports []int32, path *field.Path, what string, check func(int32) error) field.ErrorList {
 	var errs field.ErrorList
+	if len(ports) > netv1beta1.MaxEndpointPorts {
+		return field.ErrorList{field.TooMany(path, len(ports), netv1beta1.MaxEndpointPorts)}
+	}
 	if len(ports) > 1 {
 		errs = append(errs, field.Invalid(path, ports, fmt.Sprintf("takes one %s: a gateway runs one WireGuard tunnel, which listens on one port", what)))
 	}
@@ -269,6 +279,9 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 	errs := validateSet(ep.Port, path.Child("port"), ValidatePort)
 	if ep.Protocol != "" && ep.Protocol != corev1.ProtocolUDP {
 		errs = append(errs, field.NotSupported(path.Child("protocol"), ep.Protocol, []corev1.Protocol{corev1.ProtocolUDP}))
+	}
+	if len(ep.Addresses) > netv1beta1.MaxEndpointAddresses {
+		return append(errs, field.TooMany(path.Child("addresses"), len(ep.Addresses), netv1beta1.MaxEndpointAddresses))
 	}
 	seen := map[string]int{}
 	for i, a := range ep.Addresses {
@@ -287,17 +300,28 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 }
 
 // ValidateAddress accepts an IP address or a DNS name where a server endpoint
-// is expected: not the unspecified, loopback, link-local or multicast
-// address of any host, and not a name whose last label is all digits, which
-// no DNS name has (999.1.1.1 is neither an address nor a name).
+// is expected, holding a name to the rules of an address where it is one in
+// disguise. Refused are:
+//   - an address rangepolicy.CheckServerAddr refuses (unspecified, loopback,
+//     link-local, multicast, broadcast);
+//   - a name that always means this host or its link: localhost and
+//     *.localhost (RFC 6761), localhost.localdomain (the conventional
+//     /etc/hosts name), and *.local, which multicast DNS resolves on the
+//     node's own link (RFC 6762);
+//   - a name made of numbers only, which resolvers that read addresses as
+//     inet_aton does (hexadecimal 0x7f000001, octal 0177.0.0.1, fewer than
+//     four parts 127.1) take for an address: written so, it escapes the
+//     address rules; and a name whose last label is all digits, which no
+//     DNS name has (999.1.1.1 is neither an address nor a name);
+//   - a name that holds a refused address, dotted or dashed, as wildcard
+//     DNS services resolve them (127.0.0.1.nip.io, app-169-254-169-254.sslip.io).
+//
+// A name that resolves elsewhere to a refused address is caught where it
+// is resolved: the gateway agent holds the addresses it resolves to the
+// same rule.
 func ValidateAddress(a string) error {
 	if ip, err := netip.ParseAddr(a); err == nil {
-		ip = ip.Unmap()
-		switch {
-		case ip.IsUnspecified(), ip.IsLoopback(), ip.IsLinkLocalUnicast(), ip.IsMulticast(), ip.IsLinkLocalMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-			return fmt.Errorf("%s is not the address of a server: unspecified, loopback, link-local, multicast and broadcast addresses are refused", a)
-		}
-		return nil
+		return rangepolicy.CheckServerAddr(ip)
 	}
 	if msgs := validation.IsDNS1123Subdomain(a); len(msgs) > 0 {
 		return fmt.Errorf("%q is neither an IP address nor a DNS name", a)
@@ -306,5 +330,92 @@ func ValidateAddress(a string) error {
 	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
 		return fmt.Errorf("%q is neither an IP address nor a DNS name: a name's last label is not all digits", a)
 	}
+	if numericName(labels) {
+		return fmt.Errorf("%q is an IPv4 address in a form some resolvers read (hexadecimal, octal or fewer than four parts), not a DNS name: write the address in dotted decimal", a)
+	}
+	switch {
+	case a == "localhost" || strings.HasSuffix(a, ".localhost") || a == "localhost.localdomain":
+		return fmt.Errorf("%q always names this host (loopback), not a server", a)
+	case strings.HasSuffix(a, ".local"):
+		return fmt.Errorf("%q is a multicast DNS name, resolved on the node's own link (link-local), not a server", a)
+	}
+	for _, ip := range embeddedAddrs(labels) {
+		if err := rangepolicy.CheckServerAddr(ip); err != nil {
+			return fmt.Errorf("%q names the address %s, as wildcard DNS resolves it: %w", a, ip, err)
+		}
+	}
 	return nil
+}
+
+// numericName reports whether every label of a name is a number as
+// inet_aton reads one (decimal, octal with a leading 0, hexadecimal with
+// 0x), in at most four labels: such a name is an IPv4 address to the C
+// resolver.
+func numericName(labels []string) bool {
+	if len(labels) > 4 {
+		return false
+	}
+	for _, l := range labels {
+		digits := l
+		if h, ok := strings.CutPrefix(l, "0x"); ok {
+			if digits = strings.Trim(h, "0123456789abcdef"); digits != "" {
+				return false
+			}
+			continue
+		}
+		if strings.Trim(digits, "0123456789") != "" || digits == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// embeddedAddrs are the IPv4 addresses a name holds in the forms wildcard
+// DNS services resolve: four decimal labels in a row (10.0.0.1.nip.io,
+// app.10.0.0.1.nip.io) or a label ending in four dashed numbers
+// (10-0-0-1.sslip.io, app-10-0-0-1.nip.io).
+func embeddedAddrs(labels []string) []netip.Addr {
+	var out []netip.Addr
+	for i := 0; i+4 < len(labels); i++ {
+		if ip, err := netip.ParseAddr(strings.Join(labels[i:i+4], ".")); err == nil {
+			out = append(out, ip)
+		}
+	}
+	for _, l := range labels[:len(labels)-1] {
+		if parts := strings.Split(l, "-"); len(parts) >= 4 {
+			if ip, err := netip.ParseAddr(strings.Join(parts[len(parts)-4:], ".")); err == nil {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
+}
+
+// ValidateKeyText checks the keys of a PublicKey manifest as they are
+// written, before decoding: spec.publicKey and, when set,
+// spec.nextPublicKey must each be a key as ParsePublicKey reads it, the
+// rule the CRD's pattern enforces. Decoding alone would take a key in a
+// form the API server refuses (with a line break, or trailing bits set).
+// Other kinds are not checked.
+func ValidateKeyText(u *unstructured.Unstructured) field.ErrorList {
+	if !IsPeeringKind(u) || u.GetKind() != KindPublicKey {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, name := range []string{"publicKey", "nextPublicKey"} {
+		v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", name)
+		if !found || v == nil && name == "nextPublicKey" {
+			continue
+		}
+		path := field.NewPath("spec", name)
+		s, ok := v.(string)
+		if !ok {
+			errs = append(errs, field.Invalid(path, v, "must be a string: the base64 of the key, as wg pubkey prints it"))
+			continue
+		}
+		if _, err := ParsePublicKey(s); err != nil {
+			errs = append(errs, field.Invalid(path, s, err.Error()))
+		}
+	}
+	return errs
 }

@@ -3,11 +3,13 @@ package generators
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -66,6 +68,23 @@ func TestValidate(t *testing.T) {
 		{"loopback", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"127.0.0.0/8"} }, "spec.remote.cidr.pod[0]: Invalid value: \"127.0.0.0/8\": 127.0.0.0/8 refused (SpecialUse)"},
 		{"multicast", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"239.0.0.0/8"} }, "spec.remote.cidr.external[0]: Invalid value: \"239.0.0.0/8\": 239.0.0.0/8 refused (SpecialUse)"},
 		{"key name", func(o validObjects) { o.key.Name = "" }, "metadata.name: Required"},
+		{"CIDR with a space", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"10.244.0.0/16 "} }, "spec.remote.cidr.pod[0]: Invalid value: \"10.244.0.0/16 \""},
+		{"too many pod CIDRs", func(o validObjects) { o.conf.Spec.Remote.CIDR.Pod = manyCIDRs(netv1beta1.MaxCIDRs + 1) }, "spec.remote.cidr.pod: Too many: 65: must have at most 64 items"},
+		{"too many external CIDRs", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = manyCIDRs(68000) }, "spec.remote.cidr.external: Too many: 68000: must have at most 64 items"},
+		{"too many local CIDRs", func(o validObjects) {
+			o.conf.Spec.Local = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: manyCIDRs(65)}}
+		}, "spec.local.cidr.pod: Too many"},
+		{"too many addresses", func(o validObjects) {
+			o.client.Spec.Endpoint.Addresses = nil
+			for i := range netv1beta1.MaxEndpointAddresses + 1 {
+				o.client.Spec.Endpoint.Addresses = append(o.client.Spec.Endpoint.Addresses, fmt.Sprintf("192.0.2.%d", i+1))
+			}
+		}, "spec.endpoint.addresses: Too many: 17: must have at most 16 items"},
+		{"too many ports", func(o validObjects) { o.server.Spec.Endpoint.Ports = make([]int32, 17) }, "spec.endpoint.ports: Too many: 17: must have at most 16 items"},
+		{"most CIDRs", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = manyCIDRs(netv1beta1.MaxCIDRs) }, ""},
+		{"loopback name", func(o validObjects) { o.client.Spec.Endpoint.Addresses = []string{"gw.localhost"} }, "spec.endpoint.addresses[0]: Invalid value: \"gw.localhost\": \"gw.localhost\" always names this host"},
+		{"hexadecimal address", func(o validObjects) { o.client.Spec.Endpoint.Addresses = []string{"0x7f000001"} }, "spec.endpoint.addresses[0]: Invalid value: \"0x7f000001\""},
+		{"next key all zero", func(o validObjects) { o.key.Spec.NextPublicKey = make([]byte, KeyLength) }, "spec.nextPublicKey: Invalid value: \"<all zero>\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +118,15 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyCIDRs returns n distinct /32s in 10.0.0.0/8.
+func manyCIDRs(n int) []netv1beta1.CIDR {
+	out := make([]netv1beta1.CIDR, n)
+	for i := range out {
+		out[i] = netv1beta1.CIDR(fmt.Sprintf("10.%d.%d.%d/32", 100+i>>16, i>>8&255, i&255))
+	}
+	return out
 }
 
 func errStrings(errs field.ErrorList) []string {
@@ -139,6 +167,11 @@ func TestParsePublicKey(t *testing.T) {
 		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=", "not in canonical form: want BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="},
 		{"AAAA", "public key is 3 bytes, want 32"},
 		{"not base64", "public key is not base64"},
+		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n", "not in canonical form"},
+		{" BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "public key is not base64"},
+		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc= ", "public key is not base64"},
+		{"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc", "public key is not base64"},
+		{"BwcHBwcHBwcHBwcHBwcH\nBwcHBwcHBwcHBwcHBwcHBwc=", "not in canonical form"},
 	} {
 		_, err := ParsePublicKey(tt.in)
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
@@ -148,27 +181,86 @@ func TestParsePublicKey(t *testing.T) {
 }
 
 func TestValidateAddress(t *testing.T) {
-	for _, ok := range []string{"192.0.2.10", "10.0.0.1", "gw.example.org", "gateway-1", "2001:db8::1"} {
+	for _, ok := range []string{"192.0.2.10", "10.0.0.1", "gw.example.org", "gateway-1", "2001:db8::1", "10.0.0.1.nip.io",
+		"gw-10-0-0-1.sslip.io", "local.example.com", "localhost-gw.example.com", "cafe.example", "0x.example", "gw.local.example.com"} {
 		if err := ValidateAddress(ok); err != nil {
 			t.Errorf("ValidateAddress(%q) = %v", ok, err)
 		}
 	}
 	for bad, want := range map[string]string{
-		"999.1.1.1":       "neither an IP address nor a DNS name",
-		"1.2.3":           "neither an IP address nor a DNS name",
-		"0.0.0.0":         "unspecified",
-		"127.0.0.1":       "loopback",
-		"::1":             "loopback",
-		"169.254.169.254": "link-local",
-		"224.0.0.1":       "multicast",
-		"::":              "unspecified",
-		"255.255.255.255": "broadcast",
-		"not an address":  "neither",
-		"Upper.Case":      "neither",
-		"-dash.example":   "neither",
+		"999.1.1.1":                         "neither an IP address nor a DNS name",
+		"1.2.3":                             "neither an IP address nor a DNS name",
+		"0.0.0.0":                           "unspecified",
+		"127.0.0.1":                         "loopback",
+		"::1":                               "loopback",
+		"169.254.169.254":                   "link-local",
+		"224.0.0.1":                         "multicast",
+		"::":                                "unspecified",
+		"255.255.255.255":                   "broadcast",
+		"not an address":                    "neither",
+		"Upper.Case":                        "neither",
+		"-dash.example":                     "neither",
+		"::ffff:127.0.0.1":                  "loopback",
+		"fe80::1%eth0":                      "link-local",
+		"localhost":                         "always names this host",
+		"gw.localhost":                      "always names this host",
+		"localhost.localdomain":             "always names this host",
+		"printer.local":                     "multicast DNS",
+		"0x7f000001":                        "dotted decimal",
+		"0x7f.0x1":                          "dotted decimal",
+		"127.0x1":                           "dotted decimal",
+		"0177.0.0.0x1":                      "dotted decimal",
+		"127.0.0.1.nip.io":                  "names the address 127.0.0.1",
+		"app.169.254.169.254.nip.io":        "names the address 169.254.169.254",
+		"169-254-169-254.sslip.io":          "link-local",
+		"metadata-169-254-169-254.sslip.io": "link-local",
+		"0-0-0-0.sslip.io":                  "unspecified",
 	} {
 		if err := ValidateAddress(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ValidateAddress(%q) = %v, want an error saying %q", bad, err, want)
 		}
+	}
+}
+
+// TestValidateKeyText checks both keys of a PublicKey manifest as written:
+// canonical base64 of 32 bytes, never all zero, no space or line break, the
+// rule the CRD's pattern enforces on both fields.
+func TestValidateKeyText(t *testing.T) {
+	const key, next = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
+	manifest := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "networking.liqo.io/v1beta1", "kind": "PublicKey",
+			"metadata": map[string]any{"name": "k"}, "spec": spec,
+		}}
+	}
+	for _, tt := range []struct {
+		name string
+		spec map[string]any
+		want string
+	}{
+		{"both keys", map[string]any{"publicKey": key, "nextPublicKey": next}, ""},
+		{"no next key", map[string]any{"publicKey": key}, ""},
+		{"a null next key", map[string]any{"publicKey": key, "nextPublicKey": nil}, ""},
+		{"next key not canonical", map[string]any{"publicKey": key, "nextPublicKey": "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAh="}, "spec.nextPublicKey: Invalid value"},
+		{"next key all zero", map[string]any{"publicKey": key, "nextPublicKey": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}, "spec.nextPublicKey: Invalid value: \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\": public key is all zero"},
+		{"next key with a line break", map[string]any{"publicKey": key, "nextPublicKey": next + "\n"}, "spec.nextPublicKey: Invalid value"},
+		{"next key short", map[string]any{"publicKey": key, "nextPublicKey": "AAAA"}, "spec.nextPublicKey: Invalid value: \"AAAA\": public key is 3 bytes"},
+		{"next key empty", map[string]any{"publicKey": key, "nextPublicKey": ""}, "spec.nextPublicKey: Invalid value"},
+		{"next key a number", map[string]any{"publicKey": key, "nextPublicKey": int64(7)}, "spec.nextPublicKey: Invalid value: 7: must be a string"},
+		{"key not canonical", map[string]any{"publicKey": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd="}, "spec.publicKey: Invalid value"},
+		{"key with a space", map[string]any{"publicKey": key + " "}, "spec.publicKey: Invalid value"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := errStrings(ValidateKeyText(manifest(tt.spec)))
+			if tt.want == "" {
+				if len(msgs) > 0 {
+					t.Fatalf("want no error, got %q", msgs)
+				}
+				return
+			}
+			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.want) {
+				t.Fatalf("want one error containing %q, got %q", tt.want, msgs)
+			}
+		})
 	}
 }

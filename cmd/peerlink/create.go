@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -274,7 +275,9 @@ base64 of 32 bytes).`,
 		Example: `  peerlink create publickey --remote-cluster-id cluster-b \
     --public-key 'jP7cM1l5b7nJ8a9N0fQ8nL2S0yq3q8c1b2Yx3cQmE2M=' -o yaml`,
 	}, func(p generators.Peer) (client.Object, error) {
-		raw, err := generators.ParsePublicKey(key)
+		// A key pasted on the command line may carry the line break
+		// wg pubkey prints; a manifest's may not, as the CRD says.
+		raw, err := generators.ParsePublicKey(strings.TrimSpace(key))
 		if err != nil {
 			return nil, fmt.Errorf("--public-key: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // gatherFacts reads what the plan needs from the key directory and the API.
@@ -231,7 +232,10 @@ func rotate(addresses []string, turn int) []string {
 }
 
 // resolveEndpoint returns the first of a client's server addresses that is
-// an IPv4 address or resolves to one.
+// an IPv4 address or resolves to one. An address the peer may not name
+// (loopback, link-local, unspecified, multicast, broadcast: see
+// rangepolicy.CheckServerAddr) is skipped, written or resolved: a name
+// the peer chose can resolve anywhere.
 func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.AddrPort, error) {
 	if len(addresses) == 0 || port == 0 {
 		return netip.AddrPort{}, resync.Waiting{Reason: "the server's endpoint (address and port) is not known yet"}
@@ -242,6 +246,10 @@ func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.A
 	var errs []error
 	for _, host := range addresses {
 		if ip, err := netip.ParseAddr(host); err == nil {
+			if err := rangepolicy.CheckServerAddr(ip); err != nil {
+				errs = append(errs, fmt.Errorf("server address %s: %w", host, err))
+				continue
+			}
 			if ip.Unmap().Is4() {
 				return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
 			}
@@ -253,7 +261,14 @@ func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.A
 			errs = append(errs, fmt.Errorf("resolve server address %s: %w", host, err))
 			continue
 		}
-		return netip.AddrPortFrom(ips[0].Unmap(), uint16(port)), nil
+		for _, ip := range ips {
+			ip = ip.Unmap()
+			if err := rangepolicy.CheckServerAddr(ip); err != nil {
+				errs = append(errs, fmt.Errorf("server address %s resolves to %s: %w", host, ip, err))
+				continue
+			}
+			return netip.AddrPortFrom(ip, uint16(port)), nil
+		}
 	}
 	return netip.AddrPort{}, fmt.Errorf("no usable server address among %v (port %s): %w", addresses, strconv.Itoa(port), errors.Join(errs...))
 }

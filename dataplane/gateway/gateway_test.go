@@ -77,6 +77,14 @@ func TestResolveEndpoint(t *testing.T) {
 	if _, err := resolveEndpoint(ctx, []string{"192.0.2.2"}, 70000); err == nil || resync.IsWaiting(err) {
 		t.Errorf("port 70000: %v, want an error", err)
 	}
+	// What a peer may not name is skipped, written or resolved: localhost
+	// resolves to loopback (from /etc/hosts, no DNS server asked).
+	if ep, err := resolveEndpoint(ctx, []string{"127.0.0.1", "169.254.169.254", "::ffff:127.0.0.1", "192.0.2.2"}, 51840); err != nil || ep.String() != "192.0.2.2:51840" {
+		t.Errorf("resolveEndpoint = %v, %v; want the one address a server may have", ep, err)
+	}
+	if _, err := resolveEndpoint(ctx, []string{"localhost"}, 51840); err == nil || !strings.Contains(err.Error(), "server address localhost resolves to 127.0.0.1") {
+		t.Errorf("localhost: %v, want it refused as loopback", err)
+	}
 }
 
 // TestRotate checks the order in which a client tries the server's

@@ -9,6 +9,10 @@
 // allowlist (by default the private ranges of RFC 1918 and the shared address
 // space of RFC 6598).
 //
+// CheckServerAddr holds the address a peer names for its gateway server
+// to the same spirit: never this cluster's own loopback, link-local,
+// multicast or broadcast addresses.
+//
 // It does not decide where an accepted range lands: keeping it or remapping
 // it away from local ranges, node addresses and gateway endpoints is the
 // IPAM's job (package ipam), given what this package accepted.

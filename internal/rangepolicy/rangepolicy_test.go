@@ -144,3 +144,19 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckServerAddr(t *testing.T) {
+	for _, ok := range []string{"192.0.2.10", "10.0.0.1", "203.0.113.7", "2001:db8::1", "::ffff:192.0.2.1"} {
+		if err := CheckServerAddr(netip.MustParseAddr(ok)); err != nil {
+			t.Errorf("CheckServerAddr(%s) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0.0.0.0", "127.0.0.1", "127.255.0.9", "169.254.169.254", "224.0.0.1", "255.255.255.255", "::", "::1", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254"} {
+		if err := CheckServerAddr(netip.MustParseAddr(bad)); err == nil {
+			t.Errorf("CheckServerAddr(%s) accepted it", bad)
+		}
+	}
+	if err := CheckServerAddr(netip.Addr{}); err == nil {
+		t.Error("CheckServerAddr of no address accepted it")
+	}
+}
