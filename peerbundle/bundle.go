@@ -12,6 +12,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
@@ -124,18 +125,27 @@ type located struct {
 // AddToBundle merges what a peer sent (its Configuration, its PublicKey and,
 // from a server, the GatewayClient to use) into a bundle. Received objects
 // are validated, stripped of server-owned metadata and moved into the
-// bundle's namespace; an object already in the bundle is replaced. A
-// received GatewayClient only updates the endpoint of the bundle's own
-// client, keeping its template and name; its MTU is taken when it differs,
-// since both sides must agree and the server is already set, and that is
-// reported in Notes. Nothing is returned on error.
+// bundle's namespace (without one, the tenant namespace of the peer,
+// liqo-tenant-<peer>). The peer gives a client only its server's endpoint
+// and the MTU, the same way whether the bundle holds a gateway or not: a
+// received GatewayClient fills in the endpoint of the bundle's own client,
+// keeping its name, namespace, template, key Secret and replicas, or, in a
+// bundle without a gateway, of a client made with this side's defaults
+// (the default template, a key pair generated in-cluster, one replica). Its
+// MTU is taken when it differs, since both sides must agree and the server
+// is already set, and that is reported in Notes. A bundle holds one
+// Configuration and one PublicKey of its peer: a received one replaces the
+// bundle's, under the bundle's name, so that an add after the peer rotated
+// its key leaves one key. Nothing is returned on error.
 //
 // What a peer sends is input from outside this cluster's trust: at most one
 // object of each kind, Configuration ranges the policy accepts (see package
-// rangepolicy), and only the labels peerlink reads are kept.
+// rangepolicy), and only the liqo.io/remote-cluster-id label is kept.
 func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstructured.Unstructured, policy rangepolicy.Policy) (*AddResult, error) {
 	content := map[string][]*unstructured.Unstructured{}
 	byKey := map[string]located{}
+	// peering are the peering objects of the bundle, in file order.
+	var peering []located
 	var gateway *located
 	var gatewayKind, peer, namespace string
 	for _, f := range files {
@@ -146,6 +156,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			}
 			loc := located{f.Name, i}
 			byKey[u.GetKind()+"/"+u.GetName()] = loc
+			peering = append(peering, loc)
 			if peer == "" {
 				peer = u.GetLabels()[netv1beta1.RemoteClusterIDLabel]
 			}
@@ -166,6 +177,23 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	res := &AddResult{}
 	changed := map[string]bool{}
 	var added []string
+	// place puts a new object into its own file, listed in the
+	// kustomization.
+	place := func(doc string, obj *unstructured.Unstructured) (located, error) {
+		name := fileName(obj.GetKind())
+		if _, taken := content[name]; taken {
+			name = strings.ToLower(obj.GetKind()) + "-" + obj.GetName() + ".yaml"
+		}
+		if _, taken := content[name]; taken {
+			return located{}, fmt.Errorf("%s: file %s already exists in the bundle with other objects", doc, name)
+		}
+		content[name] = []*unstructured.Unstructured{obj}
+		loc := located{name, 0}
+		byKey[obj.GetKind()+"/"+obj.GetName()] = loc
+		changed[name] = true
+		added = append(added, name)
+		return loc, nil
+	}
 	seen := map[string]string{}
 	for i, u := range received {
 		doc := fmt.Sprintf("document %d (%s %s)", i+1, u.GetKind(), u.GetName())
@@ -176,18 +204,44 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			return nil, fmt.Errorf("%s: a second %s after %s: a peer sends one Configuration, one PublicKey and one GatewayClient", doc, u.GetKind(), first)
 		}
 		seen[u.GetKind()] = doc
-		if id := u.GetLabels()[netv1beta1.RemoteClusterIDLabel]; peer != "" && id != peer {
+		id := u.GetLabels()[netv1beta1.RemoteClusterIDLabel]
+		if peer == "" {
+			// A bundle without a labelled object takes its peer from the
+			// first object received; the others must agree.
+			if err := clusterinfo.ValidateClusterID(id); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", doc, generators.RemoteClusterIDPath(), err)
+			}
+			peer = id
+		} else if id != peer {
 			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, generators.RemoteClusterIDPath(), id, peer)
 		}
+		if namespace == "" {
+			namespace = generators.TenantNamespace(peer)
+			res.Notes = append(res.Notes, fmt.Sprintf("the bundle names no namespace: what the peer sent goes to %s, the tenant namespace of %s", namespace, peer))
+		}
 		obj := cleanReceived(u)
-		if namespace != "" && obj.GetNamespace() != namespace {
+		if obj.GetNamespace() != namespace {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s %s: namespace %s replaced by the bundle's %s", obj.GetKind(), obj.GetName(), obj.GetNamespace(), namespace))
 			obj.SetNamespace(namespace)
 		}
 
-		if obj.GetKind() == generators.KindGatewayClient && gateway != nil {
+		switch obj.GetKind() {
+		case generators.KindGatewayClient:
 			if gatewayKind == generators.KindGatewayServer {
 				return nil, fmt.Errorf("%s: this bundle is the server side of the peering; a GatewayClient belongs in the peer's bundle", doc)
+			}
+			if gateway == nil {
+				local, err := defaultClient(peer, namespace)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", doc, err)
+				}
+				loc, err := place(doc, local)
+				if err != nil {
+					return nil, err
+				}
+				gateway, gatewayKind = &loc, generators.KindGatewayClient
+				res.Notes = append(res.Notes, fmt.Sprintf("%s %s/%s: the bundle has no gateway: made one with this side's defaults (the default template, a key pair generated in the cluster, one replica)",
+					local.GetKind(), local.GetNamespace(), local.GetName()))
 			}
 			local := content[gateway.file][gateway.index]
 			notes, err := takeEndpoint(local, obj)
@@ -197,23 +251,44 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			res.Notes = append(res.Notes, notes...)
 			changed[gateway.file] = true
 			continue
+		case generators.KindConfiguration, generators.KindPublicKey:
+			// One of each per peer: the controller and the gateway stop at
+			// two, so a received one replaces the bundle's.
+			var mine []located
+			for _, loc := range peering {
+				if o := content[loc.file][loc.index]; o.GetKind() == obj.GetKind() {
+					if l := o.GetLabels()[netv1beta1.RemoteClusterIDLabel]; l == peer || l == "" {
+						mine = append(mine, loc)
+					}
+				}
+			}
+			if len(mine) > 1 {
+				var where []string
+				for _, loc := range mine {
+					where = append(where, fmt.Sprintf("%s in %s", content[loc.file][loc.index].GetName(), loc.file))
+				}
+				return nil, fmt.Errorf("%s: the bundle already holds %d %ss of peer %s (%s): a peer has one; keep one and add again",
+					doc, len(mine), obj.GetKind(), peer, strings.Join(where, ", "))
+			}
+			if len(mine) == 1 {
+				loc := mine[0]
+				if old := content[loc.file][loc.index].GetName(); old != obj.GetName() {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s %s: replaces %s %s of the bundle, whose name it keeps", obj.GetKind(), obj.GetName(), obj.GetKind(), old))
+					obj.SetName(old)
+				}
+				content[loc.file][loc.index] = obj
+				changed[loc.file] = true
+				continue
+			}
 		}
 		if loc, ok := byKey[obj.GetKind()+"/"+obj.GetName()]; ok {
 			content[loc.file][loc.index] = obj
 			changed[loc.file] = true
 			continue
 		}
-		name := fileName(obj.GetKind())
-		if _, taken := content[name]; taken {
-			name = strings.ToLower(obj.GetKind()) + "-" + obj.GetName() + ".yaml"
+		if _, err := place(doc, obj); err != nil {
+			return nil, err
 		}
-		if _, taken := content[name]; taken {
-			return nil, fmt.Errorf("%s: file %s already exists in the bundle with other objects", doc, name)
-		}
-		content[name] = []*unstructured.Unstructured{obj}
-		byKey[obj.GetKind()+"/"+obj.GetName()] = located{name, 0}
-		changed[name] = true
-		added = append(added, name)
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
@@ -235,6 +310,23 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	return res, nil
 }
 
+// defaultClient is the GatewayClient bundle init --role client makes with
+// its defaults, for a bundle that has none when the server's arrives.
+func defaultClient(peer, namespace string) (*unstructured.Unstructured, error) {
+	gw, err := generators.GatewayClient(generators.GatewayClientOptions{
+		Peer: generators.Peer{RemoteClusterID: peer, Namespace: namespace},
+		MTU:  netv1beta1.DefaultMTU,
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := generators.Manifest(gw)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
 // checkReceived refuses anything a peer must not send: other kinds (a
 // Secret could carry a private key), a GatewayServer, an invalid object, a
 // range the policy refuses, or an MTU of 0 written out (a zero MTU would
@@ -248,11 +340,8 @@ func checkReceived(u *unstructured.Unstructured, policy rangepolicy.Policy) erro
 	default:
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
-	if key, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "publicKey"); found && u.GetKind() == generators.KindPublicKey {
-		text, _ := key.(string)
-		if _, err := generators.ParsePublicKey(text); err != nil {
-			return fmt.Errorf("spec.publicKey: %w", err)
-		}
+	if errs := generators.ValidateKeyText(u); len(errs) > 0 {
+		return errs.ToAggregate()
 	}
 	if mtu, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "mtu"); found && (mtu == nil || fmt.Sprint(mtu) == "0") {
 		return fmt.Errorf("spec.mtu: %v is not an MTU: leave it out for the default %d", mtu, netv1beta1.DefaultMTU)
@@ -277,6 +366,20 @@ func checkReceived(u *unstructured.Unstructured, policy rangepolicy.Policy) erro
 // against the policy; the error names the field and the rule.
 func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) error {
 	var errs []error
+	for _, r := range peerRangeErrors(conf, policy) {
+		errs = append(errs, fmt.Errorf("%s: %w", r.field, r.err))
+	}
+	return errors.Join(errs...)
+}
+
+// rangeError is a range of spec.remote the policy refuses, by its field.
+type rangeError struct {
+	field string
+	err   error
+}
+
+func peerRangeErrors(conf *netv1beta1.Configuration, policy rangepolicy.Policy) []rangeError {
+	var out []rangeError
 	for _, l := range []struct {
 		name  string
 		cidrs []netv1beta1.CIDR
@@ -287,19 +390,19 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 				continue // Validate reports it
 			}
 			if err := policy.Check(p); err != nil {
-				errs = append(errs, fmt.Errorf("spec.remote.cidr.%s[%d]: %w", l.name, i, err))
+				out = append(out, rangeError{fmt.Sprintf("spec.remote.cidr.%s[%d]", l.name, i), err})
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // cleanReceived keeps what peerlink reads of a received object: its name,
-// namespace, spec, and the labels liqo.io/remote-cluster-id and (on a
-// PublicKey) networking.liqo.io/gateway-resource. Nothing else of the
-// peer's metadata is taken: an annotation such as
+// namespace, spec, and the label liqo.io/remote-cluster-id. Nothing else of
+// the peer's metadata is taken, whatever its value: an annotation such as
 // config.kubernetes.io/local-config would drop the object from the build,
-// and Argo CD or Flux annotations would steer how this cluster applies it.
+// Argo CD or Flux annotations would steer how this cluster applies it, and
+// labels are this cluster's to select by.
 func cleanReceived(u *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: map[string]any{}}
 	for k, v := range u.Object {
@@ -309,11 +412,7 @@ func cleanReceived(u *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	out.SetName(u.GetName())
 	out.SetNamespace(u.GetNamespace())
-	labels := map[string]string{netv1beta1.RemoteClusterIDLabel: u.GetLabels()[netv1beta1.RemoteClusterIDLabel]}
-	if v, ok := u.GetLabels()[netv1beta1.GatewayResourceLabel]; ok && u.GetKind() == generators.KindPublicKey {
-		labels[netv1beta1.GatewayResourceLabel] = v
-	}
-	out.SetLabels(labels)
+	out.SetLabels(map[string]string{netv1beta1.RemoteClusterIDLabel: u.GetLabels()[netv1beta1.RemoteClusterIDLabel]})
 	return out
 }
 
@@ -331,6 +430,16 @@ func takeEndpoint(local, received *unstructured.Unstructured) ([]string, error) 
 	addrs, _, _ := unstructured.NestedStringSlice(ep, "addresses")
 	port, _, _ := unstructured.NestedFieldNoCopy(ep, "port")
 	notes := []string{fmt.Sprintf("%s: endpoint set to %s port %v", ref, strings.Join(addrs, ","), port)}
+	spec, _, _ := unstructured.NestedMap(received.Object, "spec")
+	var ignored []string
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
+		if k != "endpoint" && k != "mtu" {
+			ignored = append(ignored, "spec."+k)
+		}
+	}
+	if len(ignored) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %s of the peer's GatewayClient not taken: they are this side's to choose", ref, strings.Join(ignored, ", ")))
+	}
 
 	peerMTU, found, _ := unstructured.NestedInt64(received.Object, "spec", "mtu")
 	if !found {

@@ -1,6 +1,7 @@
 package peerbundle
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,9 +153,9 @@ func TestAddToBundleRefuses(t *testing.T) {
 		{"an unknown field", false, strings.Replace(fromServer, "  mtu: 1400", "  mtuu: 1400", 1), `unknown field "spec.mtuu"`, nil},
 		{"a short key", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "AAAA", 1), "spec.publicKey", nil},
 		{"an all-zero key", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 1),
-			"document 2 (PublicKey cluster-b): spec.publicKey: public key is all zero", nil},
+			"document 2 (PublicKey cluster-b): spec.publicKey: Invalid value", []string{"public key is all zero"}},
 		{"a key not in canonical form", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=", 1),
-			"document 2 (PublicKey cluster-b): spec.publicKey: public key \"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwd=\" is not in canonical form", nil},
+			"document 2 (PublicKey cluster-b): spec.publicKey: Invalid value", []string{"is not in canonical form"}},
 		{"an MTU of 0", false, strings.Replace(fromServer, "  mtu: 1400", "  mtu: 0", 1), "document 3 (GatewayClient cluster-b): spec.mtu: 0 is not an MTU", nil},
 		{"a second Configuration", false, fromServer + "---\n" + strings.SplitN(fromServer, "---\n", 2)[0],
 			"document 4 (Configuration cluster-b): a second Configuration after document 1 (Configuration cluster-b)", nil},
@@ -169,6 +170,28 @@ func TestAddToBundleRefuses(t *testing.T) {
 		{"a default route", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", "pod: [0.0.0.0/0]", 1), "spec.remote.cidr.pod[0]", []string{"refused (SpecialUse)"}},
 		{"a public range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [8.8.8.0/24]", 1),
 			"document 1 (Configuration cluster-b): spec.remote.cidr.external[0]: 8.8.8.0/24 refused (NotAllowed)", nil},
+		{"a CIDR with a trailing space", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", `pod: ["10.244.0.0/24 "]`, 1),
+			"document 1 (Configuration cluster-b):", []string{`spec.remote.cidr.pod[0]: Invalid value: "10.244.0.0/24 "`}},
+		{"a CIDR with a leading tab", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", `external: ["\t10.70.0.0/16"]`, 1),
+			"document 1 (Configuration cluster-b):", []string{"spec.remote.cidr.external[0]: Invalid value"}},
+		{"a key with a line break", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", `"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n"`, 1),
+			"document 2 (PublicKey cluster-b): spec.publicKey: Invalid value", nil},
+		{"a key with a space", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", `" BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="`, 1),
+			"document 2 (PublicKey cluster-b): spec.publicKey: Invalid value", nil},
+		{"a next key not in canonical form", false, strings.Replace(fromServer, "  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n  nextPublicKey: CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAh=", 1),
+			"document 2 (PublicKey cluster-b): spec.nextPublicKey: Invalid value", []string{"not in canonical form"}},
+		{"an all-zero next key", false, strings.Replace(fromServer, "  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "  publicKey: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n  nextPublicKey: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 1),
+			"document 2 (PublicKey cluster-b): spec.nextPublicKey: Invalid value", []string{"all zero"}},
+		{"68,000 ranges", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: ["+manyRanges(68000)+"]", 1),
+			"document 1 (Configuration cluster-b): spec.remote.cidr.external: Too many: 68000: must have at most 64 items", nil},
+		{"a loopback name", false, strings.Replace(fromServer, "addresses: [172.18.0.3]", "addresses: [gw.localhost]", 1),
+			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses[0]: Invalid value: \"gw.localhost\"", nil},
+		{"an address in hexadecimal", false, strings.Replace(fromServer, "addresses: [172.18.0.3]", `addresses: ["0x7f000001"]`, 1),
+			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses[0]", []string{"dotted decimal"}},
+		{"a metadata address by wildcard DNS", false, strings.Replace(fromServer, "addresses: [172.18.0.3]", "addresses: [169.254.169.254.nip.io]", 1),
+			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses[0]", []string{"link-local"}},
+		{"17 addresses", false, strings.Replace(fromServer, "addresses: [172.18.0.3]", "addresses: ["+strings.TrimSuffix(strings.Repeat("172.18.0.3, ", 17), ", ")+"]", 1),
+			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses: Too many: 17", nil},
 		{"an IPv6 range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [\"fd00::/64\"]", 1), "spec.remote.cidr.external[0]", []string{"UnsupportedFamily"}},
 	}
 	for _, tt := range tests {
@@ -185,6 +208,15 @@ func TestAddToBundleRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyRanges is n distinct /32s in 10.0.0.0/8, comma-separated.
+func manyRanges(n int) string {
+	rs := make([]string, n)
+	for i := range rs {
+		rs[i] = fmt.Sprintf("10.%d.%d.%d/32", 100+i>>16, i>>8&255, i&255)
+	}
+	return strings.Join(rs, ", ")
 }
 
 func TestAddResourcesKeepsComments(t *testing.T) {

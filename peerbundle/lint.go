@@ -2,7 +2,8 @@ package peerbundle
 
 import (
 	"bytes"
-	"encoding/base64"
+	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/kbuild"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -74,13 +76,15 @@ func (o bundleObject) finding(path, msg string) Finding {
 }
 
 // buildBundle runs kustomize on dir, with origin annotations so every object
-// names its file.
+// names its file. Only local files are read: a remote resource, base,
+// component or file is refused before anything is fetched (see
+// kbuild.CheckLocal).
 func buildBundle(dir string) ([]bundleObject, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := kbuild.BuildFS(originFS{FileSystem: filesys.MakeFsOnDisk(), root: abs}, abs)
+	objs, err := kbuild.BuildLocalFS(originFS{FileSystem: filesys.MakeFsOnDisk(), root: abs}, abs)
 	if err != nil {
 		return nil, err
 	}
@@ -130,9 +134,11 @@ func (f originFS) ReadFile(path string) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// Lint builds the bundle in dir with kustomize and checks what it
-// produces; each finding names the file, the object and the field.
-func Lint(dir string) []Finding {
+// Lint builds the bundle in dir with kustomize, from local files only, and
+// checks what it produces, the peer's ranges against policy as bundle add
+// and the controller check them; each finding names the file, the object
+// and the field.
+func Lint(dir string, policy rangepolicy.Policy) []Finding {
 	objs, err := buildBundle(dir)
 	if err != nil {
 		return []Finding{buildFinding(dir, err)}
@@ -144,7 +150,7 @@ func Lint(dir string) []Finding {
 		if !generators.IsPeeringKind(o.u) {
 			continue
 		}
-		t, fs := checkPeeringObject(o)
+		t, fs := checkPeeringObject(o, policy)
 		findings = append(findings, fs...)
 		if t.obj != nil {
 			typed = append(typed, t)
@@ -152,7 +158,32 @@ func Lint(dir string) []Finding {
 	}
 	findings = append(findings, namespaceFindings(objs, typed)...)
 	findings = append(findings, templateFindings(typed)...)
+	findings = append(findings, secretRefFindings(typed)...)
 	return append(findings, bundleFindings(typed)...)
+}
+
+// secretRefFindings warns of a gateway whose key pair comes from a Secret
+// the bundle does not make (and must not: lint refuses private keys): the
+// controller generates the pair in the cluster when spec.secretRef is
+// empty, and a reference a peer wrote could name another gateway's keys.
+func secretRefFindings(typed []typedObject) []Finding {
+	var findings []Finding
+	for _, t := range typed {
+		var ref string
+		switch gw := t.obj.(type) {
+		case *netv1beta1.GatewayServer:
+			ref = gw.Spec.SecretRef.Name
+		case *netv1beta1.GatewayClient:
+			ref = gw.Spec.SecretRef.Name
+		}
+		if ref == "" {
+			continue
+		}
+		f := t.finding("spec.secretRef.name", fmt.Sprintf("the key pair comes from Secret %q, which is not in the bundle: leave spec.secretRef empty and the controller generates the pair in the cluster; a peer never chooses it", ref))
+		f.Warning = true
+		findings = append(findings, f)
+	}
+	return findings
 }
 
 // templateFindings warns of a gateway whose template reference names the
@@ -173,7 +204,14 @@ func templateFindings(typed []typedObject) []Finding {
 		default:
 			continue
 		}
-		if ref.Namespace == templates.InstallNamespace || ref.Namespace == t.u.GetNamespace() || !templates.IsDefaultTemplate(ref, server) {
+		if ref.Namespace == templates.InstallNamespace || ref.Namespace == t.u.GetNamespace() {
+			continue
+		}
+		if !templates.IsDefaultTemplate(ref, server) {
+			f := t.finding(field, fmt.Sprintf("%q is neither the gateway's namespace nor peerlink's (%s): the controller renders templates only from those two and stalls the gateway with %s",
+				ref.Namespace, templates.InstallNamespace, "TemplateNotAllowed"))
+			f.Warning = true
+			findings = append(findings, f)
 			continue
 		}
 		f := t.finding(field, fmt.Sprintf("%q holds no peerlink template: where namespace %s does not exist, the controller renders its installed default %s %s/%s instead and sets the condition %s; leave the namespace out to say so",
@@ -200,13 +238,21 @@ func namespaceFindings(objs []bundleObject, typed []typedObject) []Finding {
 			own[t.u.GetNamespace()] = true
 		}
 	}
+	var findings []Finding
+	reported := map[*unstructured.Unstructured]bool{}
+	peer := bundlePeer(typed)
+	for _, t := range typed {
+		if fs := peeringNamespaceFindings(t, peer); len(fs) > 0 {
+			findings = append(findings, fs...)
+			reported[t.u] = true
+		}
+	}
 	if len(own) == 0 {
-		return nil
+		return findings
 	}
 	names := slices.Sorted(maps.Keys(own))
-	var findings []Finding
 	for _, o := range objs {
-		if ns := o.u.GetNamespace(); ns != "" && !own[ns] {
+		if ns := o.u.GetNamespace(); ns != "" && !own[ns] && !reported[o.u] {
 			findings = append(findings, o.finding("metadata.namespace", fmt.Sprintf(
 				"%q is neither created by the bundle nor its gateway's (%s)", ns, strings.Join(names, ", "))))
 		}
@@ -214,9 +260,41 @@ func namespaceFindings(objs []bundleObject, typed []typedObject) []Finding {
 	return findings
 }
 
+// peeringNamespaceFindings reports a peering object in a namespace it has
+// no business in: a kube- namespace, which Kubernetes keeps for itself, or
+// the tenant namespace of another peer (liqo-tenant-<id> where id is not
+// the object's peer), as a peer's export names the namespace of its own
+// cluster; bundle add moves what it takes into this bundle's namespace.
+// The object's label is taken for its peer only when it names the
+// bundle's peer: a wrong label is reported on its own (bundleFindings).
+func peeringNamespaceFindings(t typedObject, bundlePeer string) []Finding {
+	ns := t.u.GetNamespace()
+	if strings.HasPrefix(ns, "kube-") {
+		return []Finding{t.finding("metadata.namespace", fmt.Sprintf(
+			"%q is a namespace Kubernetes keeps for itself: the objects of a peering go to its tenant namespace, %s", ns, generators.TenantNamespace(cmp.Or(t.peer(), "<peer>"))))}
+	}
+	if id, ok := strings.CutPrefix(ns, netv1beta1.TenantNamespacePrefix); ok && t.peer() != "" && t.peer() == bundlePeer && id != t.peer() {
+		return []Finding{t.finding("metadata.namespace", fmt.Sprintf(
+			"%q is the tenant namespace of %s, but the object is for peer %s: a peer's export names its own namespace, and bundle add moves what it takes to %s",
+			ns, id, t.peer(), generators.TenantNamespace(t.peer())))}
+	}
+	return nil
+}
+
 // buildFinding reports a bundle kustomize cannot build, with paths relative
 // to the bundle so the message reads the same on every machine.
 func buildFinding(dir string, err error) Finding {
+	var remote *kbuild.RemoteError
+	if errors.As(err, &remote) {
+		file := remote.File
+		if abs, aerr := filepath.Abs(dir); aerr == nil {
+			if rel, rerr := filepath.Rel(abs, file); rerr == nil {
+				file = filepath.Join(dir, rel)
+			}
+		}
+		return Finding{File: file, Field: remote.Field, Msg: fmt.Sprintf(
+			"%q is %s: lint and render read local files only and fetch nothing; vendor it into the bundle", remote.Entry, remote.What)}
+	}
 	msg := err.Error()
 	if abs, aerr := filepath.Abs(dir); aerr == nil {
 		msg = strings.TrimPrefix(msg, "kustomize build "+abs+": ")
@@ -236,16 +314,17 @@ func (t typedObject) peer() string {
 }
 
 // checkPeeringObject decodes a networking.liqo.io object strictly and
-// validates it.
-func checkPeeringObject(o bundleObject) (typedObject, []Finding) {
-	if o.u.GetKind() == generators.KindPublicKey {
-		// A key that is not base64 would fail decoding with a message naming
-		// no field, so it is checked first, on the raw value.
-		if s, ok, _ := unstructured.NestedString(o.u.Object, "spec", "publicKey"); ok {
-			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
-				return typedObject{}, []Finding{o.finding("spec.publicKey", "not base64: a public key is written as wg pubkey prints it")}
-			}
+// validates it, a Configuration's ranges against policy too.
+func checkPeeringObject(o bundleObject, policy rangepolicy.Policy) (typedObject, []Finding) {
+	// Keys are checked as written, first: one that is not base64 would fail
+	// decoding with a message naming no field, and one in a form the CRD
+	// refuses (a line break, trailing bits) would decode.
+	if errs := generators.ValidateKeyText(o.u); len(errs) > 0 {
+		var findings []Finding
+		for _, e := range errs {
+			findings = append(findings, o.finding(e.Field, e.ErrorBody()))
 		}
+		return typedObject{}, findings
 	}
 	obj, unknown, err := generators.DecodeStrict(o.u)
 	if err != nil {
@@ -259,8 +338,14 @@ func checkPeeringObject(o bundleObject) (typedObject, []Finding) {
 	for _, u := range unknown {
 		findings = append(findings, strictFinding(o, u))
 	}
-	for _, e := range generators.Validate(obj) {
+	errs := generators.Validate(obj)
+	for _, e := range errs {
 		findings = append(findings, o.finding(e.Field, e.ErrorBody()))
+	}
+	if conf, ok := obj.(*netv1beta1.Configuration); ok && len(errs) == 0 {
+		for _, r := range peerRangeErrors(conf, policy) {
+			findings = append(findings, o.finding(r.field, r.err.Error()))
+		}
 	}
 	labelled, ok := obj.(interface{ GetLabels() map[string]string })
 	if !ok {
@@ -350,16 +435,24 @@ func bundleFindings(objs []typedObject) []Finding {
 			gateway = o
 		}
 	}
-	// The gateway names the peer; without one, the first labelled object.
-	var ref *typedObject
-	if gateway != nil && gateway.peer() != "" {
-		ref = gateway
-	}
+	// One Configuration and one PublicKey per peer: with two, the
+	// controller stalls the younger Configuration and the gateway stops.
+	first := map[string]*typedObject{}
 	for i := range objs {
-		if ref == nil && objs[i].peer() != "" {
-			ref = &objs[i]
+		o := &objs[i]
+		kind := o.u.GetKind()
+		if kind != generators.KindConfiguration && kind != generators.KindPublicKey {
+			continue
 		}
+		key := kind + "/" + o.peer()
+		if f, dup := first[key]; dup {
+			findings = append(findings, o.finding("", fmt.Sprintf(
+				"a second %s for peer %q, besides %s in %s: a peer has one, and the gateway stops at two", kind, o.peer(), f.ref(), f.file)))
+			continue
+		}
+		first[key] = o
 	}
+	ref := peerObject(objs)
 	if ref == nil {
 		return findings
 	}
@@ -370,6 +463,35 @@ func bundleFindings(objs []typedObject) []Finding {
 		}
 	}
 	return findings
+}
+
+// peerObject is the object that names the peer of a bundle: its gateway;
+// without one, the first labelled object. Nil when none has a label.
+func peerObject(objs []typedObject) *typedObject {
+	// The first gateway decides; a second one is reported.
+	if i := slices.IndexFunc(objs, func(o typedObject) bool {
+		switch o.obj.(type) {
+		case *netv1beta1.GatewayServer, *netv1beta1.GatewayClient:
+			return true
+		}
+		return false
+	}); i >= 0 && objs[i].peer() != "" {
+		return &objs[i]
+	}
+	for i := range objs {
+		if objs[i].peer() != "" {
+			return &objs[i]
+		}
+	}
+	return nil
+}
+
+// bundlePeer is the peer a bundle is for, as peerObject names it.
+func bundlePeer(objs []typedObject) string {
+	if o := peerObject(objs); o != nil {
+		return o.peer()
+	}
+	return ""
 }
 
 // LintPair checks the bundles of the two sides of one peering against

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // FuzzLint lints a bundle whose one manifest holds arbitrary bytes: lint
@@ -25,7 +27,7 @@ func FuzzLint(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "objects.yaml"), manifest, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range Lint(dir) {
+		for _, f := range Lint(dir, rangepolicy.Policy{}) {
 			if f.File == "" || f.Msg == "" {
 				t.Fatalf("finding without a file or a message: %+v", f)
 			}

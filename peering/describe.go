@@ -33,12 +33,15 @@ type Description struct {
 	Peers     []PeerInfo  `json:"peers"`
 }
 
-// NetworkInfo are the cluster's own ranges.
+// NetworkInfo are the cluster's own ranges, and the allowlist its
+// controller holds peers' ranges to.
 type NetworkInfo struct {
 	PodCIDRs     []string `json:"podCIDRs"`
 	ServiceCIDR  string   `json:"serviceCIDR,omitempty"`
 	ExternalCIDR string   `json:"externalCIDR,omitempty"`
 	InternalCIDR string   `json:"internalCIDR,omitempty"`
+	// AllowedPeerCIDRs is the allowlist in force, the default included.
+	AllowedPeerCIDRs []string `json:"allowedPeerCIDRs,omitempty"`
 }
 
 // PeerInfo is what the cluster holds for one peer.
@@ -116,6 +119,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	if info.InternalCIDR.IsValid() {
 		doc.Network.InternalCIDR = info.InternalCIDR.String()
 	}
+	doc.Network.AllowedPeerCIDRs = prefixStrings(info.PeerPolicy().AllowedRanges())
 
 	var confs netv1beta1.ConfigurationList
 	var servers netv1beta1.GatewayServerList
@@ -440,7 +444,8 @@ func lookupPath(v any, path string) (any, error) {
 }
 
 // ReadInfoFile reads a cluster's facts from a file: a saved cluster-info
-// ConfigMap, or a Description as `peerlink info -o yaml` prints it.
+// ConfigMap, or a Description as `peerlink info -o yaml` prints it. Both
+// forms carry the allowlist of peer ranges (allowedPeerCIDRs).
 func ReadInfoFile(path string) (clusterinfo.Info, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -463,6 +468,9 @@ func ReadInfoFile(path string) (clusterinfo.Info, error) {
 			clusterinfo.KeyServiceCIDR:  doc.Network.ServiceCIDR,
 			clusterinfo.KeyExternalCIDR: doc.Network.ExternalCIDR,
 			clusterinfo.KeyInternalCIDR: doc.Network.InternalCIDR,
+			// Without it, render would hold the peer's ranges to the
+			// default allowlist, not this cluster's.
+			clusterinfo.KeyAllowedPeerCIDRs: strings.Join(doc.Network.AllowedPeerCIDRs, ","),
 		}
 	}
 	info, err := clusterinfo.Decode(fields)

@@ -193,16 +193,23 @@ func newBundleAddCmd() *cobra.Command {
 		Use:   "add DIR FILE",
 		Short: "Add what the peer sent to the bundle",
 		Long: `Add the objects of FILE (what the peer's bundle export wrote) to the bundle
-DIR: each object becomes its own file, listed in kustomization.yaml; an object
-already in the bundle is replaced. A GatewayClient from the server only fills
-in the endpoint of this bundle's own GatewayClient, keeping its name and
-template; if its MTU differs, the server's is taken and that is reported.
+DIR: each object becomes its own file, listed in kustomization.yaml, in the
+bundle's namespace (without one, liqo-tenant-<peer>). The bundle keeps one
+Configuration and one PublicKey of the peer: a received one replaces the
+bundle's. A GatewayClient from the server only fills in the endpoint of this
+bundle's own GatewayClient, keeping its name, namespace, template, key Secret
+and replicas; a bundle without one gets a GatewayClient with this side's
+defaults first, as bundle init makes it. If the server's MTU differs, it is
+taken and that is reported.
 
 Received objects are checked first: kinds (one Configuration, one PublicKey,
 one GatewayClient at most), schema, labels for this bundle's peer, canonical
-non-zero keys, and the peer's ranges against the allowlist (--allowed-peer-cidr,
-default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10; special-use
-ranges never pass). Only the remote-cluster-id label of what the peer sent is
+non-zero keys (spec.publicKey and spec.nextPublicKey), values exactly as the
+controller takes them (no surrounding spaces), at most 64 ranges per list and
+16 server addresses, no server name of this host or its link (localhost,
+*.local, an address in disguise), and the peer's ranges against the
+allowlist (--allowed-peer-cidr, default 10.0.0.0/8,172.16.0.0/12,
+192.168.0.0/16,100.64.0.0/10; special-use ranges never pass). Only the remote-cluster-id label of what the peer sent is
 kept, none of its annotations. A file over 1 MiB is refused. Nothing is
 written when anything is wrong, and the files are replaced all together.`,
 		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml`,

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -151,10 +152,18 @@ func (t *templateFlags) addFlags(cmd *cobra.Command, kind, defaultName string) {
 
 func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
-	var pod, external []string
+	var pod, external, allowed []string
 	cmd := c.command(g, &cobra.Command{
 		Use:   "configuration [NAME]",
 		Short: "Declare the network of a peer cluster",
+		Long: `Create the Configuration that declares the network of a peer cluster: its
+pod CIDRs and external CIDRs, as the peer has them.
+
+The peer's ranges are held to the rules the controller applies: IPv4 only,
+never a special-use range, at most 64 per list, and only inside the allowlist
+(--allowed-peer-cidr, default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,
+100.64.0.0/10; give the allowlist the installer set, which peerlink info
+shows as allowedPeerCIDRs).`,
 		Example: `  # Print the Configuration of peer cluster-b, to commit or apply elsewhere
   peerlink create configuration --remote-cluster-id cluster-b \
     --pod-cidr 10.244.0.0/16 --external-cidr 10.70.0.0/16 -o yaml
@@ -162,6 +171,10 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
   # Apply it and wait until the controller has mapped the peer's CIDRs
   peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
 	}, func(p generators.Peer) (client.Object, error) {
+		policy, err := peerPolicy(allowed)
+		if err != nil {
+			return nil, err
+		}
 		pods, err := generators.ParseCIDRList(pod...)
 		if err != nil {
 			return nil, fmt.Errorf("--pod-cidr: %w", err)
@@ -177,10 +190,21 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 		if err != nil {
 			return nil, flagErrors(err, commonFieldFlags("spec.remote.cidr.pod", "--pod-cidr", "spec.remote.cidr.external", "--external-cidr"))
 		}
+		for _, l := range []struct {
+			flag   string
+			ranges []netip.Prefix
+		}{{"--pod-cidr", pods}, {"--external-cidr", ext}} {
+			for _, r := range l.ranges {
+				if err := policy.Check(r); err != nil {
+					return nil, fmt.Errorf("%s: %w (--allowed-peer-cidr)", l.flag, err)
+				}
+			}
+		}
 		return conf, nil
 	})
 	cmd.Flags().StringArrayVar(&pod, "pod-cidr", nil, "pod CIDR of the peer (repeatable, or a comma-separated list)")
 	cmd.Flags().StringArrayVar(&external, "external-cidr", nil, "external CIDR of the peer (repeatable, or a comma-separated list)")
+	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	return cmd
 }
 

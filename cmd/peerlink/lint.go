@@ -6,29 +6,44 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/peerbundle"
 )
 
 func newLintCmd() *cobra.Command {
 	var peerBundle string
+	var allowed []string
 	cmd := &cobra.Command{
 		Use:   "lint DIR",
 		Short: "Check a peer bundle before it is committed or applied",
 		Long: `Build the peer bundle DIR with kustomize and check what it produces:
+  - only local files: a remote resource, base, component or file (a URL, a
+    git repository) is refused before anything is fetched;
   - every networking.liqo.io object decodes strictly into the API (unknown
-    fields are errors) and has valid CIDRs, ports, MTU and 32-byte keys;
-  - the liqo.io/remote-cluster-id labels agree, and there is one gateway;
-  - every object is in a namespace the bundle creates or holds its gateway in;
+    fields are errors) and has valid CIDRs (at most 64 per list), ports, MTU,
+    server addresses and keys (spec.publicKey and spec.nextPublicKey: the
+    canonical base64 of 32 bytes, never all zero);
+  - the peer's ranges lie in the allowlist (--allowed-peer-cidr, default
+    10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10; special-use ranges
+    never pass), as bundle add and the controller check them;
+  - the liqo.io/remote-cluster-id labels agree, there is one gateway, and one
+    Configuration and one PublicKey of the peer;
+  - every object is in a namespace the bundle creates or holds its gateway in,
+    never a kube- namespace nor the tenant namespace of another peer;
   - no private key: no Secret with data.privateKey, no privateKey field at all.
 With --peer-bundle, the peer's bundle of the same peering is checked too, and
 across both: a pinned server port matches the client's port, the MTUs are
 equal, a client points at the server's pinned load-balancer IP, and the two
-bundles do not hold the same public key.
+bundles do not hold the same public key. The peer's bundle holds this
+cluster's ranges, which the peer's controller checks: they are held to the
+default allowlist.
 
 A template reference naming the default template in a namespace other than
 peerlink's or the gateway's (Liqo's manifests name liqo) gets a warning: the
 controller renders its installed default in its place where that namespace
-does not exist.
+does not exist. Any other template in such a namespace gets a warning too
+(the controller refuses it), and so does a spec.secretRef: the key pair then
+comes from outside the bundle.
 
 Each finding names the file, the object and the field. The exit code is 1
 when there is any finding other than a warning.`,
@@ -36,9 +51,13 @@ when there is any finding other than a warning.`,
   peerlink lint clusters/a/peers/cluster-b --peer-bundle clusters/b/peers/cluster-a`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			findings := peerbundle.Lint(args[0])
+			policy, err := peerPolicy(allowed)
+			if err != nil {
+				return err
+			}
+			findings := peerbundle.Lint(args[0], policy)
 			if peerBundle != "" {
-				findings = append(findings, peerbundle.Lint(peerBundle)...)
+				findings = append(findings, peerbundle.Lint(peerBundle, rangepolicy.Policy{})...)
 				findings = append(findings, peerbundle.LintPair(args[0], peerBundle)...)
 			}
 			if err := printFindings(cmd.OutOrStdout(), findings); err != nil {
@@ -62,6 +81,7 @@ when there is any finding other than a warning.`,
 		},
 	}
 	cmd.Flags().StringVar(&peerBundle, "peer-bundle", "", "the peer's bundle of the same peering, for the checks across both sides")
+	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
 	return cmd
 }
 

@@ -46,7 +46,12 @@ rendered with the bundle's own templates, else the defaults. With
 --cluster-info FILE (a saved cluster-info ConfigMap, or the output of
 peerlink info -o yaml) each Configuration of the bundle is printed too, with
 the status.remote the controller would write: where the peer's ranges land in
-this cluster, as long as no other peer holds ranges yet.`,
+this cluster, as long as no other peer holds ranges yet. The peer's ranges
+are held to the allowlist of either form (allowedPeerCIDRs), as the
+controller holds them.
+
+A bundle is built from local files only: a remote resource, base, component
+or file (a URL, a git repository) is refused before anything is fetched.`,
 		Example: `  # What the controller will create for a GatewayServer, with the default template
   peerlink render -f gatewayserver.yaml
 
