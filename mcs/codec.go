@@ -7,87 +7,337 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"time"
 )
 
-// MaxDocumentBytes bounds an export set once decompressed.
-const MaxDocumentBytes = 64 << 20
-
-// document is an export set as it is stored and sent: versioned.
-type document struct {
-	Version  int       `json:"version"`
-	Services []Service `json:"services"`
-}
+// A stored set is a gzip-compressed JSON document,
+// {"version":1,"services":[...]}, its services in key order, once each.
 
 // Version is the version of the document and of the exchange protocol.
 const Version = 1
 
-// Encode compresses the set into its stored form.
-func Encode(s Set) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(document{Version: Version, Services: s.Sorted()}); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+// docHead and docTail are what a stored set holds around its services
+// (docHead spells Version).
+const (
+	docHead = `{"version":1,"services":[`
+	docTail = "]}\n"
+)
 
 // Rejected is a service of a received set that was not accepted, and why.
 type Rejected struct {
-	Key    Key
-	Reason string
+	Key Key `json:"key"`
+	// Rule is the rule it broke, one of the Rule... constants.
+	Rule string `json:"rule"`
+	// Reason says how, naming the field.
+	Reason string `json:"reason"`
+}
+
+// RejectedSummary is what a gateway tells of the services it rejected,
+// bounded whatever their number: how many by rule, and the first few.
+type RejectedSummary struct {
+	Rules map[string]int `json:"rules"`
+	First []Rejected     `json:"first,omitempty"`
+}
+
+// Bounds of a RejectedSummary.
+const (
+	summaryServices    = 10
+	summaryReasonBytes = 200
+)
+
+// Summarize sums rejected up: every service counted by rule, the first
+// ten listed (their reasons cut to 200 bytes).
+func Summarize(rejected []Rejected) RejectedSummary {
+	sum := RejectedSummary{Rules: map[string]int{}}
+	for _, r := range rejected {
+		sum.Rules[r.Rule]++
+		if len(sum.First) < summaryServices {
+			if len(r.Reason) > summaryReasonBytes {
+				r.Reason = r.Reason[:summaryReasonBytes] + "..."
+			}
+			sum.First = append(sum.First, r)
+		}
+	}
+	return sum
 }
 
 // ErrTooLarge says a document or a set exceeds its bound.
 var ErrTooLarge = errors.New("too large")
 
-// Decode reads a stored set, bounded by MaxDocumentBytes and l: a service
-// that fails Validate or repeats another is rejected (and reported), the
-// others kept; more services than l.Services is an error, and nothing is
-// kept.
-func Decode(data []byte, l Limits) (Set, []Rejected, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, fmt.Errorf("export set: %w", err)
+// documentError is a refusal of a whole stored set.
+func documentError(rule string, wrapped error, format string, args ...any) error {
+	msg := "export set: " + fmt.Sprintf(format, args...)
+	if wrapped != nil {
+		msg += ": " + wrapped.Error()
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("export set: %w", err)
-	}
-	if len(raw) > MaxDocumentBytes {
-		return nil, nil, fmt.Errorf("export set: more than %d bytes: %w", MaxDocumentBytes, ErrTooLarge)
-	}
-	var doc document
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, nil, fmt.Errorf("export set: %w", err)
-	}
-	if doc.Version != Version {
-		return nil, nil, fmt.Errorf("export set: version %d, this side reads %d", doc.Version, Version)
-	}
-	return Accept(doc.Services, l)
+	return &RuleError{Rule: rule, msg: msg, err: wrapped}
 }
 
-// Accept validates received services into a set; see Decode.
-func Accept(services []Service, l Limits) (Set, []Rejected, error) {
-	if len(services) > l.Services {
-		return nil, nil, fmt.Errorf("export set: %d services, at most %d: %w", len(services), l.Services, ErrTooLarge)
+// Encode compresses the set into its stored form.
+func Encode(s Set) ([]byte, error) {
+	data, _, err := encode(s.Sorted(), math.MaxInt, math.MaxInt)
+	return data, err
+}
+
+// EncodeWithin is Encode kept within l.DocumentBytes and l.EncodedBytes:
+// when the whole set does not fit, it keeps the longest run of services,
+// in key order, that does, and returns the others as rejected.
+func EncodeWithin(s Set, l Limits) ([]byte, []Rejected, error) {
+	l = l.WithDefaults()
+	services := s.Sorted()
+	data, rule, err := encode(services, l.DocumentBytes, l.EncodedBytes)
+	if err != nil || rule == "" {
+		return data, nil, err
 	}
-	set := make(Set, len(services))
+	// services[:fit] fits, services[:over] does not: compressed sizes
+	// grow with the prefix, so a binary search finds the longest.
+	fit, over := 0, len(services)
+	if data, _, err = encode(nil, l.DocumentBytes, l.EncodedBytes); err != nil {
+		return nil, nil, err
+	}
+	for over-fit > 1 {
+		mid := (fit + over) / 2
+		d, r, err := encode(services[:mid], l.DocumentBytes, l.EncodedBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r == "" {
+			fit, data = mid, d
+		} else {
+			over, rule = mid, r
+		}
+	}
+	most := l.DocumentBytes
+	if rule == RuleEncodedBytes {
+		most = l.EncodedBytes
+	}
 	var rejected []Rejected
-	for i := range services {
-		s := services[i]
-		s.Normalize()
-		if err := s.Validate(l); err != nil {
-			rejected = append(rejected, Rejected{Key: s.Key, Reason: err.Error()})
-			continue
-		}
-		if _, dup := set[s.Key]; dup {
-			rejected = append(rejected, Rejected{Key: s.Key, Reason: "exported twice"})
-			continue
-		}
-		set[s.Key] = s
+	for _, svc := range services[fit:] {
+		rejected = append(rejected, Rejected{Key: svc.Key, Rule: rule,
+			Reason: fmt.Sprintf("the peer's set would take more than %d bytes (%s) with it", most, rule)})
 	}
-	return set, rejected, nil
+	return data, rejected, nil
+}
+
+// errFull ends an encoding that went past a bound.
+var errFull = errors.New("full")
+
+// boundedBuffer is a buffer that refuses to grow past max bytes.
+type boundedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, errFull
+	}
+	return b.Buffer.Write(p)
+}
+
+// encode writes services as a stored set, one at a time, and stops with
+// the rule broken as soon as it takes more than docMax bytes of JSON or
+// encMax bytes compressed.
+func encode(services []Service, docMax, encMax int) ([]byte, string, error) {
+	out := &boundedBuffer{max: encMax}
+	zw := gzip.NewWriter(out)
+	written := 0
+	write := func(b []byte) (string, error) {
+		if written += len(b); written > docMax {
+			return RuleDocumentBytes, nil
+		}
+		if _, err := zw.Write(b); errors.Is(err, errFull) {
+			return RuleEncodedBytes, nil
+		} else if err != nil {
+			return "", err
+		}
+		return "", nil
+	}
+	if rule, err := write([]byte(docHead)); rule != "" || err != nil {
+		return nil, rule, err
+	}
+	for i := range services {
+		b, err := json.Marshal(&services[i])
+		if err != nil {
+			return nil, "", err
+		}
+		if i > 0 {
+			b = append([]byte{','}, b...)
+		}
+		if rule, err := write(b); rule != "" || err != nil {
+			return nil, rule, err
+		}
+	}
+	if rule, err := write([]byte(docTail)); rule != "" || err != nil {
+		return nil, rule, err
+	}
+	if err := zw.Close(); errors.Is(err, errFull) {
+		return nil, RuleEncodedBytes, nil
+	} else if err != nil {
+		return nil, "", err
+	}
+	return out.Bytes(), "", nil
+}
+
+// countingReader reads at most max bytes from r, and says whether r had
+// more.
+type countingReader struct {
+	r        io.Reader
+	left     int64
+	exceeded bool
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a document of exactly the bound from a
+		// longer one.
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+			c.exceeded = true
+			return 0, ErrTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// Decode reads a stored set within l, one service at a time, so that
+// nothing but the accepted services and one more is ever held; now is
+// this cluster's clock, for the export times. A service that fails
+// Validate, comes out of key order or twice, or would take a total of l
+// past its limit is rejected with the rule it broke, the services before
+// it in key order kept, and the rest of the set stands. The whole set is
+// refused (an error that is a *RuleError) when it is not a set, is over
+// l.EncodedBytes stored or l.DocumentBytes decompressed, or has more
+// services rejected than l.Services. Errors of bounds wrap ErrTooLarge.
+func Decode(data []byte, l Limits, now time.Time) (Set, []Rejected, error) {
+	l = l.WithDefaults()
+	if len(data) > l.EncodedBytes {
+		return nil, nil, documentError(RuleEncodedBytes, ErrTooLarge, "%d bytes stored, at most %d", len(data), l.EncodedBytes)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, documentError(RuleUndecodable, err, "not gzip")
+	}
+	d := &decoder{limits: l, now: now, in: &countingReader{r: zr, left: int64(l.DocumentBytes)}, set: Set{}, tally: NewTally(l)}
+	d.dec = json.NewDecoder(d.in)
+	if err := d.document(); err != nil {
+		return nil, nil, err
+	}
+	return d.set, d.rejected, nil
+}
+
+// decoder is the state of one Decode.
+type decoder struct {
+	limits   Limits
+	now      time.Time
+	in       *countingReader
+	dec      *json.Decoder
+	set      Set
+	rejected []Rejected
+	tally    *Tally
+	// last is the key of the last service read, for the key order.
+	last    Key
+	started bool
+}
+
+// fail makes err, an error of the stream, the refusal of the document.
+func (d *decoder) fail(err error) error {
+	if d.in.exceeded {
+		return documentError(RuleDocumentBytes, ErrTooLarge, "more than %d bytes decompressed", d.limits.DocumentBytes)
+	}
+	return documentError(RuleUndecodable, err, "not a set")
+}
+
+func (d *decoder) delim(want json.Delim) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.fail(err)
+	}
+	if tok != want {
+		return d.fail(fmt.Errorf("%v where %v belongs", tok, want))
+	}
+	return nil
+}
+
+func (d *decoder) document() error {
+	if err := d.delim('{'); err != nil {
+		return err
+	}
+	version := 0
+	for d.dec.More() {
+		tok, err := d.dec.Token()
+		if err != nil {
+			return d.fail(err)
+		}
+		switch tok {
+		case "version":
+			if err := d.dec.Decode(&version); err != nil {
+				return d.fail(err)
+			}
+		case "services":
+			if err := d.services(); err != nil {
+				return err
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.dec.Decode(&skip); err != nil {
+				return d.fail(err)
+			}
+		}
+	}
+	if err := d.delim('}'); err != nil {
+		return err
+	}
+	if version != Version {
+		return documentError(RuleUndecodable, nil, "version %d, this side reads %d", version, Version)
+	}
+	return nil
+}
+
+func (d *decoder) services() error {
+	if err := d.delim('['); err != nil {
+		return err
+	}
+	for d.dec.More() {
+		start := d.dec.InputOffset()
+		var s Service
+		err := d.dec.Decode(&s)
+		size := int(d.dec.InputOffset() - start)
+		if err != nil && size == 0 {
+			// The stream itself is broken.
+			return d.fail(err)
+		}
+		if err != nil {
+			// A whole value, of the wrong shape.
+			err = invalid("%v", err)
+		}
+		if err == nil {
+			s.Normalize()
+			err = s.Validate(d.limits, d.now)
+		}
+		if err == nil && d.started && s.Key.Compare(d.last) <= 0 {
+			err = &RuleError{Rule: RuleDuplicate, msg: fmt.Sprintf("listed after %s: a set lists each service once, in key order", d.last)}
+		}
+		if err == nil {
+			d.last, d.started = s.Key, true
+			err = d.tally.Add(s.Key, CostOf(&s, size))
+		}
+		if err != nil {
+			d.rejected = append(d.rejected, Rejected{Key: s.Key, Rule: RuleOf(err), Reason: err.Error()})
+			// Past that many, the set is only a flood.
+			if len(d.rejected) > d.limits.Services {
+				return documentError(RuleServices, ErrTooLarge, "more than %d services rejected", d.limits.Services)
+			}
+			continue
+		}
+		d.set[s.Key] = s
+	}
+	return d.delim(']')
 }

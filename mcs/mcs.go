@@ -3,6 +3,7 @@ package mcs
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -53,9 +54,16 @@ type EndpointGroup struct {
 // Service is one exported Service as its cluster publishes it.
 type Service struct {
 	Key
-	// Exported is when the ServiceExport was created: the oldest export of
-	// a service wins its conflicts.
-	Exported              time.Time                            `json:"exported"`
+	// Exported is when the ServiceExport was created, as the exporting
+	// cluster says. For this cluster's own exports it decides conflicts;
+	// a peer's claim is checked and shown, never trusted: see Seen.
+	Exported time.Time `json:"exported"`
+	// Seen is when this cluster first received the export from the peer,
+	// by this cluster's clock: the receiving gateway stamps it, and it
+	// decides a peer's place among the exports of a service (see Merge).
+	// Zero in a cluster's own exports; whatever a peer sends here is
+	// dropped on receipt.
+	Seen                  time.Time                            `json:"seen,omitzero"`
 	Type                  mcsv1beta1.ServiceImportType         `json:"type"`
 	Ports                 []Port                               `json:"ports"`
 	SessionAffinity       corev1.ServiceAffinity               `json:"sessionAffinity,omitempty"`
@@ -85,106 +93,298 @@ func (s *Service) Normalize() {
 	}
 }
 
-// Limits bound what a peer may publish; exceeding them is refused on
-// receipt.
+// Limits bound what one peer may publish, per service and in total, so
+// that the worst set a peer may send costs this cluster a bounded amount
+// of memory and of API objects: each of its services becomes at most one
+// ServiceImport and one derived Service, and each endpoint group one
+// EndpointSlice. What exceeds a limit is refused with the rule it broke
+// (Rule...), and the rest of the set stands.
 type Limits struct {
 	// Services is the most services one peer may export.
 	Services int
-	// Endpoints is the most endpoints one exported service may have.
+	// Endpoints is the most endpoints one service may have.
 	Endpoints int
+	// EndpointGroups is the most endpoint groups one service may have,
+	// empty ones included.
+	EndpointGroups int
+	// MetadataBytes bounds the labels and annotations of one service,
+	// keys and values.
+	MetadataBytes int
+	// TotalEndpoints is the most endpoints of all of a peer's services.
+	TotalEndpoints int
+	// TotalEndpointGroups is the most endpoint groups of all of a peer's
+	// services, empty ones included: the EndpointSlices this cluster
+	// makes for the peer, one per group.
+	TotalEndpointGroups int
+	// TotalMetadataBytes bounds the labels and annotations of all of a
+	// peer's services.
+	TotalMetadataBytes int
+	// DocumentBytes bounds a stored set once decompressed, and the JSON of
+	// the services a peer holds in this cluster.
+	DocumentBytes int
+	// EncodedBytes bounds a stored set as stored (compressed): a
+	// ConfigMap holds at most 1 MiB.
+	EncodedBytes int
 }
 
 // DefaultLimits are the limits when none are configured.
-var DefaultLimits = Limits{Services: 2000, Endpoints: 1000}
+var DefaultLimits = Limits{
+	Services:            2000,
+	Endpoints:           1000,
+	EndpointGroups:      100,
+	MetadataBytes:       64 << 10,
+	TotalEndpoints:      20_000,
+	TotalEndpointGroups: 5000,
+	TotalMetadataBytes:  256 << 10,
+	DocumentBytes:       4 << 20,
+	EncodedBytes:        1 << 20,
+}
 
-// Fixed bounds of one service, whatever the limits.
+// WithDefaults returns l with the fields left zero (or negative) taken
+// from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	for _, f := range []struct {
+		v *int
+		d int
+	}{
+		{&l.Services, d.Services}, {&l.Endpoints, d.Endpoints}, {&l.EndpointGroups, d.EndpointGroups},
+		{&l.MetadataBytes, d.MetadataBytes}, {&l.TotalEndpoints, d.TotalEndpoints},
+		{&l.TotalEndpointGroups, d.TotalEndpointGroups}, {&l.TotalMetadataBytes, d.TotalMetadataBytes},
+		{&l.DocumentBytes, d.DocumentBytes}, {&l.EncodedBytes, d.EncodedBytes},
+	} {
+		if *f.v <= 0 {
+			*f.v = f.d
+		}
+	}
+	return l
+}
+
+// Fixed bounds of one service, whatever the limits: those of the objects
+// it becomes.
 const (
 	maxPorts          = 100
-	maxEndpointGroups = 100
-	maxMetadataBytes  = 64 << 10
 	maxHostnameLength = 63
+	// maxGroupEndpoints is the most endpoints an EndpointSlice holds.
+	maxGroupEndpoints = 1000
+	// maxAffinitySeconds is the longest ClientIP session affinity
+	// timeout a Service takes.
+	maxAffinitySeconds = 86400
 )
 
-// Validate checks a service received from a peer; errors name the field.
-func (s *Service) Validate(l Limits) error {
+// MaxClockSkew is how far in the future of this cluster's clock an
+// export time may lie: a later one is refused.
+const MaxClockSkew = 24 * time.Hour
+
+// earliestExport is the earliest export time taken: nothing was exported
+// before the Unix epoch, and the zero time is no time at all.
+var earliestExport = time.Unix(0, 0)
+
+// trafficDistributions are the values of a Service's
+// spec.trafficDistribution the pinned k8s.io/api defines.
+var trafficDistributions = []string{
+	corev1.ServiceTrafficDistributionPreferClose,
+	corev1.ServiceTrafficDistributionPreferSameZone,
+	corev1.ServiceTrafficDistributionPreferSameNode,
+}
+
+// Validate checks a service received from a peer against what the
+// ServiceImport, derived Service and EndpointSlices it becomes must be for
+// the API server to take them, and against the per-service limits of l;
+// now is this cluster's clock, for the export time. The error names the
+// field, and is a *RuleError saying which rule the service broke.
+func (s *Service) Validate(l Limits, now time.Time) error {
+	l = l.WithDefaults()
 	for _, f := range []struct{ field, value string }{{"namespace", s.Namespace}, {"name", s.Name}} {
 		if msgs := validation.IsDNS1123Label(f.value); len(msgs) > 0 {
-			return fmt.Errorf("%s %q: %s", f.field, f.value, strings.Join(msgs, "; "))
+			return invalid("%s %q: %s", f.field, f.value, strings.Join(msgs, "; "))
 		}
+	}
+	switch {
+	case s.Exported.Before(earliestExport):
+		return invalid("exported %s: not an export time", s.Exported.Format(time.RFC3339))
+	case s.Exported.After(now.Add(MaxClockSkew)):
+		return invalid("exported %s: more than %s after this cluster's time %s", s.Exported.Format(time.RFC3339), MaxClockSkew, now.UTC().Format(time.RFC3339))
 	}
 	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
-		return fmt.Errorf("type %q: must be %s or %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless)
+		return invalid("type %q: must be %s or %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless)
 	}
-	if err := validatePorts("ports", s.Ports); err != nil {
+	if err := validateServicePorts(s.Ports); err != nil {
 		return err
 	}
-	switch s.SessionAffinity {
-	case "", corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP:
-	default:
-		return fmt.Errorf("sessionAffinity %q: must be None or ClientIP", s.SessionAffinity)
+	if s.Type == mcsv1beta1.ClusterSetIP && len(s.Ports) == 0 {
+		return invalid("ports: a %s service needs at least one", mcsv1beta1.ClusterSetIP)
 	}
-	if len(s.IPFamilies) > 2 {
-		return fmt.Errorf("ipFamilies: %d families, at most 2", len(s.IPFamilies))
+	if err := s.validateTraffic(); err != nil {
+		return err
 	}
-	size := 0
-	for field, m := range map[string]map[string]string{"labels": s.Labels, "annotations": s.Annotations} {
-		for k, v := range m {
-			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				return fmt.Errorf("%s: key %q: %s", field, k, strings.Join(msgs, "; "))
-			}
-			// Label values become the import's labels: they must be
-			// valid there.
-			if msgs := validation.IsValidLabelValue(v); field == "labels" && len(msgs) > 0 {
-				return fmt.Errorf("%s: %s: value %q: %s", field, k, v, strings.Join(msgs, "; "))
-			}
-			size += len(k) + len(v)
-		}
+	if err := s.validateMetadata(l); err != nil {
+		return err
 	}
-	if size > maxMetadataBytes {
-		return fmt.Errorf("labels and annotations: %d bytes, at most %d", size, maxMetadataBytes)
-	}
-	if len(s.Endpoints) > maxEndpointGroups {
-		return fmt.Errorf("endpoints: %d groups, at most %d", len(s.Endpoints), maxEndpointGroups)
+	if len(s.Endpoints) > l.EndpointGroups {
+		return &RuleError{Rule: RuleEndpointGroups, msg: fmt.Sprintf("endpoints: %d groups, at most %d", len(s.Endpoints), l.EndpointGroups)}
 	}
 	n := 0
 	for i, g := range s.Endpoints {
-		if err := validatePorts(fmt.Sprintf("endpoints[%d].ports", i), g.Ports); err != nil {
+		field := fmt.Sprintf("endpoints[%d]", i)
+		if err := validateGroupPorts(field+".ports", g.Ports); err != nil {
 			return err
+		}
+		if len(g.Endpoints) > maxGroupEndpoints {
+			return invalid("%s.endpoints: %d, at most %d in one group (an EndpointSlice's bound)", field, len(g.Endpoints), maxGroupEndpoints)
 		}
 		for j, e := range g.Endpoints {
 			if !e.IP.IsValid() {
-				return fmt.Errorf("endpoints[%d].endpoints[%d].ip: not an address", i, j)
+				return invalid("%s.endpoints[%d].ip: not an address", field, j)
 			}
 			if e.Hostname != "" {
 				if msgs := validation.IsDNS1123Label(e.Hostname); len(msgs) > 0 || len(e.Hostname) > maxHostnameLength {
-					return fmt.Errorf("endpoints[%d].endpoints[%d].hostname %q: not a DNS label", i, j, e.Hostname)
+					return invalid("%s.endpoints[%d].hostname %q: not a DNS label", field, j, e.Hostname)
 				}
 			}
 		}
 		n += len(g.Endpoints)
 	}
 	if n > l.Endpoints {
-		return fmt.Errorf("endpoints: %d, at most %d", n, l.Endpoints)
+		return &RuleError{Rule: RuleEndpoints, msg: fmt.Sprintf("endpoints: %d, at most %d", n, l.Endpoints)}
 	}
 	return nil
 }
 
-func validatePorts(field string, ports []Port) error {
-	if len(ports) > maxPorts {
-		return fmt.Errorf("%s: %d ports, at most %d", field, len(ports), maxPorts)
+// validateTraffic checks the fields the derived Service takes as they
+// are: session affinity and its config, the traffic policies, the IP
+// families.
+func (s *Service) validateTraffic() error {
+	switch s.SessionAffinity {
+	case "", corev1.ServiceAffinityNone:
+		if s.SessionAffinityConfig != nil {
+			return invalid("sessionAffinityConfig: must not be set when sessionAffinity is %s", corev1.ServiceAffinityNone)
+		}
+	case corev1.ServiceAffinityClientIP:
+		// Left out, the API server gives the derived Service its default.
+		if c := s.SessionAffinityConfig; c != nil {
+			if c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+				return invalid("sessionAffinityConfig.clientIP.timeoutSeconds: required when sessionAffinity is %s", corev1.ServiceAffinityClientIP)
+			}
+			if t := *c.ClientIP.TimeoutSeconds; t < 1 || t > maxAffinitySeconds {
+				return invalid("sessionAffinityConfig.clientIP.timeoutSeconds %d: must lie in 1..%d", t, maxAffinitySeconds)
+			}
+		}
+	default:
+		return invalid("sessionAffinity %q: must be None or ClientIP", s.SessionAffinity)
 	}
+	if p := s.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster && *p != corev1.ServiceInternalTrafficPolicyLocal {
+		return invalid("internalTrafficPolicy %q: must be Cluster or Local", *p)
+	}
+	if d := s.TrafficDistribution; d != nil && !slices.Contains(trafficDistributions, *d) {
+		return invalid("trafficDistribution %q: must be one of %s", *d, strings.Join(trafficDistributions, ", "))
+	}
+	if len(s.IPFamilies) > 2 {
+		return invalid("ipFamilies: %d families, at most 2", len(s.IPFamilies))
+	}
+	for i, f := range s.IPFamilies {
+		if f != corev1.IPv4Protocol && f != corev1.IPv6Protocol {
+			return invalid("ipFamilies[%d] %q: must be IPv4 or IPv6", i, f)
+		}
+		if slices.Contains(s.IPFamilies[:i], f) {
+			return invalid("ipFamilies[%d] %q: repeated", i, f)
+		}
+	}
+	return nil
+}
+
+// validateMetadata checks the labels and annotations, which become the
+// ServiceImport's.
+func (s *Service) validateMetadata(l Limits) error {
+	for _, m := range []struct {
+		field string
+		kv    map[string]string
+	}{{"labels", s.Labels}, {"annotations", s.Annotations}} {
+		for _, k := range slices.Sorted(maps.Keys(m.kv)) {
+			v := m.kv[k]
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				return invalid("%s: key %q: %s", m.field, k, strings.Join(msgs, "; "))
+			}
+			// Label values become the import's labels: they must be
+			// valid there.
+			if msgs := validation.IsValidLabelValue(v); m.field == "labels" && len(msgs) > 0 {
+				return invalid("%s: %s: value %q: %s", m.field, k, v, strings.Join(msgs, "; "))
+			}
+		}
+	}
+	if size := s.metadataBytes(); size > l.MetadataBytes {
+		return &RuleError{Rule: RuleMetadataBytes, msg: fmt.Sprintf("labels and annotations: %d bytes, at most %d", size, l.MetadataBytes)}
+	}
+	return nil
+}
+
+// metadataBytes is the size of the labels and annotations, keys and
+// values.
+func (s *Service) metadataBytes() int {
+	n := 0
+	for _, m := range []map[string]string{s.Labels, s.Annotations} {
+		for k, v := range m {
+			n += len(k) + len(v)
+		}
+	}
+	return n
+}
+
+// validateServicePorts checks the ports of a service, which become the
+// ServiceImport's and the derived Service's: names unique, and required
+// when there are several; no protocol and number twice.
+func validateServicePorts(ports []Port) error {
+	if err := validateGroupPorts("ports", ports); err != nil {
+		return err
+	}
+	type number struct {
+		protocol corev1.Protocol
+		port     int32
+	}
+	seen := make(map[number]bool, len(ports))
+	for i, p := range ports {
+		if p.Name == "" && len(ports) > 1 {
+			return invalid("ports[%d].name: required when a service has several ports", i)
+		}
+		n := number{p.Protocol, p.Port}
+		if seen[n] {
+			return invalid("ports[%d]: %s %d repeated", i, p.Protocol, p.Port)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// validateGroupPorts checks the ports of an endpoint group, which become
+// an EndpointSlice's: names unique (the empty one too).
+func validateGroupPorts(field string, ports []Port) error {
+	if len(ports) > maxPorts {
+		return invalid("%s: %d ports, at most %d", field, len(ports), maxPorts)
+	}
+	names := make(map[string]bool, len(ports))
 	for i, p := range ports {
 		switch p.Protocol {
 		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
 		default:
-			return fmt.Errorf("%s[%d].protocol %q: must be TCP, UDP or SCTP", field, i, p.Protocol)
+			return invalid("%s[%d].protocol %q: must be TCP, UDP or SCTP", field, i, p.Protocol)
 		}
 		if p.Port < 1 || p.Port > 65535 {
-			return fmt.Errorf("%s[%d].port %d: must lie in 1..65535", field, i, p.Port)
+			return invalid("%s[%d].port %d: must lie in 1..65535", field, i, p.Port)
 		}
 		if p.Name != "" {
 			if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
-				return fmt.Errorf("%s[%d].name %q: %s", field, i, p.Name, strings.Join(msgs, "; "))
+				return invalid("%s[%d].name %q: %s", field, i, p.Name, strings.Join(msgs, "; "))
+			}
+		}
+		if names[p.Name] {
+			return invalid("%s[%d].name %q: repeated", field, i, p.Name)
+		}
+		names[p.Name] = true
+		// As the API server checks it: a qualified name, an IANA service
+		// name or a prefixed one.
+		if p.AppProtocol != nil {
+			if msgs := validation.IsQualifiedName(*p.AppProtocol); len(msgs) > 0 {
+				return invalid("%s[%d].appProtocol %q: %s", field, i, *p.AppProtocol, strings.Join(msgs, "; "))
 			}
 		}
 	}
@@ -220,8 +420,10 @@ const (
 	// DataKey holds the encoded set in the ConfigMaps' binaryData.
 	DataKey = "services.json.gz"
 	// RejectedAnnotation on the imports ConfigMap counts what the gateway
-	// rejected of the peer's set.
-	RejectedAnnotation = "peerlink.io/rejected-services"
+	// rejected of the peer's set; RejectedSummaryAnnotation sums it up by
+	// rule, with the first few (a RejectedSummary as JSON).
+	RejectedAnnotation        = "peerlink.io/rejected-services"
+	RejectedSummaryAnnotation = "peerlink.io/rejected-services-summary"
 )
 
 // ImportNamespaceLabel opts a namespace in to imports: a namespace labelled

@@ -31,7 +31,7 @@ func echo(ns string, exported time.Time, n int) Service {
 
 func TestValidate(t *testing.T) {
 	t0 := time.Unix(1700000000, 0).UTC()
-	if err := (func() *Service { s := echo("default", t0, 3); return &s }()).Validate(DefaultLimits); err != nil {
+	if err := (func() *Service { s := echo("default", t0, 3); return &s }()).Validate(DefaultLimits, t0); err != nil {
 		t.Fatalf("valid service: %v", err)
 	}
 	for _, tc := range []struct {
@@ -61,7 +61,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := echo("default", t0, 3)
 			tc.edit(&s)
-			err := s.Validate(DefaultLimits)
+			err := s.Validate(DefaultLimits, t0)
 			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error %v, want one naming %q", err, tc.field)
 			}
@@ -83,24 +83,26 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, rejected, err := Decode(data, DefaultLimits)
+	out, rejected, err := Decode(data, DefaultLimits, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out) != 50 || len(rejected) != 1 || rejected[0].Key != bad.Key {
 		t.Errorf("decoded %d services and rejected %v, want 50 and bad/echo", len(out), rejected)
 	}
-	if _, _, err := Decode(data, Limits{Services: 10, Endpoints: 100}); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("51 services under a limit of 10: %v, want ErrTooLarge", err)
+	if _, _, err := Decode(data, Limits{Services: 10, Endpoints: 100}, t0); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("51 services under a limit of 10, 41 of them rejected: %v, want ErrTooLarge", err)
 	}
-	if _, _, err := Decode([]byte("not gzip"), DefaultLimits); err == nil {
+	if _, _, err := Decode([]byte("not gzip"), DefaultLimits, t0); err == nil {
 		t.Error("garbage decoded")
 	}
 }
 
 func TestMerge(t *testing.T) {
 	t0 := time.Unix(1700000000, 0).UTC()
-	old, young := echo("default", t0, 2), echo("default", t0.Add(time.Minute), 3)
+	// Two peers' exports: the one this cluster saw first is the oldest.
+	old, young := echo("default", t0, 2), echo("default", t0, 3)
+	old.Seen, young.Seen = t0, t0.Add(time.Minute)
 	young.Ports = append(young.Ports, Port{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090},
 		Port{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8081}) // clashes by name
 	young.SessionAffinity = corev1.ServiceAffinityClientIP
@@ -151,7 +153,9 @@ func TestRoutedPorts(t *testing.T) {
 			old := echo("default", t0, 1)
 			old.Ports = []Port{tcp("tcp", 42), udp}
 			old.Endpoints[0].Ports = []Port{tcp("tcp", 42), udp}
-			young := echo("default", t0.Add(time.Second), 1)
+			old.Seen = t0
+			young := echo("default", t0, 1)
+			young.Seen = t0.Add(time.Second)
 			young.Ports = tc.young
 			young.Endpoints[0].Ports = nil
 			for _, p := range tc.young {

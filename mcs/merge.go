@@ -7,19 +7,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // Source is the export set of one cluster of the clusterset, this one
-// included, its endpoint addresses already as this cluster reaches them.
+// included.
 type Source struct {
 	Cluster  string
 	Services Set
 	// Live says whether the cluster is reachable now: its endpoints count
 	// as ready only while it is.
 	Live bool
+	// Local marks this cluster's own set: its export times are its own
+	// ServiceExports' creation times. A peer's set counts from when this
+	// cluster first saw each service (Service.Seen).
+	Local bool
 }
 
 // Member is one cluster's export of an imported service.
@@ -27,21 +32,47 @@ type Member struct {
 	Cluster string
 	Service Service
 	Live    bool
+	Local   bool
 }
+
+// Since is when this cluster knows m's export from, by its own clock:
+// the ServiceExport's creation for a local export, the first sight of it
+// for a peer's. A peer's export never seen (an older gateway wrote it) is
+// younger than every other.
+func (m Member) Since() time.Time {
+	switch {
+	case m.Local:
+		return m.Service.Exported
+	case m.Service.Seen.IsZero():
+		return neverSeen
+	default:
+		return m.Service.Seen
+	}
+}
+
+// neverSeen is later than any time this cluster sees an export at.
+var neverSeen = time.Unix(1<<62, 0)
 
 // Import is what this cluster makes of one service exported by one or more
 // clusters: the properties of the oldest export, the union of the ports,
 // and the conflicts, if any, as the ServiceExport condition reasons name
 // them.
+//
+// Oldest is as this cluster observed it (Member.Since), never as a peer
+// claims it: a peer's export wins only when this cluster saw it before
+// its own export was made, and a peer cannot make its export older
+// later. What the peer says in Service.Exported decides nothing.
 type Import struct {
 	Key
 	// Winner is the oldest export: its properties are the import's.
 	Winner Service
 	// Ports are the union of the members' ports, the oldest export's
 	// first; a port clashing by name or by protocol and number with one
-	// already there is left out.
+	// already there is left out, and so is any port when one of them has
+	// no name (a Service with several ports names them all).
 	Ports []Port
-	// Members are the exporting clusters, oldest export first.
+	// Members are the exporting clusters, oldest export first (this
+	// cluster's first among exports of the same time).
 	Members []Member
 	// Conflicts are the reasons the exports disagree
 	// (mcsv1beta1.ServiceExportReason...), sorted; empty when they agree.
@@ -53,14 +84,20 @@ func Merge(sources []Source) map[Key]*Import {
 	byKey := map[Key][]Member{}
 	for _, src := range sources {
 		for k, s := range src.Services {
-			byKey[k] = append(byKey[k], Member{Cluster: src.Cluster, Service: s, Live: src.Live})
+			byKey[k] = append(byKey[k], Member{Cluster: src.Cluster, Service: s, Live: src.Live, Local: src.Local})
 		}
 	}
 	out := make(map[Key]*Import, len(byKey))
 	for k, members := range byKey {
 		slices.SortFunc(members, func(a, b Member) int {
-			if c := a.Service.Exported.Compare(b.Service.Exported); c != 0 {
+			if c := a.Since().Compare(b.Since()); c != 0 {
 				return c
+			}
+			if a.Local != b.Local {
+				if a.Local {
+					return -1
+				}
+				return 1
 			}
 			return cmp.Compare(a.Cluster, b.Cluster)
 		})
@@ -116,11 +153,12 @@ func differences(w, s Service) map[string]bool {
 }
 
 // mergePorts adds to have the ports of more that clash with none of it: by
-// name (an empty name counts), then by protocol and number.
+// name (an empty name counts), then by protocol and number. An unnamed
+// port stays alone: the derived Service of several ports names them all.
 func mergePorts(have, more []Port) []Port {
 	for _, p := range more {
 		clash := slices.ContainsFunc(have, func(h Port) bool {
-			return h.Name == p.Name || (h.Protocol == p.Protocol && h.Port == p.Port)
+			return h.Name == p.Name || h.Name == "" || p.Name == "" || (h.Protocol == p.Protocol && h.Port == p.Port)
 		})
 		if !clash {
 			have = append(have, p)

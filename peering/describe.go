@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -215,7 +216,7 @@ func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*Servi
 		if err != nil {
 			return nil, fmt.Errorf("get configmap %s/%s: %w", ns, side.name, err)
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits)
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("configmap %s/%s: %w", ns, side.name, err)
 		}

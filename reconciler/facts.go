@@ -130,16 +130,7 @@ func (f ClusterFacts) Taken() []netip.Prefix {
 }
 
 // serviceLimits returns ServiceLimits with the defaults filled in.
-func (f ClusterFacts) serviceLimits() mcs.Limits {
-	l := f.ServiceLimits
-	if l.Services <= 0 {
-		l.Services = mcs.DefaultLimits.Services
-	}
-	if l.Endpoints <= 0 {
-		l.Endpoints = mcs.DefaultLimits.Endpoints
-	}
-	return l
-}
+func (f ClusterFacts) serviceLimits() mcs.Limits { return f.ServiceLimits.WithDefaults() }
 
 // importsAllowedIn tells whether ImportNamespaces names ns.
 func (f ClusterFacts) importsAllowedIn(ns string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -26,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -64,28 +67,75 @@ const (
 // cache holds, and only what differs is written: a change costs API calls
 // in proportion to what it changes, not to the number of services.
 type servicesReconciler struct {
-	client   client.Client
+	client client.Client
+	// reader reads the imports ConfigMaps from the API server: the cache
+	// keeps them without their data (CacheByObject).
+	reader   client.Reader
 	facts    ClusterFacts
 	recorder record.EventRecorder
-	// decoded keeps each peer's received set, translated, for as long as
-	// neither its imports ConfigMap nor its Configuration changes.
+	metrics  *servicesMetrics
+	now      func() time.Time
+	// decoded keeps each peer's received set, decoded once per version of
+	// its imports ConfigMap.
 	decoded map[string]receivedSet
 }
 
-// receivedSet is a peer's set as read from versions of its imports
-// ConfigMap and Configuration.
+// receivedSet is a peer's set as decoded from one version of its imports
+// ConfigMap: its services, not the ConfigMap's bytes.
 type receivedSet struct {
-	configMap, conf string
-	set             mcs.Set
-	err             error
+	// version is the ConfigMap's resourceVersion.
+	version string
+	// set is as the peer sent it, its endpoints at the peer's own
+	// addresses: slices translate them (see endpointView).
+	set mcs.Set
+	// summary is the gateway's summary of what it rejected, as last
+	// reported.
+	summary string
+	// checked are the ranges the endpoints were last checked against.
+	checked string
+}
+
+// servicesMetrics are the services reconciler's Prometheus metrics.
+type servicesMetrics struct {
+	refused *prometheus.CounterVec
+}
+
+// newServicesMetrics registers the metrics with reg, or takes those a
+// reconciler registered before (tests start several managers).
+func newServicesMetrics(reg prometheus.Registerer) (*servicesMetrics, error) {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "peerlink_controller_service_imports_refused_total",
+		Help: "What the controller refused of the services peers export, by the rule broken: each service refused, or each export set " +
+			"refused whole (document-bytes, encoded-bytes, undecodable, or services: more services refused than the limit of services), " +
+			"counted once per version of the peer's imports ConfigMap. What a gateway refused on receipt is counted by the gateway.",
+	}, []string{"reason"})
+	if err := reg.Register(refused); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+		if !ok {
+			return nil, err
+		}
+		refused = existing
+	}
+	for _, rule := range mcs.Rules() {
+		refused.WithLabelValues(rule)
+	}
+	return &servicesMetrics{refused: refused}, nil
 }
 
 // servicesRequest is the one request the reconciler works on.
 var servicesRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "clusterset"}}
 
 func setupServices(mgr ctrl.Manager, facts ClusterFacts) error {
-	r := &servicesReconciler{client: mgr.GetClient(), facts: facts, recorder: mgr.GetEventRecorderFor("peerlink-controller"),
-		decoded: map[string]receivedSet{}}
+	m, err := newServicesMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("register the services metrics: %w", err)
+	}
+	r := &servicesReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), facts: facts,
+		recorder: mgr.GetEventRecorderFor("peerlink-controller"), metrics: m, now: time.Now, decoded: map[string]receivedSet{}}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{servicesRequest}
 	})
@@ -132,7 +182,8 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 			errs = append(errs, err)
 		}
 	}
-	sources := []mcs.Source{{Cluster: r.facts.ClusterID, Services: local, Live: true}}
+	sources := []mcs.Source{{Cluster: r.facts.ClusterID, Services: local, Live: true, Local: true}}
+	views := map[string][]rangeMap{}
 	for _, p := range peers {
 		set, err := r.received(ctx, p)
 		if err != nil {
@@ -140,12 +191,13 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 			continue
 		}
 		sources = append(sources, mcs.Source{Cluster: p.id, Services: set, Live: p.live})
+		views[p.id] = translations(p.conf)
 	}
 	imports := mcs.Merge(sources)
 	if err := r.setExportConditions(ctx, exports, imports, len(errs) == 0); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.applyImports(ctx, imports); err != nil {
+	if err := r.applyImports(ctx, imports, views); err != nil {
 		errs = append(errs, err)
 	}
 	return reconcile.Result{}, errors.Join(errs...)
@@ -329,13 +381,18 @@ func (r *servicesReconciler) publish(ctx context.Context, p peerSide, data []byt
 	return nil
 }
 
-// received reads the set the peer's gateway wrote, with the endpoints
-// translated into this cluster's view of the peer's ranges; endpoints
-// outside the ranges the peer declared are dropped and reported.
+// received returns the set the peer's gateway wrote, decoded once per
+// version of the imports ConfigMap: the cache holds the ConfigMap without
+// its data, and a new version is read from the API server, decoded within
+// the limits, and its refusals counted and reported then. A version
+// refused whole leaves the set decoded before it in place. Endpoints
+// outside the ranges the peer declared are reported once per version and
+// ranges; slices leave them out (endpointView).
 func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set, error) {
 	var cm corev1.ConfigMap
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ImportsConfigMap}, &cm)
 	if apierrors.IsNotFound(err) {
+		delete(r.decoded, p.id)
 		return mcs.Set{}, nil
 	}
 	if err != nil {
@@ -344,44 +401,122 @@ func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set,
 	if cm.Labels[mcs.ExchangeLabel] != mcs.ImportsRole {
 		return mcs.Set{}, nil
 	}
-	// Decoding and translating a large set costs more than the rest of
-	// a reconcile: done once per version of what it depends on, and so
-	// are the events below.
-	if got, ok := r.decoded[p.id]; ok && got.configMap == cm.ResourceVersion && got.conf == p.conf.ResourceVersion {
-		return got.set, got.err
+	got := r.decoded[p.id]
+	if got.version != cm.ResourceVersion {
+		if got, err = r.decode(ctx, p, got); err != nil {
+			return nil, err
+		}
 	}
-	set, rejected, err := mcs.Decode(cm.BinaryData[mcs.DataKey], r.facts.serviceLimits())
+	if ranges := translations(p.conf); got.checked != fmt.Sprint(ranges) {
+		r.reportOutside(p, got.set, ranges)
+		got.checked = fmt.Sprint(ranges)
+	}
+	r.decoded[p.id] = got
+	if got.set == nil {
+		return mcs.Set{}, nil
+	}
+	return got.set, nil
+}
+
+// decode reads the latest version of the peer's imports ConfigMap from the
+// API server and decodes it, unless it is the version decoded before.
+func (r *servicesReconciler) decode(ctx context.Context, p peerSide, before receivedSet) (receivedSet, error) {
+	var cm corev1.ConfigMap
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ImportsConfigMap}, &cm); err != nil {
+		return before, client.IgnoreNotFound(err)
+	}
+	if cm.ResourceVersion == before.version {
+		return before, nil
+	}
+	got := receivedSet{version: cm.ResourceVersion, set: before.set, summary: before.summary}
+	if summary := cm.Annotations[mcs.RejectedSummaryAnnotation]; summary != before.summary {
+		got.summary = summary
+		r.reportGateway(p, summary)
+	}
+	set, rejected, err := mcs.Decode(cm.BinaryData[mcs.DataKey], r.facts.serviceLimits(), r.now())
 	if err != nil {
-		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused", "the services %s exports are refused: %v", p.id, err)
-		r.decoded[p.id] = receivedSet{configMap: cm.ResourceVersion, conf: p.conf.ResourceVersion, err: err}
-		return nil, err
+		r.metrics.refused.WithLabelValues(mcs.RuleOf(err)).Inc()
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused",
+			"the services %s exports (version %s of %s/%s) are refused whole, those imported before stand: %v",
+			p.id, cm.ResourceVersion, p.namespace, mcs.ImportsConfigMap, err)
+		return got, nil
 	}
 	for _, rej := range rejected {
-		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportRefused", "service %s exported by %s refused: %s", rej.Key, p.id, rej.Reason)
+		r.metrics.refused.WithLabelValues(rej.Rule).Inc()
 	}
-	ranges := translations(p.conf)
-	for k, s := range set {
-		dropped := 0
-		for gi := range s.Endpoints {
-			kept := s.Endpoints[gi].Endpoints[:0]
-			for _, e := range s.Endpoints[gi].Endpoints {
-				if ip, ok := translate(ranges, e.IP); ok {
-					e.IP = ip
-					kept = append(kept, e)
-				} else {
-					dropped++
+	r.reportRejected(p, "", mcs.Summarize(rejected))
+	got.set = set
+	return got, nil
+}
+
+// reportGateway reports, on the peer's Configuration, what its gateway
+// rejected of the peer's set, from the summary it wrote on the imports
+// ConfigMap.
+func (r *servicesReconciler) reportGateway(p peerSide, summary string) {
+	if summary == "" {
+		return
+	}
+	var sum mcs.RejectedSummary
+	if err := json.Unmarshal([]byte(summary), &sum); err != nil {
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportRefused", "the gateway's summary of what it refused of %s's services is not one: %v", p.id, err)
+		return
+	}
+	r.reportRejected(p, " by the gateway", sum)
+}
+
+// reportRejected makes one Event per rule broken: how many services, and
+// the first few with their reasons.
+func (r *servicesReconciler) reportRejected(p peerSide, by string, sum mcs.RejectedSummary) {
+	for _, rule := range slices.Sorted(maps.Keys(sum.Rules)) {
+		var first []string
+		for _, rej := range sum.First {
+			if rej.Rule == rule && len(first) < 3 {
+				first = append(first, rej.Key.String()+": "+rej.Reason)
+			}
+		}
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportRefused", "%d services %s exports refused%s (%s): %s",
+			sum.Rules[rule], p.id, by, rule, strings.Join(first, "; "))
+	}
+}
+
+// reportOutside reports, in one Event, the services of the set with
+// endpoints outside the ranges the peer declared.
+func (r *servicesReconciler) reportOutside(p peerSide, set mcs.Set, ranges []rangeMap) {
+	services, dropped := 0, 0
+	var first []string
+	for _, s := range set.Sorted() {
+		n := 0
+		for _, g := range s.Endpoints {
+			for _, e := range g.Endpoints {
+				if _, ok := translate(ranges, e.IP); !ok {
+					n++
 				}
 			}
-			s.Endpoints[gi].Endpoints = kept
 		}
-		if dropped > 0 {
-			r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "EndpointsOutsideRanges",
-				"service %s exported by %s: %d endpoints outside the ranges %s declared were dropped", k, p.id, dropped, p.id)
+		if n == 0 {
+			continue
 		}
-		set[k] = s
+		services, dropped = services+1, dropped+n
+		if len(first) < 5 {
+			first = append(first, fmt.Sprintf("%s (%d)", s.Key, n))
+		}
 	}
-	r.decoded[p.id] = receivedSet{configMap: cm.ResourceVersion, conf: p.conf.ResourceVersion, set: set}
-	return set, nil
+	if services > 0 {
+		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "EndpointsOutsideRanges",
+			"%d endpoints of %d services exported by %s lie outside the ranges %s declared and were dropped: %s",
+			dropped, services, p.id, p.id, strings.Join(first, ", "))
+	}
+}
+
+// endpointView returns how this cluster reaches the endpoints of member
+// m: a peer's translated into the range this cluster sees the peer's
+// under, and none outside the ranges the peer declared.
+func endpointView(m mcs.Member, views map[string][]rangeMap) func(netip.Addr) (netip.Addr, bool) {
+	if m.Local {
+		return func(ip netip.Addr) (netip.Addr, bool) { return ip, true }
+	}
+	ranges := views[m.Cluster]
+	return func(ip netip.Addr) (netip.Addr, bool) { return translate(ranges, ip) }
 }
 
 // rangeMap maps a peer's declared range to where this cluster sees it.
@@ -446,8 +581,13 @@ func (r *servicesReconciler) setExportConditions(ctx context.Context, states []e
 				"not yet published to every peer", false)
 		}
 		if imp := imports[mcs.Key{Namespace: se.Namespace, Name: se.Name}]; st.valid && imp != nil && len(imp.Conflicts) > 0 {
-			set(string(mcsv1beta1.ServiceExportConditionConflict), mcs.ConflictReason(imp.Conflicts),
-				fmt.Sprintf("the exports of %s disagree; the oldest, from cluster %s, is in effect", imp.Key, imp.Members[0].Cluster), true)
+			reason, msg := mcs.ConflictReason(imp.Conflicts), conflictMessage(imp)
+			set(string(mcsv1beta1.ServiceExportConditionConflict), reason, msg, true)
+			// Reported once per change: an Event says it happened.
+			if old := meta.FindStatusCondition(st.export.Status.Conditions, string(mcsv1beta1.ServiceExportConditionConflict)); old == nil ||
+				old.Status != metav1.ConditionTrue || old.Reason != reason || old.Message != msg {
+				r.recorder.Eventf(st.export, corev1.EventTypeWarning, string(mcsv1beta1.ServiceExportConditionConflict), "%s: %s", reason, msg)
+			}
 		} else {
 			set(string(mcsv1beta1.ServiceExportConditionConflict), string(mcsv1beta1.ServiceExportReasonNoConflicts), "no conflict", false)
 		}
@@ -473,6 +613,22 @@ func (r *servicesReconciler) setExportConditions(ctx context.Context, states []e
 	}
 	_ = g.Wait() // errors are gathered in errs
 	return errors.Join(errs...)
+}
+
+// conflictMessage says whose export an import in conflict follows, and
+// why: the export this cluster knew first, by its own clock.
+func conflictMessage(imp *mcs.Import) string {
+	w := imp.Members[0]
+	var others []string
+	for _, m := range imp.Members[1:] {
+		others = append(others, m.Cluster)
+	}
+	if w.Local {
+		return fmt.Sprintf("the exports of %s disagree; this cluster's export is in effect, made before those of %s were first seen here",
+			imp.Key, strings.Join(others, ", "))
+	}
+	return fmt.Sprintf("the exports of %s disagree; the export of cluster %s is in effect, first seen here at %s, before the others",
+		imp.Key, w.Cluster, w.Since().UTC().Format(time.RFC3339))
 }
 
 // conditionsEqual compares conditions but for their transition times.
@@ -541,7 +697,7 @@ func (r *servicesReconciler) madeObjects(ctx context.Context) (madeObjects, erro
 // applyImports makes the imports in the namespaces that allow them and
 // removes every other import peerlink made. Only what differs from the
 // cache is written.
-func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import) error {
+func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import, views map[string][]rangeMap) error {
 	have, err := r.madeObjects(ctx)
 	if err != nil {
 		return err
@@ -580,7 +736,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	g.SetLimit(parallelWrites)
 	for _, imp := range apply {
 		g.Go(func() error {
-			names, err := r.applyImport(ctx, imp, have)
+			names, err := r.applyImport(ctx, imp, have, views)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -594,29 +750,38 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	}
 	_ = g.Wait() // errors are gathered in errs
 	// What is no longer wanted goes: ServiceImports, derived Services
-	// (also of an import that became headless), EndpointSlices.
+	// (also of an import that became headless), EndpointSlices; several
+	// at once, as a peer's set may have made thousands.
+	var gone []client.Object
 	for key, si := range have.imports {
 		if appliedImport(si) && !want[key] {
-			if err := r.client.Delete(ctx, si); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, err)
-			}
+			gone = append(gone, si)
 		}
 	}
 	for _, svc := range have.derived {
 		si := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Labels[mcsv1beta1.LabelServiceName]}
 		if !want[si] || svc.Name != derivedName(mcs.Key{Namespace: si.Namespace, Name: si.Name}) || !wantDerived[si] {
-			if err := r.client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, err)
-			}
+			gone = append(gone, svc)
 		}
 	}
 	for key, sl := range have.slices {
 		if !wantSlices[key] {
-			if err := r.client.Delete(ctx, sl); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, err)
-			}
+			gone = append(gone, sl)
 		}
 	}
+	var del errgroup.Group
+	del.SetLimit(parallelWrites)
+	for _, o := range gone {
+		del.Go(func() error {
+			if err := r.client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = del.Wait() // errors are gathered in errs
 	return errors.Join(errs...)
 }
 
@@ -642,7 +807,7 @@ func derivedName(k mcs.Key) string {
 // endpoints behind it. Neither the slices nor the derived Service have an
 // owner, as the ServiceImport does not exist yet when they are made:
 // applyImports removes them with their import.
-func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects) ([]string, error) {
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]rangeMap) ([]string, error) {
 	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
 	derived := ""
 	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
@@ -651,7 +816,7 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 	var names []string
 	for _, m := range imp.Members {
 		for gi, g := range m.Service.Endpoints {
-			sl := desiredSlice(imp, m, gi, g, derived)
+			sl := desiredSlice(imp, m, gi, g, derived, endpointView(m, views))
 			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
 				if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
@@ -805,8 +970,10 @@ func sameDerived(have, want *corev1.Service) bool {
 }
 
 // desiredSlice is the EndpointSlice of one member's endpoint group, with
-// the ports the import routes to that member (see mcs.Import.RoutedPorts).
-func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string) *discoveryv1.EndpointSlice {
+// the ports the import routes to that member (see mcs.Import.RoutedPorts)
+// and its endpoints as view says this cluster reaches them.
+func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string,
+	view func(netip.Addr) (netip.Addr, bool)) *discoveryv1.EndpointSlice {
 	base := derived
 	if base == "" {
 		base = derivedName(imp.Key)
@@ -831,11 +998,12 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 		sl.Ports = append(sl.Ports, discoveryv1.EndpointPort{Name: &p.Name, Protocol: &p.Protocol, Port: &p.Port, AppProtocol: p.AppProtocol})
 	}
 	for _, e := range g.Endpoints {
-		if !e.IP.Is4() {
+		ip, ok := view(e.IP)
+		if !ok || !ip.Is4() {
 			continue
 		}
 		ready := e.Ready && m.Live
-		ep := discoveryv1.Endpoint{Addresses: []string{e.IP.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+		ep := discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
 		if e.Hostname != "" {
 			ep.Hostname = &e.Hostname
 		}

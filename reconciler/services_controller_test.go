@@ -257,7 +257,7 @@ func TestServicesReconciler(t *testing.T) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "liqo-tenant-b", Name: mcs.ExportsConfigMap}, &cm); err != nil {
 			return err
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits)
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
 		if err != nil {
 			return err
 		}
@@ -417,8 +417,11 @@ func TestServicesReconciler(t *testing.T) {
 		t.Errorf("writes of a new import: %v, want %v (%v)", got, want, writes.since(settled))
 	}
 
-	// b's older export with another port: the local export is in conflict.
-	receive(t, c, "liqo-tenant-b", peerWeb(81))
+	// b's export with another port, seen here before the local export was
+	// made: the local export is in conflict, and b's is in effect.
+	older := peerWeb(81)
+	older.Seen = time.Unix(1600000000, 0).UTC()
+	receive(t, c, "liqo-tenant-b", older)
 	waitFor(t, "Conflict on the local export", func(ctx context.Context) error {
 		var se mcsv1beta1.ServiceExport
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, &se); err != nil {

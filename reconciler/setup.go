@@ -53,13 +53,24 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 
 // CacheByObject narrows the manager's cache for the controller: of the
 // ConfigMaps it watches only the service exchange's, not every ConfigMap of
-// the cluster.
+// the cluster, and those of the sets peers send without their data: the
+// services reconciler reads a new version from the API server once and
+// keeps it decoded, so the cache need not hold up to a ConfigMap's 1 MiB
+// per peer besides.
 func CacheByObject() map[client.Object]cache.ByObject {
 	exchange, err := labels.NewRequirement(mcs.ExchangeLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key: always valid
 	}
 	return map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*exchange)},
+		&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*exchange), Transform: stripImportsData},
 	}
+}
+
+// stripImportsData drops the data of an imports ConfigMap.
+func stripImportsData(obj any) (any, error) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Labels[mcs.ExchangeLabel] == mcs.ImportsRole {
+		cm.BinaryData, cm.Data = nil, nil
+	}
+	return obj, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/mcs/exchange"
 )
 
@@ -34,10 +35,13 @@ type metrics struct {
 	// rejected.
 	refused  map[string]float64
 	rejected int
+	// rejectedServices counts the services of the peer's sets rejected,
+	// by rule, once each time one is newly rejected.
+	rejectedServices map[string]float64
 	// switches counts the switches to the next key, by result.
 	switches map[string]float64
 
-	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc, switchesDesc *prometheus.Desc
+	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -47,11 +51,12 @@ func newMetrics(now func() time.Time) *metrics {
 			Help:    "Round-trip time of the health pings through the tunnel.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
-		now:      now,
-		dropped:  map[string]float64{},
-		kernel:   map[string]uint64{},
-		refused:  map[string]float64{},
-		switches: map[string]float64{},
+		now:              now,
+		dropped:          map[string]float64{},
+		kernel:           map[string]uint64{},
+		refused:          map[string]float64{},
+		rejectedServices: map[string]float64{},
+		switches:         map[string]float64{},
 		switchesDesc: prometheus.NewDesc("peerlink_gateway_key_switches_total",
 			"Switches of the tunnel to the gateway's next key (key rotation), by result: done (a handshake with the next key succeeded), "+
 				"reverted (none did in time: the tunnel went back to the current key).",
@@ -63,7 +68,12 @@ func newMetrics(now func() time.Time) *metrics {
 				"brought since its last complete batch is applied.",
 			[]string{"reason"}, nil),
 		rejectedDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_rejected_services",
-			"Services of the set the peer sends last that were rejected (invalid, or past the limit of services).", nil, nil),
+			"Services of the set the peer sends last that were rejected (invalid, or past a limit).", nil, nil),
+		rejectedServicesDesc: prometheus.NewDesc("peerlink_gateway_service_exchange_refused_services_total",
+			"Services of the peer's set rejected, by the rule they broke (invalid, duplicate, endpoints, endpoint-groups, metadata-bytes, "+
+				"services, total-endpoints, total-endpoint-groups, total-metadata-bytes, document-bytes, encoded-bytes), counted when a "+
+				"service is first rejected, or rejected for another reason: the same rejection in the peer's next set is not counted again.",
+			[]string{"reason"}, nil),
 		drops: prometheus.NewDesc("peerlink_gateway_ingress_dropped_packets_total",
 			"Packets from the tunnel the ingress filter dropped, by reason: source (not from the peer's declared ranges), "+
 				"gateway (for the gateway pod itself), destination (not to this cluster's pod or external ranges).",
@@ -111,6 +121,14 @@ func (m *metrics) observeRejected(n int) {
 	m.rejected = n
 }
 
+// observeRejectedService counts a service of the peer's set newly
+// rejected for rule.
+func (m *metrics) observeRejectedService(rule string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rejectedServices[rule]++
+}
+
 // observeKeySwitch counts a switch to the next key ending with result.
 func (m *metrics) observeKeySwitch(result string) {
 	m.mu.Lock()
@@ -146,6 +164,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.pathMTU
 	ch <- m.refusedDesc
 	ch <- m.rejectedDesc
+	ch <- m.rejectedServicesDesc
 	ch <- m.switchesDesc
 }
 
@@ -167,6 +186,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.refusedDesc, prometheus.CounterValue, m.refused[reason], reason)
 	}
 	ch <- prometheus.MustNewConstMetric(m.rejectedDesc, prometheus.GaugeValue, float64(m.rejected))
+	for _, rule := range mcs.Rules() {
+		ch <- prometheus.MustNewConstMetric(m.rejectedServicesDesc, prometheus.CounterValue, m.rejectedServices[rule], rule)
+	}
 	for _, result := range []string{switchDone, switchReverted} {
 		ch <- prometheus.MustNewConstMetric(m.switchesDesc, prometheus.CounterValue, m.switches[result], result)
 	}

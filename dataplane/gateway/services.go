@@ -3,9 +3,12 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,7 +33,8 @@ const importsDebounce = 50 * time.Millisecond
 
 // localLimits bound the local export set as the gateway reads it: the
 // controller wrote it, so only what a ConfigMap can hold bounds it.
-var localLimits = mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20}
+var localLimits = mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20, EndpointGroups: 1 << 20, MetadataBytes: 1 << 30,
+	TotalEndpoints: 1 << 30, TotalEndpointGroups: 1 << 30, TotalMetadataBytes: 1 << 30, DocumentBytes: 64 << 20, EncodedBytes: 1 << 30}
 
 // services is the gateway's side of the service exchange: it sends the
 // export set the controller wrote in the gateway's namespace to the peer,
@@ -38,6 +42,8 @@ var localLimits = mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20}
 type services struct {
 	a  *Agent
 	ex *exchange.Exchange
+	// limits bound the peer's set, here as in the controller.
+	limits mcs.Limits
 
 	mu       sync.Mutex
 	received mcs.Set
@@ -47,14 +53,32 @@ type services struct {
 	// sentVersion is the version of the exports ConfigMap last handed to
 	// the exchange: an unchanged set is not decoded again.
 	sentVersion string
+
+	// Only writeLoop reads and writes these.
+	//
+	// seen is when this gateway first saw each service of the peer's
+	// set, and as which type: a service that leaves the set, or changes
+	// type, is seen anew. It is kept in the imports ConfigMap, which
+	// holds it across restarts.
+	seen map[mcs.Key]firstSight
+	// logged are the rejections last logged and counted, by service.
+	logged map[mcs.Key]mcs.Rejected
+}
+
+// firstSight is when a service was first seen, and as which type.
+type firstSight struct {
+	at  time.Time
+	typ string
 }
 
 // startServices starts the exchange over the tunnel: the server listens on
 // its tunnel address, the client dials the server's. The exports
 // ConfigMap is watched and sent as it changes.
 func (a *Agent) startServices(ctx context.Context, wg *sync.WaitGroup) error {
-	s := &services{a: a, pending: resync.NewTrigger()}
-	s.ex = exchange.New(exchange.Options{OnPeer: s.onPeer, OnRefused: a.metrics.observeRefused, Log: a.log.WithName("services")})
+	s := &services{a: a, pending: resync.NewTrigger(), limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
+	s.seen = s.readSeen(ctx)
+	s.ex = exchange.New(exchange.Options{OnPeer: s.onPeer, OnRefused: a.metrics.observeRefused, Log: a.log.WithName("services"),
+		Limits: s.limits, Now: a.now})
 	exports := resync.NewTrigger()
 	if err := resync.WatchObjects(ctx, a.informers, exports, &corev1.ConfigMap{}); err != nil {
 		return err
@@ -108,7 +132,7 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 		if cm.ResourceVersion == s.sentVersion {
 			continue
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits)
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits, s.a.now())
 		if err != nil {
 			s.a.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
 			continue
@@ -118,9 +142,58 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 	}
 }
 
+// readSeen reads when the services in the imports ConfigMap were first
+// seen, as this gateway (or the one before it) wrote it.
+func (s *services) readSeen(ctx context.Context) map[mcs.Key]firstSight {
+	seen := map[mcs.Key]firstSight{}
+	var cm corev1.ConfigMap
+	err := s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap}, &cm)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			s.a.log.Error(err, "read when the peer's services were first seen; they count as seen now")
+		}
+		return seen
+	}
+	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], s.limits, s.a.now())
+	if err != nil {
+		s.a.log.Error(err, "read when the peer's services were first seen; they count as seen now")
+		return seen
+	}
+	for k, svc := range set {
+		if !svc.Seen.IsZero() {
+			seen[k] = firstSight{at: svc.Seen, typ: string(svc.Type)}
+		}
+	}
+	return seen
+}
+
+// stamp returns the set with when each service was first seen.
+func (s *services) stamp(set mcs.Set) mcs.Set {
+	// Seconds, as the API keeps a ServiceExport's creation time: within
+	// the same second, this cluster's own export is first.
+	now := s.a.now().UTC().Truncate(time.Second)
+	out := make(mcs.Set, len(set))
+	for k, svc := range set {
+		f, ok := s.seen[k]
+		if !ok || f.typ != string(svc.Type) {
+			// A service that changes type is another export: it cannot
+			// flip an import it was in.
+			f = firstSight{at: now, typ: string(svc.Type)}
+			s.seen[k] = f
+		}
+		svc.Seen = f.at
+		out[k] = svc
+	}
+	for k := range s.seen {
+		if _, ok := set[k]; !ok {
+			delete(s.seen, k)
+		}
+	}
+	return out
+}
+
 // onPeer keeps the peer's latest set for writeLoop.
 func (s *services) onPeer(set mcs.Set, rejected []mcs.Rejected) {
-	s.a.metrics.observeRejected(len(rejected))
 	s.mu.Lock()
 	s.received, s.rejected = set, rejected
 	s.mu.Unlock()
@@ -158,20 +231,37 @@ func (s *services) writeLoop(ctx context.Context) {
 	}
 }
 
+// write stores the peer's set in the imports ConfigMap, each service with
+// when it was first seen, within the bounds the controller reads it with
+// (the services past them, in key order, are rejected), and what was
+// rejected of it.
 func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejected) error {
-	data, err := mcs.Encode(set)
+	set = s.stamp(set)
+	data, trimmed, err := mcs.EncodeWithin(set, s.limits)
 	if err != nil {
 		return err
+	}
+	for _, r := range trimmed {
+		delete(s.seen, r.Key)
+	}
+	rejected = slices.SortedFunc(slices.Values(append(slices.Clone(rejected), trimmed...)),
+		func(a, b mcs.Rejected) int { return a.Key.Compare(b.Key) })
+	s.report(rejected)
+	summary, err := json.Marshal(mcs.Summarize(rejected))
+	if err != nil {
+		return err
+	}
+	annotations := map[string]string{
+		mcs.RejectedAnnotation:        strconv.Itoa(len(rejected)),
+		mcs.RejectedSummaryAnnotation: string(summary),
 	}
 	// What the ConfigMap holds already is not written again.
 	var current corev1.ConfigMap
 	err = s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap}, &current)
 	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) &&
-		current.Annotations[mcs.RejectedAnnotation] == strconv.Itoa(len(rejected)) {
+		current.Annotations[mcs.RejectedAnnotation] == annotations[mcs.RejectedAnnotation] &&
+		current.Annotations[mcs.RejectedSummaryAnnotation] == annotations[mcs.RejectedSummaryAnnotation] {
 		return nil
-	}
-	for _, r := range rejected {
-		s.a.log.Info("a service the peer exports is refused", "service", r.Key.String(), "reason", r.Reason)
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -181,7 +271,7 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 				mcs.ExchangeLabel:               mcs.ImportsRole,
 				netv1beta1.RemoteClusterIDLabel: s.a.opts.RemoteClusterID,
 			},
-			Annotations: map[string]string{mcs.RejectedAnnotation: strconv.Itoa(len(rejected))},
+			Annotations: annotations,
 		},
 		BinaryData: map[string][]byte{mcs.DataKey: data},
 	}
@@ -195,4 +285,24 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 		return fmt.Errorf("apply configmap %s/%s: %w", s.a.opts.Namespace, mcs.ImportsConfigMap, err)
 	}
 	return nil
+}
+
+// report logs and counts the services rejected of the peer's set once
+// each, when they are first rejected or for another reason: the same
+// rejections in the next set are neither logged nor counted again.
+func (s *services) report(rejected []mcs.Rejected) {
+	now := make(map[mcs.Key]mcs.Rejected, len(rejected))
+	for _, r := range rejected {
+		now[r.Key] = r
+		if s.logged[r.Key] == r {
+			continue
+		}
+		s.a.log.Info("a service the peer exports is refused", "service", r.Key.String(), "rule", r.Rule, "reason", r.Reason)
+		s.a.metrics.observeRejectedService(r.Rule)
+	}
+	if !maps.Equal(now, s.logged) {
+		s.a.log.Info("the services the peer exports that are refused changed", "refused", len(now), "before", len(s.logged))
+	}
+	s.a.metrics.observeRejected(len(rejected))
+	s.logged = now
 }

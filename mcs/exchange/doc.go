@@ -9,8 +9,11 @@
 // 4-byte big-endian length and a JSON object, at most MaxFrame bytes; a
 // frame too large, of an unknown type, or a peer silent longer than Timeout
 // ends the connection, and the client dials again. A received service is
-// validated (mcs.Service.Validate) and counted against the limits; one that
-// fails is rejected and reported, and the rest of the set stands.
+// validated (mcs.Service.Validate) and counted against the limits, per
+// service and in total (mcs.Tally), in the order it comes; one that fails
+// is rejected with the rule it broke and reported, and the rest of the set
+// stands. What the peer says of when this side first saw a service
+// (mcs.Service.Seen) is dropped: that is this side's to say.
 //
 // The peer's set is handed over (OnPeer) once complete (after synced) and
 // after every change; a connection that ends leaves the last set in place:

@@ -45,8 +45,12 @@ type frame struct {
 
 // Options tune an Exchange; zero values take the defaults.
 type Options struct {
-	// Limits bound the peer's set.
+	// Limits bound the peer's set; fields left zero take
+	// mcs.DefaultLimits'.
 	Limits mcs.Limits
+	// Now is this side's clock, for the export times the peer sends
+	// (default time.Now).
+	Now func() time.Time
 	// MaxFrame bounds one frame (default 1 MiB).
 	MaxFrame int
 	// PingInterval is how often an idle side says it is alive (default
@@ -95,8 +99,9 @@ const reconnectBurst = 10
 var errMalformed = errors.New("not the service exchange protocol")
 
 func (o *Options) defaults() {
-	if o.Limits == (mcs.Limits{}) {
-		o.Limits = mcs.DefaultLimits
+	o.Limits = o.Limits.WithDefaults()
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.MaxFrame == 0 {
 		o.MaxFrame = 1 << 20
@@ -322,14 +327,20 @@ func (e *Exchange) sendLoop(ctx context.Context, w *writer) error {
 // receiveLoop builds the peer's set from its frames and delivers it at
 // each synced of a peer that sends batches, or after each frame once
 // synced of one that does not.
+//
+// The peer's services are held within the limits in the order they come:
+// one that would take a total past its limit is rejected, and those
+// already held stay (the peer's side sends its whole set in key order, so
+// a new session keeps the first services by key).
 func (e *Exchange) receiveLoop(r *reader, batches bool) error {
 	set := mcs.Set{}
-	rejected := map[mcs.Key]string{}
+	rejected := map[mcs.Key]mcs.Rejected{}
+	tally := mcs.NewTally(e.opts.Limits)
 	synced := false
 	deliver := func() {
 		var rej []mcs.Rejected
 		for _, k := range slices.SortedFunc(maps.Keys(rejected), mcs.Key.Compare) {
-			rej = append(rej, mcs.Rejected{Key: k, Reason: rejected[k]})
+			rej = append(rej, rejected[k])
 		}
 		e.opts.OnPeer(maps.Clone(set), rej)
 	}
@@ -350,16 +361,24 @@ func (e *Exchange) receiveLoop(r *reader, batches bool) error {
 				return fmt.Errorf("service exchange: upsert without a service: %w", errMalformed)
 			}
 			s := *f.Service
+			// When this side first saw the service is its own to say.
+			s.Seen = time.Time{}
 			s.Normalize()
 			delete(rejected, s.Key)
-			_, known := set[s.Key]
-			switch err := s.Validate(e.opts.Limits); {
-			case err != nil:
-				delete(set, s.Key)
-				rejected[s.Key] = err.Error()
-			case !known && len(set) >= e.opts.Limits.Services:
-				rejected[s.Key] = fmt.Sprintf("the peer exports more than %d services", e.opts.Limits.Services)
-			default:
+			delete(set, s.Key)
+			tally.Remove(s.Key)
+			err := s.Validate(e.opts.Limits, e.opts.Now())
+			if err == nil {
+				// What the service takes in the set this side stores.
+				b, merr := json.Marshal(&s)
+				if merr != nil {
+					return fmt.Errorf("service exchange: %w", merr)
+				}
+				err = tally.Add(s.Key, mcs.CostOf(&s, len(b)+1))
+			}
+			if err != nil {
+				rejected[s.Key] = mcs.Rejected{Key: s.Key, Rule: mcs.RuleOf(err), Reason: err.Error()}
+			} else {
 				set[s.Key] = s
 			}
 			// Rejections are bounded like the set: past the limit, the
@@ -373,6 +392,7 @@ func (e *Exchange) receiveLoop(r *reader, batches bool) error {
 			}
 			delete(set, *f.Key)
 			delete(rejected, *f.Key)
+			tally.Remove(*f.Key)
 		default:
 			return fmt.Errorf("service exchange: unknown frame type %q: %w", f.Type, errMalformed)
 		}

@@ -129,6 +129,46 @@ func TestLimits(t *testing.T) {
 	})
 }
 
+// TestReceiveTotals: the peer's services are held within the totals of
+// the limits, in the order they come; one past a total is rejected with
+// its rule and the others stand. When this side first saw a service is
+// its own to say: a peer's "seen" is dropped, and a forged export time is
+// checked against this side's clock.
+func TestReceiveTotals(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	server, _, _, atClient := pair(t, Options{Limits: mcs.Limits{TotalEndpointGroups: 5}, Now: func() time.Time { return now }})
+	set := mcs.Set{}
+	for i := range 4 {
+		s := service("a", fmt.Sprintf("s%d", i), 1)
+		s.Endpoints = append(s.Endpoints, mcs.EndpointGroup{}) // two groups each
+		s.Seen = time.Unix(1, 0)
+		set[s.Key] = s
+	}
+	future := service("a", "future", 1)
+	future.Exported = now.Add(48 * time.Hour)
+	set[future.Key] = future
+	server.SetLocal(set)
+	atClient.wait(t, "two taken, the rest rejected", func(s mcs.Set, r []mcs.Rejected) bool {
+		if len(s) != 2 || len(r) != 3 {
+			return false
+		}
+		for _, svc := range s {
+			if !svc.Seen.IsZero() {
+				t.Errorf("%s kept the peer's seen time %v", svc.Key, svc.Seen)
+			}
+		}
+		rules := map[string]string{}
+		for _, rej := range r {
+			rules[rej.Key.Name] = rej.Rule
+		}
+		want := map[string]string{"future": mcs.RuleInvalid, "s2": mcs.RuleTotalEndpointGroups, "s3": mcs.RuleTotalEndpointGroups}
+		if fmt.Sprint(rules) != fmt.Sprint(want) {
+			t.Errorf("rejected %v, want %v", rules, want)
+		}
+		return true
+	})
+}
+
 // TestHostilePeer: garbage, oversized and unknown frames end the
 // connection; nothing of them is delivered.
 func TestHostilePeer(t *testing.T) {
@@ -221,7 +261,7 @@ func TestBatchWholeOrNothing(t *testing.T) {
 	go func() { done <- e.session(context.Background(), a) }()
 	go discard(b)
 	upsert := func(name string) []byte {
-		return frameBytes(fmt.Appendf(nil, `{"type":"upsert","service":{"namespace":"a","name":%q,"type":"ClusterSetIP","ports":[{"protocol":"TCP","port":80}]}}`, name))
+		return frameBytes(fmt.Appendf(nil, `{"type":"upsert","service":{"namespace":"a","name":%q,"exported":"2023-11-14T22:13:20Z","type":"ClusterSetIP","ports":[{"protocol":"TCP","port":80}]}}`, name))
 	}
 	var in []byte
 	in = append(in, frameBytes([]byte(`{"type":"hello","version":1,"batches":true}`))...)

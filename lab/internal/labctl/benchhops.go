@@ -69,7 +69,7 @@ func (l *Lab) traceHops(ctx context.Context, a, b *cluster.Cluster, ns, name str
 	t := &hopTracer{stop: cancel}
 	key := mcs.Key{Namespace: ns, Name: name}
 	holds := func(cm *corev1.ConfigMap) bool {
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20})
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20}, time.Now())
 		_, ok := set[key]
 		return err == nil && ok
 	}
