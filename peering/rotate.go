@@ -1,9 +1,12 @@
 package peering
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -38,12 +41,12 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 	local.Progress.Infof("Key rotation %q asked of gateway %s", value, key)
 	var keys GatewayKeys
 	_, err = local.Progress.Wait(ctx, "the next key pair of gateway "+key.String(), func(ctx context.Context) (bool, string, error) {
-		r, k, err := rotationStatus(ctx, local.Client, role, key)
+		_, k, err := rotationStatus(ctx, local.Client, role, key)
 		if err != nil {
 			return false, "", err
 		}
 		keys = k
-		return len(k.Next) > 0, fmt.Sprintf("keyRotation %+v", r), nil
+		return len(k.Next) > 0, "the controller has not made it yet", nil
 	})
 	if err != nil {
 		return nil, err
@@ -52,6 +55,7 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 	if err != nil || remote == nil {
 		return pk, err
 	}
+	next := keys.Next
 	if err := remote.applyInTenant(ctx, pk); err != nil {
 		return nil, err
 	}
@@ -63,17 +67,21 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 		}
 		keys = k
 		switch {
-		case r == nil || r.Requested != value:
-			return false, "the tunnel still runs on the old key pair", nil
+		case r.status == nil || r.status.Requested != value:
+			return false, r.describe(), nil
 		case len(k.Next) > 0:
 			return false, "", fmt.Errorf("gateway %s: another rotation started meanwhile", key)
+		case !bytes.Equal(k.Current, next):
+			return false, "the gateway does not publish the new public key yet", nil
 		}
 		return true, "", nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	pk, err = generators.PublicKeyForPeer(local.Info.ClusterID, "", keys.Current, nil)
+	// The new key alone: the one the rotation was for, as the gateway
+	// publishes it now.
+	pk, err = generators.PublicKeyForPeer(local.Info.ClusterID, "", next, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -84,18 +92,38 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 	return pk, nil
 }
 
+// rotation is what a gateway's status says of its key rotation.
+type rotation struct {
+	status *netv1beta1.KeyRotationStatus
+	// condition is the gateway's KeyRotation condition; nil when absent.
+	condition *metav1.Condition
+}
+
+// describe says in words where a rotation under way stands.
+func (r rotation) describe() string {
+	if r.condition == nil || r.condition.Reason == netv1beta1.ReasonRotated {
+		return "the tunnel still runs on the old key pair"
+	}
+	return fmt.Sprintf("%s (%s)", r.condition.Message, r.condition.Reason)
+}
+
 // rotationStatus reads the key rotation status and the keys of a gateway.
-func rotationStatus(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (*netv1beta1.KeyRotationStatus, GatewayKeys, error) {
+func rotationStatus(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (rotation, GatewayKeys, error) {
 	keys, err := GatewayPublicKey(ctx, c, role, key)
 	if err != nil {
-		return nil, keys, err
+		return rotation{}, keys, err
 	}
+	var r rotation
+	var conds []metav1.Condition
 	if role == generators.RoleServer {
 		var gw netv1beta1.GatewayServer
 		err = c.Get(ctx, key, &gw)
-		return gw.Status.KeyRotation, keys, err
+		r.status, conds = gw.Status.KeyRotation, gw.Status.Conditions
+	} else {
+		var gw netv1beta1.GatewayClient
+		err = c.Get(ctx, key, &gw)
+		r.status, conds = gw.Status.KeyRotation, gw.Status.Conditions
 	}
-	var gw netv1beta1.GatewayClient
-	err = c.Get(ctx, key, &gw)
-	return gw.Status.KeyRotation, keys, err
+	r.condition = meta.FindStatusCondition(conds, netv1beta1.ConditionKeyRotation)
+	return r, keys, err
 }

@@ -121,6 +121,10 @@ type gatewayReconciler[T client.Object] struct {
 	// promoteDelay is how long a gateway runs on its next key pair before
 	// the pair replaces the old one (keyPromoteDelay).
 	promoteDelay time.Duration
+	// rotationPatience is how long a rotation may wait for the tunnel to
+	// run on the next pair before it reports why it cannot
+	// (keyRotationPatience).
+	rotationPatience time.Duration
 }
 
 // Reconcile renders and applies the gateway of one object and records the
@@ -165,7 +169,7 @@ func (r *gatewayReconciler[T]) reconcile(ctx context.Context, gw T) (outcome, er
 	status.report(s)
 	o := renderedOutcome(obj, s)
 	if o.state != stateStalled {
-		after, err := r.rotateKeys(ctx, gw, r.kind.rotation(gw), status.gateway, status.rotation)
+		after, err := r.rotateKeys(ctx, gw, r.kind.rotation(gw), status.gateway, status.rotation, &status.common.Conditions)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -216,7 +220,8 @@ func (r *gatewayReconciler[T]) render(ctx context.Context, gw T, id string) (*un
 // gateways of both kinds, so that when one of two gateways for a peer goes
 // the other takes over.
 func setupGateway[T client.Object](mgr ctrl.Manager, facts ClusterFacts, kind gatewayKind[T]) (*gatewayReconciler[T], error) {
-	r := &gatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), facts: facts, promoteDelay: keyPromoteDelay}
+	r := &gatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), facts: facts,
+		promoteDelay: keyPromoteDelay, rotationPatience: keyRotationPatience}
 	forTemplate := func(templateKind string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(kind.requestsFor(r.client, func(tmpl client.Object, gw T) bool {
 			ref := kind.templateRef(gw, facts.Namespace)

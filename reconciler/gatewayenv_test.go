@@ -114,6 +114,7 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 		}
 		// Key rotations promote the next pair without the production wait.
 		env.gwServer.promoteDelay, env.gwClient.promoteDelay = 2*time.Second, 2*time.Second
+		env.gwServer.rotationPatience, env.gwClient.rotationPatience = 8*time.Second, 8*time.Second
 		return nil
 	})
 	t.Cleanup(func() {
@@ -158,6 +159,7 @@ func TestGateways(t *testing.T) {
 		{"no foreign object is adopted", func(t *testing.T) { testNoAdoption(t, e) }},
 		{"gateway server deletion", func(t *testing.T) { testGatewayServerDeletion(t, e) }},
 		{"key rotation", func(t *testing.T) { testKeyRotation(t, e) }},
+		{"key promotion waits for the rendered key", func(t *testing.T) { testPromotionWaitsForRenderedKey(t, e) }},
 		// Last, so that every other test's objects are searched too.
 		{"keys confined", func(t *testing.T) { testKeysConfined(t, e) }},
 	} {

@@ -50,8 +50,12 @@ type connectionWriter struct {
 	// below the configured MTU or back.
 	pathMTU, mtu   int
 	pathTransition time.Time
-	// publicKey is the public key the tunnel runs on, as last written.
-	publicKey plan.Key
+	// publicKey is the public key the tunnel runs on, as last written,
+	// and rotation where a rotation of this side's key stood, since
+	// rotationTransition.
+	publicKey          plan.Key
+	rotation           keyRotationPhase
+	rotationTransition time.Time
 }
 
 // ensure applies the Connection's metadata and spec once.
@@ -123,26 +127,31 @@ func (w *connectionWriter) lastPublicKey(ctx context.Context) (plan.Key, error) 
 	return k, nil
 }
 
-// reportKey writes the public key the tunnel runs on when it changed.
-func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key) error {
+// reportKey writes the public key the tunnel runs on, and where a
+// rotation of this side's key stands, when they changed.
+func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key, phase keyRotationPhase) error {
 	if err := w.ensure(ctx); err != nil {
 		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if key == w.publicKey {
+	if key == w.publicKey && phase == w.rotation {
 		return nil
 	}
-	old := w.publicKey
+	old, oldPhase, oldTransition := w.publicKey, w.rotation, w.rotationTransition
 	w.publicKey = key
 	now := w.now()
+	if phase.reason != w.rotation.reason {
+		w.rotationTransition = now
+	}
+	w.rotation = phase
 	if w.value == "" {
 		// Before the first health report: the status says what the
 		// agent says first.
 		w.value, w.transition = health.Connecting, now
 	}
 	if err := w.writeStatus(ctx, w.value, w.latency, w.pathMTU, w.mtu, w.pathTransition, now); err != nil {
-		w.publicKey = old
+		w.publicKey, w.rotation, w.rotationTransition = old, oldPhase, oldTransition
 		return err
 	}
 	return nil
@@ -277,7 +286,6 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 	status := map[string]any{
 		"observedGeneration": w.generation,
 		"value":              string(value),
-		"conditions":         []any{ready, reconciling},
 	}
 	if latency != "" {
 		status["latency"] = map[string]any{"value": latency, "timestamp": now.UTC().Format(time.RFC3339)}
@@ -285,10 +293,22 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 	if w.publicKey != (plan.Key{}) {
 		status["publicKey"] = w.publicKey.String()
 	}
+	conditions := []any{ready, reconciling}
 	if pathMTU > 0 {
 		status["pathMTU"] = int64(pathMTU)
-		status["conditions"] = []any{ready, reconciling, pathCondition(pathMTU, mtu, w.generation, pathTransition)}
+		conditions = append(conditions, pathCondition(pathMTU, mtu, w.generation, pathTransition))
 	}
+	if w.rotation.reason != "" {
+		conditions = append(conditions, map[string]any{
+			"type":               netv1beta1.ConditionKeyRotation,
+			"observedGeneration": w.generation,
+			"lastTransitionTime": w.rotationTransition.UTC().Format(time.RFC3339),
+			"status":             "True",
+			"reason":             w.rotation.reason,
+			"message":            w.rotation.message,
+		})
+	}
+	status["conditions"] = conditions
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       "Connection",

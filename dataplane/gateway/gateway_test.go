@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -281,14 +282,25 @@ func TestConnectionWriter(t *testing.T) {
 	// The key the tunnel runs on is written when it changes, kept by
 	// later reports, and read back by a new writer.
 	key := plan.Key{7}
-	if err := w.reportKey(ctx, key); err != nil {
+	phase := keyRotationPhase{netv1beta1.ReasonPeerNotAccepting, "waiting for the peer"}
+	if err := w.reportKey(ctx, key, phase); err != nil {
 		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(get().Status.Conditions, netv1beta1.ConditionKeyRotation); c == nil || c.Reason != phase.reason || c.Message != phase.message {
+		t.Errorf("KeyRotation condition %+v, want reason %s", c, phase.reason)
 	}
 	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340}); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(); !bytes.Equal(got.Status.PublicKey, key[:]) || got.Status.Value != netv1beta1.Connected {
 		t.Errorf("status %+v, want Connected with public key %s", got.Status, key)
+	}
+	// No rotation under way: no KeyRotation condition.
+	if err := w.reportKey(ctx, key, keyRotationPhase{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(get().Status.Conditions, netv1beta1.ConditionKeyRotation); c != nil {
+		t.Errorf("KeyRotation condition %+v with no rotation under way", c)
 	}
 	if got, err := (&connectionWriter{c: c, name: "gw-peer", ns: "tenant"}).lastPublicKey(ctx); err != nil || got != key {
 		t.Errorf("lastPublicKey of a new writer = %s, %v; want %s", got, err, key)

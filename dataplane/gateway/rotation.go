@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
@@ -56,6 +58,9 @@ type rotation struct {
 	switchedAt time.Time
 	// retryAt is the earliest time of the next switch after going back.
 	retryAt time.Time
+	// reverts counts the switches to the next key that went back for
+	// want of a handshake.
+	reverts int
 	// started is set once the state was taken from the last run.
 	started bool
 	// lastKey is the public key the last run reported the tunnel ran on.
@@ -126,15 +131,49 @@ func (a *Agent) acceptedKeys() []plan.Key {
 	return []plan.Key{a.peerNextKey}
 }
 
-// reportKey writes the public key the tunnel runs on to the Connection,
-// when it changed.
+// reportKey writes the public key the tunnel runs on, and where a
+// rotation of this side's key stands, to the Connection, when they
+// changed.
 func (a *Agent) reportKey(ctx context.Context) {
 	if a.applied == nil || a.applied.WireGuard.PrivateKey == (plan.Key{}) {
 		return
 	}
-	if err := a.conn.reportKey(ctx, a.applied.WireGuard.PrivateKey.PublicKey()); err != nil {
+	phase := a.rotationPhase()
+	if err := a.conn.reportKey(ctx, a.applied.WireGuard.PrivateKey.PublicKey(), phase); err != nil {
 		a.log.Error(err, "write the public key the tunnel runs on to the Connection")
 	}
+}
+
+// keyRotationPhase is where a rotation of this side's key stands, as the
+// Connection's KeyRotation condition says it; the zero value: none is
+// under way.
+type keyRotationPhase struct {
+	reason, message string
+}
+
+// rotationPhase says where the rotation of this side's key stands.
+func (a *Agent) rotationPhase() keyRotationPhase {
+	r := &a.rotation
+	next := a.planned.NextPrivateKey
+	if next == (plan.Key{}) {
+		return keyRotationPhase{}
+	}
+	pub := next.PublicKey()
+	switch {
+	case r.inUse != (plan.Key{}) && r.switchedAt.IsZero():
+		return keyRotationPhase{netv1beta1.ReasonOnNextKey, fmt.Sprintf("the tunnel runs on the next key %s", pub)}
+	case r.inUse != (plan.Key{}):
+		return keyRotationPhase{netv1beta1.ReasonSwitching, fmt.Sprintf("the tunnel moved to the next key %s and waits for a handshake with it (at most %s)",
+			pub, a.opts.keySwitchTimeout())}
+	case r.reverts > 0:
+		return keyRotationPhase{netv1beta1.ReasonNoHandshake, fmt.Sprintf(
+			"no handshake on the next key %s within %s, %d times: the tunnel went back to the current key and tries again every %s "+
+				"(the peer's gateway announces that it accepts the key, yet does not answer with it)",
+			pub, a.opts.keySwitchTimeout(), r.reverts, a.opts.keySwitchRetry())}
+	}
+	return keyRotationPhase{netv1beta1.ReasonPeerNotAccepting, fmt.Sprintf(
+		"the tunnel runs on the current key: the peer's gateway does not announce that it accepts the next key %s "+
+			"(the peer must apply this cluster's PublicKey holding it as spec.nextPublicKey)", pub)}
 }
 
 // stepRotation advances a key rotation under way, on either side. It
@@ -191,6 +230,7 @@ func (a *Agent) stepKeySwitch(now time.Time, dev *wgtypes.Device) bool {
 		return false
 	}
 	r.inUse, r.switchedAt, r.retryAt = plan.Key{}, time.Time{}, now.Add(a.opts.keySwitchRetry())
+	r.reverts++
 	a.metrics.observeKeySwitch(switchReverted)
 	a.log.Info("no handshake with the next key: back to the current key, trying again later (the peer may not know the next key yet, or its gateway lost it)",
 		"publicKey", next.PublicKey(), "timeout", a.opts.keySwitchTimeout(), "retryIn", a.opts.keySwitchRetry())

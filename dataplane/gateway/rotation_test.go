@@ -4,12 +4,14 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
@@ -116,7 +118,7 @@ func TestKeySwitch(t *testing.T) {
 		PublicKey: peer, AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}}
 	a, dev := rotationAgent(t, want, &now)
 	dev.handshake(peer, now)
-	step := func(wantChanged bool, wantKey plan.Key, why string) {
+	step := func(wantChanged bool, wantKey plan.Key, wantPhase, why string) {
 		t.Helper()
 		if changed := a.stepRotation(); changed != wantChanged {
 			t.Fatalf("%s: stepRotation = %v, want %v", why, changed, wantChanged)
@@ -125,26 +127,29 @@ func TestKeySwitch(t *testing.T) {
 		if got := dev.dev.PrivateKey; got != wgtypes.Key(wantKey) {
 			t.Fatalf("%s: the device runs on %s, want %s", why, got, wantKey)
 		}
+		if got := a.rotationPhase(); got.reason != wantPhase || (wantPhase != "" && !strings.Contains(got.message, next.PublicKey().String())) {
+			t.Fatalf("%s: the rotation's phase is %+v, want reason %q naming the next key", why, got, wantPhase)
+		}
 	}
 
-	step(false, current, "the peer accepts nothing")
+	step(false, current, netv1beta1.ReasonPeerNotAccepting, "the peer accepts nothing")
 	a.rotation.setAccepted([]plan.Key{newKey(t).PublicKey()})
-	step(false, current, "the peer accepts another key")
+	step(false, current, netv1beta1.ReasonPeerNotAccepting, "the peer accepts another key")
 	a.rotation.setAccepted([]plan.Key{next.PublicKey()})
-	step(true, next, "the peer accepts the next key")
+	step(true, next, netv1beta1.ReasonSwitching, "the peer accepts the next key")
 	now = now.Add(DefaultKeySwitchTimeout - time.Second)
-	step(false, next, "within the timeout")
+	step(false, next, netv1beta1.ReasonSwitching, "within the timeout")
 	now = now.Add(2 * time.Second)
-	step(true, current, "no handshake within the timeout")
+	step(true, current, netv1beta1.ReasonNoHandshake, "no handshake within the timeout")
 	now = now.Add(DefaultKeySwitchRetry / 2)
-	step(false, current, "before the retry")
+	step(false, current, netv1beta1.ReasonNoHandshake, "before the retry")
 	now = now.Add(DefaultKeySwitchRetry)
-	step(true, next, "at the retry")
+	step(true, next, netv1beta1.ReasonSwitching, "at the retry")
 	now = now.Add(time.Second)
 	dev.handshake(peer, now)
-	step(false, next, "a handshake after the switch")
+	step(false, next, netv1beta1.ReasonOnNextKey, "a handshake after the switch")
 	now = now.Add(time.Hour)
-	step(false, next, "an hour after the handshake")
+	step(false, next, netv1beta1.ReasonOnNextKey, "an hour after the handshake")
 	if a.metrics.switches[switchDone] != 1 || a.metrics.switches[switchReverted] != 1 {
 		t.Errorf("switches %v, want one done and one reverted", a.metrics.switches)
 	}
@@ -152,7 +157,7 @@ func TestKeySwitch(t *testing.T) {
 	// The key Secret promoted the next key: the plan's current key is the
 	// one the device runs on, and there is no next one.
 	a.planned.PrivateKey, a.planned.NextPrivateKey = next, plan.Key{}
-	step(false, next, "after the promotion")
+	step(false, next, "", "after the promotion")
 	if a.rotation.inUse != (plan.Key{}) {
 		t.Errorf("after the promotion the rotation still names a key in use")
 	}

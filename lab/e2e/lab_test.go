@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -70,7 +72,33 @@ func newLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.
 	if err != nil {
 		t.Fatalf("lab up: %v", err)
 	}
+	// Registered after Down's, so that it runs before the lab goes.
+	t.Cleanup(func() { keepDiagnostics(t, l, repo) })
 	return ctx, l
+}
+
+// diagnosticsTail is how many of the last lines of each peerlink pod's log
+// a failed test prints (a tenth of it of every other component's log).
+const diagnosticsTail = 400
+
+// keepDiagnostics, when t failed, prints what tells why (the state of
+// peerlink's objects and pods, events, the end of every component's log)
+// and keeps the whole logs under bin/e2e-logs/<test> of the repository, or
+// under $PEERLINK_E2E_LOGS/<test>.
+func keepDiagnostics(t *testing.T, l *labctl.Lab, repo string) {
+	if !t.Failed() {
+		return
+	}
+	root := os.Getenv("PEERLINK_E2E_LOGS")
+	if root == "" {
+		root = filepath.Join(repo, "bin", "e2e-logs")
+	}
+	dir := filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+time.Now().Format("-20060102-150405"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Diagnostics(ctx, dir, &logWriter{t: t}, diagnosticsTail); err != nil {
+		t.Logf("keep the diagnostics of the failed test: %v", err)
+	}
 }
 
 // newPeeredLab brings up a lab (newLab) and connects its first cluster to

@@ -2,9 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -32,12 +39,23 @@ func TestKeyRotation(t *testing.T) {
 
 	const probe = "rotation-probe"
 	startRotationProbe(t, ctx, l, a, b, probe)
+	traceRotation(t, ctx, l, a, b)
 
 	for _, side := range []struct {
 		n, peer *cluster.Cluster
 		kind    string
 	}{{a, b, "gatewayclient"}, {b, a, "gatewayserver"}} {
 		before := publishedKey(t, ctx, l, side.n, side.kind, side.peer.ClusterID)
+		if side.n == b {
+			// A rotation cut short leaves it under way; another
+			// rotate-key carries it to its end.
+			if out, err := l.Peerlink(ctx, "rotate-key", "--peer", side.peer.ClusterID, "--timeout", "2s",
+				"--kubeconfig", side.n.Kubeconfig(), "--remote-kubeconfig", side.peer.Kubeconfig()); err == nil {
+				t.Fatalf("a rotate-key given 2 s ended without an error:\n%s", out)
+			} else {
+				t.Logf("rotate-key given 2 s: %v", err)
+			}
+		}
 		start := time.Now()
 		if out, err := l.Peerlink(ctx, "rotate-key", "--peer", side.peer.ClusterID,
 			"--kubeconfig", side.n.Kubeconfig(), "--remote-kubeconfig", side.peer.Kubeconfig()); err != nil {
@@ -54,6 +72,14 @@ func TestKeyRotation(t *testing.T) {
 		conn := kubectlOut(t, ctx, l, side.n, "get", "connections", "-A", "-o", "jsonpath={.items[0].status.publicKey}")
 		if conn != after {
 			t.Errorf("%s's Connection reports the tunnel on %s, want the new key %s", side.n.Name, conn, after)
+		}
+		// What the peer's gateway knows this side by: the new key alone.
+		// A PublicKey holding the old key would keep the tunnel down for
+		// good, and every later rotation with it.
+		pk := kubectlOut(t, ctx, l, side.peer, "get", "publickeies", "-A", "-l", "liqo.io/remote-cluster-id="+side.n.ClusterID,
+			"-o", "jsonpath={.items[*].spec.publicKey}/{.items[*].spec.nextPublicKey}")
+		if pk != after+"/" {
+			t.Errorf("%s's PublicKey of %s: %q (publicKey/nextPublicKey), want the new key alone %s", side.peer.Name, side.n.Name, pk, after)
 		}
 		secret := kubectlOut(t, ctx, l, side.n, "get", "secrets", "-A", "-l", "networking.liqo.io/gateway-resource=true",
 			"-o", "jsonpath={.items[*].data.nextPrivateKey}")
@@ -116,4 +142,76 @@ func checkNoneFailed(t *testing.T, what string, took time.Duration, sent, failed
 	if failed > 0 || sent < int(took/rotationProbeInterval)/2 {
 		t.Errorf("%s: %d of %d requests failed in %.1fs, want none of at least %d", what, failed, sent, took.Seconds(), int(took/rotationProbeInterval)/2)
 	}
+}
+
+// traceRotation logs, until the test ends, every change of what the
+// clusters' gateways and Connections say of their keys: the published key,
+// the key rotation's status and the key the tunnel runs on, each key by
+// the first characters of its base64. A rotation that stalls shows where.
+func traceRotation(t *testing.T, ctx context.Context, l *labctl.Lab, clusters ...*cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for _, n := range clusters {
+		c, err := l.Client(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := ""
+			for ctx.Err() == nil {
+				if now, err := rotationState(ctx, c); err == nil && now != last {
+					t.Logf("%s: %s", n.Name, now)
+					last = now
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}()
+	}
+}
+
+// rotationState describes the keys of every gateway and Connection c
+// lists, in one line.
+func rotationState(ctx context.Context, c client.Client) (string, error) {
+	short := func(k []byte) string {
+		if len(k) == 0 {
+			return "-"
+		}
+		return base64.StdEncoding.EncodeToString(k)[:8]
+	}
+	rotation := func(r *netv1beta1.KeyRotationStatus) string {
+		if r == nil {
+			return "none"
+		}
+		since := "-"
+		if r.InUseSince != nil {
+			since = r.InUseSince.Format(time.TimeOnly)
+		}
+		return fmt.Sprintf("requested=%q next=%s inUseSince=%s", r.Requested, short(r.NextPublicKey), since)
+	}
+	var parts []string
+	var servers netv1beta1.GatewayServerList
+	var clients netv1beta1.GatewayClientList
+	var conns netv1beta1.ConnectionList
+	for _, list := range []client.ObjectList{&servers, &clients, &conns} {
+		if err := c.List(ctx, list); err != nil {
+			return "", err
+		}
+	}
+	for _, g := range servers.Items {
+		parts = append(parts, fmt.Sprintf("server key=%s rotation{%s}", short(g.Status.PublicKey), rotation(g.Status.KeyRotation)))
+	}
+	for _, g := range clients.Items {
+		parts = append(parts, fmt.Sprintf("client key=%s rotation{%s}", short(g.Status.PublicKey), rotation(g.Status.KeyRotation)))
+	}
+	for _, cn := range conns.Items {
+		parts = append(parts, fmt.Sprintf("connection %s tunnel key=%s", cn.Status.Value, short(cn.Status.PublicKey)))
+	}
+	return strings.Join(parts, "; "), nil
 }

@@ -71,6 +71,38 @@ type ConnectionStatus struct {
 // packets of other protocols are lost (peerlink).
 const ConditionPathMTUReduced = "PathMTUReduced"
 
+// ConditionKeyRotation, on a Connection, is True while the gateway rotates
+// its own key pair; its reason says where the rotation stands and its
+// message what it waits for (peerlink). It is absent when none is under
+// way. On a GatewayServer or GatewayClient it reports the rotation
+// spec.keyRotation asked for: True while under way, False once done, or
+// once it has waited too long for a step (the reason names the step).
+const ConditionKeyRotation = "KeyRotation"
+
+// Reasons of the KeyRotation condition.
+const (
+	// ReasonNextKeyNotRead: the controller made the next pair, the gateway
+	// has not read it from its key Secret yet.
+	ReasonNextKeyNotRead = "NextKeyNotRead"
+	// ReasonPeerNotAccepting: the peer's gateway does not announce that it
+	// accepts the next key: its PublicKey of this cluster lacks
+	// spec.nextPublicKey.
+	ReasonPeerNotAccepting = "PeerNotAccepting"
+	// ReasonSwitching: the tunnel moved to the next key and waits for a
+	// handshake with it.
+	ReasonSwitching = "Switching"
+	// ReasonNoHandshake: no handshake came on the next key in time; the
+	// tunnel went back to the current key and tries again later.
+	ReasonNoHandshake = "NoHandshake"
+	// ReasonTunnelDown: the tunnel does not carry the health messages in
+	// which the peer announces the keys it accepts.
+	ReasonTunnelDown = "TunnelDown"
+	// ReasonOnNextKey: the tunnel runs on the next key.
+	ReasonOnNextKey = "OnNextKey"
+	// ReasonRotated: the next pair replaced the old one.
+	ReasonRotated = "Rotated"
+)
+
 // Connection reports the health of a gateway's tunnel. The gateway agent
 // creates it, named gw-<gateway>.
 //

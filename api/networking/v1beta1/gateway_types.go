@@ -221,6 +221,16 @@ type KeyRotationStatus struct {
 	// under way: the peer's PublicKey carries it as spec.nextPublicKey.
 	// +optional
 	NextPublicKey []byte `json:"nextPublicKey,omitempty"`
+	// Answering is the value of spec.keyRotation the rotation under way
+	// answers: the last one asked since it started.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Answering string `json:"answering,omitempty"`
+	// Started is when the rotation under way was last asked for: a
+	// rotation that has not reached the next pair a while after says why
+	// in the KeyRotation condition.
+	// +optional
+	Started *metav1.Time `json:"started,omitempty"`
 	// InUseSince is when the gateway was first seen running the tunnel on
 	// the next pair; the pair replaces the old one a while later.
 	// +optional

@@ -679,6 +679,10 @@ func (in *KeyRotationStatus) DeepCopyInto(out *KeyRotationStatus) {
 		*out = make([]byte, len(*in))
 		copy(*out, *in)
 	}
+	if in.Started != nil {
+		in, out := &in.Started, &out.Started
+		*out = (*in).DeepCopy()
+	}
 	if in.InUseSince != nil {
 		in, out := &in.InUseSince, &out.InUseSince
 		*out = (*in).DeepCopy()
