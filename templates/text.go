@@ -217,9 +217,9 @@ func (r *renderer) execute(src string) (out string, single bool, err error) {
 // last command, so a nil pointer (such as an unset .Spec.Endpoint.NodePort)
 // prints as "" instead of "<nil>"; every range body starts with an action
 // calling stepFunc, which counts iterations against maxSteps; and every
-// action, if, with, range and template call is preceded by an action
-// calling tickFunc, which checks the deadline, so that a template made of
-// builtins alone (a thousand {{ if eq $a $b }}) still meets it.
+// action, if, with and range is preceded by an action calling tickFunc,
+// which checks the deadline, so that a template made of builtins alone (a
+// thousand {{ if eq $a $b }}) still meets it.
 func instrument(list *parse.ListNode) {
 	if list == nil {
 		return
@@ -227,7 +227,9 @@ func instrument(list *parse.ListNode) {
 	nodes := make([]parse.Node, 0, 2*len(list.Nodes))
 	for _, n := range list.Nodes {
 		switch n.(type) {
-		case *parse.ActionNode, *parse.IfNode, *parse.WithNode, *parse.RangeNode, *parse.TemplateNode:
+		// A template call needs none: the called template starts with
+		// stepFunc, which checks the deadline too.
+		case *parse.ActionNode, *parse.IfNode, *parse.WithNode, *parse.RangeNode:
 			nodes = append(nodes, funcAction(tickFunc, n.Position()))
 		}
 		nodes = append(nodes, n)
