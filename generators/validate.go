@@ -307,7 +307,8 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 //   - a name that always means this host or its link: localhost and
 //     *.localhost (RFC 6761), localhost.localdomain (the conventional
 //     /etc/hosts name), and *.local, which multicast DNS resolves on the
-//     node's own link (RFC 6762);
+//     node's own link (RFC 6762) and the default cluster domain resolves to
+//     this cluster's own Services (svc.cluster.local);
 //   - a name made of numbers only, which resolvers that read addresses as
 //     inet_aton does (hexadecimal 0x7f000001, octal 0177.0.0.1, fewer than
 //     four parts 127.1) take for an address: written so, it escapes the
@@ -337,7 +338,7 @@ func ValidateAddress(a string) error {
 	case a == "localhost" || strings.HasSuffix(a, ".localhost") || a == "localhost.localdomain":
 		return fmt.Errorf("%q always names this host (loopback), not a server", a)
 	case strings.HasSuffix(a, ".local"):
-		return fmt.Errorf("%q is a multicast DNS name, resolved on the node's own link (link-local), not a server", a)
+		return fmt.Errorf("%q is a .local name, which multicast DNS resolves on the node's own link (link-local) and the default cluster domain to this cluster's own Services (cluster.local), not a server", a)
 	}
 	for _, ip := range embeddedAddrs(labels) {
 		if err := rangepolicy.CheckServerAddr(ip); err != nil {

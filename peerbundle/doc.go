@@ -5,5 +5,6 @@
 // bundle and the two bundles of a peering against each other (Lint,
 // LintPair), and shows offline what the controller will make of a bundle or
 // of gateway manifests (RenderBundle, RenderFiles). It reads and writes
-// files only; it never talks to a cluster.
+// files only, local ones: it never talks to a cluster, and a bundle that
+// names a remote resource or base is refused before anything is fetched.
 package peerbundle
