@@ -26,19 +26,34 @@ type GatewayKeys struct {
 // GatewayPublicKey reads the public keys a gateway publishes in its status.
 // No Secret is read.
 func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (GatewayKeys, error) {
+	gw, err := getGateway(ctx, c, role, key)
+	if err != nil {
+		return GatewayKeys{}, err
+	}
+	return publishedKeys(gw, key)
+}
+
+// getGateway reads the gateway of role named key.
+func getGateway(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (client.Object, error) {
 	var gw client.Object = &netv1beta1.GatewayClient{}
 	kind := generators.KindGatewayClient
 	if role == generators.RoleServer {
 		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
 	}
 	if err := c.Get(ctx, key, gw); err != nil {
-		return GatewayKeys{}, fmt.Errorf("get %s %s: %w", kind, key, err)
+		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
+	return gw, nil
+}
+
+// publishedKeys are the public keys gw, named key, publishes in its status.
+func publishedKeys(gw client.Object, key client.ObjectKey) (GatewayKeys, error) {
 	var keys GatewayKeys
 	var rotation *netv1beta1.KeyRotationStatus
+	kind := generators.KindGatewayClient
 	switch gw := gw.(type) {
 	case *netv1beta1.GatewayServer:
-		keys.Current, rotation = gw.Status.PublicKey, gw.Status.KeyRotation
+		keys.Current, rotation, kind = gw.Status.PublicKey, gw.Status.KeyRotation, generators.KindGatewayServer
 	case *netv1beta1.GatewayClient:
 		keys.Current, rotation = gw.Status.PublicKey, gw.Status.KeyRotation
 	}

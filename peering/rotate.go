@@ -107,23 +107,25 @@ func (r rotation) describe() string {
 	return fmt.Sprintf("%s (%s)", r.condition.Message, r.condition.Reason)
 }
 
-// rotationStatus reads the key rotation status and the keys of a gateway.
+// rotationStatus reads the key rotation status and the keys of a gateway,
+// all from one read of it: two reads could each see another step.
 func rotationStatus(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (rotation, GatewayKeys, error) {
-	keys, err := GatewayPublicKey(ctx, c, role, key)
+	gw, err := getGateway(ctx, c, role, key)
+	if err != nil {
+		return rotation{}, GatewayKeys{}, err
+	}
+	keys, err := publishedKeys(gw, key)
 	if err != nil {
 		return rotation{}, keys, err
 	}
 	var r rotation
 	var conds []metav1.Condition
-	if role == generators.RoleServer {
-		var gw netv1beta1.GatewayServer
-		err = c.Get(ctx, key, &gw)
+	switch gw := gw.(type) {
+	case *netv1beta1.GatewayServer:
 		r.status, conds = gw.Status.KeyRotation, gw.Status.Conditions
-	} else {
-		var gw netv1beta1.GatewayClient
-		err = c.Get(ctx, key, &gw)
+	case *netv1beta1.GatewayClient:
 		r.status, conds = gw.Status.KeyRotation, gw.Status.Conditions
 	}
 	r.condition = meta.FindStatusCondition(conds, netv1beta1.ConditionKeyRotation)
-	return r, keys, err
+	return r, keys, nil
 }
