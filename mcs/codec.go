@@ -76,8 +76,25 @@ func documentError(rule string, wrapped error, format string, args ...any) error
 
 // Encode compresses the set into its stored form.
 func Encode(s Set) ([]byte, error) {
-	data, _, err := encode(s.Sorted(), math.MaxInt, math.MaxInt)
+	services, err := marshal(s.Sorted())
+	if err != nil {
+		return nil, err
+	}
+	data, _, err := encode(services, math.MaxInt, math.MaxInt)
 	return data, err
+}
+
+// marshal returns the JSON of each service.
+func marshal(services []Service) ([][]byte, error) {
+	out := make([][]byte, len(services))
+	for i := range services {
+		b, err := json.Marshal(&services[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
 }
 
 // EncodeWithin is Encode kept within l.DocumentBytes and l.EncodedBytes:
@@ -86,7 +103,13 @@ func Encode(s Set) ([]byte, error) {
 func EncodeWithin(s Set, l Limits) ([]byte, []Rejected, error) {
 	l = l.WithDefaults()
 	services := s.Sorted()
-	data, rule, err := encode(services, l.DocumentBytes, l.EncodedBytes)
+	// Each service is marshalled once; the search below compresses
+	// prefixes of them again.
+	docs, err := marshal(services)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, rule, err := encode(docs, l.DocumentBytes, l.EncodedBytes)
 	if err != nil || rule == "" {
 		return data, nil, err
 	}
@@ -98,7 +121,7 @@ func EncodeWithin(s Set, l Limits) ([]byte, []Rejected, error) {
 	}
 	for over-fit > 1 {
 		mid := (fit + over) / 2
-		d, r, err := encode(services[:mid], l.DocumentBytes, l.EncodedBytes)
+		d, r, err := encode(docs[:mid], l.DocumentBytes, l.EncodedBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,10 +159,10 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// encode writes services as a stored set, one at a time, and stops with
-// the rule broken as soon as it takes more than docMax bytes of JSON or
-// encMax bytes compressed.
-func encode(services []Service, docMax, encMax int) ([]byte, string, error) {
+// encode writes services, marshalled, as a stored set, one at a time, and
+// stops with the rule broken as soon as it takes more than docMax bytes of
+// JSON or encMax bytes compressed.
+func encode(services [][]byte, docMax, encMax int) ([]byte, string, error) {
 	out := &boundedBuffer{max: encMax}
 	zw := gzip.NewWriter(out)
 	written := 0
@@ -157,13 +180,11 @@ func encode(services []Service, docMax, encMax int) ([]byte, string, error) {
 	if rule, err := write([]byte(docHead)); rule != "" || err != nil {
 		return nil, rule, err
 	}
-	for i := range services {
-		b, err := json.Marshal(&services[i])
-		if err != nil {
-			return nil, "", err
-		}
+	for i, b := range services {
 		if i > 0 {
-			b = append([]byte{','}, b...)
+			if rule, err := write([]byte{','}); rule != "" || err != nil {
+				return nil, rule, err
+			}
 		}
 		if rule, err := write(b); rule != "" || err != nil {
 			return nil, rule, err

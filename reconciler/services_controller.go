@@ -538,6 +538,10 @@ func translations(conf *netv1beta1.Configuration) []rangeMap {
 			}
 		}
 	}
+	// Not remapped yet: none of the peer's addresses is reachable.
+	if conf.Status.Remote == nil {
+		return nil
+	}
 	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
 	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
 	return out
