@@ -298,3 +298,11 @@ func TestStripImportsData(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslationsNotRemapped: a peer's Configuration not remapped yet
+// makes none of its addresses reachable, and panics nothing.
+func TestTranslationsNotRemapped(t *testing.T) {
+	if got := translations(newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16"})); got != nil {
+		t.Errorf("translations %v, want none", got)
+	}
+}
