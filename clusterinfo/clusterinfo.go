@@ -31,6 +31,9 @@ const (
 	KeyExternalCIDR     = "externalCIDR"
 	KeyInternalCIDR     = "internalCIDR"
 	KeyAllowedPeerCIDRs = "allowedPeerCIDRs"
+	// KeyRoutedPeerCIDRs is the address plan declared for peers: empty
+	// when every peer range is remapped.
+	KeyRoutedPeerCIDRs = "routedPeerCIDRs"
 	// KeyControllerVersion is the version of the controller that publishes
 	// the ConfigMap, which the CLI compares with its own.
 	KeyControllerVersion = "controllerVersion"
@@ -59,6 +62,9 @@ type Info struct {
 	// AllowedPeer is the allowlist of the ranges a peer may declare; empty
 	// means rangepolicy.DefaultAllowed.
 	AllowedPeer []netip.Prefix
+	// RoutedPeer is the address plan declared for peers: only inside it
+	// is a peer's range routed as it is. Empty: every range is remapped.
+	RoutedPeer []netip.Prefix
 	// Sources say where the cluster ID, the pod CIDRs and the service CIDR
 	// come from (SourceGiven, or how they were detected), by the key of
 	// the fact (KeyClusterID, ...). They are published under
@@ -105,7 +111,7 @@ func (i Info) Ranges() []netip.Prefix {
 
 // PeerPolicy returns the policy a peer's declared ranges are checked with.
 func (i Info) PeerPolicy() rangepolicy.Policy {
-	return rangepolicy.Policy{Allowed: i.AllowedPeer}
+	return rangepolicy.Policy{Allowed: i.AllowedPeer, Routed: i.RoutedPeer}
 }
 
 // Data encodes the facts as the ConfigMap's data. The allowlist is written
@@ -125,6 +131,7 @@ func (i Info) Data() map[string]string {
 		KeyExternalCIDR:      str(i.ExternalCIDR),
 		KeyInternalCIDR:      str(i.InternalCIDR),
 		KeyAllowedPeerCIDRs:  rangepolicy.Format(i.PeerPolicy().AllowedRanges()),
+		KeyRoutedPeerCIDRs:   rangepolicy.Format(i.RoutedPeer),
 		KeyControllerVersion: i.ControllerVersion,
 	}
 	for _, k := range detectableKeys {
@@ -177,6 +184,9 @@ func Decode(data map[string]string) (Info, error) {
 	}
 	if i.AllowedPeer, err = rangepolicy.ParseList(data[KeyAllowedPeerCIDRs]); err != nil {
 		return Info{}, fmt.Errorf("data.%s: %w", KeyAllowedPeerCIDRs, err)
+	}
+	if i.RoutedPeer, err = rangepolicy.ParseList(data[KeyRoutedPeerCIDRs]); err != nil {
+		return Info{}, fmt.Errorf("data.%s: %w", KeyRoutedPeerCIDRs, err)
 	}
 	for _, k := range detectableKeys {
 		if src := strings.TrimSpace(data[SourceKey(k)]); src != "" && len(src) <= maxSourceLength {

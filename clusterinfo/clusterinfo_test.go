@@ -23,6 +23,7 @@ func TestRoundTrip(t *testing.T) {
 		ExternalCIDR:      netip.MustParsePrefix("10.70.0.0/16"),
 		InternalCIDR:      netip.MustParsePrefix("10.80.0.0/16"),
 		AllowedPeer:       cidr.MustPrefixes("10.0.0.0/8"),
+		RoutedPeer:        cidr.MustPrefixes("10.200.0.0/16", "10.201.0.0/16"),
 		ControllerVersion: "v0.3.0",
 		Sources:           map[string]string{KeyClusterID: SourceGiven, KeyPodCIDRs: SourceNodes, KeyServiceCIDR: SourceServiceCIDRAPI},
 	}
@@ -39,6 +40,10 @@ func TestRoundTrip(t *testing.T) {
 	data := def.Data()
 	if data[KeyAllowedPeerCIDRs] != "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10" {
 		t.Errorf("data.%s = %q, want the default allowlist", KeyAllowedPeerCIDRs, data[KeyAllowedPeerCIDRs])
+	}
+	// The default plan is empty: every peer range is remapped.
+	if v, ok := data[KeyRoutedPeerCIDRs]; !ok || v != "" {
+		t.Errorf("data.%s = %q (set: %t), want it written empty", KeyRoutedPeerCIDRs, v, ok)
 	}
 	if data[KeyServiceCIDR] != "" || data[KeyExternalCIDR] != "" {
 		t.Errorf("unset ranges encoded as %q and %q, want empty", data[KeyServiceCIDR], data[KeyExternalCIDR])
@@ -64,6 +69,7 @@ func TestDecodeErrorsNameTheKey(t *testing.T) {
 		{"external cidr", KeyExternalCIDR, "x"},
 		{"internal cidr", KeyInternalCIDR, "10.80.0.1/16"},
 		{"allowlist", KeyAllowedPeerCIDRs, "10.0.0.0/8,bad"},
+		{"plan", KeyRoutedPeerCIDRs, "10.0.0.1/8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := map[string]string{}

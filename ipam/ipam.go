@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
 // Sentinel errors of the Allocator, to test with errors.Is.
@@ -21,7 +22,19 @@ var (
 	// ErrInvalid reports a prefix that is not a valid network (host bits set,
 	// or the zero value).
 	ErrInvalid = errors.New("not a valid network")
+	// ErrOutside reports a range claimed outside the pools and the plan.
+	ErrOutside = errors.New("outside the pools and the plan")
 )
+
+// within reports whether p lies inside one of ps.
+func within(ps []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range ps {
+		if q.Addr().BitLen() == p.Addr().BitLen() && q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultPools returns the ranges remapped peer CIDRs are taken from when none
 // are configured: the private IPv4 ranges of RFC 1918, in search order.
@@ -33,6 +46,9 @@ func DefaultPools() []netip.Prefix {
 // call New. It is not safe for concurrent use.
 type Allocator struct {
 	pools []netip.Prefix
+	// plan is the address plan declared for peers: only inside it is a
+	// peer's range kept as it is.
+	plan []netip.Prefix
 	// used holds every taken address, local ranges and allocations alike,
 	// as sorted, disjoint spans with touching spans merged, so that a run of
 	// remapped blocks is one span and the search steps over it at once.
@@ -41,10 +57,25 @@ type Allocator struct {
 	given map[netip.Prefix]struct{}
 }
 
-// New returns an Allocator that searches pools in order and never hands out
-// an address of taken (this cluster's own ranges). Pools must be valid,
-// masked and disjoint; taken ranges must be valid and masked and may overlap.
+// New returns an Allocator with an empty plan: every range it hands out is a
+// block of the pools. See NewPlanned.
 func New(pools, taken []netip.Prefix) (*Allocator, error) {
+	return NewPlanned(pools, nil, taken)
+}
+
+// NewPlanned returns an Allocator that keeps a peer's range as it is only
+// inside plan (the address plan this cluster's admin declared for peers),
+// searches pools in order for every other range, and never hands out an
+// address of taken (this cluster's own ranges) nor a well-known cloud
+// service address (rangepolicy.ServiceAddresses). Pools must be valid,
+// masked and disjoint; plan and taken ranges must be valid and masked and
+// may overlap.
+func NewPlanned(pools, plan, taken []netip.Prefix) (*Allocator, error) {
+	for i, p := range plan {
+		if err := checkNetwork(p); err != nil {
+			return nil, fmt.Errorf("plan range %d (%s): %w", i, p, err)
+		}
+	}
 	for i, p := range pools {
 		if err := checkNetwork(p); err != nil {
 			return nil, fmt.Errorf("pool %d (%s): %w", i, p, err)
@@ -53,11 +84,14 @@ func New(pools, taken []netip.Prefix) (*Allocator, error) {
 	if i, j, ok := cidr.FirstOverlap(pools); ok {
 		return nil, fmt.Errorf("pool %d (%s) overlaps pool %d (%s)", i, pools[i], j, pools[j])
 	}
-	a := &Allocator{pools: slices.Clone(pools), given: make(map[netip.Prefix]struct{})}
+	a := &Allocator{pools: slices.Clone(pools), plan: slices.Clone(plan), given: make(map[netip.Prefix]struct{})}
 	for i, p := range taken {
 		if err := checkNetwork(p); err != nil {
 			return nil, fmt.Errorf("taken range %d (%s): %w", i, p, err)
 		}
+		a.take(spanOf(p))
+	}
+	for _, p := range rangepolicy.ServiceAddresses() {
 		a.take(spanOf(p))
 	}
 	return a, nil
@@ -70,14 +104,15 @@ func checkNetwork(p netip.Prefix) error {
 	return nil
 }
 
-// Allocate takes a range for a peer's CIDR want: want itself when it overlaps
-// nothing taken, otherwise the first free block of the same length in the
-// pools (a block of the same family, aligned to its length).
+// Allocate takes a range for a peer's CIDR want: want itself when it lies
+// inside the plan and overlaps nothing taken, otherwise the first free block
+// of the same length in the pools (a block of the same family, aligned to
+// its length).
 func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
 	if err := checkNetwork(want); err != nil {
 		return netip.Prefix{}, fmt.Errorf("allocate for %s: %w", want, err)
 	}
-	if s := spanOf(want); a.free(s) {
+	if s := spanOf(want); within(a.plan, want) && a.free(s) {
 		a.take(s)
 		a.given[want] = struct{}{}
 		return want, nil
@@ -97,10 +132,15 @@ func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
 
 // Claim takes exactly p as an allocation, as Allocate once did: it rebuilds the
 // Allocator from allocations recorded elsewhere. It fails with ErrOverlap when
-// p overlaps a taken range or an earlier allocation.
+// p overlaps a taken range or an earlier allocation, and with ErrOutside when
+// p lies neither in a pool nor in the plan, where Allocate never puts a
+// range (one kept as it is before the plan changed, say).
 func (a *Allocator) Claim(p netip.Prefix) error {
 	if err := checkNetwork(p); err != nil {
 		return fmt.Errorf("claim %s: %w", p, err)
+	}
+	if !within(a.pools, p) && !within(a.plan, p) {
+		return fmt.Errorf("claim %s: %w", p, ErrOutside)
 	}
 	s := spanOf(p)
 	if !a.free(s) {

@@ -19,9 +19,21 @@ func localRanges() []netip.Prefix {
 	return cidr.MustPrefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
 }
 
+// testPlan is the address plan of most tests: the private and shared ranges
+// and an IPv6 ULA, so that a free range is kept as it is.
+func testPlan() []netip.Prefix {
+	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fd00::/8")
+}
+
+// newAllocator returns an allocator with testPlan as its plan.
 func newAllocator(t *testing.T, pools, taken []netip.Prefix) *Allocator {
 	t.Helper()
-	a, err := New(pools, taken)
+	return newPlanned(t, pools, testPlan(), taken)
+}
+
+func newPlanned(t *testing.T, pools, plan, taken []netip.Prefix) *Allocator {
+	t.Helper()
+	a, err := NewPlanned(pools, plan, taken)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -47,13 +59,16 @@ func TestAllocate(t *testing.T) {
 		name string
 		// pools are DefaultPools when nil.
 		pools, taken []netip.Prefix
+		// plan is testPlan unless noPlan; noPlan is the empty plan.
+		plan   []netip.Prefix
+		noPlan bool
 		// steps are the ranges asked for, in order.
 		steps []step
 	}{
 		{name: "free ranges are kept", taken: localRanges(), steps: []step{
 			{"10.245.0.0/16", "10.245.0.0/16"},
 			{"172.20.0.0/16", "172.20.0.0/16"},
-			{"100.64.0.0/10", "100.64.0.0/10"},
+			{"100.64.0.0/16", "100.64.0.0/16"},
 			{"fd00::/64", "fd00::/64"},
 		}},
 		{name: "collisions are remapped", taken: localRanges(), steps: []step{
@@ -79,12 +94,17 @@ func TestAllocate(t *testing.T) {
 		}},
 		{name: "on to the next pool", taken: cidr.MustPrefixes("10.0.0.0/8"), steps: []step{
 			{"10.244.0.0/16", "172.16.0.0/16"},
-			{"10.240.0.0/13", "172.24.0.0/13"},
 			{"10.244.0.0/17", "172.17.0.0/17"},
 			{"10.244.0.0/16", "172.18.0.0/16"},
 			{"10.244.0.0/14", "172.20.0.0/14"},
 			{"10.244.0.0/16", "172.19.0.0/16"},
-			// 172.16/12 has no free /16 left: the last pool.
+			// 172.24.0.0/13 holds AWS's resolver (172.31.0.0/30), and
+			// 192.168/16 is too small.
+			{"10.240.0.0/13", exhausted},
+			{"10.240.0.0/14", "172.24.0.0/14"},
+			{"10.240.0.0/15", "172.28.0.0/15"},
+			{"10.244.0.0/16", "172.30.0.0/16"},
+			// 172.31/16 holds the resolver: the last pool.
 			{"10.244.0.0/16", "192.168.0.0/16"},
 			// A /17 is still free in 172.16/12, a /16 nowhere.
 			{"10.244.0.0/17", "172.17.128.0/17"},
@@ -98,6 +118,47 @@ func TestAllocate(t *testing.T) {
 			// A free range is kept even with full pools.
 			{"192.168.0.0/24", "192.168.0.0/24"},
 		}},
+		// The default: no plan, nothing is routed as it is, whatever it
+		// collides with.
+		{name: "without a plan every range is remapped", noPlan: true, taken: localRanges(), steps: []step{
+			{"10.245.0.0/16", "10.0.0.0/16"},
+			{"172.20.0.0/16", "10.1.0.0/16"},
+			{"192.168.0.0/16", "10.2.0.0/16"},
+			{"100.64.0.0/10", "10.128.0.0/10"},
+			{"172.31.0.0/30", "10.3.0.0/30"},
+			{"100.100.0.0/16", "10.4.0.0/16"},
+			// The pools' first blocks are free: remapping may give a
+			// range its own address, a block of the pools all the same.
+			{"10.5.0.0/16", "10.5.0.0/16"},
+			{"fd00::/64", exhausted},
+		}},
+		{name: "kept only inside the plan", plan: cidr.MustPrefixes("172.20.0.0/14", "10.200.0.0/16"), taken: localRanges(), steps: []step{
+			{"172.20.0.0/16", "172.20.0.0/16"},
+			{"172.22.5.0/24", "172.22.5.0/24"},
+			{"10.200.0.0/16", "10.200.0.0/16"},
+			// Holding the plan, or beside it: remapped.
+			{"172.16.0.0/12", "10.0.0.0/12"},
+			{"172.16.0.0/13", "10.16.0.0/13"},
+			{"10.201.0.0/16", "10.24.0.0/16"},
+			{"192.168.0.0/24", "10.25.0.0/24"},
+			// In the plan but colliding with an earlier one: remapped.
+			{"172.20.0.0/16", "10.26.0.0/16"},
+		}},
+		// Cloud service addresses are taken ranges, inside the plan too.
+		{name: "never on a cloud service address", pools: cidr.MustPrefixes("172.31.0.0/29", "100.100.0.0/15"),
+			plan: cidr.MustPrefixes("100.64.0.0/10", "172.16.0.0/12", "168.63.0.0/16"), steps: []step{
+				// In the plan, each on or holding a service address:
+				// remapped, and never onto one.
+				{"172.31.0.0/30", "172.31.0.4/30"},
+				{"100.100.100.0/24", "100.101.0.0/24"},
+				{"168.63.129.0/24", "100.101.1.0/24"},
+				{"172.31.0.0/16", exhausted},
+				{"100.64.0.0/10", exhausted},
+				// Beside them: kept.
+				{"168.63.128.0/24", "168.63.128.0/24"},
+				{"100.64.0.0/16", "100.64.0.0/16"},
+				{"172.31.0.8/29", "172.31.0.8/29"},
+			}},
 		// Overlapping and touching local ranges are all kept out.
 		{name: "taken ranges may overlap", pools: cidr.MustPrefixes("10.0.0.0/16"),
 			taken: cidr.MustPrefixes("10.0.1.0/24", "10.0.0.0/23", "10.0.2.0/24", "10.0.2.128/25", "10.0.4.0/24"),
@@ -111,7 +172,13 @@ func TestAllocate(t *testing.T) {
 			if tc.pools == nil {
 				tc.pools = DefaultPools()
 			}
-			a := newAllocator(t, tc.pools, tc.taken)
+			switch {
+			case tc.noPlan:
+				tc.plan = nil
+			case tc.plan == nil:
+				tc.plan = testPlan()
+			}
+			a := newPlanned(t, tc.pools, tc.plan, tc.taken)
 			for _, s := range tc.steps {
 				got, err := a.Allocate(pfx(s.want))
 				if s.got == exhausted {
@@ -179,6 +246,18 @@ func TestClaim(t *testing.T) {
 	if err := a.Release(pfx("10.0.0.0/16")); err != nil {
 		t.Errorf("Release of a claimed range: %v", err)
 	}
+	// A range kept as it is under another plan: neither in a pool nor in
+	// this plan.
+	b := newPlanned(t, DefaultPools(), cidr.MustPrefixes("100.64.0.0/16"), nil)
+	if err := b.Claim(pfx("100.65.0.0/16")); !errors.Is(err, ErrOutside) {
+		t.Errorf("Claim outside the pools and the plan = %v, want ErrOutside", err)
+	}
+	if err := b.Claim(pfx("100.64.3.0/24")); err != nil {
+		t.Errorf("Claim inside the plan: %v", err)
+	}
+	if err := b.Claim(pfx("172.31.0.0/24")); !errors.Is(err, ErrOverlap) {
+		t.Errorf("Claim over a cloud service address = %v, want ErrOverlap", err)
+	}
 }
 
 func TestInvalidInput(t *testing.T) {
@@ -211,7 +290,17 @@ func TestInvalidInput(t *testing.T) {
 // model is a plain reference allocator: it checks every block of every pool
 // against every taken range, so it is obviously right and slow.
 type model struct {
-	pools, taken, given []netip.Prefix
+	pools, plan, taken, given []netip.Prefix
+}
+
+// inPlan reports whether p lies inside an entry of the plan.
+func (m *model) inPlan(p netip.Prefix) bool {
+	for _, q := range m.plan {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *model) overlapsAny(p netip.Prefix) bool {
@@ -224,7 +313,7 @@ func (m *model) overlapsAny(p netip.Prefix) bool {
 }
 
 func (m *model) allocate(want netip.Prefix) (netip.Prefix, bool) {
-	if !m.overlapsAny(want) {
+	if m.inPlan(want) && !m.overlapsAny(want) {
 		m.given = append(m.given, want)
 		return want, true
 	}
@@ -270,15 +359,16 @@ func randomWant(rng *rand.Rand) netip.Prefix {
 // TestRandomOperations runs 10,000 random allocations and releases against
 // the allocator and the reference model, and checks after every step that
 // both agree, that no allocation overlaps another or a local range, and that
-// a free CIDR was kept.
+// a free CIDR inside the plan was kept.
 func TestRandomOperations(t *testing.T) {
 	pools := cidr.MustPrefixes("10.0.0.0/18", "172.16.0.0/20")
+	plan := cidr.MustPrefixes("10.0.32.0/19", "100.64.0.0/23")
 	taken := cidr.MustPrefixes("10.0.0.0/22", "10.0.9.0/24", "10.0.12.0/22", "172.16.4.0/22", "100.64.1.0/24")
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))
-			a := newAllocator(t, pools, taken)
-			m := &model{pools: pools, taken: taken}
+			a := newPlanned(t, pools, plan, taken)
+			m := &model{pools: pools, plan: plan, taken: taken}
 			var given []netip.Prefix
 			for step := range 10000 {
 				if len(given) > 0 && rng.IntN(100) < 45 {
@@ -292,7 +382,7 @@ func TestRandomOperations(t *testing.T) {
 					continue
 				}
 				want := randomWant(rng)
-				wasFree := !m.overlapsAny(want)
+				wasFree := m.inPlan(want) && !m.overlapsAny(want)
 				got, err := a.Allocate(want)
 				mgot, mok := m.allocate(want)
 				if (err == nil) != mok || got != mgot {
@@ -303,6 +393,9 @@ func TestRandomOperations(t *testing.T) {
 						t.Fatalf("step %d: Allocate(%s): %v, want ErrExhausted", step, want, err)
 					}
 					continue
+				}
+				if wasFree != (got == want) && !(got == want && inAny(pools, got)) {
+					t.Fatalf("step %d: Allocate(%s) = %s; free inside the plan: %t", step, want, got, wasFree)
 				}
 				if wasFree && got != want {
 					t.Fatalf("step %d: Allocate(%s) = %s although it was free", step, want, got)
@@ -322,6 +415,16 @@ func TestRandomOperations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inAny reports whether p lies inside one of ps.
+func inAny(ps []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range ps {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestDeterministic replays one sequence of requests on two allocators.

@@ -90,6 +90,21 @@ func TestLedgerRestore(t *testing.T) {
 	}
 }
 
+// TestLedgerRestoreOutsideThePlan: a range recorded as kept as it is
+// outside today's plan (the default's before there was one, say) is not
+// held again; its owner's CIDR is remapped at its next Assign.
+func TestLedgerRestoreOutsideThePlan(t *testing.T) {
+	l := NewLedger(newPlanned(t, DefaultPools(), nil, localRanges()))
+	kept := l.Restore("a", []Entry{
+		{Want: pfx("100.64.0.0/16"), Got: pfx("100.64.0.0/16")},
+		{Want: pfx("10.244.0.0/16"), Got: pfx("10.0.0.0/16")},
+	})
+	if len(kept) != 1 || kept[0].Got != pfx("10.0.0.0/16") {
+		t.Fatalf("Restore kept %v, want the pool's block alone", kept)
+	}
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "100.64.0.0/16"}, []string{"10.0.0.0/16", "10.1.0.0/16"})
+}
+
 func TestLedgerRebase(t *testing.T) {
 	l := NewLedger(newAllocator(t, DefaultPools(), localRanges()))
 	assign(t, l, "a", "10.244.0.0/16", "10.250.0.0/16") // 10.0.0.0/16 and kept

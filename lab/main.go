@@ -68,7 +68,7 @@ func newRootCmd() *cobra.Command {
 	var clusters, nodes int
 	var names []string
 	var cni string
-	var podCIDRs, serviceCIDRs []net.IPNet
+	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
 	var installs []string
 	up := &cobra.Command{
@@ -105,6 +105,7 @@ func newRootCmd() *cobra.Command {
 				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
+				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
 			})
 			if err != nil {
@@ -123,6 +124,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().BoolVar(&importAll, "import-all-namespaces", false, "let every namespace take the services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster Services conformance run needs")
 	up.Flags().StringSliceVar(&installs, "install", nil, fmt.Sprintf("how peerlink is installed in every cluster, or in each: %s (kubectl apply -k bundles/install) or %s (helm install of the chart) (default %s for all)",
 		labctl.Kustomize, labctl.Helm, labctl.Kustomize))
+	up.Flags().IPNetSliceVar(&routedPeer, "routed-peer-cidrs", nil, "address plan for peers of every cluster's controller (ROUTED_PEER_CIDRS): a peer's pod range inside it is routed as it is (default none: every peer range is remapped)")
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 
 	down := &cobra.Command{

@@ -17,11 +17,13 @@ import (
 // the WgGatewayServer or WgGatewayClient rendered from each gateway's
 // template, and, when the local facts are known (info not nil), each
 // Configuration with the status.remote the controller would write, as long
-// as no other peer holds ranges yet.
+// as no other peer holds ranges yet: a range is kept as it is only inside
+// the address plan the facts carry (routedPeerCIDRs), as the controller
+// keeps it.
 func RenderBundle(dir string, info *clusterinfo.Info) ([]map[string]any, error) {
 	var ledger *ipam.Ledger
 	if info != nil {
-		alloc, err := ipam.New(ipam.DefaultPools(), info.Ranges())
+		alloc, err := ipam.NewPlanned(ipam.DefaultPools(), info.RoutedPeer, info.Ranges())
 		if err != nil {
 			return nil, fmt.Errorf("cluster info: %w", err)
 		}

@@ -62,30 +62,41 @@ func TestRenderBundleRemapsAsTheController(t *testing.T) {
 		ClusterID:    "cluster-a",
 		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
 		ExternalCIDR: netip.MustParsePrefix("10.70.0.0/16"),
+		RoutedPeer:   []netip.Prefix{netip.MustParsePrefix("10.71.0.0/16")},
 	}
-	manifests, err := RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "10.71.0.0/16"), info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var status map[string]any
-	for _, m := range manifests {
-		if m["kind"] == generators.KindConfiguration {
-			status, _ = m["status"].(map[string]any)
+	remoteCIDRs := func(info *clusterinfo.Info) (pods, ext []any) {
+		t.Helper()
+		manifests, err := RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "10.71.0.0/16"), info)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var status map[string]any
+		for _, m := range manifests {
+			if m["kind"] == generators.KindConfiguration {
+				status, _ = m["status"].(map[string]any)
+			}
+		}
+		if len(manifests) != 2 || status == nil {
+			t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration with a status", len(manifests))
+		}
+		remote, _ := status["remote"].(map[string]any)
+		cidr, _ := remote["cidr"].(map[string]any)
+		pods, _ = cidr["pod"].([]any)
+		ext, _ = cidr["external"].([]any)
+		return pods, ext
 	}
-	if len(manifests) != 2 || status == nil {
-		t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration with a status", len(manifests))
+	if pods, ext := remoteCIDRs(info); len(pods) != 1 || pods[0] == "10.244.0.0/16" || len(ext) != 1 || ext[0] != "10.71.0.0/16" {
+		t.Errorf("status.remote.cidr = %v, %v: the colliding pod CIDR must be remapped, the free external one in the plan kept", pods, ext)
 	}
-	remote, _ := status["remote"].(map[string]any)
-	cidr, _ := remote["cidr"].(map[string]any)
-	pods, _ := cidr["pod"].([]any)
-	ext, _ := cidr["external"].([]any)
-	if len(pods) != 1 || pods[0] == "10.244.0.0/16" || len(ext) != 1 || ext[0] != "10.71.0.0/16" {
-		t.Errorf("status.remote.cidr = %v: the colliding pod CIDR must be remapped, the free external one kept", cidr)
+	// Without the plan, the free range is remapped too.
+	noPlan := *info
+	noPlan.RoutedPeer = nil
+	if pods, ext := remoteCIDRs(&noPlan); len(pods) != 1 || pods[0] != "10.0.0.0/16" || len(ext) != 1 || ext[0] != "10.1.0.0/16" {
+		t.Errorf("status.remote.cidr = %v, %v without a plan, want both remapped (10.0.0.0/16, 10.1.0.0/16)", pods, ext)
 	}
 
 	// A range the controller refuses is refused here, naming the field.
-	_, err = RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "8.8.8.0/24"), info)
+	_, err := RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "8.8.8.0/24"), info)
 	if err == nil || !strings.Contains(err.Error(), "spec.remote.cidr.external[0]") {
 		t.Errorf("render of a public range: %v, want an error naming spec.remote.cidr.external[0]", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/testcluster"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -30,7 +31,9 @@ import (
 const confWaitTimeout = time.Minute
 
 // testFacts are the local facts of the tests: the peer uses the same pod
-// CIDR and the same default external CIDR.
+// CIDR and the same default external CIDR. The admin declared the private
+// and shared ranges as the address plan for peers, so that a free range is
+// routed as it is (TestConfigurationWithoutPlan runs without one).
 func testFacts() ClusterFacts {
 	return ClusterFacts{
 		Info: clusterinfo.Info{
@@ -39,6 +42,7 @@ func testFacts() ClusterFacts {
 			ServiceCIDR:       netip.MustParsePrefix("10.96.0.0/12"),
 			ExternalCIDR:      netip.MustParsePrefix("10.70.0.0/16"),
 			InternalCIDR:      netip.MustParsePrefix("10.80.0.0/16"),
+			RoutedPeer:        cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"),
 			ControllerVersion: "v0.3.0",
 		},
 		Namespace: "peerlink",
@@ -290,6 +294,7 @@ func TestConfigurationReconciler(t *testing.T) {
 			"clusterID": "local", "podCIDRs": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12",
 			"externalCIDR": "10.70.0.0/16", "internalCIDR": "10.80.0.0/16",
 			"allowedPeerCIDRs":  "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
+			"routedPeerCIDRs":   "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
 			"controllerVersion": "v0.3.0",
 		}
 		for k, v := range want {
@@ -475,4 +480,53 @@ func TestConfigurationReconciler(t *testing.T) {
 		e.create(t, newConf(ns, "peer-k", "peer-k", []string{"10.245.0.0/16"}))
 		e.waitRemapped(t, ns, "peer-k", []string{"10.245.0.0/16"})
 	})
+}
+
+// TestConfigurationWithoutPlan: with no address plan for peers (the
+// default), a peer's range is remapped into the pools whatever it collides
+// with, including the private ranges a VPC or an office network may use
+// behind the default route; inside a plan, a range is kept only when it
+// holds no cloud service address; and a range a controller kept under an
+// earlier plan is remapped once the plan no longer holds it.
+func TestConfigurationWithoutPlan(t *testing.T) {
+	e := newConfEnv(t, "peerlink", "peers")
+	e.facts.RoutedPeer = cidr.MustPrefixes("100.64.0.0/10", "172.16.0.0/12")
+	e.startController(t)
+	t.Cleanup(func() {
+		e.stopController(t)
+		if t.Failed() {
+			t.Logf("controller log:\n%s", e.logs.Bytes())
+		}
+	})
+	const ns = "peers"
+
+	// Under the plan: kept, unless it holds a cloud service address.
+	e.create(t, newConf(ns, "planned", "planned", []string{"100.64.0.0/16"}))
+	e.waitRemapped(t, ns, "planned", []string{"100.64.0.0/16"})
+	e.create(t, newConf(ns, "resolver", "resolver", []string{"172.31.0.0/16"}, "100.100.0.0/16"))
+	e.waitRemapped(t, ns, "resolver", []string{"10.0.0.0/16"}, "10.1.0.0/16")
+
+	// The controller restarts with the default, empty plan.
+	e.stopController(t)
+	e.facts.RoutedPeer = nil
+	e.startController(t)
+	e.waitRemapped(t, ns, "planned", []string{"10.2.0.0/16"})
+	e.waitRemapped(t, ns, "resolver", []string{"10.0.0.0/16"}, "10.1.0.0/16")
+	for _, tc := range []struct {
+		name string
+		pod  string
+		got  string
+	}{
+		{"vpc", "172.16.0.0/12", "10.16.0.0/12"},
+		{"office", "192.168.0.0/16", "10.3.0.0/16"},
+		{"cgnat", "100.64.0.0/10", "10.128.0.0/10"},
+		{"aws-resolver", "172.31.0.0/30", "10.4.0.0/30"},
+		{"free", "10.245.0.0/16", "10.5.0.0/16"},
+	} {
+		e.create(t, newConf(ns, tc.name, tc.name, []string{tc.pod}))
+		c := e.waitRemapped(t, ns, tc.name, []string{tc.got})
+		if msg := meta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionReady).Message; !strings.Contains(msg, tc.pod+" remapped to "+tc.got) {
+			t.Errorf("%s: Ready message %q does not say %s is remapped", tc.name, msg, tc.pod)
+		}
+	}
 }

@@ -29,8 +29,9 @@ type ClusterFacts struct {
 	// addresses of non-pod endpoints as the peers see them
 	// (--external-cidr), the internal CIDR, set aside for the overlay
 	// between nodes and gateways and never given to a peer
-	// (--internal-cidr), and the allowlist of the ranges a peer may
-	// declare (--allowed-peer-cidr).
+	// (--internal-cidr), the allowlist of the ranges a peer may
+	// declare (--allowed-peer-cidr), and the address plan for peers, the
+	// only place a peer's range is routed as it is (--routed-peer-cidr).
 	clusterinfo.Info
 	// ReservedCIDRs are further ranges in use here (--reserved-cidr).
 	ReservedCIDRs []netip.Prefix
@@ -201,6 +202,9 @@ func (f ClusterFacts) validate(complete bool) error {
 	}
 	if err := rangepolicy.Validate(f.Info.AllowedPeer); err != nil {
 		errs = append(errs, fmt.Errorf("--allowed-peer-cidr: %w", err))
+	}
+	if err := rangepolicy.ValidateRouted(f.Info.RoutedPeer); err != nil {
+		errs = append(errs, fmt.Errorf("--routed-peer-cidr: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -27,10 +27,10 @@ import (
 // local ranges, rebases the ledger when they change, and reconciles the
 // Configurations whose ranges hold a new one: those get a remapped range.
 
-// allocator returns an allocator over the pools that takes the local ranges
-// and reserved.
+// allocator returns an allocator over the pools and the address plan for
+// peers (--routed-peer-cidr) that takes the local ranges and reserved.
 func (r *ConfigurationReconciler) allocator(reserved []netip.Prefix) (*ipam.Allocator, error) {
-	alloc, err := ipam.New(r.Facts.IPAMPools(), append(r.Facts.Taken(), reserved...))
+	alloc, err := ipam.NewPlanned(r.Facts.IPAMPools(), r.Facts.RoutedPeer, append(r.Facts.Taken(), reserved...))
 	if err != nil {
 		return nil, fmt.Errorf("ipam of the local facts: %w", err)
 	}

@@ -45,6 +45,7 @@ type controllerOptions struct {
 	reserved     []string
 	pools        []string
 	allowedPeer  []string
+	routedPeer   []string
 	allowedKinds []string
 	namespace    string
 
@@ -90,6 +91,7 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.pools, "ipam-pool", nil, "CIDR peers' ranges are remapped into, searched in order (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16)")
 	f.StringSliceVar(&o.allowedKinds, "allowed-template-kind", nil, "kind gateway templates may render besides WgGatewayServer and WgGatewayClient, as group/version/Kind (repeatable; never a built-in Kubernetes kind)")
 	f.StringSliceVar(&o.allowedPeer, "allowed-peer-cidr", nil, "CIDR a peer's ranges must lie in to be routed (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
+	f.StringSliceVar(&o.routedPeer, "routed-peer-cidr", nil, "CIDR of the address plan declared for peers: a peer's range inside it is routed as it is when it collides with nothing here; every other is remapped into the pools (repeatable; default none: every peer range is remapped)")
 	f.StringVar(&o.namespace, "namespace", "peerlink", "namespace of the controller: its Lease and the cluster-info ConfigMap")
 	f.StringVar(&o.gatewayImage, "gateway-image", "", "image the default gateway templates run (default: the controller pod's own image, found through POD_NAME, else "+templates.DefaultImage+")")
 	f.StringSliceVar(&o.importNamespaces, "import-namespace", nil, "namespace that takes the services peers export, besides those labelled "+mcs.ImportNamespaceLabel+"=true (repeatable; * for every namespace; default none)")
@@ -130,6 +132,7 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 			ExternalCIDR: one("external-cidr", o.externalCIDR),
 			InternalCIDR: one("internal-cidr", o.internalCIDR),
 			AllowedPeer:  many("allowed-peer-cidr", o.allowedPeer),
+			RoutedPeer:   many("routed-peer-cidr", o.routedPeer),
 			// Published, so that the CLI can tell a version skew.
 			ControllerVersion: version.Get().Version,
 		},

@@ -13,7 +13,10 @@
 // to the same spirit: never this cluster's own loopback, link-local,
 // multicast or broadcast addresses.
 //
-// It does not decide where an accepted range lands: keeping it or remapping
-// it away from local ranges, node addresses and gateway endpoints is the
-// IPAM's job (package ipam), given what this package accepted.
+// Where an accepted range may land is the local side's too: as it is only
+// inside the address plan the installer declared for peers (Policy.Routed,
+// empty by default) and never on a well-known cloud service address
+// (ServiceAddresses); anywhere else it is remapped. The IPAM (package ipam)
+// makes the final choice, also remapping a range that collides with local
+// ranges, node addresses or gateway endpoints.
 package rangepolicy

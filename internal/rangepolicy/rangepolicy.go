@@ -57,12 +57,67 @@ func DefaultAllowed() []netip.Prefix {
 	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 }
 
-// Policy decides which peer ranges are acceptable. The zero value uses
-// DefaultAllowed.
+// ServiceAddresses returns the well-known addresses of cloud services that
+// no peer range may ever land on, kept as it is or remapped: a node reaches
+// them through its default route, and a route to a peer over one of them
+// would hand the peer this cluster's resolver or metadata service. They
+// are taken ranges of the IPAM (package ipam) and keep a range that holds
+// one from being routed as it is (Policy.RoutedIn). Link-local addresses
+// (the metadata service at 169.254.169.254, GCP's resolver) are refused as
+// special-use already.
+func ServiceAddresses() []netip.Prefix {
+	return cidr.MustPrefixes(
+		// Alibaba Cloud: the metadata service (100.100.100.200) and the
+		// resolvers (100.100.2.136, 100.100.2.138) of every VPC.
+		"100.100.0.0/16",
+		// AWS: the resolver of a default VPC (172.31.0.0/16) answers at
+		// its base plus two, 172.31.0.2; the /30 holds the base addresses
+		// AWS reserves.
+		"172.31.0.0/30",
+		// Azure: the platform's virtual public address, which serves DNS,
+		// DHCP, the health probes and the guest agent of every VM.
+		"168.63.129.16/32",
+	)
+}
+
+// Policy decides which peer ranges are acceptable and which of them may be
+// routed as they are. The zero value uses DefaultAllowed and routes none.
 type Policy struct {
 	// Allowed is the allowlist: an accepted range lies inside one of them.
 	// Empty means DefaultAllowed.
 	Allowed []netip.Prefix
+	// Routed is the address plan this cluster's admin declared for peers
+	// (--routed-peer-cidr): a peer's range inside it is routed as it is
+	// when it collides with nothing local. Anywhere else a peer's range is
+	// remapped into this cluster's pools. Empty: every range is remapped.
+	Routed []netip.Prefix
+}
+
+// RoutedIn returns the entry of the plan r lies in, and whether r may be
+// routed as it is: inside the plan and clear of ServiceAddresses. It does
+// not know the ranges the cluster uses; the IPAM remaps a range that
+// collides with one whatever this says.
+func (p Policy) RoutedIn(r netip.Prefix) (netip.Prefix, bool) {
+	for _, s := range ServiceAddresses() {
+		if s.Overlaps(r) {
+			return netip.Prefix{}, false
+		}
+	}
+	for _, a := range p.Routed {
+		if a.Bits() <= r.Bits() && a.Contains(r.Addr()) {
+			return a, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// Placement says for a person where r goes when accepted: "routed as it is
+// (in plan <entry>)" or "remapped".
+func (p Policy) Placement(r netip.Prefix) string {
+	if a, ok := p.RoutedIn(r); ok {
+		return fmt.Sprintf("routed as it is (in plan %s)", a)
+	}
+	return "remapped"
 }
 
 // AllowedRanges returns the allowlist in force.
@@ -122,17 +177,23 @@ func specialOverlap(r netip.Prefix) (string, bool) {
 
 // Validate checks an allowlist an installer gives: IPv4 networks, none of
 // them special-use. The error names each bad entry by its position.
-func Validate(allowed []netip.Prefix) error {
+func Validate(allowed []netip.Prefix) error { return validateList("allowed range", allowed) }
+
+// ValidateRouted checks an address plan an installer gives (Policy.Routed)
+// by the rules of Validate.
+func ValidateRouted(plan []netip.Prefix) error { return validateList("routed range", plan) }
+
+func validateList(what string, ps []netip.Prefix) error {
 	var errs []error
-	for i, a := range allowed {
+	for i, a := range ps {
 		switch {
 		case !a.IsValid() || !a.Addr().Is4():
-			errs = append(errs, fmt.Errorf("allowed range %d (%s): only IPv4 ranges can be peered", i, a))
+			errs = append(errs, fmt.Errorf("%s %d (%s): only IPv4 ranges can be peered", what, i, a))
 		case a != a.Masked():
-			errs = append(errs, fmt.Errorf("allowed range %d (%s): %w (the network is %s)", i, a, cidr.ErrHostBits, a.Masked()))
+			errs = append(errs, fmt.Errorf("%s %d (%s): %w (the network is %s)", what, i, a, cidr.ErrHostBits, a.Masked()))
 		default:
 			if s, ok := specialOverlap(a); ok {
-				errs = append(errs, fmt.Errorf("allowed range %d (%s): %s, a special-use range that is never routed to a peer", i, a, s))
+				errs = append(errs, fmt.Errorf("%s %d (%s): %s, a special-use range that is never routed to a peer", what, i, a, s))
 			}
 		}
 	}

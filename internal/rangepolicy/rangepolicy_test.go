@@ -160,3 +160,60 @@ func TestCheckServerAddr(t *testing.T) {
 		t.Error("CheckServerAddr of no address accepted it")
 	}
 }
+
+// TestRoutedIn: a range is routed as it is only inside the plan and clear
+// of every cloud service address; with no plan, never.
+func TestRoutedIn(t *testing.T) {
+	plan := Policy{Routed: []netip.Prefix{
+		netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("168.63.0.0/16"),
+	}}
+	for _, tc := range []struct {
+		policy Policy
+		r      string
+		in     string // "" = remapped
+	}{
+		{r: "10.244.0.0/16"},
+		{r: "172.16.0.0/12"},
+		{r: "192.168.0.0/16"},
+		{r: "100.64.0.0/10"},
+		{policy: plan, r: "172.20.0.0/16", in: "172.16.0.0/12"},
+		{policy: plan, r: "172.16.0.0/12"}, // holds AWS's resolver
+		{policy: plan, r: "172.31.0.0/16"}, // holds it
+		{policy: plan, r: "172.31.0.0/30"}, // is it
+		{policy: plan, r: "172.31.0.2/32"}, // in it
+		{policy: plan, r: "172.31.0.4/30", in: "172.16.0.0/12"},
+		{policy: plan, r: "100.64.0.0/10"},  // holds Alibaba's services
+		{policy: plan, r: "100.100.2.0/24"}, // in them
+		{policy: plan, r: "100.64.0.0/16", in: "100.64.0.0/10"},
+		{policy: plan, r: "168.63.129.16/32"},
+		{policy: plan, r: "168.63.128.0/24", in: "168.63.0.0/16"},
+		{policy: plan, r: "10.244.0.0/16"}, // outside the plan
+		{policy: plan, r: "172.0.0.0/8"},   // holds the plan
+	} {
+		got, ok := tc.policy.RoutedIn(netip.MustParsePrefix(tc.r))
+		if tc.in == "" {
+			if ok {
+				t.Errorf("%v.RoutedIn(%s) = %s, true; want remapped", tc.policy.Routed, tc.r, got)
+			}
+			if p := tc.policy.Placement(netip.MustParsePrefix(tc.r)); p != "remapped" {
+				t.Errorf("Placement(%s) = %q, want remapped", tc.r, p)
+			}
+			continue
+		}
+		if !ok || got.String() != tc.in {
+			t.Errorf("%v.RoutedIn(%s) = %s, %t; want %s", tc.policy.Routed, tc.r, got, ok, tc.in)
+		}
+		if p, want := tc.policy.Placement(netip.MustParsePrefix(tc.r)), "routed as it is (in plan "+tc.in+")"; p != want {
+			t.Errorf("Placement(%s) = %q, want %q", tc.r, p, want)
+		}
+	}
+}
+
+func TestValidateRouted(t *testing.T) {
+	err := ValidateRouted([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16")})
+	if err == nil || !strings.Contains(err.Error(), "routed range 1 (169.254.0.0/16)") {
+		t.Errorf("ValidateRouted = %v, want it to name routed range 1", err)
+	}
+}

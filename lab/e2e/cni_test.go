@@ -21,7 +21,7 @@ import (
 // was sent to, at the address the caller's cluster knows it by, and that pod
 // sees the caller's own address in its cluster's view of the caller's
 // cluster: remapped where the ranges collide, the real one where they are
-// disjoint.
+// disjoint and inside the address plan for peers both clusters declare.
 func TestCNIMatrix(t *testing.T) {
 	layouts := []struct {
 		name string
@@ -31,17 +31,21 @@ func TestCNIMatrix(t *testing.T) {
 		remapped bool
 		// cnis are the pod networks the layout runs with.
 		cnis []cluster.CNI
+		// plan is the address plan for peers both controllers get
+		// (ROUTED_PEER_CIDRS); none remaps every peer range.
+		plan []netip.Prefix
 	}{
-		{"identical", prefixes("10.244.0.0/16"), true, []cluster.CNI{cluster.Bridge, cluster.Flannel}},
-		{"disjoint", prefixes("10.244.0.0/16", "10.245.0.0/16"), false, []cluster.CNI{cluster.Bridge, cluster.Flannel}},
+		{"identical", prefixes("10.244.0.0/16"), true, []cluster.CNI{cluster.Bridge, cluster.Flannel}, nil},
+		{"disjoint", prefixes("10.244.0.0/16", "10.245.0.0/16"), false, []cluster.CNI{cluster.Bridge, cluster.Flannel}, prefixes("10.244.0.0/15")},
 		// One cluster's range holds only half of the other's.
-		{"partial", prefixes("10.244.0.0/16", "10.244.128.0/17"), true, []cluster.CNI{cluster.Bridge}},
+		{"partial", prefixes("10.244.0.0/16", "10.244.128.0/17"), true, []cluster.CNI{cluster.Bridge}, prefixes("10.244.0.0/15")},
 	}
 	for _, layout := range layouts {
 		for _, cni := range layout.cnis {
 			t.Run(string(cni)+"/"+layout.name, func(t *testing.T) {
 				ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{
 					Names: []string{"mx-a", "mx-b"}, Nodes: 2, CNI: cni, PodCIDRs: layout.pods,
+					RoutedPeerCIDRs: layout.plan,
 				})
 				a, b := l.Clusters[0], l.Clusters[1]
 				for _, pair := range [][2]*cluster.Cluster{{a, b}, {b, a}} {

@@ -92,9 +92,18 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) er
 		if err := l.installPeerlink(ctx, n, how); err != nil {
 			return err
 		}
+		// An explicit variable wins over the facts ConfigMap's; one
+		// change, so one rollout.
+		var env []string
 		if l.importAll {
-			// An explicit variable wins over the facts ConfigMap's.
-			if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "set", "env", "deployment/peerlink-controller", "IMPORT_NAMESPACES=*"); err != nil {
+			env = append(env, "IMPORT_NAMESPACES=*")
+		}
+		if len(l.routedPeer) > 0 {
+			env = append(env, "ROUTED_PEER_CIDRS="+rangepolicy.Format(l.routedPeer))
+		}
+		if len(env) > 0 {
+			args := append([]string{"-n", PeerlinkNamespace, "set", "env", "deployment/peerlink-controller"}, env...)
+			if _, err := l.Kubectl(ctx, n, args...); err != nil {
 				return err
 			}
 		}

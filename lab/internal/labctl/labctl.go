@@ -68,6 +68,11 @@ type Options struct {
 	// services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster
 	// Services conformance run needs; off, namespaces opt in.
 	ImportAllNamespaces bool
+	// RoutedPeerCIDRs is the address plan for peers every cluster's
+	// controller is given (ROUTED_PEER_CIDRS): a peer's pod range inside it
+	// is routed as it is when it collides with nothing. None: every peer
+	// range is remapped, the controller's default.
+	RoutedPeerCIDRs []netip.Prefix
 	// Installers say how Up installs peerlink, given like PodCIDRs; none
 	// means Kustomize.
 	Installers []Installer
@@ -86,6 +91,8 @@ type Lab struct {
 	// skipInstall says whether Up leaves peerlink out; importAll whether
 	// it installs it with imports allowed in every namespace.
 	skipInstall, importAll bool
+	// routedPeer is the address plan for peers Up installs peerlink with.
+	routedPeer []netip.Prefix
 	// mu guards State while clusters come up side by side.
 	mu sync.Mutex
 }
@@ -182,6 +189,7 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
 		l.State.Registry, images.AgentImage, stamp.Version, images.EchoImage(l.State.Registry), cluster.PauseImage)
 	l.flux, l.skipInstall, l.importAll = o.Flux, o.SkipInstall, o.ImportAllNamespaces
+	l.routedPeer = o.RoutedPeerCIDRs
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
 	}
