@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -38,8 +39,8 @@ func (r *ConfigurationReconciler) allocator(reserved []netip.Prefix) (*ipam.Allo
 }
 
 // listReserved returns, sorted and without duplicates, the addresses of
-// this cluster that a peer range must not hold: the InternalIP and
-// ExternalIP of every Node, the server addresses GatewayClients connect to
+// this cluster that a peer range must not hold: the subnets of the
+// InternalIP and ExternalIP of every Node, the server addresses GatewayClients connect to
 // and the addresses GatewayServers are reached at. Host names and IPv6
 // addresses are left out: peers' ranges are IPv4.
 func (r *ConfigurationReconciler) listReserved(ctx context.Context) ([]netip.Prefix, error) {
@@ -65,7 +66,7 @@ func (r *ConfigurationReconciler) listReserved(ctx context.Context) ([]netip.Pre
 	for i := range servers.Items {
 		out = append(out, serverAddresses(&servers.Items[i])...)
 	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return cmp.Or(a.Addr().Compare(b.Addr()), a.Bits()-b.Bits()) })
 	return slices.Compact(out), nil
 }
 
@@ -96,8 +97,16 @@ func (r *ConfigurationReconciler) refreshReserved(ctx context.Context) error {
 	return nil
 }
 
-// reservedNodeAddresses returns the IPv4 InternalIP and ExternalIP addresses of a
-// node, as /32 prefixes.
+// nodeSubnetBits is the length of the subnet reserved around each node
+// address. The API does not say which subnet a node's address is on; its
+// neighbours (the other nodes, the subnet's router, a cloud's resolver at
+// the subnet's base) are reached on-link or through the default route, and
+// a /24 is the smallest subnet clouds and on-premises networks commonly give
+// nodes. A wider node subnet still needs RESERVED_CIDRS.
+const nodeSubnetBits = 24
+
+// reservedNodeAddresses returns the subnets of a node's IPv4 InternalIP and
+// ExternalIP addresses: the /24 holding each.
 func reservedNodeAddresses(n *corev1.Node) []netip.Prefix {
 	var out []netip.Prefix
 	for _, a := range n.Status.Addresses {
@@ -105,7 +114,7 @@ func reservedNodeAddresses(n *corev1.Node) []netip.Prefix {
 			continue
 		}
 		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
-			out = append(out, netip.PrefixFrom(ip.Unmap(), 32))
+			out = append(out, netip.PrefixFrom(ip.Unmap(), nodeSubnetBits).Masked())
 		}
 	}
 	return out

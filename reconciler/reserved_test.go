@@ -12,8 +12,9 @@ import (
 // TestConfigurationPeerRanges checks what the controller makes of a peer's
 // ranges that it must never route as they are: special-use, outside the
 // allowlist, of another family (refused: that Configuration stalls, the
-// others stay Ready), or holding a node address or gateway endpoint of this
-// cluster (remapped away, also when the node or gateway comes later).
+// others stay Ready), or holding a node address, a node's subnet or a
+// gateway endpoint of this cluster (remapped away, also when the node or
+// gateway comes later).
 func TestConfigurationPeerRanges(t *testing.T) {
 	e := newConfEnv(t, "peerlink", "peers")
 	// A node is there before the controller starts.
@@ -92,6 +93,13 @@ func TestConfigurationPeerRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitRemapped(t, ns, "endpoint", []string{"10.3.0.0/16"})
+	})
+
+	t.Run("a range on a node's subnet is remapped", func(t *testing.T) {
+		// It holds no node address, but the other half of n1's /24, where
+		// the subnet's router or the next node may be.
+		e.create(t, newConf(ns, "subnet", "subnet", []string{"10.246.0.0/16"}, "10.250.0.128/25"))
+		e.waitRemapped(t, ns, "subnet", []string{"10.246.0.0/16"}, "10.4.0.0/25")
 	})
 }
 
