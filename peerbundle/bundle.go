@@ -372,6 +372,29 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 	return errors.Join(errs...)
 }
 
+// PeerRangePlacements says, for each range a peer declares in a
+// Configuration, where this cluster's controller puts it under policy:
+// "spec.remote.cidr.pod[0] 10.245.0.0/16: routed as it is (in plan
+// 10.244.0.0/15)", or "...: remapped". A range in the plan is still
+// remapped when it collides with a range of this cluster, which only the
+// controller knows.
+func PeerRangePlacements(conf *netv1beta1.Configuration, policy rangepolicy.Policy) []string {
+	var out []string
+	for _, l := range []struct {
+		name  string
+		cidrs []netv1beta1.CIDR
+	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
+		for i, s := range l.cidrs {
+			p, err := generators.ParseCIDR(string(s))
+			if err != nil || policy.Check(p) != nil {
+				continue
+			}
+			out = append(out, fmt.Sprintf("spec.remote.cidr.%s[%d] %s: %s", l.name, i, p, policy.Placement(p)))
+		}
+	}
+	return out
+}
+
 // rangeError is a range of spec.remote the policy refuses, by its field.
 type rangeError struct {
 	field string

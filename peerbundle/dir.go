@@ -15,6 +15,7 @@ import (
 	kusttypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
@@ -70,6 +71,16 @@ func Add(out io.Writer, dir, file string, policy rangepolicy.Policy) error {
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(out, "INFO   %s\n", n)
+	}
+	for _, u := range received {
+		if u.GetKind() != generators.KindConfiguration || !generators.IsPeeringKind(u) {
+			continue
+		}
+		if obj, _, err := generators.DecodeStrict(u); err == nil {
+			for _, p := range PeerRangePlacements(obj.(*netv1beta1.Configuration), policy) {
+				fmt.Fprintf(out, "INFO   peer range %s\n", p)
+			}
+		}
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ type NetworkInfo struct {
 	InternalCIDR string   `json:"internalCIDR,omitempty"`
 	// AllowedPeerCIDRs is the allowlist in force, the default included.
 	AllowedPeerCIDRs []string `json:"allowedPeerCIDRs,omitempty"`
+	// RoutedPeerCIDRs is the address plan for peers: their ranges inside
+	// it are routed as they are; none when every peer range is remapped.
+	RoutedPeerCIDRs []string `json:"routedPeerCIDRs,omitempty"`
 }
 
 // PeerInfo is what the cluster holds for one peer.
@@ -121,6 +124,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 		doc.Network.InternalCIDR = info.InternalCIDR.String()
 	}
 	doc.Network.AllowedPeerCIDRs = prefixStrings(info.PeerPolicy().AllowedRanges())
+	doc.Network.RoutedPeerCIDRs = prefixStrings(info.RoutedPeer)
 
 	var confs netv1beta1.ConfigurationList
 	var servers netv1beta1.GatewayServerList
@@ -446,7 +450,8 @@ func lookupPath(v any, path string) (any, error) {
 
 // ReadInfoFile reads a cluster's facts from a file: a saved cluster-info
 // ConfigMap, or a Description as `peerlink info -o yaml` prints it. Both
-// forms carry the allowlist of peer ranges (allowedPeerCIDRs).
+// forms carry the allowlist of peer ranges (allowedPeerCIDRs) and the
+// address plan for peers (routedPeerCIDRs).
 func ReadInfoFile(path string) (clusterinfo.Info, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -472,6 +477,9 @@ func ReadInfoFile(path string) (clusterinfo.Info, error) {
 			// Without it, render would hold the peer's ranges to the
 			// default allowlist, not this cluster's.
 			clusterinfo.KeyAllowedPeerCIDRs: strings.Join(doc.Network.AllowedPeerCIDRs, ","),
+			// Without it, render would remap every range the controller
+			// keeps as it is.
+			clusterinfo.KeyRoutedPeerCIDRs: strings.Join(doc.Network.RoutedPeerCIDRs, ","),
 		}
 	}
 	info, err := clusterinfo.Decode(fields)

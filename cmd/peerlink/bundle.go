@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -188,7 +189,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 }
 
 func newBundleAddCmd() *cobra.Command {
-	var allowed []string
+	var allowed, routed []string
 	cmd := &cobra.Command{
 		Use:   "add DIR FILE",
 		Short: "Add what the peer sent to the bundle",
@@ -211,7 +212,12 @@ controller takes them (no surrounding spaces), at most 64 ranges per list and
 allowlist (--allowed-peer-cidr, default 10.0.0.0/8,172.16.0.0/12,
 192.168.0.0/16,100.64.0.0/10; special-use ranges never pass). Only the remote-cluster-id label of what the peer sent is
 kept, none of its annotations. A file over 1 MiB is refused. Nothing is
-written when anything is wrong, and the files are replaced all together.`,
+written when anything is wrong, and the files are replaced all together.
+
+Each of the peer's ranges is then reported as routed as it is, naming the
+entry of this cluster's address plan for peers (--routed-peer-cidr, as the
+controller's) it lies in, or as remapped; without a plan, every range is
+remapped.`,
 		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -219,11 +225,27 @@ written when anything is wrong, and the files are replaced all together.`,
 			if err != nil {
 				return err
 			}
+			if policy.Routed, err = routedPlan(routed); err != nil {
+				return err
+			}
 			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], policy)
 		},
 	}
 	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
+	cmd.Flags().StringSliceVar(&routed, "routed-peer-cidr", nil, "range of this cluster's address plan for peers, as its controller's --routed-peer-cidr: the peer's ranges inside it are reported as routed as they are, the others as remapped (repeatable; default none)")
 	return cmd
+}
+
+// routedPlan parses the --routed-peer-cidr flag: the address plan for peers.
+func routedPlan(routed []string) ([]netip.Prefix, error) {
+	ranges, err := rangepolicy.ParseList(strings.Join(routed, ","))
+	if err != nil {
+		return nil, fmt.Errorf("--routed-peer-cidr: %w", err)
+	}
+	if err := rangepolicy.ValidateRouted(ranges); err != nil {
+		return nil, fmt.Errorf("--routed-peer-cidr: %w", err)
+	}
+	return ranges, nil
 }
 
 // peerPolicy builds the peer-range policy of the --allowed-peer-cidr flag.

@@ -127,3 +127,62 @@ func TestLintPeerBundleFetchesNothing(t *testing.T) {
 		t.Fatalf("%d requests, want none", n)
 	}
 }
+
+// TestPeerRangePlan: render keeps a peer's range as it is only inside the
+// address plan of --cluster-info (routedPeerCIDRs, in both forms) and
+// remaps it otherwise, as the controller does; bundle add reports where
+// each of the peer's ranges goes under --routed-peer-cidr.
+func TestPeerRangePlan(t *testing.T) {
+	dir := publicBundle(t)
+	infoDir := t.TempDir()
+	for name, info := range map[string]string{
+		"info":             "clusterID: cluster-a\nnetwork:\n  podCIDRs: [10.245.0.0/24]\n  allowedPeerCIDRs: [10.0.0.0/8, 8.8.8.0/24]\n  routedPeerCIDRs: [10.244.0.0/16]\npeers: []\n",
+		"configmap":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: peerlink-cluster-info\ndata:\n  clusterID: cluster-a\n  podCIDRs: 10.245.0.0/24\n  allowedPeerCIDRs: 10.0.0.0/8,8.8.8.0/24\n  routedPeerCIDRs: 10.244.0.0/16\n",
+		"info-noplan":      "clusterID: cluster-a\nnetwork:\n  podCIDRs: [10.245.0.0/24]\n  allowedPeerCIDRs: [10.0.0.0/8, 8.8.8.0/24]\npeers: []\n",
+		"configmap-noplan": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: peerlink-cluster-info\ndata:\n  clusterID: cluster-a\n  podCIDRs: 10.245.0.0/24\n  allowedPeerCIDRs: 10.0.0.0/8,8.8.8.0/24\n  routedPeerCIDRs: \"\"\n",
+	} {
+		path := filepath.Join(infoDir, name+".yaml")
+		if err := os.WriteFile(path, []byte(info), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI(t, "render", dir, "--cluster-info", path)
+		if code != 0 {
+			t.Fatalf("render with %s: exit %d, %s", name, code, stderr)
+		}
+		status := stdout[strings.LastIndex(stdout, "status:"):]
+		// The pod range lies in the plan, the external one does not.
+		want := "external:\n      - 10.0.0.0/24\n      pod:\n      - 10.244.0.0/24"
+		if strings.HasSuffix(name, "noplan") {
+			want = "external:\n      - 10.0.1.0/24\n      pod:\n      - 10.0.0.0/24"
+		}
+		if !strings.Contains(status, want) {
+			t.Errorf("render with %s: status\n%s\nwant it to hold\n%s", name, status, want)
+		}
+	}
+
+	peer := filepath.Join(t.TempDir(), "from-cluster-b.yaml")
+	conf, stderr, code := runCLI(t, "create", "configuration", "--remote-cluster-id", "cluster-b", "--pod-cidr", "10.244.0.0/24",
+		"--external-cidr", "172.31.0.0/16", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("create configuration: %s", stderr)
+	}
+	if err := os.WriteFile(peer, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, "bundle", "add", dir, peer, "--routed-peer-cidr", "10.244.0.0/16,172.16.0.0/12")
+	if code != 0 {
+		t.Fatalf("bundle add: exit %d, %s", code, stderr)
+	}
+	for _, want := range []string{
+		"peer range spec.remote.cidr.pod[0] 10.244.0.0/24: routed as it is (in plan 10.244.0.0/16)",
+		// It holds AWS's resolver: remapped, plan or not.
+		"peer range spec.remote.cidr.external[0] 172.31.0.0/16: remapped",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("bundle add printed\n%s\nwant it to say %q", stdout, want)
+		}
+	}
+	if _, stderr, code := runCLI(t, "bundle", "add", dir, peer, "--routed-peer-cidr", "169.254.0.0/16"); code != 1 || !strings.Contains(stderr, "--routed-peer-cidr: routed range 0 (169.254.0.0/16)") {
+		t.Errorf("bundle add with a special-use plan: exit %d, %s", code, stderr)
+	}
+}
