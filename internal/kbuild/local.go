@@ -76,10 +76,13 @@ func (c *localCheck) dir(dir string) error {
 	}
 
 	// Directories of kustomizations, which kustomize may also clone.
+	// The deprecated fields are read on purpose: kustomize still follows
+	// them, so a remote entry there must be refused too.
 	bases := []struct {
 		field   string
 		entries []string
 	}{
+		//lint:ignore SA1019 kustomize still fetches what the deprecated field names
 		{"resources", k.Resources}, {"bases", k.Bases}, {"components", k.Components},
 		{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators},
 	}
@@ -113,6 +116,7 @@ func (c *localCheck) dir(dir string) error {
 		add(fmt.Sprintf("configurations[%d]", i), e)
 	}
 	add("openapi.path", k.OpenAPI["path"])
+	//lint:ignore SA1019 kustomize still fetches what the deprecated field names
 	for i, p := range k.PatchesStrategicMerge {
 		if !inline(string(p)) {
 			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
@@ -121,6 +125,7 @@ func (c *localCheck) dir(dir string) error {
 	for i, p := range k.Patches {
 		add(fmt.Sprintf("patches[%d].path", i), p.Path)
 	}
+	//lint:ignore SA1019 kustomize still fetches what the deprecated field names
 	for i, p := range k.PatchesJson6902 {
 		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
 	}
