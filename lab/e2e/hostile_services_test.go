@@ -52,7 +52,8 @@ type hostileCase struct {
 	// rejected one by one.
 	refused string
 	// stored is how many services B's gateway must store of a valid
-	// session's set; rejected, how many it must newly reject, by rule.
+	// session's set (-1: more than A's own, as many as fit); rejected,
+	// how many it must newly reject, by rule (-1: some).
 	stored   int
 	rejected map[string]float64
 	// check runs while B holds the session's set.
@@ -206,8 +207,13 @@ func TestHostileServiceExchange(t *testing.T) {
 	under = append(under, fill(ns, "under-groups-", limits.TotalEndpointGroups-goodCost.EndpointGroups-20, 100, emptyGroups)...)
 	under = append(under, fill(ns, "under-endpoints-", limits.TotalEndpoints-goodCost.Endpoints, 1000, manyEndpoints)...)
 	under = append(under, fill(ns, "under-metadata-", limits.TotalMetadataBytes-goodCost.MetadataBytes, limits.MetadataBytes, metadata)...)
+	// The rest of the services headless: no ClusterIP to allocate, which
+	// the API server does one at a time, so that the lab takes minutes,
+	// not tens of them.
 	for i := len(under) + len(good); i < limits.Services; i++ {
-		under = append(under, svc(ns, fmt.Sprintf("under-services-%04d", i)))
+		s := svc(ns, fmt.Sprintf("under-services-%04d", i))
+		s.Type = mcsv1beta1.Headless
+		under = append(under, s)
 	}
 
 	// Just over each total, one limit at a time, in a namespace B does
@@ -316,7 +322,7 @@ func TestHostileServiceExchange(t *testing.T) {
 	objectsMade := func(t *testing.T, imports, slicesA int) {
 		t.Helper()
 		began := time.Now()
-		waitFor(t, ctx, 6*time.Minute, fmt.Sprintf("%d imports and %d EndpointSlices from A in B", imports, slicesA), func() error {
+		waitFor(t, ctx, 8*time.Minute, fmt.Sprintf("%d imports and %d EndpointSlices from A in B", imports, slicesA), func() error {
 			if n, m := importsIn(), slicesFromA(); n != imports || m != slicesA {
 				return fmt.Errorf("%d imports, %d slices from A", n, m)
 			}
@@ -419,6 +425,9 @@ func TestHostileServiceExchange(t *testing.T) {
 				})
 			}},
 	}
+	// The attacker's connections come from ports the kernel never picks
+	// for the agent's.
+	ports := gw.unusedPorts(t, len(cases))
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := gatewayMetrics(t, ctx, l, b, a.ClusterID)
@@ -427,8 +436,8 @@ func TestHostileServiceExchange(t *testing.T) {
 			defer stopSampling()
 			// A's own agent may not reconnect while the case runs: its
 			// new session would replace this one.
-			local := netip.AddrPortFrom(from, uint16(40000+i))
-			unblock := gw.blockAgent(t, to, 40000, 40999)
+			local := netip.AddrPortFrom(from, ports[i])
+			unblock := gw.blockAgent(t, to, int(ports[0]), int(ports[len(ports)-1]))
 			defer unblock()
 			conn, err := gw.dial(local, to)
 			if err != nil {
@@ -455,7 +464,7 @@ func TestHostileServiceExchange(t *testing.T) {
 			} else {
 				go func() { _, _ = io.Copy(io.Discard, conn) }()
 				var set mcs.Set
-				waitFor(t, ctx, 3*time.Minute, "B's gateway stores the set", func() error {
+				waitFor(t, ctx, 4*time.Minute, "B's gateway stores the set", func() error {
 					var err error
 					if set, err = importsStored(ctx, l, b, a.ClusterID); err != nil {
 						return err
@@ -467,7 +476,10 @@ func TestHostileServiceExchange(t *testing.T) {
 							return fmt.Errorf("%s rejected for %s, want %v (stored %d)", strconv.FormatFloat(got, 'f', -1, 64), rule, want, len(set))
 						}
 					}
-					if tc.stored >= 0 && len(set) != tc.stored {
+					// The gateway counts before it writes: the set it
+					// stores is the session's once it holds more than
+					// A's own.
+					if tc.stored >= 0 && len(set) != tc.stored || tc.stored < 0 && len(set) <= len(good) {
 						return fmt.Errorf("%d services stored, want %d", len(set), tc.stored)
 					}
 					return nil
@@ -477,6 +489,11 @@ func TestHostileServiceExchange(t *testing.T) {
 					time.Since(began).Round(time.Millisecond), rejectedByRule(before, after))
 				if tc.check != nil {
 					tc.check(t)
+				}
+				// The session's set held all along: A's own agent did
+				// not come back meanwhile.
+				if again, err := importsStored(ctx, l, b, a.ClusterID); err != nil || len(again) != len(set) {
+					t.Errorf("B's gateway stores %d services after the checks, %d before (%v): A's agent replaced the session", len(again), len(set), err)
 				}
 			}
 			t.Logf("B's gateway's resident memory %.0f MiB before, at most %.0f MiB meanwhile; B's controller's at most %.0f MiB so far",
@@ -493,12 +510,12 @@ func TestHostileServiceExchange(t *testing.T) {
 			// A's own agent comes back with A's set: B serves echo, alone.
 			unblock()
 			conn.Close()
-			waitFor(t, ctx, 5*time.Minute, "B calls echo again, its only import", serving)
+			waitFor(t, ctx, 6*time.Minute, "B calls echo again, its only import", serving)
 		})
 	}
 	stopCtrl()
 	t.Logf("B's controller: resident memory %.0f MiB before the hostile sessions, at most %.0f MiB over the %v of the test (cgroup memory.peak %s)",
-		baseline/(1<<20), ctrlMem.peak()/(1<<20), time.Since(start).Round(time.Second), controllerMemoryPeak(t, b))
+		baseline/(1<<20), ctrlMem.peak()/(1<<20), time.Since(start).Round(time.Second), controllerMemoryPeak(t, ctx, b))
 	if ctrlMem.peak() > controllerMemoryBound {
 		t.Errorf("B's controller reached %.0f MiB, over the bound of %d MiB", ctrlMem.peak()/(1<<20), controllerMemoryBound>>20)
 	}
@@ -568,6 +585,26 @@ func exportedSet(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cl
 // hostileTable is the nftables table that keeps the gateway's own agent
 // from opening connections.
 const hostileTable = "peerlink-hostile-test"
+
+// unusedPorts returns n local ports below the range the kernel picks
+// connections' ports from in the gateway pod's namespace.
+func (g *hostileGateway) unusedPorts(t *testing.T, n int) []uint16 {
+	t.Helper()
+	out, err := g.run("cat", "/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatalf("the gateway pod's local port range: %v: %s", err, out)
+	}
+	f := strings.Fields(string(out))
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 1024+n {
+		t.Fatalf("the gateway pod's local port range %q leaves no room below it", out)
+	}
+	var ports []uint16
+	for i := range n {
+		ports = append(ports, uint16(low-n-1+i))
+	}
+	return ports
+}
 
 // blockAgent keeps the gateway's own agent from connecting to the service
 // exchange at to: new connections from ports outside lo..hi are reset, so
@@ -756,10 +793,23 @@ func (p *peakMemory) sampleController(t *testing.T, ctx context.Context, l *labc
 	})
 }
 
-// controllerMemoryPeak reads memory.peak of the cgroup of n's controller
-// process, or says why it cannot.
-func controllerMemoryPeak(t *testing.T, n *cluster.Cluster) string {
+// controllerMemoryPeak reads the most memory the cgroup of n's controller
+// container used (memory.peak, or memory.max_usage_in_bytes under cgroup
+// v1), or says why it cannot.
+func controllerMemoryPeak(t *testing.T, ctx context.Context, n *cluster.Cluster) string {
 	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		return err.Error()
+	}
+	pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-controller"})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Sprintf("no controller pod (%v)", err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		uids = append(uids, string(p.UID), strings.ReplaceAll(string(p.UID), "-", "_"))
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return err.Error()
@@ -771,27 +821,36 @@ func controllerMemoryPeak(t *testing.T, n *cluster.Cluster) string {
 		}
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(string(b), "\x00")
-		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "controller" ||
-			!slices.Contains(args, "--cluster-id="+n.ClusterID) {
+		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "controller" {
 			continue
 		}
-		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil {
-			return err.Error()
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if !slices.ContainsFunc(uids, func(u string) bool { return strings.Contains(string(cg), u) }) {
+			continue
 		}
-		_, path, ok := strings.Cut(strings.TrimSpace(string(cg)), "::")
-		if !ok {
-			return "no cgroup v2 path"
+		for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 {
+				continue
+			}
+			var file string
+			switch {
+			case f[0] == "0" && f[1] == "":
+				file = filepath.Join("/sys/fs/cgroup", f[2], "memory.peak")
+			case f[1] == "memory":
+				file = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.max_usage_in_bytes")
+			default:
+				continue
+			}
+			peak, err := os.ReadFile(file)
+			if err != nil {
+				continue
+			}
+			if v, err := strconv.ParseFloat(strings.TrimSpace(string(peak)), 64); err == nil {
+				return fmt.Sprintf("%.0f MiB", v/(1<<20))
+			}
 		}
-		peak, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", path, "memory.peak"))
-		if err != nil {
-			return err.Error()
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(string(peak)), 64)
-		if err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("%.0f MiB", v/(1<<20))
+		return "no memory peak in the cgroup of process " + strconv.Itoa(pid)
 	}
 	return "no controller process of " + n.ClusterID + " found"
 }
