@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +135,11 @@ func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
 	var info clusterinfo.Info
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		info, err = clusterinfo.Read(ctx, c, PeerlinkNamespace)
-		return err == nil, nil
+		// The lab's address plan is in force once the controller that
+		// leads publishes it: a controller started before it was set may
+		// still lead for a moment after the rollout, and would remap the
+		// ranges of a peering made meanwhile for good.
+		return err == nil && slices.Equal(info.RoutedPeer, l.routedPeer), nil
 	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: peerlink's cluster info: %w", n.Name, err)
