@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -380,18 +381,11 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 // controller knows.
 func PeerRangePlacements(conf *netv1beta1.Configuration, policy rangepolicy.Policy) []string {
 	var out []string
-	for _, l := range []struct {
-		name  string
-		cidrs []netv1beta1.CIDR
-	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
-		for i, s := range l.cidrs {
-			p, err := generators.ParseCIDR(string(s))
-			if err != nil || policy.Check(p) != nil {
-				continue
-			}
-			out = append(out, fmt.Sprintf("spec.remote.cidr.%s[%d] %s: %s", l.name, i, p, policy.Placement(p)))
+	eachRemoteRange(conf, func(field string, p netip.Prefix) {
+		if policy.Check(p) == nil {
+			out = append(out, fmt.Sprintf("%s %s: %s", field, p, policy.Placement(p)))
 		}
-	}
+	})
 	return out
 }
 
@@ -403,21 +397,27 @@ type rangeError struct {
 
 func peerRangeErrors(conf *netv1beta1.Configuration, policy rangepolicy.Policy) []rangeError {
 	var out []rangeError
+	eachRemoteRange(conf, func(field string, p netip.Prefix) {
+		if err := policy.Check(p); err != nil {
+			out = append(out, rangeError{field, err})
+		}
+	})
+	return out
+}
+
+// eachRemoteRange calls fn with each range of conf's spec.remote that
+// parses, and its field; Validate reports those that do not.
+func eachRemoteRange(conf *netv1beta1.Configuration, fn func(field string, p netip.Prefix)) {
 	for _, l := range []struct {
 		name  string
 		cidrs []netv1beta1.CIDR
 	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
 		for i, s := range l.cidrs {
-			p, err := generators.ParseCIDR(string(s))
-			if err != nil {
-				continue // Validate reports it
-			}
-			if err := policy.Check(p); err != nil {
-				out = append(out, rangeError{fmt.Sprintf("spec.remote.cidr.%s[%d]", l.name, i), err})
+			if p, err := generators.ParseCIDR(string(s)); err == nil {
+				fn(fmt.Sprintf("spec.remote.cidr.%s[%d]", l.name, i), p)
 			}
 		}
 	}
-	return out
 }
 
 // cleanReceived keeps what peerlink reads of a received object: its name,
