@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -305,7 +306,69 @@ func (n *Node) Start(component string) (*proc.Process, error) {
 	if !ok {
 		return nil, fmt.Errorf("node %s: no component %q", n.Name(), component)
 	}
-	return startIn(n.Namespace(), n.Name()+" "+component, argv, n.Log(component), n.PidFile(component))
+	start := func() (*proc.Process, error) {
+		return startIn(n.Namespace(), n.Name()+" "+component, argv, n.Log(component), n.PidFile(component))
+	}
+	if component == "kubelet" {
+		return startKubelet(start)
+	}
+	return start()
+}
+
+// deviceManagerSocket is where every kubelet of the machine serves device
+// plugins, whatever its --root-dir. A kubelet that starts removes the sockets
+// there and then listens: two kubelets starting at that moment (two labs
+// side by side) make one fail with "address already in use" and exit.
+const deviceManagerSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// kubeletStartLock serialises that step across the labs of the machine, in
+// one process or several.
+const kubeletStartLock = "/run/lock/peerlink-lab-kubelet-start.lock"
+
+// kubeletListenTimeout bounds how long a kubelet holds the others back.
+const kubeletListenTimeout = time.Minute
+
+// startKubelet starts a kubelet while no other lab's kubelet is starting:
+// under a machine-wide lock it removes the device manager's socket, starts
+// the kubelet and waits until the socket is back (this kubelet listens),
+// the kubelet exits, or kubeletListenTimeout passes.
+func startKubelet(start func() (*proc.Process, error)) (*proc.Process, error) {
+	if err := os.MkdirAll(filepath.Dir(kubeletStartLock), 0o755); err != nil {
+		return nil, fmt.Errorf("kubelet start lock: %w", err)
+	}
+	f, err := os.OpenFile(kubeletStartLock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet start lock: %w", err)
+	}
+	// Closing the file releases the lock.
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("kubelet start lock %s: %w", kubeletStartLock, err)
+	}
+	if err := os.Remove(deviceManagerSocket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("kubelet start: %w", err)
+	}
+	p, err := start()
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.NewTimer(kubeletListenTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if fi, err := os.Lstat(deviceManagerSocket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return p, nil
+		}
+		select {
+		case <-p.Exited:
+			// The caller's watch reports the exit with the kubelet's log.
+			return p, nil
+		case <-deadline.C:
+			return p, nil
+		case <-tick.C:
+		}
+	}
 }
 
 func startIn(namespace, name string, argv []string, log, pidFile string) (*proc.Process, error) {
