@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/ipam"
 )
@@ -39,8 +40,8 @@ func (r *ConfigurationReconciler) allocator(reserved []netip.Prefix) (*ipam.Allo
 }
 
 // listReserved returns, sorted and without duplicates, the addresses of
-// this cluster that a peer range must not hold: the subnets of the
-// InternalIP and ExternalIP of every Node, the server addresses GatewayClients connect to
+// this cluster that a peer range must not hold: the subnets of every Node
+// (reservedNodeAddresses), the server addresses GatewayClients connect to
 // and the addresses GatewayServers are reached at. Host names and IPv6
 // addresses are left out: peers' ranges are IPv4.
 func (r *ConfigurationReconciler) listReserved(ctx context.Context) ([]netip.Prefix, error) {
@@ -102,13 +103,16 @@ func (r *ConfigurationReconciler) refreshReserved(ctx context.Context) error {
 // neighbours (the other nodes, the subnet's router, a cloud's resolver at
 // the subnet's base) are reached on-link or through the default route, and
 // a /24 is the smallest subnet clouds and on-premises networks commonly give
-// nodes. A wider node subnet still needs RESERVED_CIDRS.
+// nodes. The fabric agent of each node publishes the node's real subnets
+// and routed networks; the /24 holds before it does, and on a node without
+// it.
 const nodeSubnetBits = 24
 
-// reservedNodeAddresses returns the subnets of a node's IPv4 InternalIP and
-// ExternalIP addresses: the /24 holding each.
+// reservedNodeAddresses returns the subnets of a node: the /24 holding
+// each of its IPv4 InternalIP and ExternalIP addresses, and the networks
+// its fabric agent publishes it reaches (clusterinfo.NodeSubnets).
 func reservedNodeAddresses(n *corev1.Node) []netip.Prefix {
-	var out []netip.Prefix
+	out := clusterinfo.NodeSubnets(n)
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 			continue
@@ -194,7 +198,8 @@ func holdsAny(c netv1beta1.ClusterConfigCIDR, addrs []netip.Prefix) bool {
 }
 
 // nodeAddressesChanged lets through the Node events that may bring a new
-// address: creations, and updates that change the addresses. Nodes update
+// address: creations, and updates that change the addresses or the
+// published subnets. Nodes update
 // their status every few seconds; those updates are not worth a reconcile.
 // A deleted node's address frees nothing: ranges stay where they are.
 func nodeAddressesChanged() predicate.Predicate {
@@ -202,7 +207,8 @@ func nodeAddressesChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*corev1.Node)
 			n, ok2 := e.ObjectNew.(*corev1.Node)
-			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses)
+			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses) ||
+				o.Annotations[clusterinfo.NodeSubnetsAnnotation] != n.Annotations[clusterinfo.NodeSubnetsAnnotation]
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
 	}

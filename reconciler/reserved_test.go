@@ -6,7 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/clusterinfo"
 )
 
 // TestConfigurationPeerRanges checks what the controller makes of a peer's
@@ -100,6 +103,24 @@ func TestConfigurationPeerRanges(t *testing.T) {
 		// the subnet's router or the next node may be.
 		e.create(t, newConf(ns, "subnet", "subnet", []string{"10.246.0.0/16"}, "10.250.0.128/25"))
 		e.waitRemapped(t, ns, "subnet", []string{"10.246.0.0/16"}, "10.4.0.0/25")
+	})
+
+	t.Run("a network a node's fabric publishes moves the range over it", func(t *testing.T) {
+		// Far from every node address: routed as it is until n2's fabric
+		// says n2 reaches 10.253.64.0/20 (another subnet of the VPC,
+		// through a router); entries that do not parse are skipped.
+		e.create(t, newConf(ns, "vpc", "vpc", []string{"10.253.0.0/16"}))
+		e.waitRemapped(t, ns, "vpc", []string{"10.253.0.0/16"})
+		var n corev1.Node
+		if err := e.cluster.Client.Get(t.Context(), client.ObjectKey{Name: "n2"}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations = map[string]string{clusterinfo.NodeSubnetsAnnotation: "not-a-network,10.253.64.0/20,fd00::/64"}
+		if err := e.cluster.Client.Update(t.Context(), &n); err != nil {
+			t.Fatal(err)
+		}
+		e.waitRemapped(t, ns, "vpc", []string{"10.5.0.0/16"})
+		e.waitRemapped(t, ns, "good", []string{"10.245.0.0/16"})
 	})
 }
 

@@ -161,6 +161,9 @@ func (a *Agent) sync(ctx context.Context) {
 			err = a.kernel.Apply(p.NetNS, nil)
 		}
 	}
+	if err == nil {
+		err = a.publishSubnets(ctx)
+	}
 	a.outcome.Record(err)
 }
 

@@ -14,7 +14,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/internal/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
@@ -26,7 +32,13 @@ import (
 // the tunnel reach nothing of A but its pods: not its nodes, not its
 // Services, not C. Meanwhile B's pods keep reaching A's pods.
 func TestHostilePeer(t *testing.T) {
-	ctx, l := newPeeredLab(t, 15*time.Minute, "hostile-a", "hostile-b", "hostile-c")
+	// A broad address plan for peers, as an admin might declare: routing
+	// as it is is allowed in all of the private space, yet A's node
+	// networks and the cloud's service addresses in it stay A's.
+	ctx, l := newPeeredLabWith(t, 15*time.Minute, labctl.Options{
+		Names:           []string{"hostile-a", "hostile-b", "hostile-c"},
+		RoutedPeerCIDRs: cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "100.64.0.0/10"),
+	})
 	a, b, c := l.Clusters[0], l.Clusters[1], l.Clusters[2]
 	podsA, podsB, podsC := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b), echoPods(t, ctx, l, c)
 	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
@@ -121,6 +133,99 @@ func TestHostilePeer(t *testing.T) {
 			out, err := nodeA.Run("ip", "route", "get", addr)
 			if err == nil && (strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180")) {
 				t.Errorf("A's node sends %s to a peer: %s", addr, out)
+			}
+		}
+		checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
+	})
+
+	t.Run("inside the plan, a range over A's node networks or a cloud address is remapped", func(t *testing.T) {
+		// Every node of A reaches a network through a router besides its
+		// default route (a peered network, say); its fabric publishes it.
+		routed := netip.MustParsePrefix("10.123.0.0/16")
+		for _, node := range a.Nodes() {
+			ns, err := netns.Open(node.Namespace())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ns.Close() })
+			ns.MustRun(t, "ip", "route", "add", routed.String(), "via", cluster.HostIP(a.Index).String())
+		}
+		cs, err := a.Clientset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, ctx, "every node of A publishes its node network and "+routed.String(), func() error {
+			nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, n := range nodes.Items {
+				got := n.Annotations[clusterinfo.NodeSubnetsAnnotation]
+				if want := rangepolicy.Format([]netip.Prefix{routed, nodeNet}); got != want {
+					return fmt.Errorf("node %s publishes %q, want %q", n.Name, got, want)
+				}
+			}
+			return nil
+		})
+		// Half of A's node network (no node address in it), a cloud's
+		// metadata and DNS range, the network A's nodes route to, and a
+		// range A uses nowhere, which the plan keeps as it is.
+		inNodeNet := func(last byte) netip.Addr {
+			a4 := nodeNet.Addr().As4()
+			a4[3] = last
+			return netip.AddrFrom4(a4)
+		}
+		cases := map[string]struct {
+			pod  netip.Prefix
+			kept bool
+		}{
+			"subnet":  {netip.PrefixFrom(inNodeNet(128), 25), false},
+			"cloud":   {netip.MustParsePrefix("100.100.0.0/16"), false},
+			"routed":  {routed, false},
+			"planned": {netip.MustParsePrefix("10.124.0.0/16"), true},
+		}
+		var manifests []string
+		for name, c := range cases {
+			manifests = append(manifests, hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-"+name, b.ClusterID+"-"+name, c.pod.String(), ""))
+		}
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-plan-%d.yaml", os.Getpid()))
+		t.Cleanup(func() { os.Remove(path) })
+		if err := os.WriteFile(path, []byte(strings.Join(manifests, "---\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := l.Kubectl(ctx, a, "apply", "-f", path); err != nil {
+			t.Fatalf("apply: %v\n%s", err, out)
+		}
+		for name, c := range cases {
+			conf := b.ClusterID + "-" + name
+			waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, conf, "Ready", "True")
+			got, err := l.Kubectl(ctx, a, "-n", "liqo-tenant-"+b.ClusterID, "get", "configuration", conf, "-o", "jsonpath={.status.remote.cidr.pod[0]}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen, err := netip.ParsePrefix(strings.TrimSpace(string(got)))
+			switch {
+			case err != nil:
+				t.Errorf("%s: %s is seen as %q: %v", name, c.pod, got, err)
+			case c.kept && seen != c.pod:
+				t.Errorf("%s: %s is seen as %s, want it kept as it is (inside the plan, over nothing of A)", name, c.pod, seen)
+			case !c.kept && seen.Overlaps(c.pod):
+				t.Errorf("%s: %s is seen as %s, want it remapped away", name, c.pod, seen)
+			}
+		}
+		time.Sleep(3 * time.Second)
+		unused := inNodeNet(200)
+		for _, node := range a.Nodes() {
+			ns, err := netns.Open(node.Namespace())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ns.Close() })
+			for _, addr := range []string{unused.String(), "100.100.100.200", "10.123.4.5"} {
+				out, err := ns.Run("ip", "route", "get", addr)
+				if err != nil || strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180") {
+					t.Errorf("node %s: ip route get %s: %s (%v): want it off the tunnel", node.Name(), addr, strings.TrimSpace(out), err)
+				}
 			}
 		}
 		checkTraffic(t, ctx, l, b, podsB[0], a, podsA[0])
