@@ -162,6 +162,35 @@ func Lint(dir string, policy rangepolicy.Policy) []Finding {
 	return append(findings, bundleFindings(typed)...)
 }
 
+// BundlePlacements says where this cluster's controller puts each range
+// of the peer in the bundle in dir under policy, as PeerRangePlacements
+// says it, after the file and the Configuration: "peers/b/conf.yaml:
+// Configuration ns/b: peer range spec.remote.cidr.pod[0] 10.244.0.0/24:
+// remapped". A Configuration Lint finds invalid, and a range the policy
+// refuses, have no placement: Lint reports them. A bundle that does not
+// build has none either.
+func BundlePlacements(dir string, policy rangepolicy.Policy) []string {
+	objs, err := buildBundle(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, o := range objs {
+		if !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindConfiguration {
+			continue
+		}
+		obj, _, err := generators.DecodeStrict(o.u)
+		conf, ok := obj.(*netv1beta1.Configuration)
+		if err != nil || !ok || len(generators.Validate(conf)) > 0 {
+			continue
+		}
+		for _, p := range PeerRangePlacements(conf, policy) {
+			out = append(out, fmt.Sprintf("%s: %s: peer range %s", o.file, o.ref(), p))
+		}
+	}
+	return out
+}
+
 // secretRefFindings warns of a gateway whose key pair comes from a Secret
 // the bundle does not make (and must not: lint refuses private keys): the
 // controller generates the pair in the cluster when spec.secretRef is

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +12,6 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -189,7 +186,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 }
 
 func newBundleAddCmd() *cobra.Command {
-	var allowed, routed []string
+	var facts peerFactFlags
 	cmd := &cobra.Command{
 		Use:   "add DIR FILE",
 		Short: "Add what the peer sent to the bundle",
@@ -209,53 +206,28 @@ non-zero keys (spec.publicKey and spec.nextPublicKey), values exactly as the
 controller takes them (no surrounding spaces), at most 64 ranges per list and
 16 server addresses, no server name of this host or its link (localhost,
 *.local, an address in disguise), and the peer's ranges against the
-allowlist (--allowed-peer-cidr, default 10.0.0.0/8,172.16.0.0/12,
-192.168.0.0/16,100.64.0.0/10; special-use ranges never pass). Only the remote-cluster-id label of what the peer sent is
-kept, none of its annotations. A file over 1 MiB is refused. Nothing is
-written when anything is wrong, and the files are replaced all together.
+allowlist. Only the remote-cluster-id label of what the peer sent is kept,
+none of its annotations. A file over 1 MiB is refused. Nothing is written
+when anything is wrong, and the files are replaced all together.
 
-Each of the peer's ranges is then reported as routed as it is, naming the
-entry of this cluster's address plan for peers (--routed-peer-cidr, as the
-controller's) it lies in, or as remapped; without a plan, every range is
-remapped.`,
-		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml`,
-		Args:    cobra.ExactArgs(2),
+` + peerFactsHelp + `
+
+Bundle add reports the peer's ranges after writing, also without a plan
+(every range is then remapped).`,
+		Example: `  peerlink bundle add peers/cluster-b from-cluster-b.yaml
+
+  # With this cluster's allowlist and address plan for peers
+  peerlink info -o yaml > cluster-a.yaml
+  peerlink bundle add peers/cluster-b from-cluster-b.yaml --cluster-info cluster-a.yaml`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			policy, err := peerPolicy(allowed)
+			f, err := facts.load()
 			if err != nil {
 				return err
 			}
-			if policy.Routed, err = routedPlan(routed); err != nil {
-				return err
-			}
-			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], policy)
+			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], f.policy)
 		},
 	}
-	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
-	cmd.Flags().StringSliceVar(&routed, "routed-peer-cidr", nil, "range of this cluster's address plan for peers, as its controller's --routed-peer-cidr: the peer's ranges inside it are reported as routed as they are, the others as remapped (repeatable; default none)")
+	facts.register(cmd)
 	return cmd
-}
-
-// routedPlan parses the --routed-peer-cidr flag: the address plan for peers.
-func routedPlan(routed []string) ([]netip.Prefix, error) {
-	ranges, err := rangepolicy.ParseList(strings.Join(routed, ","))
-	if err != nil {
-		return nil, fmt.Errorf("--routed-peer-cidr: %w", err)
-	}
-	if err := rangepolicy.ValidateRouted(ranges); err != nil {
-		return nil, fmt.Errorf("--routed-peer-cidr: %w", err)
-	}
-	return ranges, nil
-}
-
-// peerPolicy builds the peer-range policy of the --allowed-peer-cidr flag.
-func peerPolicy(allowed []string) (rangepolicy.Policy, error) {
-	ranges, err := rangepolicy.ParseList(strings.Join(allowed, ","))
-	if err != nil {
-		return rangepolicy.Policy{}, fmt.Errorf("--allowed-peer-cidr: %w", err)
-	}
-	if err := rangepolicy.Validate(ranges); err != nil {
-		return rangepolicy.Policy{}, fmt.Errorf("--allowed-peer-cidr: %w", err)
-	}
-	return rangepolicy.Policy{Allowed: ranges}, nil
 }

@@ -14,6 +14,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -152,26 +153,35 @@ func (t *templateFlags) addFlags(cmd *cobra.Command, kind, defaultName string) {
 
 func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 	var c createCommon
-	var pod, external, allowed []string
+	var pod, external, placements []string
+	var factFlags peerFactFlags
 	cmd := c.command(g, &cobra.Command{
 		Use:   "configuration [NAME]",
 		Short: "Declare the network of a peer cluster",
 		Long: `Create the Configuration that declares the network of a peer cluster: its
 pod CIDRs and external CIDRs, as the peer has them.
 
-The peer's ranges are held to the rules the controller applies: IPv4 only,
-never a special-use range, at most 64 per list, and only inside the allowlist
-(--allowed-peer-cidr, default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,
-100.64.0.0/10; give the allowlist the installer set, which peerlink info
-shows as allowedPeerCIDRs).`,
+Each range is held to the rules the controller applies: IPv4 only, never a
+special-use range, at most 64 per list, inside the allowlist.
+
+` + peerFactsHelp + `
+
+Create reports the peer's ranges as bundle add does, also without a plan
+(every range is then remapped), on standard error: -o keeps standard output
+to the manifest.`,
 		Example: `  # Print the Configuration of peer cluster-b, to commit or apply elsewhere
   peerlink create configuration --remote-cluster-id cluster-b \
     --pod-cidr 10.244.0.0/16 --external-cidr 10.70.0.0/16 -o yaml
 
+  # The same, held to this cluster's allowlist and address plan for peers
+  peerlink info -o yaml > cluster-a.yaml
+  peerlink create configuration --remote-cluster-id cluster-b \
+    --pod-cidr 10.244.0.0/16 --cluster-info cluster-a.yaml -o yaml
+
   # Apply it and wait until the controller has mapped the peer's CIDRs
   peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
 	}, func(p generators.Peer) (client.Object, error) {
-		policy, err := peerPolicy(allowed)
+		facts, err := factFlags.load()
 		if err != nil {
 			return nil, err
 		}
@@ -195,16 +205,31 @@ shows as allowedPeerCIDRs).`,
 			ranges []netip.Prefix
 		}{{"--pod-cidr", pods}, {"--external-cidr", ext}} {
 			for _, r := range l.ranges {
-				if err := policy.Check(r); err != nil {
-					return nil, fmt.Errorf("%s: %w (--allowed-peer-cidr)", l.flag, err)
+				if err := facts.policy.Check(r); err != nil {
+					return nil, fmt.Errorf("%s: %w (%s)", l.flag, err, facts.allowedFrom)
 				}
 			}
 		}
+		placements = peerbundle.PeerRangePlacements(conf, facts.policy)
 		return conf, nil
 	})
+	// The placements follow what was printed or applied: a command that
+	// fails says only why.
+	create := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := create(cmd, args); err != nil {
+			return err
+		}
+		for _, pl := range placements {
+			if _, err := fmt.Fprintf(cmd.ErrOrStderr(), "INFO   peer range %s\n", pl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	cmd.Flags().StringArrayVar(&pod, "pod-cidr", nil, "pod CIDR of the peer (repeatable, or a comma-separated list)")
 	cmd.Flags().StringArrayVar(&external, "external-cidr", nil, "external CIDR of the peer (repeatable, or a comma-separated list)")
-	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
+	factFlags.register(cmd)
 	return cmd
 }
 

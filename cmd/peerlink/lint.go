@@ -12,7 +12,7 @@ import (
 
 func newLintCmd() *cobra.Command {
 	var peerBundle string
-	var allowed []string
+	var factFlags peerFactFlags
 	cmd := &cobra.Command{
 		Use:   "lint DIR",
 		Short: "Check a peer bundle before it is committed or applied",
@@ -23,9 +23,8 @@ func newLintCmd() *cobra.Command {
     fields are errors) and has valid CIDRs (at most 64 per list), ports, MTU,
     server addresses and keys (spec.publicKey and spec.nextPublicKey: the
     canonical base64 of 32 bytes, never all zero);
-  - the peer's ranges lie in the allowlist (--allowed-peer-cidr, default
-    10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10; special-use ranges
-    never pass), as bundle add and the controller check them;
+  - the peer's ranges (the Configuration's spec.remote) lie in the
+    allowlist, as bundle add and the controller check them;
   - the liqo.io/remote-cluster-id labels agree, there is one gateway, and one
     Configuration and one PublicKey of the peer;
   - every object is in a namespace the bundle creates or holds its gateway in,
@@ -46,22 +45,37 @@ does not exist. Any other template in such a namespace gets a warning too
 comes from outside the bundle.
 
 Each finding names the file, the object and the field. The exit code is 1
-when there is any finding other than a warning.`,
+when there is any finding other than a warning.
+
+` + peerFactsHelp + `
+
+Lint reports the placements when the plan is given (--routed-peer-cidr or
+--cluster-info), after the findings, on lines that begin with INFO: they are
+no findings and leave the exit code as it is.`,
 		Example: `  peerlink lint bundles/cluster-b
-  peerlink lint clusters/a/peers/cluster-b --peer-bundle clusters/b/peers/cluster-a`,
+  peerlink lint clusters/a/peers/cluster-b --peer-bundle clusters/b/peers/cluster-a
+
+  # With this cluster's allowlist and address plan for peers
+  peerlink info -o yaml > cluster-a.yaml
+  peerlink lint clusters/a/peers/cluster-b --cluster-info cluster-a.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			policy, err := peerPolicy(allowed)
+			facts, err := factFlags.load()
 			if err != nil {
 				return err
 			}
-			findings := peerbundle.Lint(args[0], policy)
+			findings := peerbundle.Lint(args[0], facts.policy)
 			if peerBundle != "" {
 				findings = append(findings, peerbundle.Lint(peerBundle, rangepolicy.Policy{})...)
 				findings = append(findings, peerbundle.LintPair(args[0], peerBundle)...)
 			}
 			if err := printFindings(cmd.OutOrStdout(), findings); err != nil {
 				return err
+			}
+			if facts.planKnown {
+				for _, p := range peerbundle.BundlePlacements(args[0], facts.policy) {
+					fmt.Fprintf(cmd.OutOrStdout(), "INFO   %s\n", p)
+				}
 			}
 			warnings := 0
 			for _, f := range findings {
@@ -81,7 +95,7 @@ when there is any finding other than a warning.`,
 		},
 	}
 	cmd.Flags().StringVar(&peerBundle, "peer-bundle", "", "the peer's bundle of the same peering, for the checks across both sides")
-	cmd.Flags().StringSliceVar(&allowed, "allowed-peer-cidr", nil, "range the peer's CIDRs must lie in (repeatable; default 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10)")
+	factFlags.register(cmd)
 	return cmd
 }
 

@@ -6,16 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/peerbundle"
-	"github.com/peerlink/peerlink/peering"
 )
 
 // renderOptions are the flags of peerlink render.
 type renderOptions struct {
-	files               []string
-	output, clusterInfo string
+	files  []string
+	output string
+	facts  peerFactFlags
 	peerbundle.RenderOverrides
 }
 
@@ -46,9 +45,13 @@ rendered with the bundle's own templates, else the defaults. With
 --cluster-info FILE (a saved cluster-info ConfigMap, or the output of
 peerlink info -o yaml) each Configuration of the bundle is printed too, with
 the status.remote the controller would write: where the peer's ranges land in
-this cluster, as long as no other peer holds ranges yet. The peer's ranges
-are held to the allowlist of either form (allowedPeerCIDRs), as the
-controller holds them.
+this cluster, as long as no other peer holds ranges yet.
+
+` + peerFactsHelp + `
+
+Render shows the placements as the status.remote of each Configuration, and
+so takes --allowed-peer-cidr and --routed-peer-cidr only with --cluster-info,
+which gives this cluster's ranges.
 
 A bundle is built from local files only: a remote resource, base, component
 or file (a URL, a git repository) is refused before anything is fetched.`,
@@ -72,7 +75,7 @@ or file (a URL, a git repository) is refused before anything is fetched.`,
 	flags.StringVar(&o.UID, "uid", "", "the gateway UID to render with (default: metadata.uid, else "+peerbundle.PlaceholderUID+")")
 	flags.StringVar(&o.SecretName, "secret-name", "", "the key Secret name to render with (default: spec.secretRef.name, else gw-<name>)")
 	flags.StringVar(&o.ClusterID, "cluster-id", "", "the remote cluster ID to render with (default: the liqo.io/remote-cluster-id label)")
-	flags.StringVar(&o.clusterInfo, "cluster-info", "", "with DIR: the local cluster's facts, to show how the bundle's Configurations are remapped")
+	o.facts.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -89,19 +92,22 @@ func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 	case len(args) == 1 && len(o.files) > 0:
 		return errors.New("give either DIR or -f, not both")
 	case len(args) == 1:
-		var info *clusterinfo.Info
-		if o.clusterInfo != "" {
-			i, err := peering.ReadInfoFile(o.clusterInfo)
-			if err != nil {
-				return fmt.Errorf("--cluster-info: %w", err)
-			}
-			info = &i
+		facts, err := o.facts.load()
+		if err != nil {
+			return err
 		}
-		manifests, err = peerbundle.RenderBundle(args[0], info)
+		if flag := o.facts.given(); flag != "" && facts.info == nil {
+			// Without this cluster's ranges no Configuration is rendered,
+			// and the flag would change nothing.
+			return fmt.Errorf("%s: only with --%s, which gives this cluster's ranges", flag, clusterInfoFlag)
+		}
+		if manifests, err = peerbundle.RenderBundle(args[0], facts.info); err != nil {
+			return err
+		}
 	case len(o.files) == 0:
 		return errors.New("a bundle DIR or -f FILE is required")
-	case o.clusterInfo != "":
-		return errors.New("--cluster-info: only with a bundle DIR")
+	case o.facts.given() != "":
+		return fmt.Errorf("%s: only with a bundle DIR", o.facts.given())
 	default:
 		manifests, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides)
 	}
