@@ -94,15 +94,7 @@ func TestHostilePeer(t *testing.T) {
 			hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-nodes", b.ClusterID+"-nodes", nodeNet.String(), ""),
 			// A second Configuration of B itself.
 			hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-again", b.ClusterID, "10.250.0.0/16", ""))
-		// kubectl -f takes a comma-separated list: a path without commas.
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-%d.yaml", os.Getpid()))
-		t.Cleanup(func() { os.Remove(path) })
-		if err := os.WriteFile(path, []byte(strings.Join(manifests, "---\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := l.Kubectl(ctx, a, "apply", "-f", path); err != nil {
-			t.Fatalf("apply: %v\n%s", err, out)
-		}
+		applyManifests(t, ctx, l, a, manifests)
 		for name := range refused {
 			waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, b.ClusterID+"-"+name, "Stalled", "True")
 		}
@@ -188,14 +180,7 @@ func TestHostilePeer(t *testing.T) {
 		for name, c := range cases {
 			manifests = append(manifests, hostileConfigurationIn("liqo-tenant-"+b.ClusterID, b.ClusterID+"-"+name, b.ClusterID+"-"+name, c.pod.String(), ""))
 		}
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-plan-%d.yaml", os.Getpid()))
-		t.Cleanup(func() { os.Remove(path) })
-		if err := os.WriteFile(path, []byte(strings.Join(manifests, "---\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := l.Kubectl(ctx, a, "apply", "-f", path); err != nil {
-			t.Fatalf("apply: %v\n%s", err, out)
-		}
+		applyManifests(t, ctx, l, a, manifests)
 		for name, c := range cases {
 			conf := b.ClusterID + "-" + name
 			waitCondition(t, ctx, l, a, "liqo-tenant-"+b.ClusterID, conf, "Ready", "True")
@@ -265,6 +250,26 @@ func TestHostilePeer(t *testing.T) {
 		checkTraffic(t, ctx, l, a, podsA[0], c, podsC[0])
 		waitConnected(t, ctx, l, a, b)
 	})
+}
+
+// applyManifests applies the YAML documents manifests to cluster n.
+func applyManifests(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, manifests []string) {
+	t.Helper()
+	// kubectl -f takes a comma-separated list: a path without commas.
+	f, err := os.CreateTemp("", "manifests-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(strings.Join(manifests, "---\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := l.Kubectl(ctx, n, "apply", "-f", f.Name()); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
 }
 
 // hostileConfiguration is a Configuration B's side could send A.
