@@ -810,47 +810,35 @@ func controllerMemoryPeak(t *testing.T, ctx context.Context, n *cluster.Cluster)
 	for _, p := range pods.Items {
 		uids = append(uids, string(p.UID), strings.ReplaceAll(string(p.UID), "-", "_"))
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return err.Error()
+	pid, ok := findAgent("controller", func(pid int, _ string) bool {
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		return slices.ContainsFunc(uids, func(u string) bool { return strings.Contains(string(cg), u) })
+	})
+	if !ok {
+		return "no controller process of " + n.ClusterID + " found"
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case f[0] == "0" && f[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", f[2], "memory.peak")
+		case f[1] == "memory":
+			file = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.max_usage_in_bytes")
+		default:
+			continue
+		}
+		peak, err := os.ReadFile(file)
 		if err != nil {
 			continue
 		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		args := strings.Split(string(b), "\x00")
-		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "controller" {
-			continue
+		if v, err := strconv.ParseFloat(strings.TrimSpace(string(peak)), 64); err == nil {
+			return fmt.Sprintf("%.0f MiB", v/(1<<20))
 		}
-		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if !slices.ContainsFunc(uids, func(u string) bool { return strings.Contains(string(cg), u) }) {
-			continue
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
-			f := strings.SplitN(line, ":", 3)
-			if len(f) != 3 {
-				continue
-			}
-			var file string
-			switch {
-			case f[0] == "0" && f[1] == "":
-				file = filepath.Join("/sys/fs/cgroup", f[2], "memory.peak")
-			case f[1] == "memory":
-				file = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.max_usage_in_bytes")
-			default:
-				continue
-			}
-			peak, err := os.ReadFile(file)
-			if err != nil {
-				continue
-			}
-			if v, err := strconv.ParseFloat(strings.TrimSpace(string(peak)), 64); err == nil {
-				return fmt.Sprintf("%.0f MiB", v/(1<<20))
-			}
-		}
-		return "no memory peak in the cgroup of process " + strconv.Itoa(pid)
 	}
-	return "no controller process of " + n.ClusterID + " found"
+	return "no memory peak in the cgroup of process " + strconv.Itoa(pid)
 }

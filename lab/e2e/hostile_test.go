@@ -396,21 +396,10 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 	t.Helper()
 	uid := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", "liqo-tenant-"+peerID, "get", "gatewayservers,gatewayclients",
 		"-o", "jsonpath={.items[0].metadata.uid}")))
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		args := strings.Split(string(b), "\x00")
-		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != "gateway" ||
-			!strings.Contains(string(b), "\x00--gateway-uid="+uid+"\x00") {
-			continue
-		}
+	pid, ok := findAgent("gateway", func(_ int, cmdline string) bool {
+		return strings.Contains(cmdline, "\x00--gateway-uid="+uid+"\x00")
+	})
+	if ok {
 		gw := &hostileGateway{t: t, pid: pid}
 		out, err := gw.run("ip", "-4", "-o", "addr", "show", "dev", "eth0")
 		if err != nil {
@@ -429,6 +418,29 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 	}
 	t.Fatalf("no gateway agent of %s for peer %s found", n.ClusterID, peerID)
 	return nil
+}
+
+// findAgent returns the pid of a peerlink-agent process of this machine
+// running subcommand for which match holds, given the pid and the
+// NUL-separated command line.
+func findAgent(subcommand string, match func(pid int, cmdline string) bool) (int, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != subcommand || !match(pid, string(b)) {
+			continue
+		}
+		return pid, true
+	}
+	return 0, false
 }
 
 // ingressDrops reads the ingress filter's drop counters of cluster n's
