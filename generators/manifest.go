@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/choice"
 )
 
 // Format is an output format of manifests.
@@ -28,7 +29,7 @@ const (
 
 // ParseFormat accepts yaml or json.
 func ParseFormat(s string) (Format, error) {
-	return parseChoice("output format", s, FormatYAML, FormatJSON)
+	return choice.Parse("output format", s, FormatYAML, FormatJSON)
 }
 
 // Manifest turns a typed object into the map that is printed and applied:

@@ -2,12 +2,12 @@ package generators
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/choice"
 )
 
 // TenantNamespace is the namespace the CLI uses for the objects of one peer.
@@ -62,19 +62,5 @@ const (
 
 // ParseRole accepts server or client.
 func ParseRole(s string) (Role, error) {
-	return parseChoice("role", s, RoleServer, RoleClient)
-}
-
-// parseChoice returns s as the one of choices it spells; what names the
-// value in the error, which lists the choices.
-func parseChoice[T ~string](what, s string, choices ...T) (T, error) {
-	if slices.Contains(choices, T(s)) {
-		return T(s), nil
-	}
-	names := make([]string, len(choices))
-	for i, c := range choices {
-		names[i] = string(c)
-	}
-	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-	return "", fmt.Errorf("unknown %s %q: use %s", what, s, list)
+	return choice.Parse("role", s, RoleServer, RoleClient)
 }

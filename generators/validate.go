@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/templates"
@@ -216,7 +217,7 @@ func serviceTypes() []corev1.ServiceType {
 
 // ParseServiceType accepts the Service types a GatewayServer may use.
 func ParseServiceType(s string) (corev1.ServiceType, error) {
-	return parseChoice("service type", s, serviceTypes()...)
+	return choice.Parse("service type", s, serviceTypes()...)
 }
 
 func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.ErrorList {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
+	"github.com/peerlink/peerlink/internal/choice"
 )
 
 // agentFlags are the flags both dataplane agents take, flag for flag (the
@@ -46,9 +46,9 @@ func (f *agentFlags) addFlags(fs *pflag.FlagSet, h agentFlagHelp) {
 // options parses the flags; errors name them. The agent validates them
 // with its own.
 func (f *agentFlags) options() (agent.Options, error) {
-	kind, err := parseChoice("overlay", "overlay", f.overlayKind, overlay.Auto, plan.Geneve, plan.VXLAN)
+	kind, err := choice.Parse("overlay", f.overlayKind, overlay.Auto, plan.Geneve, plan.VXLAN)
 	if err != nil {
-		return agent.Options{}, err
+		return agent.Options{}, fmt.Errorf("--overlay: %w", err)
 	}
 	o := agent.Options{Namespace: f.namespace, Overlay: kind, MTU: f.mtu, ResyncInterval: f.resync}
 	if f.nodeIP != "" {
@@ -57,20 +57,6 @@ func (f *agentFlags) options() (agent.Options, error) {
 		}
 	}
 	return o, nil
-}
-
-// parseChoice returns s, the value of --flag, as the one of choices it
-// spells; what names the value in the error.
-func parseChoice[T ~string](flag, what, s string, choices ...T) (T, error) {
-	if i := slices.Index(choices, T(s)); i >= 0 {
-		return choices[i], nil
-	}
-	names := make([]string, len(choices))
-	for i, c := range choices {
-		names[i] = string(c)
-	}
-	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-	return "", fmt.Errorf("--%s: %s %q: must be %s", flag, what, s, list)
 }
 
 // commaList splits a comma-separated flag value, leaving out empty items:

@@ -21,6 +21,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
@@ -91,13 +92,13 @@ const gatewayMaxMisses = 5
 
 // options parses the flags; errors name them.
 func (f *gatewayFlags) options() (gateway.Options, error) {
-	role, err := parseChoice("mode", "mode", f.mode, dataplane.Server, dataplane.Client)
+	role, err := choice.Parse("mode", f.mode, dataplane.Server, dataplane.Client)
 	if err != nil {
-		return gateway.Options{}, err
+		return gateway.Options{}, fmt.Errorf("--mode: %w", err)
 	}
-	impl, err := parseChoice("wireguard-implementation", "wireguard implementation", f.wireguardImpl, wireguard.Auto, wireguard.Kernel, wireguard.Userspace)
+	impl, err := choice.Parse("wireguard implementation", f.wireguardImpl, wireguard.Auto, wireguard.Kernel, wireguard.Userspace)
 	if err != nil {
-		return gateway.Options{}, err
+		return gateway.Options{}, fmt.Errorf("--wireguard-implementation: %w", err)
 	}
 	common, err := f.agentFlags.options()
 	if err != nil {

@@ -116,7 +116,7 @@ func TestGatewayFlagValidation(t *testing.T) {
 		want string
 	}{
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=server"}, "--listen-port 0"},
-		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=both"}, `--mode: mode "both"`},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=both"}, `--mode: unknown mode "both"`},
 		{[]string{"--namespace=y", "--remote-cluster-id=z", "--mode=client"}, "--name: required"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--wireguard-implementation=boringtun"}, "--wireguard-implementation"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--overlay=gre"}, "--overlay"},
