@@ -1,0 +1,3 @@
+// Package choice parses a value that must be one of a few names: an
+// output format, a role, a service type, a flag's mode.
+package choice
