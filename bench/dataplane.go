@@ -20,8 +20,8 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/internal/testbed"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testbed"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 const (

@@ -21,7 +21,7 @@ import (
 
 	"github.com/peerlink/peerlink/internal/helmchart"
 	"github.com/peerlink/peerlink/internal/kbuild"
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated files of the Helm chart in helm/peerlink")

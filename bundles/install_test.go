@@ -20,7 +20,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/kbuild"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 const tenantNamespace = "liqo-tenant-cluster-b"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/kbuild"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/peering"
 )
 

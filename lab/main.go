@@ -30,7 +30,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )

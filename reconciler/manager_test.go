@@ -17,7 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerlink/peerlink/api"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // startCluster starts a control plane with peerlink's CRDs and opts, whose

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // TestRemoveStaleSlices runs removeStaleSlices against a real API server:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // TestApplyLeavesOtherManagersFields applies a Configuration the way Flux

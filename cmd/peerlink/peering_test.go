@@ -17,7 +17,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/peertest"
+	"github.com/peerlink/peerlink/testkit/peertest"
 	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 )

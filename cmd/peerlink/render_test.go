@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/templates"
 )
 

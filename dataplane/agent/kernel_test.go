@@ -11,7 +11,7 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // TestKernel applies a small plan in a fresh network namespace: the tunnel

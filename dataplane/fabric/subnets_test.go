@@ -6,7 +6,7 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // TestNodeSubnets reads a node's networks from a real routing table: its

@@ -29,7 +29,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 func TestRangeMappings(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/mcs"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // forge sends pongs to the prober at to from conn, with nonces that a

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // filterRuleset is an ingress filter on link "in": UDP port 9999 from one

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // natRuleset has a rule of every NAT statement and an MSS clamp.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // TestOverlayCarriesTraffic joins a "node" and a "gateway" namespace with a

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 func TestApply(t *testing.T) {

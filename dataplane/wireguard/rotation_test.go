@@ -12,7 +12,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // echoFlow sends a numbered datagram every interval from one namespace to

@@ -20,7 +20,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 // decodeAll decodes a multi-document manifest, failing t on an object

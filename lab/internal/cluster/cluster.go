@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // Default ranges. Every lab cluster uses the same ones unless told

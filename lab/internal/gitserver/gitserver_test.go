@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/lab/internal/gitserver"
 )
 

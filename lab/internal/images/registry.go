@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // Registry is the lab's image registry: the lab/registry binary, running in

@@ -16,7 +16,7 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 

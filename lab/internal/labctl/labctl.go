@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/peerlink/peerlink/internal/image"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/images"
 	"github.com/peerlink/peerlink/lab/internal/sweep"

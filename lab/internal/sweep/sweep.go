@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 

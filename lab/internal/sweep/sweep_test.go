@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // Find takes the recorded clusters and the cluster directories it finds,

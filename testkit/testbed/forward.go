@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Forwarder splices TCP connections accepted on 127.0.0.1 inside a network

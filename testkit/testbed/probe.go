@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Ping sends one ICMP echo from ns to dst and waits a second for the reply.

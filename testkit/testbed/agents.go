@@ -5,9 +5,9 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/peerlink/peerlink/internal/testenv"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // BuildAgent builds peerlink-agent into dir and returns its path.
@@ -18,7 +18,7 @@ func BuildAgent(ctx context.Context, dir string) (string, error) {
 // BuildWGBare builds the bare wireguard-go runner (package wgbare) into dir
 // and returns its path.
 func BuildWGBare(ctx context.Context, dir string) (string, error) {
-	return build(ctx, dir, "./internal/testbed/wgbare")
+	return build(ctx, dir, "./testkit/testbed/wgbare")
 }
 
 // build builds the command pkg of the repository into dir.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // A program started in a namespace runs there, in the caller's mounts, or

@@ -19,9 +19,9 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/internal/testcluster"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testcluster"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // restoreGoal is the longest a broken data path may stay broken after a

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Spec describes a program to start.

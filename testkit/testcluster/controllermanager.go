@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 const (

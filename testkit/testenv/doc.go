@@ -9,10 +9,10 @@
 // Its packages netns (named network namespaces, veths, code and programs run
 // inside them) and proc (processes started, watched and stopped, and the
 // binaries they run built with go build) serve both the harnesses of tests
-// (internal/testbed, the kernel tests of dataplane) and the lab, whose
+// (testkit/testbed, the kernel tests of dataplane) and the lab, whose
 // clusters outlive the command that started them.
 //
 // It holds no product code. No product package imports it, nor the other
-// harnesses (internal/testbed, internal/testcluster, internal/peertest),
+// harnesses (testkit/testbed, testkit/testcluster, testkit/peertest),
 // outside its tests: a test of this package checks it.
 package testenv

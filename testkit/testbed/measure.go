@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Run is one iperf3 measurement.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 // RequirePrivileged skips t unless the process is root and can create

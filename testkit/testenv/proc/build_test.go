@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 // Build names each binary after its package and builds it statically.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Addresses of both sides: the same pod CIDR and the same pod addresses on

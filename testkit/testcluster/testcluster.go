@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/peerlink/peerlink/internal/testenv"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // fieldOwner is the server-side apply field manager of objects given with

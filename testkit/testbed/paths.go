@@ -16,7 +16,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/route"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // Pair is a sender and a receiver namespace and the receiver's address.

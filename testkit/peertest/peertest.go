@@ -26,7 +26,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/testcluster"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
 )

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
-	"github.com/peerlink/peerlink/internal/testenv/proc"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // Cluster is the API of one side.

@@ -9,10 +9,10 @@ import (
 // harness are the packages of test machinery: only tests, the benchmarks
 // and the lab may import them.
 var harness = []string{
-	rootModule + "/internal/testenv",
-	rootModule + "/internal/testbed",
-	rootModule + "/internal/testcluster",
-	rootModule + "/internal/peertest",
+	rootModule + "/testkit/testenv",
+	rootModule + "/testkit/testbed",
+	rootModule + "/testkit/testcluster",
+	rootModule + "/testkit/peertest",
 }
 
 // isIn reports whether pkg is one of roots or below one.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerlink/peerlink/internal/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 func TestControllerManager(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/internal/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // The yardstick of the throughput goal carries pod traffic through the bare

@@ -8,7 +8,7 @@
 // internet.
 //
 // The agents are the real peerlink-agent binary, built and started in their
-// namespace as a pod's container runs (internal/testenv/proc), against the
+// namespace as a pod's container runs (testkit/testenv/proc), against the
 // API server of their side. An API server of the test control plane listens
 // on the host's loopback, which a process in another network namespace
 // cannot reach; the testbed therefore listens on 127.0.0.1 inside each
