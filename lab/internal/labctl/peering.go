@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // Client is a controller-runtime client of cluster n that knows
@@ -29,11 +29,7 @@ func (l *Lab) Client(n *cluster.Cluster) (client.Client, error) {
 	}
 	cfg.Timeout = 10 * time.Second
 	cfg.QPS, cfg.Burst = 500, 1000
-	s, err := api.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := peering.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s client: %w", n.Name, err)
 	}
