@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+
+	"github.com/peerlink/peerlink/lab/figures"
 )
 
 const (
@@ -26,28 +28,6 @@ const (
 	exportGoal = 1.0
 	importGoal = 30.0
 )
-
-// labFigures is the JSON `go run ./lab bench --json` prints (the lab's
-// Figures; nothing imports the lab, so the wire format is restated here).
-type labFigures struct {
-	ConnectSeconds  float64            `json:"connectSeconds"`
-	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
-	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
-	Tunnel          labPath            `json:"tunnel"`
-	Bare            labPath            `json:"bare"`
-	Services        struct {
-		MedianExportToAnswer float64            `json:"medianExportToAnswerSeconds"`
-		Services             int                `json:"services"`
-		Endpoints            int                `json:"endpointsPerService"`
-		ImportSeconds        float64            `json:"importSeconds"`
-		Memory               map[string]float64 `json:"residentMemoryBytes"`
-	} `json:"services"`
-}
-
-type labPath struct {
-	BitsPerSecond      float64 `json:"bitsPerSecond"`
-	ExchangesPerSecond float64 `json:"exchangesPerSecond"`
-}
 
 // labTable measures the whole system on two real clusters of the lab,
 // brought up for the purpose and removed afterwards: connect time, recovery
@@ -70,7 +50,7 @@ func labTable(ctx context.Context) (*table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab table: go run ./lab bench: %w", err)
 	}
-	var f labFigures
+	var f figures.Figures
 	if err := json.Unmarshal(out, &f); err != nil {
 		return nil, fmt.Errorf("lab table: figures %q: %w", out, err)
 	}

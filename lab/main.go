@@ -30,9 +30,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/testkit/testenv"
+	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 func main() {
@@ -232,7 +233,7 @@ func printClusters(out io.Writer, l *labctl.Lab) {
 	fmt.Fprintf(out, "One kubeconfig with a context per cluster: %s\n", l.Kubeconfig())
 }
 
-func printFigures(out io.Writer, f labctl.Figures) {
+func printFigures(out io.Writer, f figures.Figures) {
 	fmt.Fprintf(out, "last manifest applied -> Connected on both sides: %.2fs\n", f.ConnectSeconds)
 	for _, id := range slices.Sorted(maps.Keys(f.RecoverySeconds)) {
 		fmt.Fprintf(out, "gateway pod of %s deleted -> longest time without traffic: %.2fs\n", id, f.RecoverySeconds[id])
@@ -242,9 +243,9 @@ func printFigures(out io.Writer, f labctl.Figures) {
 	}
 	for _, p := range []struct {
 		name string
-		p    labctl.Path
+		p    figures.Path
 	}{{"through the peering", f.Tunnel}, {"over the node network", f.Bare}} {
-		if p.p == (labctl.Path{}) {
+		if p.p == (figures.Path{}) {
 			continue // not measured (--only)
 		}
 		fmt.Fprintf(out, "pod to pod %s: %.0f Mbit/s, %.0f request/response per second\n",

@@ -20,9 +20,9 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // TestHostilePeer is the trust boundary on real clusters: A is peered with B

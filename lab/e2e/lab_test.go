@@ -16,11 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peerlink/peerlink/testkit/testenv"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
+	"github.com/peerlink/peerlink/testkit/testenv"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // logWriter sends the lab's progress lines to the test log.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/lab/internal/gitserver"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 // newServer starts a Server on 127.0.0.1 for the test and returns it with

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/peerlink/peerlink/internal/image"
-	"github.com/peerlink/peerlink/testkit/testenv/proc"
 	"github.com/peerlink/peerlink/internal/version"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // AgentImage is the image name the install bundle and the gateway templates

@@ -16,38 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
 )
-
-// Figures are the whole-system measurements of a peering in the lab.
-type Figures struct {
-	// ConnectSeconds runs from the moment `peerlink network connect` has
-	// applied its last manifest to both sides reporting Connected.
-	ConnectSeconds float64 `json:"connectSeconds"`
-	// RecoverySeconds is, for the gateway pod of each side (by cluster ID),
-	// the longest time without an answer to a probe sent every
-	// probeInterval after the pod is deleted.
-	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
-	// FailoverSeconds is the same with two gateway replicas on each side:
-	// the active pod is deleted and the standby takes over.
-	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
-	// Tunnel and Bare are pod-to-pod figures between the same pods, through
-	// the peering and through a NodePort over the node network.
-	Tunnel Path `json:"tunnel"`
-	Bare   Path `json:"bare"`
-	// Services are the Multi-Cluster Services figures, b exporting to a.
-	Services ServicesFigures `json:"services"`
-}
-
-// Path is what one path between two pods carries.
-type Path struct {
-	// BitsPerSecond is the throughput of one TCP stream.
-	BitsPerSecond float64 `json:"bitsPerSecond"`
-	// ExchangesPerSecond is the rate of 64-byte request/response round
-	// trips on one TCP connection.
-	ExchangesPerSecond float64 `json:"exchangesPerSecond"`
-}
 
 const (
 	// probeInterval is the resolution of the recovery figures.
@@ -65,8 +37,8 @@ var BenchParts = []string{"connect", "dataplane", "services", "failover"}
 // Bench peers the first two clusters of a fresh lab and measures it: every
 // part of BenchParts, or only those of only when it is not empty
 // (connecting is always done, as the others need it).
-func (l *Lab) Bench(ctx context.Context, only ...string) (Figures, error) {
-	f := Figures{RecoverySeconds: map[string]float64{}, FailoverSeconds: map[string]float64{}}
+func (l *Lab) Bench(ctx context.Context, only ...string) (figures.Figures, error) {
+	f := figures.Figures{RecoverySeconds: map[string]float64{}, FailoverSeconds: map[string]float64{}}
 	if len(l.Clusters) < 2 {
 		return f, errors.New("the benchmark needs two clusters")
 	}
@@ -107,7 +79,7 @@ func (l *Lab) Bench(ctx context.Context, only ...string) (Figures, error) {
 
 // benchDataplane measures pod-to-pod traffic through the peering and over
 // the node network, and the recovery from the loss of each gateway pod.
-func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figures) error {
+func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *figures.Figures) error {
 	src, dst, err := l.echoPodsOf(ctx, a, b)
 	if err != nil {
 		return err
@@ -126,7 +98,7 @@ func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *Figu
 		return err
 	}
 	paths := []struct {
-		path     *Path
+		path     *figures.Path
 		sink, rr string
 		name     string
 	}{
@@ -175,7 +147,7 @@ func (l *Lab) recoveries(ctx context.Context, a, b *cluster.Cluster, url, prefix
 // benchFailover measures, with a standby replica on each side, the
 // longest time without traffic when each side's active gateway pod is
 // deleted.
-func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *Figures) error {
+func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *figures.Figures) error {
 	_, dst, err := l.echoPodsOf(ctx, a, b)
 	if err != nil {
 		return err

@@ -19,28 +19,10 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/mcs"
 )
-
-// ServicesFigures are the Multi-Cluster Services measurements: how soon an
-// export answers by name in the peer, how long a large export set takes to
-// be imported, and what the controller and the gateway hold then.
-type ServicesFigures struct {
-	// ExportToAnswerSeconds are, for each trial, the time from a
-	// ServiceExport's creation to the first answer through its clusterset
-	// name in the peer; Median is their median.
-	ExportToAnswerSeconds []float64 `json:"exportToAnswerSeconds"`
-	MedianExportToAnswer  float64   `json:"medianExportToAnswerSeconds"`
-	// Services and Endpoints are the size of the large export set;
-	// ImportSeconds the time from its creation to all of it imported.
-	Services      int     `json:"services"`
-	Endpoints     int     `json:"endpointsPerService"`
-	ImportSeconds float64 `json:"importSeconds"`
-	// Resident memory, in bytes, with the large set imported: the importing
-	// cluster's controller and gateway, and the exporting cluster's.
-	Memory map[string]float64 `json:"residentMemoryBytes"`
-}
 
 const (
 	// exportTrials is how many exports the answer time is measured on.
@@ -60,8 +42,8 @@ const (
 
 // BenchServices measures the Multi-Cluster Services path from b (the
 // exporter) to a (the importer), which must be peered.
-func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (ServicesFigures, error) {
-	f := ServicesFigures{Services: largeServices, Endpoints: largeEndpoints, Memory: map[string]float64{}}
+func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (figures.Services, error) {
+	f := figures.Services{Services: largeServices, Endpoints: largeEndpoints, Memory: map[string]float64{}}
 	if _, err := l.Kubectl(ctx, a, "label", "namespace", EchoNamespace, mcs.ImportNamespaceLabel+"=true", "--overwrite"); err != nil {
 		return f, err
 	}

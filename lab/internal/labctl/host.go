@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // hostStateDir records what the host was like before the first of the labs

@@ -16,8 +16,8 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
 // PeerlinkNamespace is where the install bundle puts peerlink.

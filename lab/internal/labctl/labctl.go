@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/peerlink/peerlink/internal/image"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
-	"github.com/peerlink/peerlink/testkit/testenv/proc"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/images"
 	"github.com/peerlink/peerlink/lab/internal/sweep"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // DefaultDir is where the lab keeps its state unless told otherwise.

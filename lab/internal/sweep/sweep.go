@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/testkit/testenv/proc"
-	"github.com/peerlink/peerlink/lab/internal/cluster"
 )
 
 // Shim sockets live in containerd's compiled-in state directory, whatever

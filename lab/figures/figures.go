@@ -1,0 +1,49 @@
+package figures
+
+// Figures are the whole-system measurements of a peering in the lab.
+type Figures struct {
+	// ConnectSeconds runs from the moment `peerlink network connect` has
+	// applied its last manifest to both sides reporting Connected.
+	ConnectSeconds float64 `json:"connectSeconds"`
+	// RecoverySeconds is, for the gateway pod of each side (by cluster ID),
+	// the longest time without an answer to a probe sent every
+	// 100 ms after the pod is deleted.
+	RecoverySeconds map[string]float64 `json:"recoverySeconds"`
+	// FailoverSeconds is the same with two gateway replicas on each side:
+	// the active pod is deleted and the standby takes over.
+	FailoverSeconds map[string]float64 `json:"failoverSeconds"`
+	// Tunnel and Bare are pod-to-pod figures between the same pods, through
+	// the peering and through a NodePort over the node network.
+	Tunnel Path `json:"tunnel"`
+	Bare   Path `json:"bare"`
+	// Services are the Multi-Cluster Services figures, b exporting to a.
+	Services Services `json:"services"`
+}
+
+// Path is what one path between two pods carries.
+type Path struct {
+	// BitsPerSecond is the throughput of one TCP stream.
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// ExchangesPerSecond is the rate of 64-byte request/response round
+	// trips on one TCP connection.
+	ExchangesPerSecond float64 `json:"exchangesPerSecond"`
+}
+
+// Services are the Multi-Cluster Services measurements: how soon an
+// export answers by name in the peer, how long a large export set takes to
+// be imported, and what the controller and the gateway hold then.
+type Services struct {
+	// ExportToAnswerSeconds are, for each trial, the time from a
+	// ServiceExport's creation to the first answer through its clusterset
+	// name in the peer; Median is their median.
+	ExportToAnswerSeconds []float64 `json:"exportToAnswerSeconds"`
+	MedianExportToAnswer  float64   `json:"medianExportToAnswerSeconds"`
+	// Services and Endpoints are the size of the large export set;
+	// ImportSeconds the time from its creation to all of it imported.
+	Services      int     `json:"services"`
+	Endpoints     int     `json:"endpointsPerService"`
+	ImportSeconds float64 `json:"importSeconds"`
+	// Resident memory, in bytes, with the large set imported: the importing
+	// cluster's controller and gateway, and the exporting cluster's.
+	Memory map[string]float64 `json:"residentMemoryBytes"`
+}
