@@ -30,8 +30,8 @@ import (
 	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/kbuild"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 const (

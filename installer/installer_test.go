@@ -14,8 +14,8 @@ import (
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/kbuild"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/peering"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // factsData returns the data of the facts ConfigMap among objs.

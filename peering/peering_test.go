@@ -13,9 +13,9 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/testkit/peertest"
 	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/peertest"
 )
 
 // open opens one test cluster as a side of a peering, progress into out.

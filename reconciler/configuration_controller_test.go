@@ -23,8 +23,8 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // confWaitTimeout bounds every wait for the controller.

@@ -33,8 +33,8 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // waitTimeout bounds every wait for the controllers or the cluster.

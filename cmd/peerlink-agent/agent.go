@@ -59,6 +59,13 @@ func (f *agentFlags) options() (agent.Options, error) {
 	return o, nil
 }
 
+// withAgentFlags adds to flags, the flags of an agent's own options by
+// their field, those of the options both agents take.
+func withAgentFlags(flags map[string]string) map[string]string {
+	flags["Namespace"], flags["NodeIP"], flags["MTU"], flags["ResyncInterval"] = "--namespace", "--node-ip", "--mtu", "--resync-interval"
+	return flags
+}
+
 // commaList splits a comma-separated flag value, leaving out empty items:
 // an empty value is an empty list, so that a manifest can pass
 // --flag=$(VAR) with nothing in it.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/fabric"
 )
 
@@ -64,7 +65,7 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 		GatewayNamespace: f.gatewayNamespace,
 		CleanupOnExit:    f.cleanupOnExit,
 	}
-	return o, o.Validate()
+	return o, agent.WithFlags(o.Validate(), withAgentFlags(map[string]string{"NodeName": "--node-name"}))
 }
 
 // runFabric runs the fabric agent until SIGTERM or SIGINT. Its cache holds

@@ -19,6 +19,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/internal/choice"
@@ -126,7 +127,11 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		}
 		o.LocalRanges = append(o.LocalRanges, p)
 	}
-	return o, o.Validate()
+	return o, agent.WithFlags(o.Validate(), withAgentFlags(map[string]string{
+		"Name": "--name", "RemoteClusterID": "--remote-cluster-id", "Role": "--mode",
+		"ListenPort": "--listen-port", "EndpointPort": "--endpoint-port", "KeyDir": "--key-dir",
+		"Keepalive": "--keepalive", "PingInterval": "--ping-interval", "LocalRanges": "--local-cidr",
+	}))
 }
 
 // runGateway runs the gateway agent under a manager whose cache sees only

@@ -17,9 +17,9 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/testkit/peertest"
 	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/peertest"
 )
 
 // TestPeering runs the CLI against two real API servers, each with the

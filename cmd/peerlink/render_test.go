@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // execRender runs peerlink render with args and stdin, as the command line

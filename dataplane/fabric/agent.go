@@ -49,9 +49,10 @@ type Options struct {
 	CleanupOnExit bool
 }
 
-// Validate reports options that cannot work, naming the flag.
+// Validate reports options that cannot work, each error a FieldError
+// (agent.WithFlags names the flags).
 func (o Options) Validate() error {
-	errs := []error{agent.Required("--node-name", o.NodeName != ""), agent.Required("--node-ip", o.NodeIP.IsValid())}
+	errs := []error{agent.Required("NodeName", o.NodeName != ""), agent.Required("NodeIP", o.NodeIP.IsValid())}
 	return errors.Join(append(errs, o.Options.Check()...)...)
 }
 

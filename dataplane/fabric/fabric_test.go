@@ -86,7 +86,7 @@ func TestGateways(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	err := Options{Options: agent.Options{Namespace: "peerlink", ResyncInterval: time.Second}}.Validate()
-	for _, want := range []string{"--node-name: required", "--node-ip: required"} {
+	for _, want := range []string{"NodeName: required", "NodeIP: required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

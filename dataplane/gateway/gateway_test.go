@@ -170,7 +170,7 @@ func TestOptionsValidate(t *testing.T) {
 	bad := ok
 	bad.ListenPort, bad.NodeIP, bad.LocalRanges = 0, netip.MustParseAddr("2001:db8::1"), nil
 	err := bad.Validate()
-	for _, want := range []string{"--listen-port 0", "--node-ip 2001:db8::1", "--local-cidr: required"} {
+	for _, want := range []string{"ListenPort 0", "NodeIP 2001:db8::1", "LocalRanges: required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -65,24 +66,25 @@ func (o Options) keySwitchRetry() time.Duration {
 }
 func (o Options) keyGrace() time.Duration { return cmp.Or(o.KeyGrace, DefaultKeyGrace) }
 
-// Validate reports options that cannot work, naming the flag.
+// Validate reports options that cannot work, each error a FieldError
+// (agent.WithFlags names the flags).
 func (o Options) Validate() error {
-	errs := []error{agent.Required("--name", o.Name != ""), agent.Required("--remote-cluster-id", o.RemoteClusterID != "")}
+	errs := []error{agent.Required("Name", o.Name != ""), agent.Required("RemoteClusterID", o.RemoteClusterID != "")}
 	if o.Role != dataplane.Server && o.Role != dataplane.Client {
-		errs = append(errs, fmt.Errorf("--mode %q: must be server or client", o.Role))
+		errs = append(errs, agent.Invalid("Role", strconv.Quote(string(o.Role)), "must be server or client"))
 	}
 	if o.Role == dataplane.Server && (o.ListenPort < 1 || o.ListenPort > 65535) {
-		errs = append(errs, fmt.Errorf("--listen-port %d: a server needs a port in 1-65535", o.ListenPort))
+		errs = append(errs, agent.Invalid("ListenPort", o.ListenPort, "a server needs a port in 1-65535"))
 	}
 	if o.EndpointPort < 0 || o.EndpointPort > 65535 {
-		errs = append(errs, fmt.Errorf("--endpoint-port %d: must be in 1-65535", o.EndpointPort))
+		errs = append(errs, agent.Invalid("EndpointPort", o.EndpointPort, "must be in 1-65535"))
 	}
-	errs = append(errs, agent.Required("--key-dir", o.KeyDir != ""))
+	errs = append(errs, agent.Required("KeyDir", o.KeyDir != ""))
 	if o.Keepalive < 0 {
-		errs = append(errs, fmt.Errorf("--keepalive %v: must not be negative", o.Keepalive))
+		errs = append(errs, agent.Invalid("Keepalive", o.Keepalive, "must not be negative"))
 	}
 	if o.PingInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--ping-interval %v: must be positive", o.PingInterval))
+		errs = append(errs, agent.Invalid("PingInterval", o.PingInterval, "must be positive"))
 	}
 	if o.KeySwitchTimeout < 0 || o.KeySwitchRetry < 0 || o.KeyGrace < 0 {
 		errs = append(errs, fmt.Errorf("key rotation timing %v, %v, %v: must not be negative", o.KeySwitchTimeout, o.KeySwitchRetry, o.KeyGrace))
@@ -92,11 +94,11 @@ func (o Options) Validate() error {
 	}
 	if len(o.LocalRanges) == 0 {
 		// Without them the ingress filter would have to let everything in.
-		errs = append(errs, fmt.Errorf("--local-cidr: required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
+		errs = append(errs, agent.Invalid("LocalRanges", nil, "required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
 	}
 	for _, p := range o.LocalRanges {
 		if !p.Addr().Is4() {
-			errs = append(errs, fmt.Errorf("--local-cidr %s: must be an IPv4 network", p))
+			errs = append(errs, agent.Invalid("LocalRanges", p, "must be an IPv4 network"))
 		}
 	}
 	return errors.Join(append(errs, o.Options.Check()...)...)

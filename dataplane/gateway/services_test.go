@@ -17,8 +17,8 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // lines keeps log lines.
