@@ -261,7 +261,8 @@ func (f GatewayFacts) clampMTU() int {
 	return f.MTU
 }
 
-// Tunnel MTU bounds, as the API validates them.
+// Tunnel MTU bounds, the API's (networking/v1beta1 MinMTU, MaxMTU): the
+// planner does not import the API, a test checks they agree.
 const (
 	minMTU = 576
 	maxMTU = 9000

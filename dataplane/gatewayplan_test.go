@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -188,5 +189,13 @@ func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
 	}
 	if got := p.Routes.Addresses[0].Prefix.String(); got != "169.254.18.2/30" {
 		t.Errorf("client tunnel address = %s", got)
+	}
+}
+
+// TestMTUBoundsAreTheAPIs checks that the planner's tunnel MTU bounds are
+// the ones the API validates.
+func TestMTUBoundsAreTheAPIs(t *testing.T) {
+	if minMTU != netv1beta1.MinMTU || maxMTU != netv1beta1.MaxMTU {
+		t.Errorf("planner MTU bounds %d-%d, the API's %d-%d", minMTU, maxMTU, netv1beta1.MinMTU, netv1beta1.MaxMTU)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
@@ -100,8 +101,8 @@ func ValidatePort(port int32) error {
 
 // ValidateMTU checks a tunnel MTU against the bounds the API accepts.
 func ValidateMTU(mtu int) error {
-	if mtu < MinMTU || mtu > MaxMTU {
-		return fmt.Errorf("MTU %d is out of range %d-%d", mtu, MinMTU, MaxMTU)
+	if mtu < netv1beta1.MinMTU || mtu > netv1beta1.MaxMTU {
+		return fmt.Errorf("MTU %d is out of range %d-%d", mtu, netv1beta1.MinMTU, netv1beta1.MaxMTU)
 	}
 	return nil
 }
@@ -119,10 +120,4 @@ func ValidateReplicas(n int32) error {
 const (
 	MinReplicas = 1
 	MaxReplicas = 5
-)
-
-// Bounds of the tunnel MTU, as the CRD schema enforces them.
-const (
-	MinMTU = 576
-	MaxMTU = 9000
 )

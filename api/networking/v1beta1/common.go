@@ -37,8 +37,12 @@ const (
 
 // Defaults of the API.
 const (
-	// DefaultMTU is the tunnel MTU when a gateway does not set one.
+	// DefaultMTU is the tunnel MTU when a gateway does not set one;
+	// MinMTU and MaxMTU bound it (the +kubebuilder markers of spec.mtu
+	// repeat them: markers take only literals).
 	DefaultMTU = 1340
+	MinMTU     = 576
+	MaxMTU     = 9000
 	// DefaultGatewayPort is the WireGuard listen port of a GatewayServer.
 	DefaultGatewayPort = 51840
 	// DefaultServerTemplateName names the default WgGatewayServerTemplate.
