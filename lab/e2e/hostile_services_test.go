@@ -445,7 +445,15 @@ func TestHostileServiceExchange(t *testing.T) {
 			}
 			defer conn.Close()
 			began := time.Now()
-			go func() { _, _ = conn.Write(tc.payload) }()
+			go func() {
+				_, _ = conn.Write(tc.payload)
+				if tc.stored < 0 {
+					// Past a limit the gateway stores each batch it
+					// takes as it goes: the end of the session tells it
+					// has read them all.
+					_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+				}
+			}()
 			if tc.refused != "" {
 				// B's gateway ends a refused connection itself.
 				_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
@@ -462,12 +470,27 @@ func TestHostileServiceExchange(t *testing.T) {
 				}
 				t.Logf("%d bytes sent; B's gateway ended the connection after %v", len(tc.payload), ended.Round(time.Millisecond))
 			} else {
-				go func() { _, _ = io.Copy(io.Discard, conn) }()
+				ended := make(chan struct{})
+				go func() { _, _ = io.Copy(io.Discard, conn); close(ended) }()
 				var set mcs.Set
+				last := -1
 				waitFor(t, ctx, 4*time.Minute, "B's gateway stores the set", func() error {
 					var err error
 					if set, err = importsStored(ctx, l, b, a.ClusterID); err != nil {
 						return err
+					}
+					if tc.stored < 0 {
+						// The whole session read, and what it left
+						// stored the same twice in a row.
+						select {
+						case <-ended:
+						default:
+							return fmt.Errorf("%d services stored, B's gateway still reading the session", len(set))
+						}
+						if n := last; n != len(set) {
+							last = len(set)
+							return fmt.Errorf("%d services stored, %d before", len(set), n)
+						}
 					}
 					after := gatewayMetrics(t, ctx, l, b, a.ClusterID)
 					for rule, want := range tc.rejected {
