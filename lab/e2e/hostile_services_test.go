@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -436,6 +437,10 @@ func TestHostileServiceExchange(t *testing.T) {
 			defer stopSampling()
 			// A's own agent may not reconnect while the case runs: its
 			// new session would replace this one.
+			prev, err := importsStored(ctx, l, b, a.ClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
 			local := netip.AddrPortFrom(from, ports[i])
 			unblock := gw.blockAgent(t, to, int(ports[0]), int(ports[len(ports)-1]))
 			defer unblock()
@@ -480,8 +485,12 @@ func TestHostileServiceExchange(t *testing.T) {
 						return err
 					}
 					if tc.stored < 0 {
-						// The whole session read, and what it left
-						// stored the same twice in a row.
+						// The whole session read, what it left stored
+						// the same twice in a row, and not the set of
+						// the case before.
+						if maps.EqualFunc(set, prev, func(mcs.Service, mcs.Service) bool { return true }) {
+							return fmt.Errorf("%d services stored, the set before this session", len(set))
+						}
 						select {
 						case <-ended:
 						default:
