@@ -31,6 +31,9 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/kbuild"
 	"github.com/peerlink/peerlink/reconciler"
+	"github.com/peerlink/peerlink/reconciler/configuration"
+	"github.com/peerlink/peerlink/reconciler/gateway"
+	"github.com/peerlink/peerlink/reconciler/outcome"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
@@ -183,32 +186,32 @@ func TestArgoCDHealthChecks(t *testing.T) {
 
 	e.startController(t)
 
-	e.record(t, "ready", e.waitReason(t, "Configuration", peerB, reconciler.ReasonReconciled), "Healthy",
+	e.record(t, "ready", e.waitReason(t, "Configuration", peerB, outcome.ReasonReconciled), "Healthy",
 		`remote CIDRs 10\.244\.0\.0/24 remapped to [0-9./]+, 10\.70\.0\.0/16 remapped to [0-9./]+`)
-	e.record(t, "refused CIDR", e.waitReason(t, "Configuration", extrasNamespace+"/refused", reconciler.ReasonRefusedCIDR), "Degraded",
+	e.record(t, "refused CIDR", e.waitReason(t, "Configuration", extrasNamespace+"/refused", configuration.ReasonRefusedCIDR), "Degraded",
 		`RefusedCIDR: spec\.remote\.cidr\.external\[0\]: 8\.8\.8\.0/24 refused \(NotAllowed\): outside the allowed peer ranges .+`)
 
-	e.record(t, "waiting for its pod", e.waitReason(t, "GatewayServer", peerA, reconciler.ReasonWaitingForGatewayPod), "Progressing",
+	e.record(t, "waiting for its pod", e.waitReason(t, "GatewayServer", peerA, gateway.ReasonWaitingForGatewayPod), "Progressing",
 		`WaitingForGatewayPod: WgGatewayServer liqo-tenant-cluster-a/cluster-a: no gateway pod runs: the node port is reached through its node`)
-	e.record(t, "template not found", e.waitReason(t, "GatewayServer", extrasNamespace+"/no-template", reconciler.ReasonTemplateNotFound), "Degraded",
+	e.record(t, "template not found", e.waitReason(t, "GatewayServer", extrasNamespace+"/no-template", gateway.ReasonTemplateNotFound), "Degraded",
 		`TemplateNotFound: spec\.serverTemplateRef: WgGatewayServerTemplate peerlink/missing not found`)
 
-	e.record(t, "waiting for its pod", e.waitReason(t, "GatewayClient", peerB, reconciler.ReasonWaitingForGatewayPod), "Progressing",
+	e.record(t, "waiting for its pod", e.waitReason(t, "GatewayClient", peerB, gateway.ReasonWaitingForGatewayPod), "Progressing",
 		`WaitingForGatewayPod: WgGatewayClient liqo-tenant-cluster-b/cluster-b: no running pod labelled networking\.liqo\.io/gateway-name=cluster-b,networking\.liqo\.io/active=true`)
 	e.record(t, "waiting for the endpoint", e.waitReason(t, "GatewayClient", extrasNamespace+"/no-endpoint", netv1beta1.ReasonWaitingForEndpoint), "Progressing",
 		`WaitingForEndpoint: spec\.endpoint\.addresses and spec\.endpoint\.port: the address and port of the peer's gateway server are not known yet`)
-	e.record(t, "template not found", e.waitReason(t, "GatewayClient", extrasNamespace+"/no-template", reconciler.ReasonTemplateNotFound), "Degraded",
+	e.record(t, "template not found", e.waitReason(t, "GatewayClient", extrasNamespace+"/no-template", gateway.ReasonTemplateNotFound), "Degraded",
 		`TemplateNotFound: spec\.clientTemplateRef: WgGatewayClientTemplate peerlink/missing not found`)
 
 	// The gateway pods start.
 	e.createNode(t, "node-1", "192.0.2.10")
 	e.runGatewayPod(t, peerA, "node-1", "10.244.0.10")
 	e.runGatewayPod(t, peerB, "node-1", "10.244.0.11")
-	e.record(t, "ready", e.waitReason(t, "GatewayServer", peerA, reconciler.ReasonReconciled), "Healthy",
+	e.record(t, "ready", e.waitReason(t, "GatewayServer", peerA, outcome.ReasonReconciled), "Healthy",
 		`WgGatewayServer liqo-tenant-cluster-a/cluster-a: gateway pod gw-cluster-a-[a-z0-9-]+ on node node-1, reachable at 192\.0\.2\.10 port 30851`)
-	e.record(t, "ready", e.waitReason(t, "GatewayClient", peerB, reconciler.ReasonReconciled), "Healthy",
+	e.record(t, "ready", e.waitReason(t, "GatewayClient", peerB, outcome.ReasonReconciled), "Healthy",
 		`WgGatewayClient liqo-tenant-cluster-b/cluster-b: gateway pod gw-cluster-b-[a-z0-9-]+ on node node-1`)
-	e.waitReason(t, "Configuration", peerA, reconciler.ReasonReconciled)
+	e.waitReason(t, "Configuration", peerA, outcome.ReasonReconciled)
 
 	// A commit changes the specs while the controller is down: the statuses
 	// describe the generation before.

@@ -42,6 +42,14 @@ func DefaultPools() []netip.Prefix {
 	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 }
 
+// PoolsOrDefault returns pools, or DefaultPools when none are given.
+func PoolsOrDefault(pools []netip.Prefix) []netip.Prefix {
+	if len(pools) == 0 {
+		return DefaultPools()
+	}
+	return pools
+}
+
 // Allocator hands out ranges for peer CIDRs. The zero value is not usable;
 // call New. It is not safe for concurrent use.
 type Allocator struct {

@@ -1,25 +1,26 @@
-// Package reconciler holds peerlink's controller-runtime reconcilers and
-// SetupAll, which registers all of them with a manager.
+// Package reconciler assembles peerlink's controller: SetupAll registers
+// the reconcilers of each domain with a manager, fed from ClusterFacts,
+// what the controller knows of its own cluster (its flags, or what it
+// detected), and keeps the objects the controller publishes in its
+// namespace applied (the cluster-info ConfigMap, the default gateway
+// templates, the ClusterProperty of the cluster's ID).
 //
-// Each reconciler has its file <kind>_controller.go. A server kind and its
-// client kind differ only in their fields and in the steps a server adds,
-// so such a pair has one reconciler, told the kind by a value describing it:
-//   - configuration_controller.go: Configuration, the ranges of a peer;
-//   - gateway_controller.go: GatewayServer and GatewayClient, rendered from
-//     their template (render.go) into a WgGatewayServer or WgGatewayClient;
-//   - wggateway_controller.go: WgGatewayServer and WgGatewayClient, the
-//     workload running a gateway (workload.go), its keys (keys.go) and, for
-//     a server, the Service and endpoint it is reached at (endpoint.go).
+// The reconcilers live by domain, each with its own Options:
+//   - configuration: Configuration, the ranges a peer's CIDRs are remapped
+//     to (through package ipam);
+//   - gateway: GatewayServer and GatewayClient, rendered from their
+//     templates into a WgGatewayServer or WgGatewayClient, and those, the
+//     workload running a gateway, its keys and, for a server, the Service
+//     and endpoint it is reached at;
+//   - services: the Multi-Cluster Services API, this cluster's exports
+//     published to each peer and every peer's exports imported.
 //
-// The gateway reconcilers share one flow (status.go): read the object, run
-// the kind's steps, record the outcome as kstatus conditions, patch the
-// status when it changed.
+// All of them conclude a reconcile in the terms of package outcome: Ready,
+// Progressing or Stalled, recorded as kstatus conditions. The controller
+// writes status and the objects it owns, never a user's spec. It does not
+// build the manager (cmd/peerlink-agent does), render templates (package
+// templates) or touch the data path (dataplane).
 //
-// It owns the reaction of the control plane to the networking.liqo.io API:
-// the ranges a Configuration's peer is remapped to (through package ipam),
-// the gateway workloads of WgGatewayServer and WgGatewayClient, the
-// cluster-info ConfigMap the CLI reads, and the kstatus conditions of every
-// object it reconciles. It writes status and the objects it owns, never a
-// user's spec. It does not build the manager (cmd/peerlink-agent does),
-// render templates (package templates) or touch the data path (dataplane).
+// The tests of this package run the controller as SetupAll assembles it;
+// those of each domain run its reconcilers alone.
 package reconciler

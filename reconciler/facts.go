@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,22 +129,6 @@ func (f ClusterFacts) Taken() []netip.Prefix {
 	return out
 }
 
-// serviceLimits returns ServiceLimits with the defaults filled in.
-func (f ClusterFacts) serviceLimits() mcs.Limits { return f.ServiceLimits.WithDefaults() }
-
-// importsAllowedIn tells whether ImportNamespaces names ns.
-func (f ClusterFacts) importsAllowedIn(ns string) bool {
-	return slices.Contains(f.ImportNamespaces, "*") || slices.Contains(f.ImportNamespaces, ns)
-}
-
-// IPAMPools returns Pools, or the default pools when none are set.
-func (f ClusterFacts) IPAMPools() []netip.Prefix {
-	if len(f.Pools) == 0 {
-		return ipam.DefaultPools()
-	}
-	return f.Pools
-}
-
 // Validate checks that the facts are complete and consistent: a valid
 // cluster ID, a namespace, at least one pod CIDR and a service CIDR (given
 // or detected), every range a valid network, and no two local ranges
@@ -192,7 +175,7 @@ func (f ClusterFacts) validate(complete bool) error {
 		errs = append(errs, fmt.Errorf("%s %s overlaps %s %s: local ranges must be disjoint",
 			rs[i].flag, rs[i].prefix, rs[j].flag, rs[j].prefix))
 	}
-	if _, err := ipam.New(f.IPAMPools(), nil); err != nil {
+	if _, err := ipam.New(ipam.PoolsOrDefault(f.Pools), nil); err != nil {
 		errs = append(errs, fmt.Errorf("--ipam-pool: %w", err))
 	}
 	for _, k := range f.AllowedTemplateKinds {

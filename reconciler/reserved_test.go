@@ -10,6 +10,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/reconciler/configuration"
 )
 
 // TestConfigurationPeerRanges checks what the controller makes of a peer's
@@ -36,15 +37,15 @@ func TestConfigurationPeerRanges(t *testing.T) {
 			reason   string
 			msg      string
 		}{
-			{"link-local", []string{"10.246.0.0/16"}, []string{"169.254.0.0/16"}, ReasonRefusedCIDR,
+			{"link-local", []string{"10.246.0.0/16"}, []string{"169.254.0.0/16"}, configuration.ReasonRefusedCIDR,
 				"spec.remote.cidr.external[0]: 169.254.0.0/16 refused (SpecialUse): is in 169.254.0.0/16 (link-local)"},
-			{"metadata", []string{"169.254.169.254/32"}, nil, ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 169.254.169.254/32 refused (SpecialUse)"},
-			{"loopback", []string{"127.0.0.0/8"}, nil, ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 127.0.0.0/8 refused (SpecialUse)"},
-			{"multicast", []string{"10.246.0.0/16"}, []string{"224.0.0.0/4"}, ReasonRefusedCIDR, "spec.remote.cidr.external[0]: 224.0.0.0/4 refused (SpecialUse)"},
-			{"default-route", []string{"0.0.0.0/0"}, nil, ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 0.0.0.0/0 refused (SpecialUse): a default route"},
-			{"half", []string{"128.0.0.0/1"}, nil, ReasonRefusedCIDR, "holds 169.254.0.0/16 (link-local)"},
-			{"public", []string{"10.246.0.0/16"}, []string{"8.8.8.0/24"}, ReasonRefusedCIDR, "spec.remote.cidr.external[0]: 8.8.8.0/24 refused (NotAllowed)"},
-			{"ipv6", []string{"fd00:10::/64"}, nil, ReasonUnsupportedAddressFamily, "spec.remote.cidr.pod[0]: fd00:10::/64 refused (UnsupportedFamily)"},
+			{"metadata", []string{"169.254.169.254/32"}, nil, configuration.ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 169.254.169.254/32 refused (SpecialUse)"},
+			{"loopback", []string{"127.0.0.0/8"}, nil, configuration.ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 127.0.0.0/8 refused (SpecialUse)"},
+			{"multicast", []string{"10.246.0.0/16"}, []string{"224.0.0.0/4"}, configuration.ReasonRefusedCIDR, "spec.remote.cidr.external[0]: 224.0.0.0/4 refused (SpecialUse)"},
+			{"default-route", []string{"0.0.0.0/0"}, nil, configuration.ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 0.0.0.0/0 refused (SpecialUse): a default route"},
+			{"half", []string{"128.0.0.0/1"}, nil, configuration.ReasonRefusedCIDR, "holds 169.254.0.0/16 (link-local)"},
+			{"public", []string{"10.246.0.0/16"}, []string{"8.8.8.0/24"}, configuration.ReasonRefusedCIDR, "spec.remote.cidr.external[0]: 8.8.8.0/24 refused (NotAllowed)"},
+			{"ipv6", []string{"fd00:10::/64"}, nil, configuration.ReasonUnsupportedAddressFamily, "spec.remote.cidr.pod[0]: fd00:10::/64 refused (UnsupportedFamily)"},
 		} {
 			e.create(t, newConf(ns, tc.name, tc.name, tc.pod, tc.external...))
 			e.waitStalled(t, ns, tc.name, tc.reason, tc.msg)

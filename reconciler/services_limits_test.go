@@ -23,6 +23,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/testkit/ctrltest"
 )
 
 // refusedCount reads the controller's count of refusals for rule.
@@ -92,7 +93,7 @@ func TestServicesHostilePeer(t *testing.T) {
 	}}
 	cfg := rest.CopyConfig(e.cluster.Config)
 	cfg.WrapTransport = reads.wrap
-	e.stop = startManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error { return SetupAll(mgr, e.facts) })
+	e.stop = ctrltest.StartManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error { return SetupAll(mgr, e.facts) })
 	t.Cleanup(func() {
 		e.stopController(t)
 		if t.Failed() {
@@ -296,13 +297,5 @@ func TestStripImportsData(t *testing.T) {
 		if has := got.(*corev1.ConfigMap).BinaryData != nil; has != kept {
 			t.Errorf("%s: data kept %t, want %t", role, has, kept)
 		}
-	}
-}
-
-// TestTranslationsNotRemapped: a peer's Configuration not remapped yet
-// makes none of its addresses reachable, and panics nothing.
-func TestTranslationsNotRemapped(t *testing.T) {
-	if got := translations(newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16"})); got != nil {
-		t.Errorf("translations %v, want none", got)
 	}
 }

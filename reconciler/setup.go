@@ -11,6 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/reconciler/configuration"
+	"github.com/peerlink/peerlink/reconciler/gateway"
+	"github.com/peerlink/peerlink/reconciler/services"
 )
 
 // SetupAll registers every reconciler of the controller with mgr, and the
@@ -30,22 +33,31 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	if err := mgr.Add(clusterPropertyPublisher(mgr.GetClient(), facts.ClusterID)); err != nil {
 		return fmt.Errorf("add cluster property publisher: %w", err)
 	}
-	if err := (&ConfigurationReconciler{Facts: facts}).SetupWithManager(mgr); err != nil {
+	conf := &configuration.Reconciler{Options: configuration.Options{
+		ClusterID:  facts.ClusterID,
+		Taken:      facts.Taken(),
+		Pools:      facts.Pools,
+		RoutedPeer: facts.RoutedPeer,
+		PeerPolicy: facts.PeerPolicy(),
+	}}
+	if err := conf.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
 	}
-	if _, err := setupWgGateway(mgr, facts, wgGatewayServerKind()); err != nil {
-		return fmt.Errorf("set up wggatewayserver reconciler: %w", err)
+	err := gateway.Setup(mgr, gateway.Options{
+		ClusterID:            facts.ClusterID,
+		Namespace:            facts.Namespace,
+		LocalRanges:          facts.LocalRanges(),
+		AllowedTemplateKinds: facts.AllowedTemplateKinds,
+	})
+	if err != nil {
+		return err
 	}
-	if _, err := setupWgGateway(mgr, facts, wgGatewayClientKind()); err != nil {
-		return fmt.Errorf("set up wggatewayclient reconciler: %w", err)
-	}
-	if _, err := setupGateway(mgr, facts, gatewayServerKind()); err != nil {
-		return fmt.Errorf("set up gatewayserver reconciler: %w", err)
-	}
-	if _, err := setupGateway(mgr, facts, gatewayClientKind()); err != nil {
-		return fmt.Errorf("set up gatewayclient reconciler: %w", err)
-	}
-	if err := setupServices(mgr, facts); err != nil {
+	err = services.Setup(mgr, services.Options{
+		ClusterID:        facts.ClusterID,
+		ImportNamespaces: facts.ImportNamespaces,
+		Limits:           facts.ServiceLimits,
+	})
+	if err != nil {
 		return fmt.Errorf("set up services reconciler: %w", err)
 	}
 	return nil

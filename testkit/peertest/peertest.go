@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,6 +26,7 @@ import (
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
+	"github.com/peerlink/peerlink/testkit/ctrltest"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
@@ -46,12 +45,6 @@ type Cluster struct {
 	C client.Client
 }
 
-// crdDir is bundles/install/crds of this module.
-func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "bundles", "install", "crds")
-}
-
 // Start starts a cluster with pod CIDR 10.244.0.0/24, the same on
 // every test cluster, as in the lab: the peers' ranges must be remapped.
 func Start(t *testing.T, id, nodeIP string) *Cluster {
@@ -62,7 +55,7 @@ func Start(t *testing.T, id, nodeIP string) *Cluster {
 	}
 	tc := testcluster.Start(t,
 		testcluster.WithScheme(scheme),
-		testcluster.WithCRDDirs(crdDir()),
+		testcluster.WithCRDDirs(ctrltest.CRDDir()),
 		// No kubelet posts node status here: the node lifecycle controller
 		// would mark the node unreachable and its pods not ready.
 		testcluster.WithControllerManager("--controllers=*,-node-lifecycle-controller,-taint-eviction-controller"),
