@@ -15,7 +15,7 @@ import (
 
 // Applier writes rulesets into the nftables of one network namespace.
 type Applier struct {
-	// conn reads the kernel's tables; writes go through a transaction.
+	// conn reads the kernel's tables; writes go through a batch.
 	conn *nftables.Conn
 	ns   netns.NsHandle
 }
@@ -49,10 +49,7 @@ func (a *Applier) Apply(rs plan.Ruleset) (bool, error) {
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return false, fmt.Errorf("look up table ip %s: %w", rs.Table, err)
 	}
-	tx, err := newTransaction()
-	if err != nil {
-		return false, err
-	}
+	b := &batch{}
 	if exists {
 		same, err := a.matches(table, rs)
 		if err != nil {
@@ -61,58 +58,53 @@ func (a *Applier) Apply(rs plan.Ruleset) (bool, error) {
 		if same {
 			return false, nil
 		}
-		tx.DelTable(table)
+		b.delTable(table)
 	}
-	if err := write(tx.Conn, table, rs); err != nil {
+	if err := write(b, table, rs); err != nil {
 		return false, err
 	}
-	maps := map[string]bool{}
-	for _, m := range rs.Maps {
-		maps[m.Name] = true
-	}
-	if err := tx.commit(a.ns, maps); err != nil {
+	if err := b.commit(a.ns); err != nil {
 		return false, fmt.Errorf("write table ip %s: %w", rs.Table, err)
 	}
 	return true, nil
 }
 
-func write(c *nftables.Conn, table *nftables.Table, rs plan.Ruleset) error {
-	c.AddTable(table)
+// write adds to b the messages that create rs as table. It returns the
+// errors of compiling rules; b keeps those of encoding messages.
+func write(b *batch, table *nftables.Table, rs plan.Ruleset) error {
+	b.addTable(table)
 	for _, name := range rs.Counters {
-		c.AddObj(&nftables.CounterObj{Table: table, Name: name})
+		b.addCounter(&nftables.CounterObj{Table: table, Name: name})
 	}
 	sets := map[string]*nftables.Set{}
 	for _, s := range rs.Sets {
 		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, Interval: true}
-		if err := c.AddSet(set, setElements(s.Prefixes)); err != nil {
-			return fmt.Errorf("table ip %s: add set %s: %w", rs.Table, s.Name, err)
-		}
+		b.addSet(set, setElements(s.Prefixes), false)
 		sets[s.Name] = set
 	}
 	for _, m := range rs.Maps {
 		set := &nftables.Set{Table: table, Name: m.Name, KeyType: nftables.TypeIPAddr, DataType: prefixRangeType, IsMap: true, Interval: true}
-		if err := c.AddSet(set, mapElements(m.Elements)); err != nil {
-			return fmt.Errorf("table ip %s: add map %s: %w", rs.Table, m.Name, err)
-		}
+		b.addSet(set, mapElements(m.Elements), true)
 		sets[m.Name] = set
 	}
 	for _, ch := range rs.Chains {
 		policy := nftables.ChainPolicyAccept
 		prio := nftables.ChainPriority(ch.Priority)
-		chain := c.AddChain(&nftables.Chain{
+		chain := &nftables.Chain{
 			Name:     ch.Name,
 			Table:    table,
 			Type:     nftables.ChainType(ch.Type),
 			Hooknum:  hookNum(ch.Hook),
 			Priority: &prio,
 			Policy:   &policy,
-		})
+		}
+		b.addChain(chain)
 		for i, r := range ch.Rules {
 			ex, err := compileRule(r, sets)
 			if err != nil {
 				return fmt.Errorf("table ip %s: chain %s: rule %d: %w", rs.Table, ch.Name, i, err)
 			}
-			c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: ex, UserData: ruleUserData(r)})
+			b.addRule(&nftables.Rule{Table: table, Chain: chain, Exprs: ex, UserData: ruleUserData(r)})
 		}
 	}
 	return nil
@@ -257,8 +249,9 @@ func (a *Applier) Remove(name string) error {
 		}
 		return fmt.Errorf("look up table ip %s: %w", name, err)
 	}
-	a.conn.DelTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
-	if err := a.conn.Flush(); err != nil {
+	b := &batch{}
+	b.delTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
+	if err := b.commit(a.ns); err != nil {
 		return fmt.Errorf("delete table ip %s: %w", name, err)
 	}
 	return nil

@@ -35,7 +35,7 @@ const (
 
 // prefixRangeType is the data type of an interval map's values: a range of
 // IPv4 addresses stored as its first and last address, which nft calls
-// "interval ipv4_addr" (see markIntervalData for the rest of that
+// "interval ipv4_addr" (see setUserData for the rest of that
 // declaration).
 var prefixRangeType = func() nftables.SetDatatype {
 	t := nftables.SetDatatype{Name: "ipv4_addr", Bytes: 8}

@@ -6,6 +6,10 @@
 // a fingerprint of its nft syntax in its comment, so that a rule edited by
 // hand is told apart from the one peerlink wrote.
 //
+// Tables are read through the nftables library; transactions are encoded
+// here (batch) as netlink messages, because the library cannot write the
+// set userdata that nft needs to print a map of address ranges.
+//
 // It does not decide what the rules are (package dataplane plans them) nor
 // define the ruleset's vocabulary (package plan does).
 package nat

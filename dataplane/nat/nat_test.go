@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
 // natRuleset has a rule of every NAT statement and an MSS clamp.
@@ -127,12 +126,7 @@ func TestSetElements(t *testing.T) {
 }
 
 func TestApplyIdempotentAndRestoring(t *testing.T) {
-	netns.RequirePrivileged(t)
-	ns := netns.New(t, "nat")
-	a, err := NewApplier(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, a := applierInNewNetns(t, "nat")
 	rs := natRuleset()
 
 	if changed, err := a.Apply(rs); err != nil || !changed {
