@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/ipam"
 	"github.com/peerlink/peerlink/mcs"
@@ -19,8 +19,9 @@ import (
 
 // ClusterFacts are what the controller knows of its own cluster: its ID and
 // the ranges it uses, which the IPAM must never hand to a peer. They come
-// from the flags of `peerlink-agent controller`, whose names the errors of
-// Validate use.
+// from the flags of `peerlink-agent controller` (named beside each field);
+// the errors of Detect and Validate name fields (field.Error), which the
+// command maps to its flags.
 type ClusterFacts struct {
 	// Info are the facts the controller publishes in the cluster-info
 	// ConfigMap: the cluster ID (--cluster-id), the pod CIDRs (--pod-cidr),
@@ -56,27 +57,27 @@ type ClusterFacts struct {
 	AllowedTemplateKinds []schema.GroupVersionKind
 }
 
-// namedRange is a local range and the flag it comes from.
+// namedRange is a local range and the field it comes from.
 type namedRange struct {
-	flag   string
+	field  string
 	prefix netip.Prefix
 }
 
-// ranges lists the local ranges that are set, each named by its flag.
+// ranges lists the local ranges that are set, each named by its field.
 func (f ClusterFacts) ranges() []namedRange {
 	var out []namedRange
-	add := func(flag string, ps ...netip.Prefix) {
+	add := func(field string, ps ...netip.Prefix) {
 		for _, p := range ps {
 			if p.IsValid() {
-				out = append(out, namedRange{flag, p})
+				out = append(out, namedRange{field, p})
 			}
 		}
 	}
-	add("--pod-cidr", f.PodCIDRs...)
-	add("--service-cidr", f.ServiceCIDR)
-	add("--external-cidr", f.ExternalCIDR)
-	add("--internal-cidr", f.InternalCIDR)
-	add("--reserved-cidr", f.ReservedCIDRs...)
+	add("PodCIDRs", f.PodCIDRs...)
+	add("ServiceCIDR", f.ServiceCIDR)
+	add("ExternalCIDR", f.ExternalCIDR)
+	add("InternalCIDR", f.InternalCIDR)
+	add("ReservedCIDRs", f.ReservedCIDRs...)
 	return out
 }
 
@@ -95,14 +96,14 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 	if f.ClusterID == "" {
 		id, err := clusterinfo.DetectClusterID(ctx, r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--cluster-id not given: %w", err))
+			errs = append(errs, field.Invalid("ClusterID", nil, "not given: %w", err))
 		}
 		f.ClusterID, f.Sources[clusterinfo.KeyClusterID] = id, clusterinfo.SourceNamespaceUID
 	}
 	if !f.ServiceCIDR.IsValid() {
 		p, src, err := clusterinfo.DetectServiceCIDR(ctx, c, f.Namespace)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--service-cidr not given: %w", err))
+			errs = append(errs, field.Invalid("ServiceCIDR", nil, "not given: %w", err))
 		}
 		f.ServiceCIDR, f.Sources[clusterinfo.KeyServiceCIDR] = p, src
 	}
@@ -111,7 +112,7 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 	if len(f.PodCIDRs) == 0 {
 		ps, err := clusterinfo.DetectPodCIDRs(ctx, r, f.Taken())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--pod-cidr not given: %w", err))
+			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given: %w", err))
 		}
 		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, clusterinfo.SourceNodes
 	}
@@ -132,7 +133,7 @@ func (f ClusterFacts) Taken() []netip.Prefix {
 // Validate checks that the facts are complete and consistent: a valid
 // cluster ID, a namespace, at least one pod CIDR and a service CIDR (given
 // or detected), every range a valid network, and no two local ranges
-// overlapping. Errors name the flags involved.
+// overlapping. Errors name the fields involved.
 func (f ClusterFacts) Validate() error { return f.validate(true) }
 
 // ValidateGiven checks the facts as the flags give them, before Detect: the
@@ -141,53 +142,45 @@ func (f ClusterFacts) ValidateGiven() error { return f.validate(false) }
 
 func (f ClusterFacts) validate(complete bool) error {
 	var errs []error
-	const detect = "not given, and not detected"
+	const detect = "required: not given, and not detected"
 	switch {
 	case f.ClusterID != "":
 		if err := clusterinfo.ValidateClusterID(f.ClusterID); err != nil {
-			errs = append(errs, fmt.Errorf("--cluster-id: %w", err))
+			errs = append(errs, field.Invalid("ClusterID", f.ClusterID, "%w", err))
 		}
 	case complete:
-		errs = append(errs, errors.New("--cluster-id is required: "+detect))
+		errs = append(errs, field.Invalid("ClusterID", nil, detect))
 	}
-	if f.Namespace == "" {
-		errs = append(errs, errors.New("--namespace is required"))
-	}
+	errs = append(errs, field.Required("Namespace", f.Namespace != ""))
 	if complete && len(f.PodCIDRs) == 0 {
-		errs = append(errs, errors.New("--pod-cidr is required: "+detect))
+		errs = append(errs, field.Invalid("PodCIDRs", nil, detect))
 	}
 	if complete && !f.ServiceCIDR.IsValid() {
-		errs = append(errs, errors.New("--service-cidr is required: "+detect))
+		errs = append(errs, field.Invalid("ServiceCIDR", nil, detect))
 	}
-	if !f.ExternalCIDR.IsValid() {
-		errs = append(errs, errors.New("--external-cidr is required"))
-	}
-	if !f.InternalCIDR.IsValid() {
-		errs = append(errs, errors.New("--internal-cidr is required"))
-	}
+	errs = append(errs, field.Required("ExternalCIDR", f.ExternalCIDR.IsValid()), field.Required("InternalCIDR", f.InternalCIDR.IsValid()))
 	rs := f.ranges()
 	for _, r := range rs {
 		if r.prefix != r.prefix.Masked() {
-			errs = append(errs, fmt.Errorf("%s %s: %w (the network is %s)", r.flag, r.prefix, cidr.ErrHostBits, r.prefix.Masked()))
+			errs = append(errs, field.Invalid(r.field, r.prefix, "%w (the network is %s)", cidr.ErrHostBits, r.prefix.Masked()))
 		}
 	}
 	if i, j, ok := cidr.FirstOverlap(f.Taken()); ok {
-		errs = append(errs, fmt.Errorf("%s %s overlaps %s %s: local ranges must be disjoint",
-			rs[i].flag, rs[i].prefix, rs[j].flag, rs[j].prefix))
+		errs = append(errs, field.Conflict(rs[i].field, rs[i].prefix, "overlaps", rs[j].field, rs[j].prefix, "local ranges must be disjoint"))
 	}
 	if _, err := ipam.New(ipam.PoolsOrDefault(f.Pools), nil); err != nil {
-		errs = append(errs, fmt.Errorf("--ipam-pool: %w", err))
+		errs = append(errs, field.Invalid("Pools", nil, "%w", err))
 	}
 	for _, k := range f.AllowedTemplateKinds {
 		if templates.IsBuiltinGroup(k.Group) {
-			errs = append(errs, fmt.Errorf("--allowed-template-kind %s: a kind built into Kubernetes is never rendered from a template", k))
+			errs = append(errs, field.Invalid("AllowedTemplateKinds", k, "a kind built into Kubernetes is never rendered from a template"))
 		}
 	}
 	if err := rangepolicy.Validate(f.Info.AllowedPeer); err != nil {
-		errs = append(errs, fmt.Errorf("--allowed-peer-cidr: %w", err))
+		errs = append(errs, field.Invalid("AllowedPeer", nil, "%w", err))
 	}
 	if err := rangepolicy.ValidateRouted(f.Info.RoutedPeer); err != nil {
-		errs = append(errs, fmt.Errorf("--routed-peer-cidr: %w", err))
+		errs = append(errs, field.Invalid("RoutedPeer", nil, "%w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/version"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler"
@@ -167,9 +168,17 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		return reconciler.ClusterFacts{}, errors.Join(errs...)
 	}
 	if err := f.ValidateGiven(); err != nil {
-		return reconciler.ClusterFacts{}, err
+		return reconciler.ClusterFacts{}, field.WithFlags(err, factFlags)
 	}
 	return f, nil
+}
+
+// factFlags are the flags of the fields of reconciler.ClusterFacts.
+var factFlags = map[string]string{
+	"ClusterID": "--cluster-id", "Namespace": "--namespace", "PodCIDRs": "--pod-cidr", "ServiceCIDR": "--service-cidr",
+	"ExternalCIDR": "--external-cidr", "InternalCIDR": "--internal-cidr", "ReservedCIDRs": "--reserved-cidr",
+	"Pools": "--ipam-pool", "AllowedTemplateKinds": "--allowed-template-kind", "AllowedPeer": "--allowed-peer-cidr",
+	"RoutedPeer": "--routed-peer-cidr",
 }
 
 // detectTimeout bounds the detection of the facts not given at start.
@@ -194,10 +203,10 @@ func runController(o controllerOptions, facts reconciler.ClusterFacts) error {
 	ctx, cancel := context.WithTimeout(context.Background(), detectTimeout)
 	defer cancel()
 	if err := facts.Detect(ctx, mgr.GetClient(), mgr.GetAPIReader()); err != nil {
-		return err
+		return field.WithFlags(err, factFlags)
 	}
 	if err := facts.Validate(); err != nil {
-		return err
+		return field.WithFlags(err, factFlags)
 	}
 	facts.GatewayImage = o.gatewayImage
 	if facts.GatewayImage == "" {
