@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -58,6 +59,8 @@ type confEnv struct {
 	cluster *testcluster.Cluster
 	facts   ClusterFacts
 
+	// wrap, when set, wraps the controller's transport to the API server.
+	wrap func(http.RoundTripper) http.RoundTripper
 	// stop stops the running manager.
 	stop func() error
 	logs ctrltest.SyncBuffer
@@ -67,7 +70,9 @@ type confEnv struct {
 // runs until stopController or the end of the test.
 func (e *confEnv) startController(t *testing.T) {
 	t.Helper()
-	e.stop = ctrltest.StartManager(t, rest.CopyConfig(e.cluster.Config), &e.logs, 1, func(mgr ctrl.Manager) error {
+	cfg := rest.CopyConfig(e.cluster.Config)
+	cfg.WrapTransport = e.wrap
+	e.stop = ctrltest.StartManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error {
 		return SetupAll(mgr, e.facts)
 	})
 }

@@ -16,14 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/mcs"
-	"github.com/peerlink/peerlink/testkit/ctrltest"
 )
 
 // refusedCount reads the controller's count of refusals for rule.
@@ -91,25 +88,9 @@ func TestServicesHostilePeer(t *testing.T) {
 	reads := &requestCounter{match: func(method, path string) bool {
 		return method == "GET" && strings.HasSuffix(path, "/configmaps/"+mcs.ImportsConfigMap)
 	}}
-	cfg := rest.CopyConfig(e.cluster.Config)
-	cfg.WrapTransport = reads.wrap
-	e.stop = ctrltest.StartManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error { return SetupAll(mgr, e.facts) })
-	t.Cleanup(func() {
-		e.stopController(t)
-		if t.Failed() {
-			t.Logf("controller log:\n%s", e.logs.Bytes())
-		}
-	})
-	var demo corev1.Namespace
-	if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &demo); err != nil {
-		t.Fatal(err)
-	}
-	demo.Labels[mcs.ImportNamespaceLabel] = "true"
-	if err := c.Update(ctx, &demo); err != nil {
-		t.Fatal(err)
-	}
-	e.create(t, newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16"}))
-	e.waitRemapped(t, "liqo-tenant-b", "b", []string{"10.0.0.0/16"})
+	e.wrap = reads.wrap
+	e.run(t)
+	e.importFromB(t)
 
 	// This cluster exports demo/web, ClusterSetIP on port 80.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},

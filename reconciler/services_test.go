@@ -20,16 +20,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler/services"
-	"github.com/peerlink/peerlink/testkit/ctrltest"
 )
+
+// importFromB opts namespace demo in to imports and declares peer b, whose
+// pod CIDR 10.244.0.0/16 is this cluster's own, and waits until it is
+// remapped to 10.0.0.0/16.
+func (e *confEnv) importFromB(t *testing.T) {
+	t.Helper()
+	var demo corev1.Namespace
+	if err := e.cluster.Client.Get(t.Context(), types.NamespacedName{Name: "demo"}, &demo); err != nil {
+		t.Fatal(err)
+	}
+	demo.Labels[mcs.ImportNamespaceLabel] = "true"
+	if err := e.cluster.Client.Update(t.Context(), &demo); err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16"}))
+	e.waitRemapped(t, "liqo-tenant-b", "b", []string{"10.0.0.0/16"})
+}
 
 // waitFor polls check until it passes within confWaitTimeout.
 func waitFor(t *testing.T, what string, check func(ctx context.Context) error) {
@@ -199,15 +213,8 @@ func TestServicesReconciler(t *testing.T) {
 	// counted at its transport.
 	writes := &writeCounter{paths: []string{"/serviceimports", "/endpointslices", "/services/derived-",
 		"/configmaps/" + mcs.ExportsConfigMap, "/serviceexports"}}
-	cfg := rest.CopyConfig(e.cluster.Config)
-	cfg.WrapTransport = writes.wrap
-	e.stop = ctrltest.StartManager(t, cfg, &e.logs, 1, func(mgr ctrl.Manager) error { return SetupAll(mgr, e.facts) })
-	t.Cleanup(func() {
-		e.stopController(t)
-		if t.Failed() {
-			t.Logf("controller log:\n%s", e.logs.Bytes())
-		}
-	})
+	e.wrap = writes.wrap
+	e.run(t)
 
 	waitFor(t, "the cluster ID in ClusterProperty "+clusterIDProperty, func(ctx context.Context) error {
 		prop := &unstructured.Unstructured{}
@@ -221,16 +228,7 @@ func TestServicesReconciler(t *testing.T) {
 		return nil
 	})
 
-	var demo corev1.Namespace
-	if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &demo); err != nil {
-		t.Fatal(err)
-	}
-	demo.Labels[mcs.ImportNamespaceLabel] = "true"
-	if err := c.Update(ctx, &demo); err != nil {
-		t.Fatal(err)
-	}
-	e.create(t, newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16"}))
-	e.waitRemapped(t, "liqo-tenant-b", "b", []string{"10.0.0.0/16"})
+	e.importFromB(t)
 
 	// The local Service, its endpoints, its export.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
