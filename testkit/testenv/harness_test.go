@@ -6,14 +6,9 @@ import (
 	"testing"
 )
 
-// harness are the packages of test machinery: only tests, the benchmarks
-// and the lab may import them.
-var harness = []string{
-	rootModule + "/testkit/testenv",
-	rootModule + "/testkit/testbed",
-	rootModule + "/testkit/testcluster",
-	rootModule + "/testkit/peertest",
-}
+// harness is the tree of test machinery: only tests, the benchmarks and
+// the lab may import its packages.
+var harness = []string{rootModule + "/testkit"}
 
 // isIn reports whether pkg is one of roots or below one.
 func isIn(pkg string, roots ...string) bool {
