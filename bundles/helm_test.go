@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/internal/helmchart"
+	"github.com/peerlink/peerlink/bundles/helmchart"
 	"github.com/peerlink/peerlink/internal/kbuild"
 	"github.com/peerlink/peerlink/testkit/testenv"
 )

@@ -1,5 +1,5 @@
 {{/*
-Generated from bundles/install by package internal/helmchart: edit the
+Generated from bundles/install by package bundles/helmchart: edit the
 bundle, then run `make generate`.
 */}}
 

@@ -21,7 +21,7 @@ const (
 )
 
 // Header starts every generated file.
-const Header = "# Generated from bundles/install by package internal/helmchart: edit the\n" +
+const Header = "# Generated from bundles/install by package bundles/helmchart: edit the\n" +
 	"# bundle, then run `make generate`.\n"
 
 // namePrefix is left out of value keys: Deployment peerlink-controller has

@@ -22,5 +22,6 @@
 // the Namespace, the generated ConfigMaps' hash suffixes and the checksum
 // annotations. The package writes no file (the test of package bundles
 // writes the chart with -update) and runs no Helm; Chart.yaml is written by
-// hand.
+// hand. It lives beside the bundles it reads and the chart it makes: only
+// their test runs it, and `make generate` through that test.
 package helmchart
