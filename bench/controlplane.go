@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,6 +27,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 const (
@@ -275,7 +275,8 @@ feed:
 	}
 }
 
-// waitReady waits until n Configurations are Ready for their generation.
+// waitReady waits until n Configurations are Ready for their generation,
+// as kstatus reads them.
 func (b *controlPlaneBench) waitReady(ctx context.Context, n int) error {
 	var last int
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, benchTimeout, true, func(ctx context.Context) (bool, error) {
@@ -284,9 +285,12 @@ func (b *controlPlaneBench) waitReady(ctx context.Context, n int) error {
 			return false, nil
 		}
 		last = 0
-		for _, c := range list.Items {
-			cond := meta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionReady)
-			if cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.Generation {
+		for i := range list.Items {
+			ready, _, err := testcluster.Current(b.c.Scheme(), &list.Items[i])
+			if err != nil {
+				return false, err
+			}
+			if ready {
 				last++
 			}
 		}

@@ -9,5 +9,8 @@
 // of examples/argocd in gopher-lua, as Argo CD does, on objects the
 // controller reported on. The chart's tests keep it generated from install/
 // (-update rewrites it) and render it with helm template, which must give
-// what kustomize builds, with its default values and with values set.
+// what kustomize builds, with its default values and with values set, but
+// for the facts ConfigMap's name, which the chart does not hash, and the
+// checksum of that ConfigMap on the pods that read it. Package helmchart,
+// below, makes the chart.
 package bundles

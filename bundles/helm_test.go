@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/internal/helmchart"
+	"github.com/peerlink/peerlink/bundles/helmchart"
 	"github.com/peerlink/peerlink/internal/kbuild"
 	"github.com/peerlink/peerlink/testkit/testenv"
 )
@@ -217,20 +217,147 @@ func withoutNamespace(objs []*unstructured.Unstructured) []*unstructured.Unstruc
 	})
 }
 
-// With its default values, the chart renders exactly what kustomize builds
-// of the install bundle, but the Namespace.
+// compareRendered fails t unless the chart rendered what kustomize built,
+// once each side is as the other would have it: the ConfigMaps a
+// configMapGenerator made lose kustomize's hash suffix, wherever they are
+// named, as in the chart; the pod templates lose the chart's checksum
+// annotation, which must be on exactly those that name such a ConfigMap.
+// It returns the checksums, by workload.
+func compareRendered(t *testing.T, helmed, kustomized []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	charted := map[string]bool{}
+	for _, u := range helmed {
+		if u.GetKind() == "ConfigMap" {
+			charted[u.GetName()] = true
+		}
+	}
+	// Hashed names, by the name the chart gives.
+	renames := map[string]string{}
+	for _, u := range kustomized {
+		if u.GetKind() != "ConfigMap" || charted[u.GetName()] {
+			continue
+		}
+		for name := range charted {
+			if strings.HasPrefix(u.GetName(), name+"-") {
+				renames[u.GetName()] = name
+			}
+		}
+	}
+	want := make([]*unstructured.Unstructured, 0, len(kustomized))
+	readers := map[string]bool{}
+	for _, u := range kustomized {
+		u = u.DeepCopy()
+		if renameStrings(u.Object, renames) && isWorkload(u) {
+			readers[objectKey(u)] = true
+		}
+		want = append(want, u)
+	}
+	got := make([]*unstructured.Unstructured, 0, len(helmed))
+	checksums := map[string]string{}
+	for _, u := range helmed {
+		u = u.DeepCopy()
+		if isWorkload(u) {
+			sum, found, err := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", helmchart.ChecksumAnnotation)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", objectKey(u), err)
+			case found != readers[objectKey(u)]:
+				t.Errorf("%s: has annotation %s: %v; reads a generated ConfigMap: %v", objectKey(u), helmchart.ChecksumAnnotation, found, readers[objectKey(u)])
+			case found:
+				checksums[objectKey(u)] = sum
+				unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "annotations", helmchart.ChecksumAnnotation)
+				if a, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "metadata", "annotations"); len(a) == 0 {
+					unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "annotations")
+				}
+			}
+		}
+		got = append(got, u)
+	}
+	compareObjects(t, got, want)
+	return checksums
+}
+
+func isWorkload(u *unstructured.Unstructured) bool {
+	switch u.GetKind() {
+	case "Deployment", "DaemonSet", "StatefulSet":
+		return true
+	}
+	return false
+}
+
+// renameStrings replaces, in a decoded JSON value, every string that is a
+// key of renames by its value, and reports whether it replaced any.
+func renameStrings(v any, renames map[string]string) bool {
+	renamed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if s, ok := child.(string); ok && renames[s] != "" {
+				v[k], renamed = renames[s], true
+			} else if renameStrings(child, renames) {
+				renamed = true
+			}
+		}
+	case []any:
+		for i, child := range v {
+			if s, ok := child.(string); ok && renames[s] != "" {
+				v[i], renamed = renames[s], true
+			} else if renameStrings(child, renames) {
+				renamed = true
+			}
+		}
+	}
+	return renamed
+}
+
+// With its default values, the chart renders what kustomize builds of the
+// install bundle, but the Namespace, and with the facts ConfigMap under
+// its own name and its checksum on the controller's pod template.
 func TestHelmTemplateDefaults(t *testing.T) {
-	want, err := kbuild.Build("install")
+	checksums := compareRendered(t, helmTemplate(t, "peerlink"), withoutNamespace(mustBuild(t, "install")))
+	if len(checksums) == 0 {
+		t.Error("no workload carries the checksum of the facts ConfigMap")
+	}
+}
+
+// A change of the facts changes the checksum of every workload that reads
+// them, so helm upgrade rolls it out; the same values give the same
+// checksums.
+func TestHelmChecksumRollsPods(t *testing.T) {
+	first := compareRendered(t, helmTemplate(t, "peerlink"), withoutNamespace(mustBuild(t, "install")))
+	again := compareRendered(t, helmTemplate(t, "peerlink"), withoutNamespace(mustBuild(t, "install")))
+	changed := helmTemplate(t, "peerlink", "--set", "facts.RESERVED_CIDRS=192.168.7.0/24")
+	for key, sum := range first {
+		if again[key] != sum {
+			t.Errorf("%s: checksum %s, then %s, for the same values", key, sum, again[key])
+		}
+		for _, u := range changed {
+			if objectKey(u) != key {
+				continue
+			}
+			if _, ok := u.GetAnnotations()[helmchart.ChecksumAnnotation]; ok {
+				t.Errorf("%s: the checksum is on the object, not on its pod template", key)
+			}
+			sum2, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", helmchart.ChecksumAnnotation)
+			if sum2 == "" || sum2 == sum {
+				t.Errorf("%s: checksum %q with a fact changed, %q before", key, sum2, sum)
+			}
+		}
+	}
+}
+
+func mustBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := kbuild.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := helmTemplate(t, "peerlink")
-	compareObjects(t, got, withoutNamespace(want))
+	return objs
 }
 
 // Values land where the kustomize overlay that says the same puts them:
-// facts merged into the generated ConfigMap (whose name changes with them,
-// hashed alike also for a key the bundle does not have and characters JSON
+// facts merged into the generated ConfigMap (with the checksum of its
+// readers, also for a key the bundle does not have and characters JSON
 // escapes),
 // the image everywhere it is named, replicas, resources, and the release
 // namespace wherever the bundle names its own.
@@ -298,5 +425,5 @@ patches:
 		"--set", "controller.replicas=2",
 		"--set", "fabric.resources.requests.cpu=100m",
 		"--set", "controller.resources.limits.memory=1Gi")
-	compareObjects(t, got, withoutNamespace(want))
+	compareRendered(t, got, withoutNamespace(want))
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/bundles/helmchart"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
@@ -16,7 +17,8 @@ import (
 // TestHelmInstall installs peerlink with helm install of the chart in one
 // cluster and with kubectl apply -k in the other, peers them with peerlink
 // network connect, and checks traffic both ways; then a helm upgrade that
-// sets a fact and two controller replicas rolls the controller out and the
+// sets a fact and two controller replicas rolls the controller out (the
+// checksum of the facts ConfigMap on its pod template changes) and the
 // peering carries on.
 func TestHelmInstall(t *testing.T) {
 	ctx, l := newPeeredLabWith(t, 15*time.Minute, labctl.Options{
@@ -54,10 +56,11 @@ func TestHelmInstall(t *testing.T) {
 	}
 	podsA, podsB := checkPeered(t, ctx, l, a, b)
 
-	// A fact set by helm upgrade renames the facts ConfigMap, so the
-	// controller rolls out with it, now with two replicas.
+	// A fact set by helm upgrade changes the checksum of the facts
+	// ConfigMap on the controller's pod template, so the controller rolls
+	// out with it, now with two replicas.
 	const reserved = "192.168.250.0/24"
-	before := factsName(t, controller(t, l, a))
+	before := controller(t, l, a)
 	if _, err := l.Helm(ctx, a, "upgrade", "peerlink", l.Chart(), "--namespace", labctl.PeerlinkNamespace, "--reuse-values",
 		"--set", "facts.RESERVED_CIDRS="+reserved, "--set", "controller.replicas=2"); err != nil {
 		t.Fatal(err)
@@ -66,9 +69,12 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := controller(t, l, a)
-	after := factsName(t, d)
-	if after == before {
-		t.Errorf("%s: the controller still reads %s after the upgrade changed a fact", a.Name, before)
+	facts := factsName(t, d)
+	if was := factsName(t, before); facts != was {
+		t.Errorf("%s: the controller reads %s after the upgrade, %s before: the chart's name of the facts ConfigMap is stable", a.Name, facts, was)
+	}
+	if sum, was := d.Spec.Template.Annotations[helmchart.ChecksumAnnotation], before.Spec.Template.Annotations[helmchart.ChecksumAnnotation]; sum == "" || sum == was {
+		t.Errorf("%s: the controller's pod template has checksum %q after the upgrade changed a fact, %q before", a.Name, sum, was)
 	}
 	if d.Status.ReadyReplicas != 2 {
 		t.Errorf("%s: %d ready controller replicas after the upgrade, want 2", a.Name, d.Status.ReadyReplicas)
@@ -78,11 +84,11 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{}
-	if err := ca.Get(ctx, client.ObjectKey{Namespace: labctl.PeerlinkNamespace, Name: after}, cm); err != nil {
+	if err := ca.Get(ctx, client.ObjectKey{Namespace: labctl.PeerlinkNamespace, Name: facts}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if got := cm.Data["RESERVED_CIDRS"]; got != reserved {
-		t.Errorf("%s: %s holds RESERVED_CIDRS %q, want %q", a.Name, after, got, reserved)
+		t.Errorf("%s: %s holds RESERVED_CIDRS %q, want %q", a.Name, facts, got, reserved)
 	}
 	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[1])
 	checkTraffic(t, ctx, l, b, podsB[0], a, podsA[1])

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -286,6 +286,8 @@ type Event struct {
 // check in which order they happened: resource versions of one cluster are
 // ordered like the writes.
 type Recorder struct {
+	// scheme gives the kinds of the objects Current reads.
+	scheme *kruntime.Scheme
 	mu     sync.Mutex
 	events []Event
 }
@@ -296,7 +298,7 @@ func (p *Cluster) Record(t *testing.T) *Recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Recorder{}
+	r := &Recorder{scheme: p.C.Scheme()}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	for _, l := range []client.ObjectList{
@@ -341,8 +343,9 @@ func (r *Recorder) add(ev watch.Event) {
 	switch o := obj.(type) {
 	case *netv1beta1.Configuration:
 		e.Kind = generators.KindConfiguration
-		c := meta.FindStatusCondition(o.Status.Conditions, netv1beta1.ConditionReady)
-		e.Ready = c != nil && c.Status == metav1.ConditionTrue && o.Status.ObservedGeneration == o.Generation
+		// An object Current cannot read is recorded as not Ready.
+		ready, _, err := testcluster.Current(r.scheme, o)
+		e.Ready = err == nil && ready
 	case *netv1beta1.GatewayServer:
 		e.Kind = generators.KindGatewayServer
 	case *netv1beta1.GatewayClient:

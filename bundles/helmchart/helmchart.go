@@ -21,12 +21,17 @@ const (
 )
 
 // Header starts every generated file.
-const Header = "# Generated from bundles/install by package internal/helmchart: edit the\n" +
+const Header = "# Generated from bundles/install by package bundles/helmchart: edit the\n" +
 	"# bundle, then run `make generate`.\n"
 
 // namePrefix is left out of value keys: Deployment peerlink-controller has
 // the values under controller.
 const namePrefix = "peerlink-"
+
+// ChecksumAnnotation is the annotation of the pod template of each workload
+// that reads a generated ConfigMap: a hash of the ConfigMap as the chart
+// renders it, so that a change of its values rolls the pods out.
+const ChecksumAnnotation = "checksum/config"
 
 // tokenMark marks the placeholders that stand for template expressions
 // while an object is marshalled; no object of the bundle may hold it.
@@ -91,11 +96,15 @@ type generator struct {
 	imageRefs []string          // in the order they were found
 }
 
-// config is a ConfigMap a configMapGenerator made.
+// config is a ConfigMap a configMapGenerator made. The chart names it
+// name, without the hash kustomize appends (hashedName).
 type config struct {
 	name, hashedName, key string
 	data                  map[string]string
 }
+
+// fileName is the name of the ConfigMap's template.
+func (c *config) fileName() string { return "configmap-" + c.name + ".yaml" }
 
 // workload is a Deployment, DaemonSet or StatefulSet.
 type workload struct {
@@ -193,6 +202,28 @@ func generatedConfig(u *unstructured.Unstructured) (*config, error) {
 	return &config{name: base, hashedName: u.GetName(), key: valueKey(base), data: data}, nil
 }
 
+// holdsString reports whether s is one of the strings of v, a decoded JSON
+// value.
+func holdsString(v any, s string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, child := range v {
+			if holdsString(child, s) {
+				return true
+			}
+		}
+	case []any:
+		for _, child := range v {
+			if holdsString(child, s) {
+				return true
+			}
+		}
+	case string:
+		return v == s
+	}
+	return false
+}
+
 func cutLast(s, sep string) (before, after string, found bool) {
 	i := strings.LastIndex(s, sep)
 	if i < 0 {
@@ -277,13 +308,23 @@ func valueKey(name string) string {
 
 // fileName is the name of an object's template.
 func (g *generator) fileName(u *unstructured.Unstructured) string {
-	name := u.GetName()
+	if c := g.config(u); c != nil {
+		return c.fileName()
+	}
+	return strings.ToLower(u.GetKind()) + "-" + u.GetName() + ".yaml"
+}
+
+// config returns the generated ConfigMap u is, or nil.
+func (g *generator) config(u *unstructured.Unstructured) *config {
+	if u.GetKind() != "ConfigMap" {
+		return nil
+	}
 	for _, c := range g.configs {
-		if c.hashedName == name && u.GetKind() == "ConfigMap" {
-			name = c.name
+		if c.hashedName == u.GetName() {
+			return c
 		}
 	}
-	return strings.ToLower(u.GetKind()) + "-" + name + ".yaml"
+	return nil
 }
 
 // substitution is a template expression that replaces a placeholder. A
@@ -315,10 +356,8 @@ func (p *placeholders) token(i int) string {
 func (g *generator) template(u *unstructured.Unstructured) ([]byte, error) {
 	obj := u.DeepCopy().Object
 	var p placeholders
-	for _, c := range g.configs {
-		if u.GetKind() == "ConfigMap" && u.GetName() == c.hashedName {
-			obj["data"] = p.block(`{{- include "peerlink.` + c.key + `.data" . | nindent %d }}`)
-		}
+	if c := g.config(u); c != nil {
+		obj["data"] = p.block(`{{- include "peerlink.` + c.key + `.data" . | nindent %d }}`)
 	}
 	for _, w := range g.workloads {
 		if u.GetKind() != w.kind || u.GetName() != w.name {
@@ -328,9 +367,15 @@ func (g *generator) template(u *unstructured.Unstructured) ([]byte, error) {
 		if w.replicas != nil {
 			spec["replicas"] = p.scalar("{{ .Values." + w.key + ".replicas }}")
 		}
+		podTemplate := spec["template"].(map[string]any)
 		if w.resources != nil {
-			c := spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			c := podTemplate["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 			c["resources"] = p.block("{{- toYaml .Values." + w.key + ".resources | nindent %d }}")
+		}
+		if reads := g.readBy(podTemplate); len(reads) > 0 {
+			if err := unstructured.SetNestedField(podTemplate, p.scalar(checksum(reads)), "metadata", "annotations", ChecksumAnnotation); err != nil {
+				return nil, err
+			}
 		}
 	}
 	g.replaceStrings(obj, "", &p)
@@ -360,9 +405,34 @@ func (g *generator) template(u *unstructured.Unstructured) ([]byte, error) {
 	return []byte(text), nil
 }
 
+// readBy returns the generated ConfigMaps a pod template names, by the
+// names the bundle gives them.
+func (g *generator) readBy(podTemplate map[string]any) []*config {
+	var reads []*config
+	for _, c := range g.configs {
+		if holdsString(podTemplate, c.hashedName) {
+			reads = append(reads, c)
+		}
+	}
+	return reads
+}
+
+// checksum is the expression of the ChecksumAnnotation of a workload that
+// reads configs: the SHA-256 of their templates as Helm renders them.
+func checksum(configs []*config) string {
+	var includes []string
+	for _, c := range configs {
+		includes = append(includes, `include (print $.Template.BasePath "/`+c.fileName()+`") .`)
+	}
+	if len(includes) == 1 {
+		return "{{ " + includes[0] + " | sha256sum | quote }}"
+	}
+	return "{{ print (" + strings.Join(includes, ") (") + ") | sha256sum | quote }}"
+}
+
 // replaceStrings puts placeholders in place of the strings the chart
-// computes: namespace fields naming the bundle's namespace, names of
-// generated ConfigMaps and images.
+// computes, namespace fields naming the bundle's namespace and images, and
+// gives generated ConfigMaps their names without the hash.
 func (g *generator) replaceStrings(v any, key string, p *placeholders) any {
 	switch v := v.(type) {
 	case map[string]any:
@@ -384,7 +454,7 @@ func (g *generator) replaceStrings(v any, key string, p *placeholders) any {
 		}
 		for _, c := range g.configs {
 			if v == c.hashedName {
-				return p.scalar(`{{ include "peerlink.` + c.key + `.name" . | quote }}`)
+				return c.name
 			}
 		}
 	}
@@ -421,8 +491,8 @@ func (g *generator) valuesFile() ([]byte, error) {
 		return nil
 	}
 	for _, c := range g.configs {
-		comment := "The data of ConfigMap " + c.name + ", every value a string; the name the\n" +
-			"# chart gives it carries a hash of the data, so a change rolls out its readers."
+		comment := "The data of ConfigMap " + c.name + ", every value a string; the pods that read\n" +
+			"# it carry a hash of it (annotation " + ChecksumAnnotation + "), so a change rolls them out."
 		if err := section(comment, c.key, c.data); err != nil {
 			return nil, err
 		}
@@ -457,8 +527,8 @@ func (g *generator) valuesFile() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// helpers returns _helpers.tpl: the image reference, and the data and the
-// hashed name of each generated ConfigMap.
+// helpers returns _helpers.tpl: the image reference, and the data of each
+// generated ConfigMap.
 func (g *generator) helpers() []byte {
 	var b strings.Builder
 	b.WriteString("{{/*\n" + strings.ReplaceAll(Header, "# ", "") + "*/}}\n")
@@ -475,19 +545,6 @@ func (g *generator) helpers() []byte {
 {{- $data := dict -}}
 {{- range $key, $value := .Values.%[2]s }}{{ $_ := set $data $key (toString $value) }}{{ end -}}
 {{ toYaml $data }}
-{{- end }}
-
-{{/*
-The name of ConfigMap %[1]s, with the hash of its content that kustomize's
-configMapGenerator appends: the first ten hexadecimal digits of the SHA-256
-of the JSON of kind, name and data, with 0, 1, 3, a and e replaced so that
-it never reads as a number. kustomize's hasher looks the name up as one
-field called "metadata/name", finds none, and so hashes an empty name.
-*/}}
-{{- define "peerlink.%[2]s.name" -}}
-{{- $data := include "peerlink.%[2]s.data" . | fromYaml -}}
-{{- $hash := dict "kind" "ConfigMap" "name" "" "data" $data | toJson | sha256sum | trunc 10 -}}
-%[1]s-{{ $hash | replace "0" "g" | replace "1" "h" | replace "3" "k" | replace "a" "m" | replace "e" "t" }}
 {{- end }}
 `, c.name, c.key)
 	}

@@ -8,16 +8,20 @@
 //     release namespace (the Namespace object itself is left to
 //     helm install --create-namespace);
 //   - the data of a ConfigMap made by a configMapGenerator becomes a value,
-//     and its name, which kustomize suffixes with a hash of the content, is
-//     hashed the same way by the template, so a change still rolls out the
-//     pods that read it;
+//     and the ConfigMap keeps its name without the hash kustomize appends;
+//     the pod template of each workload that reads it carries instead, as
+//     Helm charts do, the annotation checksum/config, the SHA-256 of the
+//     ConfigMap as the chart renders it, so a change still rolls the pods
+//     out;
 //   - each image the workloads run becomes a value (repository, tag,
 //     digest), wherever the bundle names it;
 //   - the replicas and the container resources of each workload become
 //     values.
 //
-// With its default values the chart renders exactly the bundle's objects
-// but the Namespace. The package writes no file (the test of package bundles
+// With its default values the chart renders the bundle's objects but for
+// the Namespace, the generated ConfigMaps' hash suffixes and the checksum
+// annotations. The package writes no file (the test of package bundles
 // writes the chart with -update) and runs no Helm; Chart.yaml is written by
-// hand.
+// hand. It lives beside the bundles it reads and the chart it makes: only
+// their test runs it, and `make generate` through that test.
 package helmchart

@@ -148,8 +148,10 @@ func TestGenerateTemplates(t *testing.T) {
 			"  namespace: {{ .Release.Namespace | quote }}\n",
 			"  replicas: {{ .Values.controller.replicas }}\n",
 			`        image: {{ include "peerlink.image" .Values.images.agent | quote }}` + "\n",
-			`            name: {{ include "peerlink.facts.name" . | quote }}` + "\n",
+			"            name: peerlink-facts\n",
 			"        resources: {{- toYaml .Values.controller.resources | nindent 10 }}\n",
+			"      annotations:\n" +
+				`        checksum/config: {{ include (print $.Template.BasePath "/configmap-peerlink-facts.yaml") . | sha256sum | quote }}` + "\n",
 		},
 		"templates/daemonset-peerlink-node-agent.yaml": {
 			`      - image: {{ include "peerlink.image" .Values.images.agent | quote }}` + "\n",
@@ -157,7 +159,7 @@ func TestGenerateTemplates(t *testing.T) {
 		},
 		"templates/configmap-peerlink-facts.yaml": {
 			`data: {{- include "peerlink.facts.data" . | nindent 2 }}` + "\n",
-			`  name: {{ include "peerlink.facts.name" . | quote }}` + "\n",
+			"  name: peerlink-facts\n",
 		},
 		"templates/template-gateway.yaml": {
 			// Only an image the workloads run, and only the bundle's
@@ -189,8 +191,47 @@ func TestGenerateTemplates(t *testing.T) {
 	if _, ok := out["templates/namespace-peerlink.yaml"]; ok {
 		t.Error("the Namespace has a template: helm install --create-namespace makes it")
 	}
-	if !strings.Contains(string(out["templates/_helpers.tpl"]), `{{- define "peerlink.facts.name" -}}`) {
-		t.Errorf("_helpers.tpl does not define the name of peerlink-facts:\n%s", out["templates/_helpers.tpl"])
+	// The DaemonSet reads no ConfigMap: nothing of it changes with the facts.
+	if got := string(out["templates/daemonset-peerlink-node-agent.yaml"]); strings.Contains(got, ChecksumAnnotation) {
+		t.Errorf("a workload that reads no ConfigMap has a checksum:\n%s", got)
+	}
+	if !strings.Contains(string(out["templates/_helpers.tpl"]), `{{- define "peerlink.facts.data" -}}`) {
+		t.Errorf("_helpers.tpl does not define the data of peerlink-facts:\n%s", out["templates/_helpers.tpl"])
+	}
+}
+
+// A workload that reads two generated ConfigMaps, one through a volume,
+// carries one checksum of both.
+func TestGenerateChecksumOfTwoConfigs(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": `resources:
+- namespace.yaml
+- deployment.yaml
+configMapGenerator:
+- name: peerlink-facts
+  namespace: peerlink
+  literals:
+  - CLUSTER_ID=
+- name: peerlink-extra
+  namespace: peerlink
+  literals:
+  - K=v
+`,
+		"namespace.yaml": namespace,
+		"deployment.yaml": deployment("peerlink-controller", agent+`        envFrom:
+        - configMapRef:
+            name: peerlink-facts
+      volumes:
+      - name: extra
+        configMap:
+          name: peerlink-extra
+`),
+	}
+	got := string(generate(t, files)["templates/deployment-peerlink-controller.yaml"])
+	want := `        checksum/config: {{ print (include (print $.Template.BasePath "/configmap-peerlink-facts.yaml") .) ` +
+		`(include (print $.Template.BasePath "/configmap-peerlink-extra.yaml") .) | sha256sum | quote }}` + "\n"
+	if !strings.Contains(got, want) || !strings.Contains(got, "          name: peerlink-extra\n") {
+		t.Errorf("the Deployment does not carry the checksum of both ConfigMaps:\n%s", got)
 	}
 }
 
