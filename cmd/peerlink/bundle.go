@@ -70,7 +70,7 @@ the files of init added to its resources when missing.`,
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
-			p, err := peerOf("--peer", peer, g.Namespace, "")
+			p, err := peerOf("--peer", peer, g.namespace(), "")
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if output == "-" {
 				progressOut = cmd.ErrOrStderr()
 			}
-			ns := cmp.Or(g.Namespace, generators.TenantNamespace(peer))
+			ns := cmp.Or(g.namespace(), generators.TenantNamespace(peer))
 			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err

@@ -71,7 +71,7 @@ func (c *createCommon) peer(g *globalOptions, args []string) (generators.Peer, e
 	if len(args) > 0 {
 		name = args[0]
 	}
-	return peerOf("--remote-cluster-id", c.remoteClusterID, g.Namespace, name)
+	return peerOf("--remote-cluster-id", c.remoteClusterID, g.namespace(), name)
 }
 
 // peerOf checks the peer's cluster ID, given by flag, and the namespace of

@@ -91,7 +91,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err := generators.ValidateObjectName(gwName); err != nil {
 				return fmt.Errorf("--gateway-name: %w", err)
 			}
-			ns := cmp.Or(g.Namespace, generators.TenantNamespace(gwName))
+			ns := cmp.Or(g.namespace(), generators.TenantNamespace(gwName))
 			ctx := cmd.Context()
 			cl, err := g.localClient(cmd.Context())
 			if err != nil {

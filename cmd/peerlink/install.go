@@ -91,7 +91,7 @@ func (o *installOptions) facts() (installer.Facts, error) {
 }
 
 func (o *installOptions) run(ctx context.Context, out io.Writer, dryRun bool) error {
-	if o.g.Namespace != "" || o.g.PeerlinkNamespace != templates.InstallNamespace {
+	if o.g.namespace() != "" || o.g.PeerlinkNamespace != templates.InstallNamespace {
 		return errors.New("--namespace, --peerlink-namespace: the install bundle puts peerlink in namespace " + templates.InstallNamespace)
 	}
 	f, err := o.facts()

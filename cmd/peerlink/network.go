@@ -21,7 +21,7 @@ import (
 // networkOptions are the flags of network connect, disconnect and reset.
 type networkOptions struct {
 	g                               *globalOptions
-	remoteKubeconfig, remoteContext string
+	remote                          cluster
 	timeout                         time.Duration
 	wait                            bool
 	mtu                             int
@@ -49,38 +49,30 @@ run again.`,
   peerlink network reset --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.remoteKubeconfig, "remote-kubeconfig", "", "kubeconfig of the remote cluster (the gateway server side)")
-	pf.StringVar(&o.remoteContext, "remote-context", "", "kubeconfig context of the remote cluster")
+	o.remote = addRemoteCluster(pf, "kubeconfig of the remote cluster (the gateway server side)", "kubeconfig context of the remote cluster")
 	pf.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long each wait lasts before giving up")
 	cmd.AddCommand(newConnectCmd(o), newDisconnectCmd(o), newResetCmd(o))
 	return cmd
 }
 
-func (o *networkOptions) remote() clusterFlags {
-	return clusterFlags{kubeconfig: o.remoteKubeconfig, context: o.remoteContext, kubeconfigFlag: "--remote-kubeconfig"}
-}
-
 // sides connects to both clusters and reads what they publish.
 func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Cluster, *peering.Cluster, error) {
-	if o.g.Namespace != "" {
+	if o.g.namespace() != "" {
 		return nil, nil, errors.New("--namespace: the network commands use the tenant namespaces, liqo-tenant-<peer id> on each cluster")
 	}
-	if o.remoteKubeconfig == "" && o.remoteContext == "" {
+	if !o.remote.given() {
 		return nil, nil, errors.New("--remote-kubeconfig or --remote-context is required: the remote cluster is the gateway server side")
 	}
 	p := peering.Progress{Out: out, Timeout: o.timeout}
-	var sides [2]*peering.Cluster
-	for i, f := range []clusterFlags{o.g.local(), o.remote()} {
-		cfg, err := f.restConfig()
-		if err != nil {
-			return nil, nil, err
-		}
-		if sides[i], err = peering.Open(ctx, [2]string{"local", "remote"}[i], cfg, o.g.PeerlinkNamespace, p); err != nil {
-			return nil, nil, err
-		}
-		o.g.warnSkew(sides[i].Info.ControllerVersion, sides[i].Name)
+	local, err := o.g.open(ctx, "local", o.g.local(), p)
+	if err != nil {
+		return nil, nil, err
 	}
-	return sides[0], sides[1], nil
+	remote, err := o.g.open(ctx, "remote", o.remote, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return local, remote, nil
 }
 
 func newConnectCmd(o *networkOptions) *cobra.Command {
