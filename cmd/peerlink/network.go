@@ -63,7 +63,7 @@ func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Clu
 	if !o.remote.given() {
 		return nil, nil, errors.New("--remote-kubeconfig or --remote-context is required: the remote cluster is the gateway server side")
 	}
-	p := peering.Progress{Out: out, Timeout: o.timeout}
+	p := progress(out, o.timeout)
 	local, err := o.g.open(ctx, "local", o.g.local(), p)
 	if err != nil {
 		return nil, nil, err

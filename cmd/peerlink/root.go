@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/version"
+	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -110,7 +112,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "error:", strings.Join(strings.Fields(err.Error()), " "))
+		msg := err.Error()
+		if errors.Is(err, peering.ErrNotInstalled) {
+			msg += " (--peerlink-namespace)"
+		}
+		fmt.Fprintln(stderr, "error:", strings.Join(strings.Fields(msg), " "))
 		return 1
 	}
 	return 0

@@ -12,7 +12,8 @@ import (
 )
 
 func newRotateKeyCmd(g *globalOptions) *cobra.Command {
-	var peer, output string
+	var peer string
+	var out outputFlag
 	var remoteCluster cluster
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -41,14 +42,14 @@ GatewayClient to any new value instead.`,
   peerlink rotate-key --peer cluster-b > publickey-for-b.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := generators.ParseFormat(output); err != nil {
-				return fmt.Errorf("--output: %w", err)
+			if _, err := out.check(); err != nil {
+				return err
 			}
 			if err := generators.ValidateObjectName(peer); err != nil {
 				return fmt.Errorf("--peer: %w", err)
 			}
 			ctx := cmd.Context()
-			p := peering.Progress{Out: cmd.ErrOrStderr(), Timeout: timeout}
+			p := progress(cmd.ErrOrStderr(), timeout)
 			local, err := g.open(ctx, "local", g.local(), p)
 			if err != nil {
 				return err
@@ -72,10 +73,10 @@ GatewayClient to any new value instead.`,
 				return nil
 			}
 			p.Infof("Apply this PublicKey on %s: the tunnel moves to the new key pair once its gateway accepts it", peer)
-			return printObjects(cmd.OutOrStdout(), output, pk)
+			return out.print(cmd, pk)
 		},
 	}
-	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	out.add(cmd, string(generators.FormatYAML))
 	cmd.Flags().StringVar(&peer, "peer", "", "cluster ID of the peer (required)")
 	remoteCluster = addRemoteCluster(cmd.Flags(), "kubeconfig of the peer's cluster, to carry the rotation to its end", "kubeconfig context of the peer's cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute,
