@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -129,30 +130,16 @@ to the manifest.`,
 		if err != nil {
 			return nil, err
 		}
-		pods, err := generators.ParseCIDRList(pod...)
-		if err != nil {
-			return nil, fmt.Errorf("--pod-cidr: %w", err)
+		conf, pl, err := peerbundle.PeerConfiguration(p, pod, external, facts.Policy)
+		err = fielderr.WithNames(err, map[string]string{"PodCIDRs": "--pod-cidr", "ExternalCIDRs": "--external-cidr"})
+		if _, refused := errors.AsType[*rangepolicy.Refusal](err); refused {
+			return nil, fmt.Errorf("%w (%s)", err, allowedFrom)
 		}
-		if len(pods) == 0 {
-			return nil, errors.New("--pod-cidr: at least one pod CIDR of the peer is needed")
-		}
-		ext, err := generators.ParseCIDRList(external...)
-		if err != nil {
-			return nil, fmt.Errorf("--external-cidr: %w", err)
-		}
-		conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: pods, ExternalCIDRs: ext})
 		if err != nil {
 			return nil, generators.WithNames(err, map[string]string{"metadata.name": "NAME", generators.RemoteClusterIDPath().String(): "--remote-cluster-id",
 				"spec.remote.cidr.pod": "--pod-cidr", "spec.remote.cidr.external": "--external-cidr"})
 		}
-		for i, ranges := range [][]netip.Prefix{pods, ext} {
-			for _, r := range ranges {
-				if err := facts.Policy.Check(r); err != nil {
-					return nil, fmt.Errorf("%s: %w (%s)", []string{"--pod-cidr", "--external-cidr"}[i], err, allowedFrom)
-				}
-			}
-		}
-		placements = peerbundle.PeerRangePlacements(conf, facts.Policy)
+		placements = pl
 		return conf, nil
 	})
 	// The placements follow what was printed or applied: a command that

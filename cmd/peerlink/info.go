@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -54,11 +52,10 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			i := slices.IndexFunc(doc.Peers, func(p peering.PeerInfo) bool { return p.ClusterID == args[0] })
-			if i < 0 {
-				return fmt.Errorf("peer %q: no Configuration, gateway or PublicKey labelled %s=%s", args[0], netv1beta1.RemoteClusterIDLabel, args[0])
+			peer, err := doc.Peer(args[0])
+			if err != nil {
+				return err
 			}
-			peer := doc.Peers[i]
 			return f.print(cmd.OutOrStdout(), peer, peer.WriteSummary)
 		},
 	}
