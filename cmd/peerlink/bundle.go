@@ -100,7 +100,7 @@ the files of init added to its resources when missing.`,
 	f.server.register(cmd, createServerFlags, "server: ", false)
 	flags.Int32Var(&f.server.port, "port", 0, "server: WireGuard port of the Service (default 51840); client: the server's port, when known")
 	flags.StringArrayVar(&f.addresses, "addresses", nil, "client: the server's addresses, when known")
-	f.addCommon(cmd, "", "gateway template name (default: wireguard-server or wireguard-client)")
+	f.addCommon(cmd, "", "gateway template name (default: wireguard-server or wireguard-client)", "gateway template namespace")
 	flags.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd

@@ -198,14 +198,14 @@ is filled in.`,
 	})
 	if role == generators.RoleServer {
 		f.server.register(cmd, createServerFlags, "", true)
-		f.addCommon(cmd, netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate")
+		f.addCommon(cmd, netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate", "namespace of the template")
 		return cmd
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVar(&f.addresses, "addresses", nil, "addresses of the peer's gateway server (repeatable, or a comma-separated list)")
 	flags.Int32Var(&f.server.port, "port", netv1beta1.DefaultGatewayPort, "port of the peer's gateway server")
 	flags.StringVar(&f.protocol, "protocol", string(corev1.ProtocolUDP), "transport protocol of the tunnel: UDP")
-	f.addCommon(cmd, netv1beta1.DefaultClientTemplateName, "name of the WgGatewayClientTemplate")
+	f.addCommon(cmd, netv1beta1.DefaultClientTemplateName, "name of the WgGatewayClientTemplate", "namespace of the template")
 	return cmd
 }
 

@@ -101,12 +101,12 @@ type gatewayFlags struct {
 
 // addCommon adds the flags of both roles but the server's and the client's
 // own.
-func (f *gatewayFlags) addCommon(cmd *cobra.Command, defaultTemplate, templateUsage string) {
+func (f *gatewayFlags) addCommon(cmd *cobra.Command, defaultTemplate, templateUsage, namespaceUsage string) {
 	flags := cmd.Flags()
 	flags.IntVar(&f.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
 	flags.Int32Var(&f.replicas, "replicas", 0, "number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	flags.StringVar(&f.tmplName, "template-name", defaultTemplate, templateUsage)
-	flags.StringVar(&f.tmplNS, "template-namespace", "", "namespace of the template (default: the controller's namespace)")
+	flags.StringVar(&f.tmplNS, "template-namespace", "", namespaceUsage+" (default: the controller's namespace)")
 }
 
 // build checks the flags and builds the gateway of role for the peer p,

@@ -51,10 +51,11 @@ func (c cluster) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig (set %s or KUBECONFIG): %w", c.kubeconfigFlag, err)
 	}
 	// Without a kubeconfig, a server flag or a pod's service account,
-	// kubectl falls back to localhost:8080; saying what is missing helps more.
+	// kubectl falls back to localhost:8080; saying what is missing, as
+	// client-go does without that fallback, helps more.
 	raw, err := c.flags.ToRawKubeConfigLoader().RawConfig()
 	if err == nil && clientcmdapi.IsConfigEmpty(&raw) && cfg.Host == clientcmd.ClusterDefaults.Server && os.Getenv("KUBERNETES_MASTER") == "" {
-		return nil, fmt.Errorf("load kubeconfig (set %s or KUBECONFIG): no configuration has been provided", c.kubeconfigFlag)
+		return nil, fmt.Errorf("load kubeconfig (set %s or KUBECONFIG): invalid configuration: %w", c.kubeconfigFlag, clientcmd.ErrEmptyConfig)
 	}
 	return cfg, nil
 }

@@ -113,7 +113,8 @@ func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
 	if err != nil {
 		return plan, err
 	}
-	server.Replicas, plan.Server, plan.ShareKeys = plan.Server.Replicas, server, !o.disableSharingKeys
+	server.Replicas = plan.Server.Replicas
+	plan.Server, plan.ShareKeys = server, !o.disableSharingKeys
 	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
 		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
