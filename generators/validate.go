@@ -2,8 +2,10 @@ package generators
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -37,6 +39,35 @@ func (e *InvalidError) Error() string {
 	}
 	return fmt.Sprintf("invalid %s %s/%s: %s", e.Kind, e.Namespace, e.Name, strings.Join(msgs, "; "))
 }
+
+// WithNames rewrites the field errors of an *InvalidError to name what the
+// caller took each field from (its flag), when names has it: "--node-port
+// (spec.endpoint.nodePort): Forbidden: only allowed with serviceType
+// NodePort or LoadBalancer". A field of a list item
+// (spec.remote.cidr.pod[1]) is looked up without its index too. Other
+// errors are kept as they are.
+func WithNames(err error, names map[string]string) error {
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	msgs := make([]string, len(inv.Fields))
+	for i, f := range inv.Fields {
+		name, ok := names[f.Field]
+		if !ok {
+			name, ok = names[listIndex.ReplaceAllString(f.Field, "")]
+		}
+		if ok {
+			msgs[i] = name + " (" + f.Field + "): " + f.ErrorBody()
+		} else {
+			msgs[i] = f.Error()
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// listIndex matches the index of a list item in a field path.
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // check returns an *InvalidError when Validate finds anything.
 func check(obj runtime.Object) error {

@@ -237,3 +237,27 @@ func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (cluste
 	})
 	return info, err
 }
+
+// Summary describes the facts the controller published, one line each,
+// with where each comes from.
+func Summary(info clusterinfo.Info) []string {
+	service := "unknown"
+	if info.ServiceCIDR.IsValid() {
+		service = info.ServiceCIDR.String()
+	}
+	var out []string
+	for _, fact := range []struct {
+		name, key, value string
+	}{
+		{"cluster ID", clusterinfo.KeyClusterID, info.ClusterID},
+		{"pod CIDRs", clusterinfo.KeyPodCIDRs, rangepolicy.Format(info.PodCIDRs)},
+		{"service CIDR", clusterinfo.KeyServiceCIDR, service},
+	} {
+		source := info.Sources[fact.key]
+		if source == "" {
+			source = "source not published"
+		}
+		out = append(out, fmt.Sprintf("%s: %s (%s)", fact.name, fact.value, source))
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/fielderr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
@@ -371,6 +372,39 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 		errs = append(errs, fmt.Errorf("%s: %w", r.field, r.err))
 	}
 	return errors.Join(errs...)
+}
+
+// PeerConfiguration builds the Configuration of a peer from its pod and
+// external CIDRs as given (repeated values, each may be a comma-separated
+// list), holds each range to policy, and returns it with where each range
+// goes (PeerRangePlacements). Errors name the list, PodCIDRs or
+// ExternalCIDRs (*fielderr.Error; a range the policy refuses is a
+// *rangepolicy.Refusal under it), or are the object's
+// *generators.InvalidError.
+func PeerConfiguration(p generators.Peer, pods, external []string, policy rangepolicy.Policy) (*netv1beta1.Configuration, []string, error) {
+	podCIDRs, err := generators.ParseCIDRList(pods...)
+	if err != nil {
+		return nil, nil, fielderr.New("PodCIDRs", "", err)
+	}
+	if len(podCIDRs) == 0 {
+		return nil, nil, fielderr.New("PodCIDRs", "", errors.New("at least one pod CIDR of the peer is needed"))
+	}
+	externalCIDRs, err := generators.ParseCIDRList(external...)
+	if err != nil {
+		return nil, nil, fielderr.New("ExternalCIDRs", "", err)
+	}
+	conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: podCIDRs, ExternalCIDRs: externalCIDRs})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, ranges := range [][]netip.Prefix{podCIDRs, externalCIDRs} {
+		for _, r := range ranges {
+			if err := policy.Check(r); err != nil {
+				return nil, nil, fielderr.New([]string{"PodCIDRs", "ExternalCIDRs"}[i], "", err)
+			}
+		}
+	}
+	return conf, PeerRangePlacements(conf, policy), nil
 }
 
 // PeerRangePlacements says, for each range a peer declares in a

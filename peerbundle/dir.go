@@ -23,7 +23,7 @@ import (
 // Init writes the bundle of a peering into dir: kustomization.yaml, the
 // tenant namespace and this side's gateway. A file already there with the
 // same content is left alone, one with other content is replaced only with
-// force, and otherwise nothing at all is written. An existing
+// force, and otherwise nothing at all is written (a *ConflictError). An existing
 // kustomization.yaml is kept, with the files of the bundle added to its
 // resources when missing. Each file written or left is reported to out.
 func Init(out io.Writer, dir string, gateway runtime.Object, force bool) error {
@@ -117,6 +117,17 @@ func keepKustomization(dir string, files []File) ([]File, error) {
 	return out, nil
 }
 
+// ConflictError is the refusal to replace files of a bundle that hold
+// something else; the caller says how to force it.
+type ConflictError struct {
+	Dir   string
+	Files []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s already holds a different %s", e.Dir, strings.Join(e.Files, ", "))
+}
+
 // writeBundleFiles writes files into dir. A file already there with the
 // same content is left alone; with other content it is only replaced with
 // force, and otherwise nothing at all is written.
@@ -133,7 +144,7 @@ func writeBundleFiles(out io.Writer, dir string, files []File, force bool) error
 		}
 	}
 	if len(conflicts) > 0 && !force {
-		return fmt.Errorf("%s already holds a different %s: pass --force to overwrite", dir, strings.Join(conflicts, ", "))
+		return &ConflictError{Dir: dir, Files: conflicts}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)

@@ -42,12 +42,16 @@ func Open(ctx context.Context, name string, cfg *rest.Config, peerlinkNamespace 
 	return &Cluster{Name: name, Config: cfg, Client: c, Info: info, Progress: p.With(name)}, nil
 }
 
+// ErrNotInstalled says what to check when a cluster publishes no facts;
+// a caller names its setting of the namespace beside it.
+var ErrNotInstalled = errors.New("is peerlink installed and its controller running?")
+
 // ReadClusterInfo reads the facts the controller publishes, saying what to
-// check when they are missing.
+// check when they are missing (ErrNotInstalled).
 func ReadClusterInfo(ctx context.Context, c client.Reader, namespace string) (clusterinfo.Info, error) {
 	info, err := clusterinfo.Read(ctx, c, namespace)
 	if errors.Is(err, clusterinfo.ErrNotPublished) {
-		return info, fmt.Errorf("%w: is peerlink installed and its controller running? (--peerlink-namespace)", err)
+		return info, fmt.Errorf("%w: %w", err, ErrNotInstalled)
 	}
 	return info, err
 }

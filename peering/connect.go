@@ -10,6 +10,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/fielderr"
 )
 
 // ConnectOptions say how Connect sets a peering up.
@@ -28,6 +29,24 @@ type ConnectOptions struct {
 	ShareKeys bool
 	// Wait waits until both Connections report Connected.
 	Wait bool
+}
+
+// Check reports what in o cannot work besides the server's endpoint and
+// MTU, which generators checks when it builds the server: errors are
+// *fielderr.Error naming ServerReplicas, ClientReplicas or ClientPort.
+func (o ConnectOptions) Check() error {
+	for _, r := range []struct {
+		field string
+		n     int32
+	}{{"ServerReplicas", o.Server.Replicas}, {"ClientReplicas", o.ClientReplicas}} {
+		if err := generators.ValidateReplicas(r.n); r.n != 0 && err != nil {
+			return fielderr.New(r.field, "", err)
+		}
+	}
+	if err := generators.ValidatePort(o.ClientPort); o.ClientPort != 0 && err != nil {
+		return fielderr.New("ClientPort", "", err)
+	}
+	return nil
 }
 
 // Connect peers the networks of two clusters, local becoming the gateway

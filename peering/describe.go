@@ -388,6 +388,15 @@ func prefixStrings(ps []netip.Prefix) []string {
 	return out
 }
 
+// Peer returns the peer of cluster ID id.
+func (doc *Description) Peer(id string) (PeerInfo, error) {
+	i := slices.IndexFunc(doc.Peers, func(p PeerInfo) bool { return p.ClusterID == id })
+	if i < 0 {
+		return PeerInfo{}, fmt.Errorf("peer %q: no Configuration, gateway or PublicKey labelled %s=%s", id, netv1beta1.RemoteClusterIDLabel, id)
+	}
+	return doc.Peers[i], nil
+}
+
 // Encode writes doc, a Description or a PeerInfo, in format; with a dot path
 // (keys matched case-insensitively, list items by index), only the value
 // there: a string, number or boolean alone on its line, else the part of

@@ -135,7 +135,7 @@ func TestPeering(t *testing.T) {
 // what it waited for and what it saw last.
 func TestWaitTimesOut(t *testing.T) {
 	var out bytes.Buffer
-	p := peering.Progress{Out: &out, Timeout: 1200 * time.Millisecond}
+	p := peering.Progress{Out: &out, Timeout: 1200 * time.Millisecond, TimeoutName: "--timeout"}
 	_, err := p.Wait(t.Context(), "the moon", func(context.Context) (bool, string, error) { return false, "still new", nil })
 	if err == nil || !strings.Contains(err.Error(), "timed out after 1.2s waiting for the moon (--timeout): last seen: still new") {
 		t.Errorf("wait: %v", err)

@@ -29,6 +29,9 @@ type Progress struct {
 	Scope string
 	// Timeout bounds each wait.
 	Timeout time.Duration
+	// TimeoutName, when set, names Timeout in the error of a wait that runs
+	// out, as the caller calls it (the CLI's --timeout).
+	TimeoutName string
 }
 
 // With returns p for one of two clusters.
@@ -88,7 +91,11 @@ func (p Progress) Wait(ctx context.Context, what string, check CheckFunc) (strin
 	case ctx.Err() != nil:
 		return state, fmt.Errorf("interrupted while waiting for %s: run the command again to resume", what)
 	case errors.Is(pollCtx.Err(), context.DeadlineExceeded) && wait.Interrupted(err):
-		return state, fmt.Errorf("timed out after %s waiting for %s (--timeout): last seen: %s", p.Timeout, what, state)
+		name := ""
+		if p.TimeoutName != "" {
+			name = " (" + p.TimeoutName + ")"
+		}
+		return state, fmt.Errorf("timed out after %s waiting for %s%s: last seen: %s", p.Timeout, what, name, state)
 	}
 	return state, err
 }

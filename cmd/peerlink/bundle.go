@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
@@ -38,13 +37,9 @@ Two files travel between the admins, one each way; no private key does.
 }
 
 func newBundleInitCmd(g *globalOptions) *cobra.Command {
-	var peer, role, tmplName, tmplNS string
-	var server serverFlags
-	var addresses []string
-	var port int32
-	var mtu int
-	var replicas int32
+	var peer, role string
 	var force bool
+	f := gatewayFlags{portNeeded: "the server's port is needed with --addresses", portOptional: true}
 	cmd := &cobra.Command{
 		Use:   "init DIR --peer ID --role server|client",
 		Short: "Start the bundle of a peering with this side's gateway",
@@ -70,58 +65,43 @@ the files of init added to its resources when missing.`,
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
-			p, err := peerOf("--peer", peer, g.Namespace, "")
+			p, err := peerOf("--peer", peer, g.namespace(), "")
 			if err != nil {
 				return err
 			}
-			fields := map[string]string{"spec.mtu": "--mtu", "spec.endpoint.port": "--port", "spec.replicas": "--replicas"}
-			var gateway runtime.Object
-			if r == generators.RoleServer {
-				if cmd.Flags().Changed("addresses") {
-					return errors.New("--addresses: only for --role client")
-				}
-				server.port = cmp.Or(port, netv1beta1.DefaultGatewayPort)
-				o, err := server.options(mtu, tmplName, tmplNS)
-				if err != nil {
-					return err
-				}
-				o.Peer, o.Replicas = p, replicas
-				if gateway, err = generators.GatewayServer(o); err != nil {
-					return flagErrors(err, fields)
-				}
+			// The flags of the other role would change nothing.
+			other, otherRole := []string{"addresses"}, "client"
+			if r == generators.RoleClient {
+				other, otherRole = []string{createServerFlags.serviceType, createServerFlags.nodePort, createServerFlags.loadBalancerIP}, "server"
 			} else {
-				if set := server.changed(cmd); len(set) > 0 {
-					return fmt.Errorf("--%s: only for --role server", set[0])
-				}
-				addrs, err := generators.ParseAddressList(addresses...)
-				if err != nil {
-					return fmt.Errorf("--addresses: %w", err)
-				}
-				if len(addrs) > 0 && port == 0 {
-					return errors.New("--port: the server's port is needed with --addresses")
-				}
-				gateway, err = generators.GatewayClient(generators.GatewayClientOptions{Peer: p, Addresses: addrs, Port: port, MTU: mtu,
-					Replicas: replicas, TemplateName: tmplName, TemplateNamespace: tmplNS})
-				if err != nil {
-					return flagErrors(err, fields)
+				f.server.port = cmp.Or(f.server.port, netv1beta1.DefaultGatewayPort)
+			}
+			for _, name := range other {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s: only for --role %s", name, otherRole)
 				}
 			}
-			return peerbundle.Init(cmd.OutOrStdout(), args[0], gateway, force)
+			gateway, err := f.build(r, p, "--peer")
+			if err != nil {
+				return err
+			}
+			err = peerbundle.Init(cmd.OutOrStdout(), args[0], gateway, force)
+			if _, ok := errors.AsType[*peerbundle.ConflictError](err); ok {
+				return fmt.Errorf("%w: pass --force to overwrite", err)
+			}
+			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&peer, "peer", "", "ID of the peer cluster (required)")
-	f.StringVar(&role, "role", "", "this side's role: server or client (required)")
+	flags := cmd.Flags()
+	flags.StringVar(&peer, "peer", "", "ID of the peer cluster (required)")
+	flags.StringVar(&role, "role", "", "this side's role: server or client (required)")
 	_ = cmd.MarkFlagRequired("peer")
 	_ = cmd.MarkFlagRequired("role")
-	server.register(cmd, createServerFlags, "server: ", false)
-	f.Int32Var(&port, "port", 0, "server: WireGuard port of the Service (default 51840); client: the server's port, when known")
-	f.StringArrayVar(&addresses, "addresses", nil, "client: the server's addresses, when known")
-	f.IntVar(&mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel; both sides must agree")
-	f.Int32Var(&replicas, "replicas", 0, "number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
-	f.StringVar(&tmplName, "template-name", "", "gateway template name (default: wireguard-server or wireguard-client)")
-	f.StringVar(&tmplNS, "template-namespace", "", "gateway template namespace (default: the controller's namespace)")
-	f.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
+	f.server.register(cmd, createServerFlags, "server: ", false)
+	flags.Int32Var(&f.server.port, "port", 0, "server: WireGuard port of the Service (default 51840); client: the server's port, when known")
+	flags.StringArrayVar(&f.addresses, "addresses", nil, "client: the server's addresses, when known")
+	f.addCommon(cmd, "", "gateway template name (default: wireguard-server or wireguard-client)", "gateway template namespace")
+	flags.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -153,12 +133,12 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if output == "-" {
 				progressOut = cmd.ErrOrStderr()
 			}
-			ns := cmp.Or(g.Namespace, generators.TenantNamespace(peer))
+			ns := cmp.Or(g.namespace(), generators.TenantNamespace(peer))
 			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err
 			}
-			p := peering.Progress{Out: progressOut, Timeout: timeout}
+			p := progress(progressOut, timeout)
 			objs, err := peering.Export(cmd.Context(), cl, p, g.PeerlinkNamespace, ns, peer)
 			if err != nil {
 				return err
@@ -221,11 +201,11 @@ Bundle add reports the peer's ranges after writing, also without a plan
   peerlink bundle add peers/cluster-b from-cluster-b.yaml --cluster-info cluster-a.yaml`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := facts.load()
+			f, _, err := facts.load()
 			if err != nil {
 				return err
 			}
-			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], f.policy)
+			return peerbundle.Add(cmd.OutOrStdout(), args[0], args[1], f.Policy)
 		},
 	}
 	facts.register(cmd)

@@ -167,6 +167,8 @@ func TestBadInput(t *testing.T) {
 		{"network with a namespace", []string{"network", "disconnect", "-n", "x", "--remote-kubeconfig", garbage}, "--namespace"},
 		{"missing remote kubeconfig", []string{"network", "reset", "--kubeconfig", garbage}, "--remote-kubeconfig"},
 		{"connect with bad service type", []string{"network", "connect", "--remote-kubeconfig", garbage, "--gw-server-service-type", "Foo"}, "--gw-server-service-type"},
+		{"connect with too many server replicas", []string{"network", "connect", "--remote-kubeconfig", garbage, "--gw-server-replicas", "9"}, "--gw-server-replicas"},
+		{"connect with a bad client port", []string{"network", "connect", "--remote-kubeconfig", garbage, "--gw-client-port", "70000"}, "--gw-client-port"},
 		{"bundle role", []string{"bundle", "init", t.TempDir(), "--peer", "b", "--role", "both"}, "--role"},
 		{"bundle server flag on client", []string{"bundle", "init", t.TempDir(), "--peer", "b", "--role", "client", "--node-port", "30000"}, "--node-port"},
 		{"render without input", []string{"render"}, "-f"},

@@ -1,36 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/peering"
 )
-
-// parseServiceRef reads NAMESPACE/NAME.
-func parseServiceRef(arg string) (ns, name string, err error) {
-	ns, name, ok := strings.Cut(arg, "/")
-	if !ok {
-		return "", "", fmt.Errorf("service %q: give it as NAMESPACE/NAME", arg)
-	}
-	for _, part := range []string{ns, name} {
-		if msgs := validation.IsDNS1123Label(part); len(msgs) > 0 {
-			return "", "", fmt.Errorf("service %q: %q: %s", arg, part, strings.Join(msgs, "; "))
-		}
-	}
-	return ns, name, nil
-}
 
 func newExportCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
@@ -38,7 +14,7 @@ func newExportCmd(g *globalOptions) *cobra.Command {
 		Short:   "Export a Service to every peer (Multi-Cluster Services API)",
 		Example: `  peerlink export service default/echo --wait`,
 	}
-	var output string
+	var out outputFlag
 	var wait bool
 	var timeout time.Duration
 	svc := &cobra.Command{
@@ -55,65 +31,25 @@ nothing else happens.`,
   peerlink export service default/echo -o yaml > peers/serviceexport-echo.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, name, err := parseServiceRef(args[0])
+			ns, name, err := peering.ParseServiceRef(args[0])
 			if err != nil {
 				return err
 			}
-			se := &mcsv1beta1.ServiceExport{
-				TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceExport"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			}
-			if output != "" {
-				return printObjects(cmd.OutOrStdout(), output, se)
+			if out.format != "" {
+				return out.print(cmd, peering.ServiceExport(ns, name))
 			}
 			c, err := g.local().client()
 			if err != nil {
 				return err
 			}
-			if err := peering.Apply(cmd.Context(), c, se); err != nil {
-				return err
-			}
-			p := peering.Progress{Out: cmd.OutOrStdout(), Timeout: timeout}
-			p.Infof("ServiceExport %s/%s applied", ns, name)
-			if !wait {
-				return nil
-			}
-			return waitExported(cmd.Context(), c, p, ns, name)
+			return peering.ExportService(cmd.Context(), c, progress(cmd.OutOrStdout(), timeout), ns, name, wait)
 		},
 	}
-	addOutputFlag(svc, &output, "")
+	out.add(svc, "")
 	svc.Flags().BoolVar(&wait, "wait", false, "wait until the controller reports the export Ready")
 	svc.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long the wait lasts before giving up")
 	cmd.AddCommand(svc)
 	return cmd
-}
-
-// waitExported waits until the ServiceExport is Valid and Ready, and says
-// whether it conflicts with other clusters' exports.
-func waitExported(ctx context.Context, c client.Client, p peering.Progress, ns, name string) error {
-	state, err := p.Wait(ctx, "ServiceExport "+ns+"/"+name+" to be exported", func(ctx context.Context) (bool, string, error) {
-		var se mcsv1beta1.ServiceExport
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &se); err != nil {
-			return false, "", err
-		}
-		valid := meta.FindStatusCondition(se.Status.Conditions, string(mcsv1beta1.ServiceExportConditionValid))
-		if valid != nil && valid.Status == metav1.ConditionFalse {
-			return false, "", fmt.Errorf("ServiceExport %s/%s is not valid: %s: %s", ns, name, valid.Reason, valid.Message)
-		}
-		ready := meta.FindStatusCondition(se.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
-		if ready == nil || ready.Status != metav1.ConditionTrue {
-			return false, "not exported yet", nil
-		}
-		if conflict := meta.FindStatusCondition(se.Status.Conditions, string(mcsv1beta1.ServiceExportConditionConflict)); conflict != nil && conflict.Status == metav1.ConditionTrue {
-			return true, "exported, in conflict: " + conflict.Reason + ": " + conflict.Message, nil
-		}
-		return true, "exported", nil
-	})
-	if err != nil {
-		return err
-	}
-	p.Infof("ServiceExport %s/%s %s", ns, name, state)
-	return nil
 }
 
 func newUnexportCmd(g *globalOptions) *cobra.Command {
@@ -128,7 +64,7 @@ func newUnexportCmd(g *globalOptions) *cobra.Command {
 		Example: `  peerlink unexport service default/echo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, name, err := parseServiceRef(args[0])
+			ns, name, err := peering.ParseServiceRef(args[0])
 			if err != nil {
 				return err
 			}
@@ -136,20 +72,8 @@ func newUnexportCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return unexport(cmd.Context(), c, cmd.OutOrStdout(), ns, name)
+			return peering.UnexportService(cmd.Context(), c, progress(cmd.OutOrStdout(), 0), ns, name)
 		},
 	})
 	return cmd
-}
-
-func unexport(ctx context.Context, c client.Client, out io.Writer, ns, name string) error {
-	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := c.Delete(ctx, se); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("service %s/%s is not exported (no ServiceExport)", ns, name)
-		}
-		return fmt.Errorf("delete ServiceExport %s/%s: %w", ns, name, err)
-	}
-	peering.Progress{Out: out}.Infof("ServiceExport %s/%s deleted: the peers drop their import", ns, name)
-	return nil
 }

@@ -28,7 +28,8 @@ liqo-tenant-<this cluster's id>, the peer's tenant namespace for us.`,
 }
 
 func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
-	var output, remoteNS string
+	var out outputFlag
+	var remoteNS string
 	cmd := &cobra.Command{
 		Use:   "configuration",
 		Short: "Print this cluster's Configuration, to be applied on the peer",
@@ -36,8 +37,8 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
   peerlink generate configuration --kubeconfig a.kubeconfig > a-configuration.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := generators.ParseFormat(output); err != nil {
-				return fmt.Errorf("--output: %w", err)
+			if _, err := out.check(); err != nil {
+				return err
 			}
 			cl, err := g.localClient(cmd.Context())
 			if err != nil {
@@ -51,10 +52,10 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printObjects(cmd.OutOrStdout(), output, conf)
+			return out.print(cmd, conf)
 		},
 	}
-	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	out.add(cmd, string(generators.FormatYAML))
 	addRemoteNamespaceFlag(cmd, &remoteNS)
 	return cmd
 }
@@ -64,7 +65,8 @@ func addRemoteNamespaceFlag(cmd *cobra.Command, dst *string) {
 }
 
 func newGeneratePublicKeyCmd(g *globalOptions) *cobra.Command {
-	var output, remoteNS, gwType, gwName string
+	var out outputFlag
+	var remoteNS, gwType, gwName string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "publickey",
@@ -81,8 +83,8 @@ command waits for it up to --timeout, saying so on stderr.`,
   peerlink generate publickey --gateway-type server --gateway-name cluster-a > b-publickey.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := generators.ParseFormat(output); err != nil {
-				return fmt.Errorf("--output: %w", err)
+			if _, err := out.check(); err != nil {
+				return err
 			}
 			role, err := generators.ParseRole(gwType)
 			if err != nil {
@@ -91,9 +93,9 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err := generators.ValidateObjectName(gwName); err != nil {
 				return fmt.Errorf("--gateway-name: %w", err)
 			}
-			ns := cmp.Or(g.Namespace, generators.TenantNamespace(gwName))
+			ns := cmp.Or(g.namespace(), generators.TenantNamespace(gwName))
 			ctx := cmd.Context()
-			cl, err := g.localClient(cmd.Context())
+			cl, err := g.localClient(ctx)
 			if err != nil {
 				return err
 			}
@@ -101,15 +103,14 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err != nil {
 				return err
 			}
-			p := peering.Progress{Out: cmd.ErrOrStderr(), Timeout: timeout}
-			pk, err := peering.PublicKeyForPeer(ctx, cl, p, info.ClusterID, role, client.ObjectKey{Namespace: ns, Name: gwName}, remoteNS)
+			pk, err := peering.PublicKeyForPeer(ctx, cl, progress(cmd.ErrOrStderr(), timeout), info.ClusterID, role, client.ObjectKey{Namespace: ns, Name: gwName}, remoteNS)
 			if err != nil {
 				return err
 			}
-			return printObjects(cmd.OutOrStdout(), output, pk)
+			return out.print(cmd, pk)
 		},
 	}
-	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	out.add(cmd, string(generators.FormatYAML))
 	addRemoteNamespaceFlag(cmd, &remoteNS)
 	cmd.Flags().StringVar(&gwType, "gateway-type", "", "role of the gateway: server or client (required)")
 	cmd.Flags().StringVar(&gwName, "gateway-name", "", "name of the GatewayServer or GatewayClient (required)")

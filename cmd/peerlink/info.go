@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -54,11 +52,10 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			i := slices.IndexFunc(doc.Peers, func(p peering.PeerInfo) bool { return p.ClusterID == args[0] })
-			if i < 0 {
-				return fmt.Errorf("peer %q: no Configuration, gateway or PublicKey labelled %s=%s", args[0], netv1beta1.RemoteClusterIDLabel, args[0])
+			peer, err := doc.Peer(args[0])
+			if err != nil {
+				return err
 			}
-			peer := doc.Peers[i]
 			return f.print(cmd.OutOrStdout(), peer, peer.WriteSummary)
 		},
 	}
@@ -69,26 +66,27 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 // documentFlags are the flags of the commands that show a document (info,
 // info peer, version): how to print it.
 type documentFlags struct {
-	output, get string
+	out outputFlag
+	get string
 }
 
 func (f *documentFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&f.output, "output", "o", "", "yaml or json instead of the summary")
+	f.out.addWithUsage(cmd, "", "yaml or json instead of the summary")
 	cmd.Flags().StringVar(&f.get, "get", "", "print only the value at this dot path")
 }
 
 // print prints a document as YAML or JSON, one value of it with --get, or
 // the human summary.
 func (f *documentFlags) print(w io.Writer, doc any, human func(io.Writer)) error {
-	if f.get == "" && f.output == "" {
+	if f.get == "" && f.out.format == "" {
 		human(w)
 		return nil
 	}
 	format := generators.FormatYAML
-	if f.output != "" {
+	if f.out.format != "" {
 		var err error
-		if format, err = generators.ParseFormat(f.output); err != nil {
-			return fmt.Errorf("--output: %w", err)
+		if format, err = f.out.check(); err != nil {
+			return err
 		}
 	}
 	out, err := peering.Encode(doc, format, f.get)

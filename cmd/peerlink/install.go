@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/installer"
 	"github.com/peerlink/peerlink/internal/cidr"
-	"github.com/peerlink/peerlink/internal/rangepolicy"
-	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -27,7 +21,7 @@ type installOptions struct {
 	podCIDRs    []string
 	serviceCIDR string
 	reserved    []string
-	output      string
+	output      outputFlag
 	timeout     time.Duration
 }
 
@@ -57,7 +51,7 @@ Running it again applies the bundle again (an upgrade, or new facts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dryRun, _ := cmd.Flags().GetBool("dry-run")
-			return o.run(cmd.Context(), cmd.OutOrStdout(), dryRun)
+			return o.run(cmd, dryRun)
 		},
 	}
 	f := cmd.Flags()
@@ -66,7 +60,7 @@ Running it again applies the bundle again (an upgrade, or new facts).`,
 	f.StringVar(&o.serviceCIDR, "service-cidr", "", "service CIDR of this cluster (default: detected from the API server)")
 	f.StringSliceVar(&o.reserved, "reserved-cidr", nil, "further CIDR in use in this cluster (node network, load balancers), never given to a peer, repeatable")
 	f.Bool("dry-run", false, "print what would be applied (with -o) and change nothing")
-	f.StringVarP(&o.output, "output", "o", "yaml", "format of --dry-run: yaml or json")
+	o.output.addWithUsage(cmd, "yaml", "format of --dry-run: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long each wait lasts before giving up")
 	return cmd
 }
@@ -90,8 +84,8 @@ func (o *installOptions) facts() (installer.Facts, error) {
 	return f, f.Validate()
 }
 
-func (o *installOptions) run(ctx context.Context, out io.Writer, dryRun bool) error {
-	if o.g.Namespace != "" || o.g.PeerlinkNamespace != templates.InstallNamespace {
+func (o *installOptions) run(cmd *cobra.Command, dryRun bool) error {
+	if o.g.namespace() != "" || o.g.PeerlinkNamespace != templates.InstallNamespace {
 		return errors.New("--namespace, --peerlink-namespace: the install bundle puts peerlink in namespace " + templates.InstallNamespace)
 	}
 	f, err := o.facts()
@@ -107,13 +101,13 @@ func (o *installOptions) run(ctx context.Context, out io.Writer, dryRun bool) er
 		for i, obj := range objs {
 			list[i] = obj
 		}
-		return printObjects(out, o.output, list...)
+		return o.output.print(cmd, list...)
 	}
 	c, err := o.g.local().client()
 	if err != nil {
 		return err
 	}
-	p := peering.Progress{Out: out, Timeout: o.timeout}
+	ctx, p := cmd.Context(), progress(cmd.OutOrStdout(), o.timeout)
 	if err := installer.Apply(ctx, c, objs, p); err != nil {
 		return err
 	}
@@ -121,31 +115,9 @@ func (o *installOptions) run(ctx context.Context, out io.Writer, dryRun bool) er
 	if err != nil {
 		return err
 	}
-	for _, fact := range []struct {
-		name, key, value string
-	}{
-		{"cluster ID", clusterinfo.KeyClusterID, info.ClusterID},
-		{"pod CIDRs", clusterinfo.KeyPodCIDRs, rangepolicy.Format(info.PodCIDRs)},
-		{"service CIDR", clusterinfo.KeyServiceCIDR, prefixString(info.ServiceCIDR)},
-	} {
-		p.Infof("%s: %s (%s)", fact.name, fact.value, sourceOr(info.Sources[fact.key]))
+	for _, line := range installer.Summary(info) {
+		p.Infof("%s", line)
 	}
 	p.Infof("peerlink is installed: peer this cluster with `peerlink network connect` or a peer bundle (`peerlink bundle init`)")
 	return nil
-}
-
-// prefixString prints an unset prefix as "unknown".
-func prefixString(p netip.Prefix) string {
-	if !p.IsValid() {
-		return "unknown"
-	}
-	return p.String()
-}
-
-// sourceOr says where a fact comes from, for a controller that did not say.
-func sourceOr(src string) string {
-	if src == "" {
-		return "source not published"
-	}
-	return src
 }

@@ -60,11 +60,11 @@ no findings and leave the exit code as it is.`,
   peerlink lint clusters/a/peers/cluster-b --cluster-info cluster-a.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			facts, err := factFlags.load()
+			facts, _, err := factFlags.load()
 			if err != nil {
 				return err
 			}
-			findings := peerbundle.Lint(args[0], facts.policy)
+			findings := peerbundle.Lint(args[0], facts.Policy)
 			if peerBundle != "" {
 				findings = append(findings, peerbundle.Lint(peerBundle, rangepolicy.Policy{})...)
 				findings = append(findings, peerbundle.LintPair(args[0], peerBundle)...)
@@ -72,8 +72,8 @@ no findings and leave the exit code as it is.`,
 			if err := printFindings(cmd.OutOrStdout(), findings); err != nil {
 				return err
 			}
-			if facts.planKnown {
-				for _, p := range peerbundle.BundlePlacements(args[0], facts.policy) {
+			if facts.PlanKnown {
+				for _, p := range peerbundle.BundlePlacements(args[0], facts.Policy) {
 					fmt.Fprintf(cmd.OutOrStdout(), "INFO   %s\n", p)
 				}
 			}

@@ -15,20 +15,20 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/internal/fielderr"
 	"github.com/peerlink/peerlink/peering"
 )
 
 // networkOptions are the flags of network connect, disconnect and reset.
 type networkOptions struct {
-	g                               *globalOptions
-	remoteKubeconfig, remoteContext string
-	timeout                         time.Duration
-	wait                            bool
+	g       *globalOptions
+	remote  cluster
+	timeout time.Duration
+	// plan holds the flags of connect that need no parsing.
+	plan                            peering.ConnectOptions
 	mtu                             int
-	serverReplicas, clientReplicas  int32
 	server                          serverFlags
 	clientAddresses                 []string
-	clientPort                      int32
 	disableSharingKeys, skipConfirm bool
 }
 
@@ -49,38 +49,30 @@ run again.`,
   peerlink network reset --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.remoteKubeconfig, "remote-kubeconfig", "", "kubeconfig of the remote cluster (the gateway server side)")
-	pf.StringVar(&o.remoteContext, "remote-context", "", "kubeconfig context of the remote cluster")
+	o.remote = addRemoteCluster(pf, "kubeconfig of the remote cluster (the gateway server side)", "kubeconfig context of the remote cluster")
 	pf.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long each wait lasts before giving up")
 	cmd.AddCommand(newConnectCmd(o), newDisconnectCmd(o), newResetCmd(o))
 	return cmd
 }
 
-func (o *networkOptions) remote() clusterFlags {
-	return clusterFlags{kubeconfig: o.remoteKubeconfig, context: o.remoteContext, kubeconfigFlag: "--remote-kubeconfig"}
-}
-
 // sides connects to both clusters and reads what they publish.
 func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Cluster, *peering.Cluster, error) {
-	if o.g.Namespace != "" {
+	if o.g.namespace() != "" {
 		return nil, nil, errors.New("--namespace: the network commands use the tenant namespaces, liqo-tenant-<peer id> on each cluster")
 	}
-	if o.remoteKubeconfig == "" && o.remoteContext == "" {
+	if !o.remote.given() {
 		return nil, nil, errors.New("--remote-kubeconfig or --remote-context is required: the remote cluster is the gateway server side")
 	}
-	p := peering.Progress{Out: out, Timeout: o.timeout}
-	var sides [2]*peering.Cluster
-	for i, f := range []clusterFlags{o.g.local(), o.remote()} {
-		cfg, err := f.restConfig()
-		if err != nil {
-			return nil, nil, err
-		}
-		if sides[i], err = peering.Open(ctx, [2]string{"local", "remote"}[i], cfg, o.g.PeerlinkNamespace, p); err != nil {
-			return nil, nil, err
-		}
-		o.g.warnSkew(sides[i].Info.ControllerVersion, sides[i].Name)
+	p := progress(out, o.timeout)
+	local, err := o.g.open(ctx, "local", o.g.local(), p)
+	if err != nil {
+		return nil, nil, err
 	}
-	return sides[0], sides[1], nil
+	remote, err := o.g.open(ctx, "remote", o.remote, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return local, remote, nil
 }
 
 func newConnectCmd(o *networkOptions) *cobra.Command {
@@ -103,45 +95,35 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.wait, "wait", false, "wait until the tunnel is Connected on both sides")
+	f.BoolVar(&o.plan.Wait, "wait", false, "wait until the tunnel is Connected on both sides")
 	f.IntVar(&o.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel")
-	f.Int32Var(&o.serverReplicas, "gw-server-replicas", 0, "gateway server: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
-	f.Int32Var(&o.clientReplicas, "gw-client-replicas", 0, "gateway client: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
+	f.Int32Var(&o.plan.Server.Replicas, "gw-server-replicas", 0, "gateway server: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
+	f.Int32Var(&o.plan.ClientReplicas, "gw-client-replicas", 0, "gateway client: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	o.server.register(cmd, connectServerFlags, "gateway server: ", true)
 	f.StringArrayVar(&o.clientAddresses, "gw-client-address", nil, "address the client connects to, instead of the server's published endpoint")
-	f.Int32Var(&o.clientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
+	f.Int32Var(&o.plan.ClientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
 	f.BoolVar(&o.disableSharingKeys, "disable-sharing-keys", false, "do not hand the public keys over (they are exchanged another way)")
 	return cmd
 }
 
-// plan checks the flags of connect.
-func (o *networkOptions) plan() (peering.ConnectOptions, error) {
+// connectPlan checks the flags of connect.
+func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
+	plan := o.plan
 	server, err := o.server.options(o.mtu, "", "")
 	if err != nil {
-		return peering.ConnectOptions{}, err
+		return plan, err
 	}
-	for _, r := range []struct {
-		flag string
-		n    int32
-	}{{"--gw-server-replicas", o.serverReplicas}, {"--gw-client-replicas", o.clientReplicas}} {
-		if err := generators.ValidateReplicas(r.n); r.n != 0 && err != nil {
-			return peering.ConnectOptions{}, fmt.Errorf("%s: %w", r.flag, err)
-		}
-	}
-	server.Replicas = o.serverReplicas
-	plan := peering.ConnectOptions{Server: server, ClientReplicas: o.clientReplicas, ShareKeys: !o.disableSharingKeys, Wait: o.wait}
+	server.Replicas = plan.Server.Replicas
+	plan.Server, plan.ShareKeys = server, !o.disableSharingKeys
 	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
-		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-address: %w", err)
+		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
-	if err := generators.ValidatePort(o.clientPort); o.clientPort != 0 && err != nil {
-		return peering.ConnectOptions{}, fmt.Errorf("--gw-client-port: %w", err)
-	}
-	plan.ClientPort = o.clientPort
-	return plan, nil
+	return plan, fielderr.WithNames(plan.Check(), map[string]string{
+		"ServerReplicas": "--gw-server-replicas", "ClientReplicas": "--gw-client-replicas", "ClientPort": "--gw-client-port"})
 }
 
 func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
-	plan, err := o.plan()
+	plan, err := o.connectPlan()
 	if err != nil {
 		return err
 	}

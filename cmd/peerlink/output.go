@@ -1,62 +1,89 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/peering"
 )
 
-// addOutputFlag adds -o/--output; an empty default means the command acts
-// on the cluster unless -o is given.
-func addOutputFlag(cmd *cobra.Command, dst *string, def string) {
-	cmd.Flags().StringVarP(dst, "output", "o", def, "print the manifests instead of applying them: yaml or json")
+// defaultTimeout bounds each wait of the commands that wait.
+const defaultTimeout = 120 * time.Second
+
+// progress reports the steps of a command on out; each wait lasts timeout,
+// which its error calls --timeout.
+func progress(out io.Writer, timeout time.Duration) peering.Progress {
+	return peering.Progress{Out: out, Timeout: timeout, TimeoutName: "--timeout"}
+}
+
+// outputFlag is -o of the commands that print manifests: yaml or json.
+type outputFlag struct {
+	format string
+}
+
+// add adds -o to cmd; an empty default means the command acts on the
+// cluster unless -o is given.
+func (o *outputFlag) add(cmd *cobra.Command, def string) {
+	o.addWithUsage(cmd, def, "print the manifests instead of applying them: yaml or json")
+}
+
+func (o *outputFlag) addWithUsage(cmd *cobra.Command, def, usage string) {
+	cmd.Flags().StringVarP(&o.format, "output", "o", def, usage)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// printObjects writes objects in the given format.
-func printObjects(w io.Writer, format string, objs ...runtime.Object) error {
-	f, err := generators.ParseFormat(format)
+// check refuses an unknown format, before anything is read.
+func (o *outputFlag) check() (generators.Format, error) {
+	f, err := generators.ParseFormat(o.format)
 	if err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return "", fmt.Errorf("--output: %w", err)
 	}
-	out, err := generators.Marshal(f, objs...)
+	return f, nil
+}
+
+// print writes objects to the command's output as manifests (no status, no
+// empty fields; see generators.Manifest).
+func (o *outputFlag) print(cmd *cobra.Command, objs ...runtime.Object) error {
+	manifests := make([]map[string]any, len(objs))
+	for i, obj := range objs {
+		m, err := generators.Manifest(obj)
+		if err != nil {
+			return err
+		}
+		manifests[i] = m
+	}
+	return o.printManifests(cmd.OutOrStdout(), manifests...)
+}
+
+// printManifests writes manifests: YAML through cli-runtime's printer, as
+// kubectl prints it; JSON as generators prints it, indented by two spaces
+// and several manifests in one v1 List (cli-runtime's printer indents by
+// four and prints one document each, which would change every manifest
+// printed so far).
+func (o *outputFlag) printManifests(w io.Writer, manifests ...map[string]any) error {
+	f, err := o.check()
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(out)
-	return err
-}
-
-// flagErrors rewrites the field errors of a built object so that they name
-// the flag the user gave, when there is one: "--node-port: Forbidden: only
-// allowed with serviceType NodePort or LoadBalancer". A field of a list
-// item (spec.remote.cidr.pod[1]) is looked up without its index too.
-func flagErrors(err error, flags map[string]string) error {
-	var inv *generators.InvalidError
-	if !errors.As(err, &inv) {
+	if f == generators.FormatJSON {
+		out, err := generators.MarshalManifests(f, manifests...)
+		if err == nil {
+			_, err = w.Write(out)
+		}
 		return err
 	}
-	msgs := make([]string, len(inv.Fields))
-	for i, f := range inv.Fields {
-		flag, ok := flags[f.Field]
-		if !ok {
-			flag, ok = flags[listIndex.ReplaceAllString(f.Field, "")]
-		}
-		if ok {
-			msgs[i] = flag + " (" + f.Field + "): " + f.ErrorBody()
-		} else {
-			msgs[i] = f.Error()
+	p := &printers.YAMLPrinter{}
+	for _, m := range manifests {
+		if err := p.PrintObj(&unstructured.Unstructured{Object: m}, w); err != nil {
+			return err
 		}
 	}
-	return errors.New(strings.Join(msgs, "; "))
+	return nil
 }
-
-// listIndex matches the index of a list item in a field path.
-var listIndex = regexp.MustCompile(`\[\d+\]`)

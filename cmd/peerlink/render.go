@@ -13,7 +13,7 @@ import (
 // renderOptions are the flags of peerlink render.
 type renderOptions struct {
 	files  []string
-	output string
+	output outputFlag
 	facts  peerFactFlags
 	peerbundle.RenderOverrides
 }
@@ -71,37 +71,37 @@ or file (a URL, a git repository) is refused before anything is fetched.`,
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVarP(&o.files, "filename", "f", nil, "file with gateways and templates, or - for standard input (repeatable)")
-	flags.StringVarP(&o.output, "output", "o", string(generators.FormatYAML), "output format: yaml or json")
+	o.output.addWithUsage(cmd, string(generators.FormatYAML), "output format: yaml or json")
 	flags.StringVar(&o.UID, "uid", "", "the gateway UID to render with (default: metadata.uid, else "+peerbundle.PlaceholderUID+")")
 	flags.StringVar(&o.SecretName, "secret-name", "", "the key Secret name to render with (default: spec.secretRef.name, else gw-<name>)")
 	flags.StringVar(&o.ClusterID, "cluster-id", "", "the remote cluster ID to render with (default: the liqo.io/remote-cluster-id label)")
 	o.facts.register(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // run renders a bundle DIR or the files, and prints. Nothing is printed
 // unless every gateway renders.
 func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
-	format, err := generators.ParseFormat(o.output)
-	if err != nil {
-		return fmt.Errorf("--output: %w", err)
+	if _, err := o.output.check(); err != nil {
+		return err
 	}
 	var manifests []map[string]any
+	var err error
 	switch {
 	case len(args) == 1 && len(o.files) > 0:
 		return errors.New("give either DIR or -f, not both")
 	case len(args) == 1:
-		facts, err := o.facts.load()
+		facts, _, err := o.facts.load()
 		if err != nil {
 			return err
 		}
-		if flag := o.facts.given(); flag != "" && facts.info == nil {
+		if flag := o.facts.given(); flag != "" && facts.Info == nil {
 			// Without this cluster's ranges no Configuration is rendered,
 			// and the flag would change nothing.
-			return fmt.Errorf("%s: only with --%s, which gives this cluster's ranges", flag, clusterInfoFlag)
+			return fmt.Errorf("%s: only with --cluster-info, which gives this cluster's ranges", flag)
 		}
-		if manifests, err = peerbundle.RenderBundle(args[0], facts.info); err != nil {
+		manifests, err = peerbundle.RenderBundle(args[0], facts.Info)
+		if err != nil {
 			return err
 		}
 	case len(o.files) == 0:
@@ -109,15 +109,9 @@ func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 	case o.facts.given() != "":
 		return fmt.Errorf("%s: only with a bundle DIR", o.facts.given())
 	default:
-		manifests, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides)
+		if manifests, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	out, err := generators.MarshalManifests(format, manifests...)
-	if err != nil {
-		return err
-	}
-	_, err = cmd.OutOrStdout().Write(out)
-	return err
+	return o.output.printManifests(cmd.OutOrStdout(), manifests...)
 }

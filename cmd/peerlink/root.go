@@ -2,24 +2,26 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/version"
+	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 )
 
 // globalOptions are the flags every command shares, kubectl style.
 type globalOptions struct {
-	// Kubeconfig and Context select the (local) cluster; an empty Kubeconfig
-	// follows KUBECONFIG and ~/.kube/config.
-	Kubeconfig, Context string
-	// Namespace is where objects go or are read; empty: the command's default.
-	Namespace string
+	// kube selects the (local) cluster with kubectl's flags: --kubeconfig
+	// (empty: KUBECONFIG, else ~/.kube/config), --context, --as, --token,
+	// --server, --request-timeout... and holds -n.
+	kube *genericclioptions.ConfigFlags
 	// PeerlinkNamespace is where the controller publishes the cluster facts.
 	PeerlinkNamespace string
 
@@ -29,14 +31,20 @@ type globalOptions struct {
 	stderr io.Writer
 }
 
-func (g *globalOptions) local() clusterFlags {
-	return clusterFlags{kubeconfig: g.Kubeconfig, context: g.Context, kubeconfigFlag: "--kubeconfig"}
+func (g *globalOptions) local() cluster {
+	return cluster{flags: g.kube, kubeconfigFlag: "--kubeconfig"}
+}
+
+// namespace is where objects go or are read, as -n gives it; empty: the
+// command's default, never the namespace of the kubeconfig's context.
+func (g *globalOptions) namespace() string {
+	return *g.kube.Namespace
 }
 
 // newRootCmd builds the peerlink command tree. Each subcommand lives in its
 // own file and is added here.
 func newRootCmd() *cobra.Command {
-	g := &globalOptions{build: version.Get()}
+	g := &globalOptions{build: version.Get(), kube: genericclioptions.NewConfigFlags(true)}
 	root := &cobra.Command{
 		Use:   "peerlink",
 		Short: "Connect the pod networks of independent Kubernetes clusters",
@@ -61,9 +69,17 @@ Three ways to peer two clusters:
 		},
 	}
 	flags := root.PersistentFlags()
-	flags.StringVar(&g.Kubeconfig, "kubeconfig", "", "path of the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	flags.StringVar(&g.Context, "context", "", "kubeconfig context to use (default: the current context)")
-	flags.StringVarP(&g.Namespace, "namespace", "n", "", "namespace of the objects (default: liqo-tenant-<remote cluster id>)")
+	// The CLI uses no discovery cache: its client finds its kinds in its
+	// own scheme.
+	g.kube.CacheDir = nil
+	g.kube.AddFlags(flags)
+	for name, usage := range map[string]string{
+		"kubeconfig": "path of the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)",
+		"context":    "kubeconfig context to use (default: the current context)",
+		"namespace":  "namespace of the objects (default: liqo-tenant-<remote cluster id>)",
+	} {
+		flags.Lookup(name).Usage = usage
+	}
 	flags.StringVar(&g.PeerlinkNamespace, "peerlink-namespace", templates.InstallNamespace,
 		"namespace of the peerlink controller and its "+clusterinfo.Name+" ConfigMap")
 
@@ -96,7 +112,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "error:", strings.Join(strings.Fields(err.Error()), " "))
+		msg := err.Error()
+		if errors.Is(err, peering.ErrNotInstalled) {
+			msg += " (--peerlink-namespace)"
+		}
+		fmt.Fprintln(stderr, "error:", strings.Join(strings.Fields(msg), " "))
 		return 1
 	}
 	return 0

@@ -12,7 +12,9 @@ import (
 )
 
 func newRotateKeyCmd(g *globalOptions) *cobra.Command {
-	var peer, output, remoteKubeconfig, remoteContext string
+	var peer string
+	var out outputFlag
+	var remoteCluster cluster
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "rotate-key",
@@ -40,35 +42,28 @@ GatewayClient to any new value instead.`,
   peerlink rotate-key --peer cluster-b > publickey-for-b.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := generators.ParseFormat(output); err != nil {
-				return fmt.Errorf("--output: %w", err)
+			if _, err := out.check(); err != nil {
+				return err
 			}
 			if err := generators.ValidateObjectName(peer); err != nil {
 				return fmt.Errorf("--peer: %w", err)
 			}
 			ctx := cmd.Context()
-			p := peering.Progress{Out: cmd.ErrOrStderr(), Timeout: timeout}
-			open := func(name string, f clusterFlags) (*peering.Cluster, error) {
-				cfg, err := f.restConfig()
-				if err != nil {
-					return nil, err
-				}
-				return peering.Open(ctx, name, cfg, g.PeerlinkNamespace, p)
-			}
-			local, err := open("local", g.local())
+			p := progress(cmd.ErrOrStderr(), timeout)
+			local, err := g.open(ctx, "local", g.local(), p)
 			if err != nil {
 				return err
 			}
 			var remote *peering.Cluster
-			if remoteKubeconfig != "" || remoteContext != "" {
-				if remote, err = open("remote", clusterFlags{kubeconfig: remoteKubeconfig, context: remoteContext, kubeconfigFlag: "--remote-kubeconfig"}); err != nil {
+			if remoteCluster.given() {
+				if remote, err = g.open(ctx, "remote", remoteCluster, p); err != nil {
 					return err
 				}
 				if remote.Info.ClusterID != peer {
 					return fmt.Errorf("--remote-kubeconfig: the remote cluster is %s, not the peer %s", remote.Info.ClusterID, peer)
 				}
 			}
-			ns := cmp.Or(g.Namespace, generators.TenantNamespace(peer))
+			ns := cmp.Or(g.namespace(), generators.TenantNamespace(peer))
 			pk, err := peering.RotateKey(ctx, local, remote, ns, peer, time.Now().UTC().Format(time.RFC3339))
 			if err != nil {
 				return err
@@ -78,13 +73,12 @@ GatewayClient to any new value instead.`,
 				return nil
 			}
 			p.Infof("Apply this PublicKey on %s: the tunnel moves to the new key pair once its gateway accepts it", peer)
-			return printObjects(cmd.OutOrStdout(), output, pk)
+			return out.print(cmd, pk)
 		},
 	}
-	addOutputFlag(cmd, &output, string(generators.FormatYAML))
+	out.add(cmd, string(generators.FormatYAML))
 	cmd.Flags().StringVar(&peer, "peer", "", "cluster ID of the peer (required)")
-	cmd.Flags().StringVar(&remoteKubeconfig, "remote-kubeconfig", "", "kubeconfig of the peer's cluster, to carry the rotation to its end")
-	cmd.Flags().StringVar(&remoteContext, "remote-context", "", "kubeconfig context of the peer's cluster")
+	remoteCluster = addRemoteCluster(cmd.Flags(), "kubeconfig of the peer's cluster, to carry the rotation to its end", "kubeconfig context of the peer's cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute,
 		"how long each wait lasts (the gateway sees a new key pair once the kubelet refreshes its key Secret, within about a minute)")
 	_ = cmd.MarkFlagRequired("peer")

@@ -12,31 +12,6 @@ import (
 	"github.com/peerlink/peerlink/internal/version"
 )
 
-// versions is what `peerlink version` prints.
-type versions struct {
-	Client version.Info `json:"clientVersion"`
-	// Controller is nil with --client.
-	Controller *controllerVersion `json:"controllerVersion,omitempty"`
-}
-
-// controllerVersion is what the controller publishes of its build.
-type controllerVersion struct {
-	// Version is empty when the controller publishes none.
-	Version string `json:"version"`
-}
-
-func (v versions) writeSummary(w io.Writer) {
-	fmt.Fprintf(w, "Client Version: %s\n", v.Client)
-	if v.Controller == nil {
-		return
-	}
-	if v.Controller.Version == "" {
-		fmt.Fprintf(w, "Controller Version: unknown (its %s ConfigMap names none)\n", clusterinfo.Name)
-		return
-	}
-	fmt.Fprintf(w, "Controller Version: %s\n", v.Controller.Version)
-}
-
 func newVersionCmd(g *globalOptions) *cobra.Command {
 	var f documentFlags
 	var clientOnly bool
@@ -52,18 +27,19 @@ reads a cluster warns the same way.`,
   peerlink version --get controllerVersion.version`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := versions{Client: g.build}
+			v := version.Report{Client: g.build}
 			var readErr error
 			if !clientOnly {
 				var cv string
 				if cv, readErr = g.controllerVersion(cmd.Context()); readErr == nil {
-					v.Controller = &controllerVersion{Version: cv}
+					v.Controller = &version.ControllerVersion{Version: cv}
 					g.warnSkew(cv, "")
 				}
 			}
 			// As kubectl does, the client's version is printed also when
 			// the cluster cannot be read.
-			if err := f.print(cmd.OutOrStdout(), v, v.writeSummary); err != nil {
+			summary := func(w io.Writer) { v.WriteSummary(w, clusterinfo.Name+" ConfigMap") }
+			if err := f.print(cmd.OutOrStdout(), v, summary); err != nil {
 				return err
 			}
 			return readErr

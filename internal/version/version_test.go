@@ -94,3 +94,23 @@ func TestSkew(t *testing.T) {
 		t.Errorf("a build without a version warns: %q", s)
 	}
 }
+
+// TestReportSummary prints the client's version, and the controller's or
+// why it is unknown when the report has one.
+func TestReportSummary(t *testing.T) {
+	client := Info{Version: "v0.3.0"}
+	for _, tc := range []struct {
+		r    Report
+		want string
+	}{
+		{Report{Client: client}, "Client Version: " + client.String() + "\n"},
+		{Report{Client: client, Controller: &ControllerVersion{Version: "v0.2.0"}}, "Client Version: " + client.String() + "\nController Version: v0.2.0\n"},
+		{Report{Client: client, Controller: &ControllerVersion{}}, "Client Version: " + client.String() + "\nController Version: unknown (its info ConfigMap names none)\n"},
+	} {
+		var b strings.Builder
+		tc.r.WriteSummary(&b, "info ConfigMap")
+		if b.String() != tc.want {
+			t.Errorf("summary %q, want %q", b.String(), tc.want)
+		}
+	}
+}

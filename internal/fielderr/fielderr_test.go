@@ -1,0 +1,28 @@
+package fielderr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestWithNames names the fields of plain and joined Errors by the names
+// given, and keeps other errors and fields without a name as they are.
+func TestWithNames(t *testing.T) {
+	names := map[string]string{"InfoFile": "--cluster-info", "Routed": "--routed-peer-cidr"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{New("InfoFile", "a.yaml", errors.New("no such file")), "--cluster-info a.yaml: no such file"},
+		{New("Routed", "", errors.New("bad")), "--routed-peer-cidr: bad"},
+		{New("Allowed", "", errors.New("bad")), "Allowed: bad"},
+		{errors.Join(New("Routed", "", errors.New("a")), errors.New("b")), "--routed-peer-cidr: a\nb"},
+		{fmt.Errorf("wrapped: %w", New("Routed", "", errors.New("a"))), "wrapped: Routed: a"},
+		{errors.New("other"), "other"},
+	} {
+		if got := WithNames(tc.err, names).Error(); got != tc.want {
+			t.Errorf("WithNames(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
