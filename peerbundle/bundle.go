@@ -15,7 +15,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
@@ -378,20 +378,20 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 // external CIDRs as given (repeated values, each may be a comma-separated
 // list), holds each range to policy, and returns it with where each range
 // goes (PeerRangePlacements). Errors name the list, PodCIDRs or
-// ExternalCIDRs (*fielderr.Error; a range the policy refuses is a
+// ExternalCIDRs (*field.Error; a range the policy refuses is a
 // *rangepolicy.Refusal under it), or are the object's
 // *generators.InvalidError.
 func PeerConfiguration(p generators.Peer, pods, external []string, policy rangepolicy.Policy) (*netv1beta1.Configuration, []string, error) {
 	podCIDRs, err := generators.ParseCIDRList(pods...)
 	if err != nil {
-		return nil, nil, fielderr.New("PodCIDRs", "", err)
+		return nil, nil, field.New("PodCIDRs", "", err)
 	}
 	if len(podCIDRs) == 0 {
-		return nil, nil, fielderr.New("PodCIDRs", "", errors.New("at least one pod CIDR of the peer is needed"))
+		return nil, nil, field.New("PodCIDRs", "", errors.New("at least one pod CIDR of the peer is needed"))
 	}
 	externalCIDRs, err := generators.ParseCIDRList(external...)
 	if err != nil {
-		return nil, nil, fielderr.New("ExternalCIDRs", "", err)
+		return nil, nil, field.New("ExternalCIDRs", "", err)
 	}
 	conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: podCIDRs, ExternalCIDRs: externalCIDRs})
 	if err != nil {
@@ -400,7 +400,7 @@ func PeerConfiguration(p generators.Peer, pods, external []string, policy rangep
 	for i, ranges := range [][]netip.Prefix{podCIDRs, externalCIDRs} {
 		for _, r := range ranges {
 			if err := policy.Check(r); err != nil {
-				return nil, nil, fielderr.New([]string{"PodCIDRs", "ExternalCIDRs"}[i], "", err)
+				return nil, nil, field.New([]string{"PodCIDRs", "ExternalCIDRs"}[i], "", err)
 			}
 		}
 	}

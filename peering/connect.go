@@ -10,7 +10,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 )
 
 // ConnectOptions say how Connect sets a peering up.
@@ -33,18 +33,18 @@ type ConnectOptions struct {
 
 // Check reports what in o cannot work besides the server's endpoint and
 // MTU, which generators checks when it builds the server: errors are
-// *fielderr.Error naming ServerReplicas, ClientReplicas or ClientPort.
+// *field.Error naming ServerReplicas, ClientReplicas or ClientPort.
 func (o ConnectOptions) Check() error {
 	for _, r := range []struct {
 		field string
 		n     int32
 	}{{"ServerReplicas", o.Server.Replicas}, {"ClientReplicas", o.ClientReplicas}} {
 		if err := generators.ValidateReplicas(r.n); r.n != 0 && err != nil {
-			return fielderr.New(r.field, "", err)
+			return field.New(r.field, "", err)
 		}
 	}
 	if err := generators.ValidatePort(o.ClientPort); o.ClientPort != 0 && err != nil {
-		return fielderr.New("ClientPort", "", err)
+		return field.New("ClientPort", "", err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
@@ -37,7 +37,7 @@ type Facts struct {
 
 // LoadFacts reads the file, if any, and the lists, and checks the allowlist
 // and the plan as the controller checks its own. Errors are
-// *fielderr.Error naming InfoFile (with the file and its key), Allowed or
+// *field.Error naming InfoFile (with the file and its key), Allowed or
 // Routed.
 func LoadFacts(in FactsInput) (Facts, error) {
 	var facts Facts
@@ -52,13 +52,13 @@ func LoadFacts(in FactsInput) (Facts, error) {
 			} else if inner := errors.Unwrap(err); inner != nil {
 				err = inner
 			}
-			return Facts{}, fielderr.New("InfoFile", in.InfoFile, err)
+			return Facts{}, field.New("InfoFile", in.InfoFile, err)
 		}
 		if err := rangepolicy.Validate(info.AllowedPeer); err != nil {
-			return Facts{}, fielderr.New("InfoFile", in.InfoFile, fmt.Errorf("%s: %w", clusterinfo.KeyAllowedPeerCIDRs, err))
+			return Facts{}, field.New("InfoFile", in.InfoFile, fmt.Errorf("%s: %w", clusterinfo.KeyAllowedPeerCIDRs, err))
 		}
 		if err := rangepolicy.ValidateRouted(info.RoutedPeer); err != nil {
-			return Facts{}, fielderr.New("InfoFile", in.InfoFile, fmt.Errorf("%s: %w", clusterinfo.KeyRoutedPeerCIDRs, err))
+			return Facts{}, field.New("InfoFile", in.InfoFile, fmt.Errorf("%s: %w", clusterinfo.KeyRoutedPeerCIDRs, err))
 		}
 		facts = Facts{Info: &info, Policy: info.PeerPolicy(), AllowedFromFile: true, PlanKnown: true}
 	}
@@ -82,15 +82,15 @@ func LoadFacts(in FactsInput) (Facts, error) {
 	return facts, nil
 }
 
-// parseRanges parses the ranges of field, each value a comma-separated
+// parseRanges parses the ranges of the field name, each value a comma-separated
 // list, and checks them with validate.
-func parseRanges(field string, values []string, validate func([]netip.Prefix) error) ([]netip.Prefix, error) {
+func parseRanges(name string, values []string, validate func([]netip.Prefix) error) ([]netip.Prefix, error) {
 	ranges, err := rangepolicy.ParseList(strings.Join(values, ","))
 	if err == nil {
 		err = validate(ranges)
 	}
 	if err != nil {
-		return nil, fielderr.New(field, "", err)
+		return nil, field.New(name, "", err)
 	}
 	return ranges, nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -22,7 +22,7 @@ func TestConnectOptionsCheck(t *testing.T) {
 		{peering.ConnectOptions{ClientPort: 70000}, "ClientPort"},
 	} {
 		err := tc.o.Check()
-		fe, ok := errors.AsType[*fielderr.Error](err)
+		fe, ok := errors.AsType[*field.Error](err)
 		if tc.field == "" && err != nil || tc.field != "" && (!ok || fe.Field != tc.field) {
 			t.Errorf("%+v: %v, want an error of field %q", tc.o, err, tc.field)
 		}

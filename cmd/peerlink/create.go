@@ -13,7 +13,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
@@ -131,7 +131,7 @@ to the manifest.`,
 			return nil, err
 		}
 		conf, pl, err := peerbundle.PeerConfiguration(p, pod, external, facts.Policy)
-		err = fielderr.WithNames(err, map[string]string{"PodCIDRs": "--pod-cidr", "ExternalCIDRs": "--external-cidr"})
+		err = field.WithFlags(err, map[string]string{"PodCIDRs": "--pod-cidr", "ExternalCIDRs": "--external-cidr"})
 		if _, refused := errors.AsType[*rangepolicy.Refusal](err); refused {
 			return nil, fmt.Errorf("%w (%s)", err, allowedFrom)
 		}

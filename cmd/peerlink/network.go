@@ -15,7 +15,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -118,7 +118,7 @@ func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
 	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
 		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
-	return plan, fielderr.WithNames(plan.Check(), map[string]string{
+	return plan, field.WithFlags(plan.Check(), map[string]string{
 		"ServerReplicas": "--gw-server-replicas", "ClientReplicas": "--gw-client-replicas", "ClientPort": "--gw-client-port"})
 }
 

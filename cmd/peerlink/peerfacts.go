@@ -5,7 +5,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/internal/fielderr"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -64,7 +64,7 @@ func (f *peerFactFlags) load() (facts peering.Facts, allowedFrom string, err err
 	}
 	facts, err = peering.LoadFacts(in)
 	if err != nil {
-		return facts, "", fielderr.WithNames(err, peerFactFlagNames)
+		return facts, "", field.WithFlags(err, peerFactFlagNames)
 	}
 	allowedFrom = "--allowed-peer-cidr"
 	if facts.AllowedFromFile {

@@ -32,6 +32,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// New returns the Error of field holding value (empty: left out), err
+// saying what is wrong.
+func New(field, value string, err error) error {
+	return &Error{Field: field, Value: value, Err: err}
+}
+
 // Invalid returns the Error of field holding value (formatted with
 // %v; empty: left out), with the message format and args.
 func Invalid(field string, value any, format string, args ...any) error {

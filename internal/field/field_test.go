@@ -1,4 +1,4 @@
-package fielderr
+package field
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestWithNames names the fields of plain and joined Errors by the names
+// TestWithFlags names the fields of plain and joined Errors by the names
 // given, and keeps other errors and fields without a name as they are.
-func TestWithNames(t *testing.T) {
+func TestWithFlags(t *testing.T) {
 	names := map[string]string{"InfoFile": "--cluster-info", "Routed": "--routed-peer-cidr"}
 	for _, tc := range []struct {
 		err  error
@@ -21,8 +21,8 @@ func TestWithNames(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", New("Routed", "", errors.New("a"))), "wrapped: Routed: a"},
 		{errors.New("other"), "other"},
 	} {
-		if got := WithNames(tc.err, names).Error(); got != tc.want {
-			t.Errorf("WithNames(%q) = %q, want %q", tc.err, got, tc.want)
+		if got := WithFlags(tc.err, names).Error(); got != tc.want {
+			t.Errorf("WithFlags(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }
