@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
@@ -66,7 +67,7 @@ the files of init added to its resources when missing.`,
     --service-type NodePort --node-port 30851`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := generators.ParseRole(role)
+			r, err := gatewayrole.Parse(role)
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
@@ -76,7 +77,7 @@ the files of init added to its resources when missing.`,
 			}
 			fields := map[string]string{"spec.mtu": "--mtu", "spec.endpoint.port": "--port", "spec.replicas": "--replicas"}
 			var gateway runtime.Object
-			if r == generators.RoleServer {
+			if r == gatewayrole.Server {
 				if cmd.Flags().Changed("addresses") {
 					return errors.New("--addresses: only for --role client")
 				}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
@@ -162,7 +163,7 @@ func TestNextKeys(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	ok := Options{Options: agent.Options{Namespace: "ns", ResyncInterval: time.Second},
-		Name: "n", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
+		Name: "n", RemoteClusterID: "r", Role: gatewayrole.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
 		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestConnectionWriter(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &connectionWriter{
-		c: c, name: "gw-peer", ns: "tenant", clusterID: "peer", role: dataplane.Server,
+		c: c, name: "gw-peer", ns: "tenant", clusterID: "peer", role: gatewayrole.Server,
 		gatewayRef: func() (string, string) { return "GatewayServer", string(gw.UID) },
 		now:        func() time.Time { return now },
 	}
@@ -367,7 +368,7 @@ func TestMarkActive(t *testing.T) {
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: dataplane.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
 	a.opts.Namespace = "tenant"
 	a.overlayFacts.Address = netip.MustParseAddr("10.244.1.7")
 	if err := a.markActive(ctx); err != nil {

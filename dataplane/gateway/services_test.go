@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
@@ -61,7 +61,7 @@ func TestServicesWrite(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	logs := &lines{}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: dataplane.Client}, client: c,
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Client}, client: c,
 		log: funcr.New(logs.add, funcr.Options{}), now: func() time.Time { return now }, metrics: newMetrics(time.Now)}
 	a.opts.Namespace = "tenant"
 	start := func() *services {

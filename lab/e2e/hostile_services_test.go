@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -113,8 +114,8 @@ func TestHostileServiceExchange(t *testing.T) {
 	good := exportedSet(t, ctx, l, a, b.ClusterID)
 	gw := gatewayAgent(t, ctx, l, a, b.ClusterID)
 	// A is the client of the peering: B's gateway listens.
-	from := dataplane.Client.TunnelAddress()
-	to := netip.AddrPortFrom(dataplane.Server.TunnelAddress(), dataplane.ServicesPort)
+	from := dataplane.TunnelAddress(gatewayrole.Client)
+	to := netip.AddrPortFrom(dataplane.TunnelAddress(gatewayrole.Server), dataplane.ServicesPort)
 	// Addresses in A's pod range, for endpoints that pass as A's.
 	podRange := netip.PrefixFrom(good[0].Endpoints[0].Endpoints[0].IP, 16).Masked()
 	goodCost := mcs.Cost{}
