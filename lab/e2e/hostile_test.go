@@ -23,6 +23,7 @@ import (
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // TestHostilePeer is the trust boundary on real clusters: A is peered with B
@@ -424,15 +425,11 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 // running subcommand for which match holds, given the pid and the
 // NUL-separated command line.
 func findAgent(subcommand string, match func(pid int, cmdline string) bool) (int, bool) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.Pids()
 	if err != nil {
 		return 0, false
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(string(b), "\x00")
 		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != subcommand || !match(pid, string(b)) {
