@@ -719,14 +719,21 @@ const (
 // name and labels as exposed.
 func gatewayMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) map[string]float64 {
 	t.Helper()
-	ns := generators.TenantNamespace(peerID)
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	out, err := l.Kubectl(ctx, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod))
+	out, err := l.Kubectl(ctx, n, "get", "--raw", gatewayMetricsPath(t, ctx, l, n, peerID))
 	if err != nil {
 		t.Fatalf("metrics of the gateway of %s: %v", n.Name, err)
 	}
 	return parseMetrics(out)
+}
+
+// gatewayMetricsPath is the path, on n's API server, of the metrics of n's
+// active gateway pod for peerID.
+func gatewayMetricsPath(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) string {
+	t.Helper()
+	ns := generators.TenantNamespace(peerID)
+	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
+		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
+	return fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod)
 }
 
 // parseMetrics reads the Prometheus text format, by name and labels.
@@ -797,10 +804,7 @@ func (p *peakMemory) sampleFrom(t *testing.T, ctx context.Context, n *cluster.Cl
 // sample reads the resident memory of n's gateway for peerID until the
 // returned function is called.
 func (p *peakMemory) sample(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) (stop func()) {
-	ns := generators.TenantNamespace(peerID)
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod)
+	path := gatewayMetricsPath(t, ctx, l, n, peerID)
 	return p.sampleFrom(t, ctx, n, 100*time.Millisecond, func() []string { return []string{path} })
 }
 

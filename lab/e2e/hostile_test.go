@@ -444,24 +444,11 @@ func findAgent(subcommand string, match func(pid int, cmdline string) bool) (int
 // gateway for peer peerID, by reason, from the gateway pod's metrics.
 func ingressDrops(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) map[string]float64 {
 	t.Helper()
-	ns := "liqo-tenant-" + peerID
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	out := mustKubectl(t, ctx, l, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod))
 	drops := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, ingressDropMetric+"{") {
-			continue
+	for k, v := range gatewayMetrics(t, ctx, l, n, peerID) {
+		if labels, ok := strings.CutPrefix(k, ingressDropMetric); ok && strings.HasPrefix(labels, "{") {
+			drops[labels] = v
 		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, ingressDropMetric), " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		drops[labels] = v
 	}
 	return drops
 }
