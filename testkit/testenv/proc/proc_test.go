@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,15 +130,5 @@ func TestTail(t *testing.T) {
 	}
 	if got := Tail(path+".missing", 3); !strings.HasPrefix(got, "(") {
 		t.Errorf("Tail of a missing file = %q, want a note in parentheses", got)
-	}
-}
-
-func TestPids(t *testing.T) {
-	pids, err := Pids()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(pids, os.Getpid()) {
-		t.Errorf("Pids() = %v: misses the test's own process %d", pids, os.Getpid())
 	}
 }
