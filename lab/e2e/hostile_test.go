@@ -22,7 +22,6 @@ import (
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
@@ -136,12 +135,7 @@ func TestHostilePeer(t *testing.T) {
 		// default route (a peered network, say); its fabric publishes it.
 		routed := netip.MustParsePrefix("10.123.0.0/16")
 		for _, node := range a.Nodes() {
-			ns, err := netns.Open(node.Namespace())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ns.Close() })
-			ns.MustRun(t, "ip", "route", "add", routed.String(), "via", cluster.HostIP(a.Index).String())
+			nodeNS(t, node).MustRun(t, "ip", "route", "add", routed.String(), "via", cluster.HostIP(a.Index).String())
 		}
 		cs, err := a.Clientset()
 		if err != nil {
@@ -202,11 +196,7 @@ func TestHostilePeer(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		unused := inNodeNet(200)
 		for _, node := range a.Nodes() {
-			ns, err := netns.Open(node.Namespace())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ns.Close() })
+			ns := nodeNS(t, node)
 			for _, addr := range []string{unused.String(), "100.100.100.200", "10.123.4.5"} {
 				out, err := ns.Run("ip", "route", "get", addr)
 				if err != nil || strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180") {
