@@ -189,11 +189,8 @@ func TestConnectionWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := testcluster.Start(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds")).Client
+	c := tenantClient(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds"))
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
-		t.Fatal(err)
-	}
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant",
 		Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "peer"}}}
 	if err := c.Create(ctx, gw); err != nil {
@@ -330,17 +327,25 @@ func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus)
 	return false
 }
 
+// tenantClient starts an API server with opts and returns a client of it,
+// with the namespace tenant the tests' objects live in.
+func tenantClient(t *testing.T, opts ...testcluster.Option) client.Client {
+	t.Helper()
+	c := testcluster.Start(t, opts...).Client
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestMarkActive runs markActive against a real API server: the elected
 // replica's pod gets the active label, a former active replica of the same
 // gateway loses it, and a pod of another gateway keeps its own; the
 // server's Service without a selector gets the elected pod as its only
 // endpoint, one with a selector is left alone.
 func TestMarkActive(t *testing.T) {
-	c := testcluster.Start(t).Client
+	c := tenantClient(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
-		t.Fatal(err)
-	}
 	pod := func(name, gateway string, active bool) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{netv1beta1.GatewayNameLabel: gateway}},
