@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
@@ -234,7 +235,7 @@ func TestHostileServiceExchange(t *testing.T) {
 		s.Ports = nil
 		for p := range 100 {
 			s.Ports = append(s.Ports, mcs.Port{Name: fmt.Sprintf("p%d", p), Protocol: corev1.ProtocolTCP, Port: int32(1000 + p),
-				AppProtocol: ptrTo("example.com/" + strings.Repeat("a", 60))})
+				AppProtocol: ptr.To("example.com/" + strings.Repeat("a", 60))})
 		}
 		overDocument = append(overDocument, s)
 	}
@@ -247,7 +248,7 @@ func TestHostileServiceExchange(t *testing.T) {
 		for p := range 25 {
 			n := uint64(i*25 + p)
 			s.Ports = append(s.Ports, mcs.Port{Name: fmt.Sprintf("p%d", p), Protocol: corev1.ProtocolTCP, Port: int32(1000 + p),
-				AppProtocol: ptrTo("x" + noise(n)[:40] + ".example/" + noise(n+1<<40))})
+				AppProtocol: ptr.To("x" + noise(n)[:40] + ".example/" + noise(n+1<<40))})
 		}
 		overEncoded = append(overEncoded, s)
 	}
@@ -267,23 +268,23 @@ func TestHostileServiceExchange(t *testing.T) {
 		func() mcs.Service { s := svc(ns, "over-metadata"); metadata(&s, limits.MetadataBytes+1); return s }(),
 		func() mcs.Service {
 			s := svc(ns, "bad-app-protocol")
-			s.Ports = []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, AppProtocol: ptrTo("not a protocol")}}
+			s.Ports = []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, AppProtocol: ptr.To("not a protocol")}}
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-traffic-distribution")
-			s.TrafficDistribution = ptrTo("Anywhere")
+			s.TrafficDistribution = ptr.To("Anywhere")
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-internal-traffic-policy")
-			s.InternalTrafficPolicy = ptrTo(corev1.ServiceInternalTrafficPolicy("Nearby"))
+			s.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicy("Nearby"))
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-session-affinity-config")
 			s.SessionAffinity = corev1.ServiceAffinityClientIP
-			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(0))}}
+			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(0))}}
 			return s
 		}(),
 		func() mcs.Service {
@@ -553,8 +554,6 @@ func TestHostileServiceExchange(t *testing.T) {
 		t.Errorf("B's controller reached %.0f MiB, over the bound of %d MiB", ctrlMem.peak()/(1<<20), controllerMemoryBound>>20)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // noise is 48 hexadecimal digits that compress badly.
 func noise(n uint64) string {
