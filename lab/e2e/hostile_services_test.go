@@ -722,7 +722,7 @@ func gatewayMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster
 	if err != nil {
 		t.Fatalf("metrics of the gateway of %s: %v", n.Name, err)
 	}
-	return parseMetrics(out)
+	return labctl.ParseMetrics(out)
 }
 
 // gatewayMetricsPath is the path, on n's API server, of the metrics of n's
@@ -732,25 +732,7 @@ func gatewayMetricsPath(t *testing.T, ctx context.Context, l *labctl.Lab, n *clu
 	ns := generators.TenantNamespace(peerID)
 	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
 		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	return fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod)
-}
-
-// parseMetrics reads the Prometheus text format, by name and labels.
-func parseMetrics(out []byte) map[string]float64 {
-	m := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
-	}
-	return m
+	return labctl.MetricsPath(ns, pod, labctl.GatewayMetricsPort)
 }
 
 // peakMemory keeps the highest resident memory a component reported.
@@ -782,7 +764,7 @@ func (p *peakMemory) sampleFrom(t *testing.T, ctx context.Context, n *cluster.Cl
 				if err != nil {
 					continue
 				}
-				if v, ok := parseMetrics(out)[residentMemory]; ok {
+				if v, ok := labctl.ParseMetrics(out)[residentMemory]; ok {
 					p.mu.Lock()
 					p.max = max(p.max, v)
 					p.mu.Unlock()
@@ -822,7 +804,7 @@ func (p *peakMemory) sampleController(t *testing.T, ctx context.Context, l *labc
 		var paths []string
 		for _, pod := range pods.Items {
 			if pod.Status.Phase == corev1.PodRunning {
-				paths = append(paths, fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", labctl.PeerlinkNamespace, pod.Name))
+				paths = append(paths, labctl.MetricsPath(labctl.PeerlinkNamespace, pod.Name, labctl.ControllerMetricsPort))
 			}
 		}
 		return paths
