@@ -797,7 +797,7 @@ func (p *peakMemory) sampleController(t *testing.T, ctx context.Context, l *labc
 		t.Fatal(err)
 	}
 	return p.sampleFrom(t, ctx, n, 250*time.Millisecond, func() []string {
-		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-controller"})
+		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
 		if err != nil {
 			return nil
 		}
@@ -820,7 +820,7 @@ func controllerMemoryPeak(t *testing.T, ctx context.Context, n *cluster.Cluster)
 	if err != nil {
 		return err.Error()
 	}
-	pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-controller"})
+	pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
 	if err != nil || len(pods.Items) == 0 {
 		return fmt.Sprintf("no controller pod (%v)", err)
 	}

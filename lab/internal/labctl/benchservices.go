@@ -149,7 +149,7 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (figures
 	for _, n := range []*cluster.Cluster{a, b} {
 		for what, pod := range map[string]func() (string, string, int, error){
 			"controller": func() (string, string, int, error) {
-				return l.podOf(ctx, n, PeerlinkNamespace, "app.kubernetes.io/name=peerlink-controller", ControllerMetricsPort)
+				return l.podOf(ctx, n, PeerlinkNamespace, ControllerSelector, ControllerMetricsPort)
 			},
 			"gateway": func() (string, string, int, error) {
 				return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, GatewayMetricsPort)

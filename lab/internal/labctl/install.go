@@ -24,6 +24,10 @@ import (
 // PeerlinkNamespace is where the install bundle puts peerlink.
 const PeerlinkNamespace = "peerlink"
 
+// ControllerSelector selects the pods of peerlink's controller, in
+// PeerlinkNamespace.
+const ControllerSelector = "app.kubernetes.io/name=peerlink-controller"
+
 // Installer is how the lab installs peerlink in a cluster.
 type Installer string
 
