@@ -84,12 +84,7 @@ func TestValidateFields(t *testing.T) {
 		{"metadata bytes", func(s *Service) { s.Annotations = map[string]string{"a": strings.Repeat("x", 64<<10)} }, "65537 bytes", RuleMetadataBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := echo("default", t0, 3)
-			tc.edit(&s)
-			err := s.Validate(DefaultLimits, t0)
-			if err == nil || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("error %v, want one naming %q", err, tc.field)
-			}
+			err := refusedEdit(t, tc.edit, tc.field)
 			if got := RuleOf(err); got != tc.rule {
 				t.Errorf("rule %q, want %q (%v)", got, tc.rule, err)
 			}
