@@ -3,6 +3,7 @@ package dataplane
 import (
 	"net/netip"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -75,26 +76,18 @@ var (
 	ClientAddress = netip.MustParseAddr("169.254.18.2")
 )
 
-// Role is a gateway's side of the tunnel.
-type Role string
-
-// Roles.
-const (
-	Server Role = "server"
-	Client Role = "client"
-)
-
-// TunnelAddress is the role's own address on the tunnel.
-func (r Role) TunnelAddress() netip.Addr {
-	if r == Server {
+// TunnelAddress is the address of a gateway of role r on the tunnel.
+func TunnelAddress(r gatewayrole.Role) netip.Addr {
+	if r == gatewayrole.Server {
 		return ServerAddress
 	}
 	return ClientAddress
 }
 
-// PeerTunnelAddress is the other side's address on the tunnel.
-func (r Role) PeerTunnelAddress() netip.Addr {
-	if r == Server {
+// PeerTunnelAddress is the address on the tunnel of the peer of a gateway
+// of role r.
+func PeerTunnelAddress(r gatewayrole.Role) netip.Addr {
+	if r == gatewayrole.Server {
 		return ClientAddress
 	}
 	return ServerAddress

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
@@ -13,7 +14,7 @@ import (
 // GatewayFacts are what a gateway agent knows about its peering.
 type GatewayFacts struct {
 	// Role is the gateway's side of the tunnel.
-	Role Role
+	Role gatewayrole.Role
 	// PrivateKey is the gateway's own WireGuard key.
 	PrivateKey plan.Key
 	// NextPrivateKey is the key the gateway is to rotate to; zero: none.
@@ -123,7 +124,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	}
 	p := GatewayPlan{NetNS: GatewayOwned()}
 
-	peerRanges := []netip.Prefix{netip.PrefixFrom(f.Role.PeerTunnelAddress(), 32)}
+	peerRanges := []netip.Prefix{netip.PrefixFrom(PeerTunnelAddress(f.Role), 32)}
 	for _, m := range f.Remote {
 		peerRanges = append(peerRanges, m.Real)
 	}
@@ -137,7 +138,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 			PersistentKeepalive: f.Keepalive,
 		},
 	}
-	if f.Role == Server {
+	if f.Role == gatewayrole.Server {
 		p.WireGuard.ListenPort = f.ListenPort
 	} else {
 		p.WireGuard.Peer.Endpoint = f.Endpoint
@@ -160,7 +161,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		{Name: TunnelLink, MTU: f.MTU, Router: true, AcceptLocal: true},
 		{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
 	}
-	rs.Addresses = []plan.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(f.Role.TunnelAddress(), TunnelPrefix.Bits())}}
+	rs.Addresses = []plan.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(TunnelAddress(f.Role), TunnelPrefix.Bits())}}
 	// Whatever arrives from the overlay is for the peer: after the DNAT its
 	// destination is in the peer's real ranges, and anything else is
 	// rejected rather than leaked through the pod's default route.
@@ -209,17 +210,17 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		{Name: "ingress", Type: plan.Filter, Hook: plan.Prerouting, Priority: -150, Rules: []plan.Rule{
 			{
 				Comment: "from the peer: its health probe to this gateway",
-				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), UDPDstPort: HealthPort,
+				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), UDPDstPort: HealthPort,
 				Verdict: plan.Accept,
 			},
 			{
 				Comment: "from the peer: the service exchange with this gateway",
-				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), TCPDstPort: ServicesPort,
+				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), TCPDstPort: ServicesPort,
 				Verdict: plan.Accept,
 			},
 			{
 				Comment: "from the peer: answers to what this gateway opened",
-				IIF:     TunnelLink, Src: f.Role.PeerTunnelAddress(), Dst: f.Role.TunnelAddress(), Established: true,
+				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), Established: true,
 				Verdict: plan.Accept,
 			},
 			{
@@ -270,7 +271,7 @@ const (
 
 func (f GatewayFacts) validate() error {
 	var errs []error
-	if f.Role != Server && f.Role != Client {
+	if !f.Role.Valid() {
 		errs = append(errs, fmt.Errorf("role %q: must be server or client", f.Role))
 	}
 	if f.PrivateKey == (plan.Key{}) {
@@ -285,7 +286,7 @@ func (f GatewayFacts) validate() error {
 	if f.PeerNextPublicKey != (plan.Key{}) && f.PeerNextPublicKey == f.PeerPublicKey {
 		errs = append(errs, errors.New("peer next public key: the same as the current one"))
 	}
-	if f.Role == Server && (f.ListenPort < 1 || f.ListenPort > 65535) {
+	if f.Role == gatewayrole.Server && (f.ListenPort < 1 || f.ListenPort > 65535) {
 		errs = append(errs, fmt.Errorf("listen port %d: must be in 1-65535", f.ListenPort))
 	}
 	if f.MTU < minMTU || f.MTU > maxMTU {

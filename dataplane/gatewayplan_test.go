@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
 // gatewayFactsFile is the JSON form of GatewayFacts in the golden cases.
 type gatewayFactsFile struct {
-	Role          Role   `json:"role"`
-	PrivateKey    string `json:"privateKey"`
-	PeerPublicKey string `json:"peerPublicKey"`
+	Role          gatewayrole.Role `json:"role"`
+	PrivateKey    string           `json:"privateKey"`
+	PeerPublicKey string           `json:"peerPublicKey"`
 	// The next keys of a key rotation, optional.
 	NextPrivateKey    string `json:"nextPrivateKey"`
 	PeerNextPublicKey string `json:"peerNextPublicKey"`
@@ -178,7 +179,7 @@ func TestPlanGatewayStandby(t *testing.T) {
 
 func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
 	f := validGatewayFacts(t)
-	f.Role = Client
+	f.Role = gatewayrole.Client
 	f.Endpoint = netip.AddrPort{}
 	p, err := PlanGateway(f)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/internal/choice"
 )
 
 // TenantNamespace is the namespace the CLI uses for the objects of one peer.
@@ -49,18 +48,4 @@ func ValidateNamespace(ns string) error {
 		return fmt.Errorf("namespace %q is not valid: %s", ns, strings.Join(msgs, "; "))
 	}
 	return nil
-}
-
-// Role is the side a cluster takes in a peering.
-type Role string
-
-// Roles of a peering.
-const (
-	RoleServer Role = "server"
-	RoleClient Role = "client"
-)
-
-// ParseRole accepts server or client.
-func ParseRole(s string) (Role, error) {
-	return choice.Parse("role", s, RoleServer, RoleClient)
 }

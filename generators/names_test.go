@@ -12,8 +12,6 @@ func TestParseChoices(t *testing.T) {
 	}{
 		{func(s string) (string, error) { v, err := ParseFormat(s); return string(v), err },
 			"json", "xml", `unknown output format "xml": use yaml or json`},
-		{func(s string) (string, error) { v, err := ParseRole(s); return string(v), err },
-			"client", "peer", `unknown role "peer": use server or client`},
 		{func(s string) (string, error) { v, err := ParseServiceType(s); return string(v), err },
 			"NodePort", "External", `unknown service type "External": use LoadBalancer, NodePort or ClusterIP`},
 	} {

@@ -107,15 +107,7 @@ func TestValidate(t *testing.T) {
 			for _, errs := range [][]string{errStrings(Validate(server)), errStrings(Validate(client)), errStrings(Validate(conf)), errStrings(Validate(key))} {
 				msgs = append(msgs, errs...)
 			}
-			if tt.want == "" {
-				if len(msgs) > 0 {
-					t.Fatalf("want no error, got %q", msgs)
-				}
-				return
-			}
-			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.want) {
-				t.Fatalf("want one error containing %q, got %q", tt.want, msgs)
-			}
+			checkOneError(t, msgs, tt.want)
 		})
 	}
 }
@@ -127,6 +119,21 @@ func manyCIDRs(n int) []netv1beta1.CIDR {
 		out[i] = netv1beta1.CIDR(fmt.Sprintf("10.%d.%d.%d/32", 100+i>>16, i>>8&255, i&255))
 	}
 	return out
+}
+
+// checkOneError fails unless msgs is empty when want is, and otherwise
+// holds exactly one message, containing want.
+func checkOneError(t *testing.T, msgs []string, want string) {
+	t.Helper()
+	if want == "" {
+		if len(msgs) > 0 {
+			t.Fatalf("want no error, got %q", msgs)
+		}
+		return
+	}
+	if len(msgs) != 1 || !strings.Contains(msgs[0], want) {
+		t.Fatalf("want one error containing %q, got %q", want, msgs)
+	}
 }
 
 func errStrings(errs field.ErrorList) []string {
@@ -252,16 +259,7 @@ func TestValidateKeyText(t *testing.T) {
 		{"key with a space", map[string]any{"publicKey": key + " "}, "spec.publicKey: Invalid value"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs := errStrings(ValidateKeyText(manifest(tt.spec)))
-			if tt.want == "" {
-				if len(msgs) > 0 {
-					t.Fatalf("want no error, got %q", msgs)
-				}
-				return
-			}
-			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.want) {
-				t.Fatalf("want one error containing %q, got %q", tt.want, msgs)
-			}
+			checkOneError(t, errStrings(ValidateKeyText(manifest(tt.spec))), tt.want)
 		})
 	}
 }

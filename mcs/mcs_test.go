@@ -29,6 +29,19 @@ func echo(ns string, exported time.Time, n int) Service {
 	return s
 }
 
+// refusedEdit validates at t0 a valid echo service changed by edit, fails
+// the test unless the error names field, and returns the error.
+func refusedEdit(t *testing.T, edit func(*Service), field string) error {
+	t.Helper()
+	s := echo("default", t0, 3)
+	edit(&s)
+	err := s.Validate(DefaultLimits, t0)
+	if err == nil || !strings.Contains(err.Error(), field) {
+		t.Fatalf("error %v, want one naming %q", err, field)
+	}
+	return err
+}
+
 func TestValidate(t *testing.T) {
 	t0 := time.Unix(1700000000, 0).UTC()
 	if err := (func() *Service { s := echo("default", t0, 3); return &s }()).Validate(DefaultLimits, t0); err != nil {
@@ -59,12 +72,7 @@ func TestValidate(t *testing.T) {
 		{"too many endpoints", func(s *Service) { *s = echo(s.Namespace, s.Exported, 250); s.Endpoints = slices.Repeat(s.Endpoints, 5) }, "endpoints: 1250"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := echo("default", t0, 3)
-			tc.edit(&s)
-			err := s.Validate(DefaultLimits, t0)
-			if err == nil || !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("error %v, want one naming %q", err, tc.field)
-			}
+			refusedEdit(t, tc.edit, tc.field)
 		})
 	}
 }

@@ -74,15 +74,7 @@ func startingBundles(t *testing.T) map[string]func() ([]byte, []ManifestFile) {
 	t.Helper()
 	return map[string]func() ([]byte, []ManifestFile){
 		"bundle init": func() ([]byte, []ManifestFile) {
-			gw, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: netv1beta1.DefaultMTU})
-			if err != nil {
-				t.Fatal(err)
-			}
-			files, err := InitBundle(gw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return parseBundleFiles(t, files)
+			return initBundle(t, generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: netv1beta1.DefaultMTU})
 		},
 		"create, no gateway": func() ([]byte, []ManifestFile) {
 			conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"},

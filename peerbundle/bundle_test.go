@@ -17,7 +17,14 @@ import (
 // parsed manifest files, and its kustomization.
 func initClientBundle(t *testing.T) ([]byte, []ManifestFile) {
 	t.Helper()
-	gw, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
+	return initBundle(t, generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
+}
+
+// initBundle returns the files bundle init writes for the GatewayClient of
+// o, as parsed manifest files, and its kustomization.
+func initBundle(t *testing.T, o generators.GatewayClientOptions) ([]byte, []ManifestFile) {
+	t.Helper()
+	gw, err := generators.GatewayClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}

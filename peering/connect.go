@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
@@ -103,7 +104,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 	if err := WaitServerEndpoint(ctx, remote.Client, remote.Progress, serverKey, server); err != nil {
 		return err
 	}
-	serverPub, err := WaitPublicKey(ctx, remote.Client, remote.Progress, generators.RoleServer, serverKey)
+	serverPub, err := WaitPublicKey(ctx, remote.Client, remote.Progress, gatewayrole.Server, serverKey)
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 		return err
 	}
 	local.Progress.Infof("Gateway client %s applied, connecting to %s:%d", generators.ObjectRef(gwc.Namespace, gwc.Name), strings.Join(addresses, ","), port)
-	clientPub, err := WaitPublicKey(ctx, local.Client, local.Progress, generators.RoleClient, client.ObjectKeyFromObject(gwc))
+	clientPub, err := WaitPublicKey(ctx, local.Client, local.Progress, gatewayrole.Client, client.ObjectKeyFromObject(gwc))
 	if err != nil {
 		return err
 	}

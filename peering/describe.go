@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
@@ -164,7 +165,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	for i := range servers.Items {
 		s := &servers.Items[i]
 		if p := peer(s.Labels); p != nil {
-			gw := &GatewayInfo{Role: string(generators.RoleServer), Name: s.Name, Namespace: s.Namespace, MTU: s.Spec.MTU}
+			gw := &GatewayInfo{Role: string(gatewayrole.Server), Name: s.Name, Namespace: s.Namespace, MTU: s.Spec.MTU}
 			if ep := s.Status.Endpoint; ep != nil {
 				gw.Addresses, gw.Port = ep.Addresses, ep.Port
 			}
@@ -175,7 +176,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	for i := range clients.Items {
 		c := &clients.Items[i]
 		if p := peer(c.Labels); p != nil {
-			gw := &GatewayInfo{Role: string(generators.RoleClient), Name: c.Name, Namespace: c.Namespace, MTU: c.Spec.MTU,
+			gw := &GatewayInfo{Role: string(gatewayrole.Client), Name: c.Name, Namespace: c.Namespace, MTU: c.Spec.MTU,
 				Addresses: c.Spec.Endpoint.Addresses, Port: c.Spec.Endpoint.Port}
 			gw.Ready, gw.State = ConditionState(c.Generation, c.Status.CommonStatus)
 			p.Gateway, p.Connection = gw, connection(c.Namespace, c.Name)

@@ -8,13 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 )
 
 // PeerGateway finds the one gateway of the peering with peer in namespace
 // ns, and returns its role and key.
-func PeerGateway(ctx context.Context, cl client.Reader, ns, peer string) (generators.Role, client.ObjectKey, error) {
+func PeerGateway(ctx context.Context, cl client.Reader, ns, peer string) (gatewayrole.Role, client.ObjectKey, error) {
 	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
 	var servers netv1beta1.GatewayServerList
 	var clients netv1beta1.GatewayClientList
@@ -28,9 +29,9 @@ func PeerGateway(ctx context.Context, cl client.Reader, ns, peer string) (genera
 		return "", client.ObjectKey{}, fmt.Errorf("namespace %s holds %d gateways labelled %s=%s: a peering has one",
 			ns, len(servers.Items)+len(clients.Items), netv1beta1.RemoteClusterIDLabel, peer)
 	case len(servers.Items) == 1:
-		return generators.RoleServer, client.ObjectKeyFromObject(&servers.Items[0]), nil
+		return gatewayrole.Server, client.ObjectKeyFromObject(&servers.Items[0]), nil
 	case len(clients.Items) == 1:
-		return generators.RoleClient, client.ObjectKeyFromObject(&clients.Items[0]), nil
+		return gatewayrole.Client, client.ObjectKeyFromObject(&clients.Items[0]), nil
 	}
 	return "", client.ObjectKey{}, fmt.Errorf("no GatewayServer or GatewayClient labelled %s=%s in %s: apply this side's bundle first (bundle init)",
 		netv1beta1.RemoteClusterIDLabel, peer, ns)
@@ -60,7 +61,7 @@ func Export(ctx context.Context, cl client.Reader, p Progress, peerlinkNS, ns, p
 	}
 	p.Infof("Public key of gateway %s read", key)
 	objs := []runtime.Object{conf, pk}
-	if role == generators.RoleClient {
+	if role == gatewayrole.Client {
 		return objs, nil
 	}
 	server := &netv1beta1.GatewayServer{}

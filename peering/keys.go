@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 )
@@ -25,7 +26,7 @@ type GatewayKeys struct {
 
 // GatewayPublicKey reads the public keys a gateway publishes in its status.
 // No Secret is read.
-func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (GatewayKeys, error) {
+func GatewayPublicKey(ctx context.Context, c client.Reader, role gatewayrole.Role, key client.ObjectKey) (GatewayKeys, error) {
 	gw, err := getGateway(ctx, c, role, key)
 	if err != nil {
 		return GatewayKeys{}, err
@@ -34,10 +35,10 @@ func GatewayPublicKey(ctx context.Context, c client.Reader, role generators.Role
 }
 
 // getGateway reads the gateway of role named key.
-func getGateway(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (client.Object, error) {
+func getGateway(ctx context.Context, c client.Reader, role gatewayrole.Role, key client.ObjectKey) (client.Object, error) {
 	var gw client.Object = &netv1beta1.GatewayClient{}
 	kind := generators.KindGatewayClient
-	if role == generators.RoleServer {
+	if role == gatewayrole.Server {
 		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
 	}
 	if err := c.Get(ctx, key, gw); err != nil {
@@ -68,7 +69,7 @@ func publishedKeys(gw client.Object, key client.ObjectKey) (GatewayKeys, error) 
 
 // WaitPublicKey waits until the controller has published a gateway's public
 // key, and returns its keys.
-func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role generators.Role, gateway client.ObjectKey) (GatewayKeys, error) {
+func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role gatewayrole.Role, gateway client.ObjectKey) (GatewayKeys, error) {
 	var keys GatewayKeys
 	_, err := p.Wait(ctx, "the public key of gateway "+gateway.String(), func(ctx context.Context) (bool, string, error) {
 		k, err := GatewayPublicKey(ctx, c, role, gateway)
@@ -88,7 +89,7 @@ func WaitPublicKey(ctx context.Context, c client.Reader, p Progress, role genera
 // published its public key, and returns the PublicKey the peer applies:
 // named and labelled with clusterID, in namespace (empty: the peer's tenant
 // namespace for this cluster), with the next key of a rotation under way.
-func PublicKeyForPeer(ctx context.Context, c client.Reader, p Progress, clusterID string, role generators.Role, gateway client.ObjectKey, namespace string) (*netv1beta1.PublicKey, error) {
+func PublicKeyForPeer(ctx context.Context, c client.Reader, p Progress, clusterID string, role gatewayrole.Role, gateway client.ObjectKey, namespace string) (*netv1beta1.PublicKey, error) {
 	keys, err := WaitPublicKey(ctx, c, p, role, gateway)
 	if err != nil {
 		return nil, err

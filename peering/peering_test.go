@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/peering"
@@ -70,8 +71,8 @@ func TestPeering(t *testing.T) {
 	for _, s := range []struct {
 		c    *peertest.Cluster
 		peer string
-		role generators.Role
-	}{{a, "cluster-b", generators.RoleClient}, {b, "cluster-a", generators.RoleServer}} {
+		role gatewayrole.Role
+	}{{a, "cluster-b", gatewayrole.Client}, {b, "cluster-a", gatewayrole.Server}} {
 		d, err := peering.Describe(ctx, s.c.C, templates.InstallNamespace)
 		if err != nil {
 			t.Fatal(err)

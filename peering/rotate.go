@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 )
@@ -29,7 +30,7 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 		return nil, err
 	}
 	var gw client.Object = &netv1beta1.GatewayClient{}
-	if role == generators.RoleServer {
+	if role == gatewayrole.Server {
 		gw = &netv1beta1.GatewayServer{}
 	}
 	gw.SetNamespace(key.Namespace)
@@ -109,7 +110,7 @@ func (r rotation) describe() string {
 
 // rotationStatus reads the key rotation status and the keys of a gateway,
 // all from one read of it: two reads could each see another step.
-func rotationStatus(ctx context.Context, c client.Reader, role generators.Role, key client.ObjectKey) (rotation, GatewayKeys, error) {
+func rotationStatus(ctx context.Context, c client.Reader, role gatewayrole.Role, key client.ObjectKey) (rotation, GatewayKeys, error) {
 	gw, err := getGateway(ctx, c, role, key)
 	if err != nil {
 		return rotation{}, GatewayKeys{}, err

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
@@ -93,7 +93,7 @@ const gatewayMaxMisses = 5
 
 // options parses the flags; errors name them.
 func (f *gatewayFlags) options() (gateway.Options, error) {
-	role, err := choice.Parse("mode", f.mode, dataplane.Server, dataplane.Client)
+	role, err := gatewayrole.Parse(f.mode)
 	if err != nil {
 		return gateway.Options{}, fmt.Errorf("--mode: %w", err)
 	}

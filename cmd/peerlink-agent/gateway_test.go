@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -67,12 +67,12 @@ func TestGatewayTemplateArgs(t *testing.T) {
 		check func(t *testing.T, f gatewayFlags)
 	}{
 		{"server", defaults[0], templates.DataForServer(server, "u-1", "cluster-b", "gw-cluster-b"), func(t *testing.T, f gatewayFlags) {
-			if f.mode != string(dataplane.Server) || f.listenPort != netv1beta1.DefaultGatewayPort || f.mtu != netv1beta1.DefaultMTU {
+			if f.mode != string(gatewayrole.Server) || f.listenPort != netv1beta1.DefaultGatewayPort || f.mtu != netv1beta1.DefaultMTU {
 				t.Errorf("server flags %+v", f)
 			}
 		}},
 		{"client", defaults[1], templates.DataForClient(client, "u-2", "cluster-a", "gw-cluster-a"), func(t *testing.T, f gatewayFlags) {
-			if f.mode != string(dataplane.Client) || f.endpointAddresses != "192.0.2.1,gw.example.org" || f.endpointPort != 31000 {
+			if f.mode != string(gatewayrole.Client) || f.endpointAddresses != "192.0.2.1,gw.example.org" || f.endpointPort != 31000 {
 				t.Errorf("client flags %+v", f)
 			}
 		}},
@@ -116,7 +116,7 @@ func TestGatewayFlagValidation(t *testing.T) {
 		want string
 	}{
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=server"}, "--listen-port 0"},
-		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=both"}, `--mode: unknown mode "both"`},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=both"}, `--mode: unknown role "both"`},
 		{[]string{"--namespace=y", "--remote-cluster-id=z", "--mode=client"}, "--name: required"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--wireguard-implementation=boringtun"}, "--wireguard-implementation"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--overlay=gre"}, "--overlay"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
@@ -61,7 +62,7 @@ the files of init added to its resources when missing.`,
     --service-type NodePort --node-port 30851`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := generators.ParseRole(role)
+			r, err := gatewayrole.Parse(role)
 			if err != nil {
 				return fmt.Errorf("--role: %w", err)
 			}
@@ -71,7 +72,7 @@ the files of init added to its resources when missing.`,
 			}
 			// The flags of the other role would change nothing.
 			other, otherRole := []string{"addresses"}, "client"
-			if r == generators.RoleClient {
+			if r == gatewayrole.Client {
 				other, otherRole = []string{createServerFlags.serviceType, createServerFlags.nodePort, createServerFlags.loadBalancerIP}, "server"
 			} else {
 				f.server.port = cmp.Or(f.server.port, netv1beta1.DefaultGatewayPort)

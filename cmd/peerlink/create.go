@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
@@ -40,8 +41,8 @@ go to the namespace liqo-tenant-<remote cluster id> unless -n is given.`,
 	}
 	cmd.AddCommand(
 		newCreateConfigurationCmd(g),
-		newCreateGatewayCmd(g, generators.RoleServer),
-		newCreateGatewayCmd(g, generators.RoleClient),
+		newCreateGatewayCmd(g, gatewayrole.Server),
+		newCreateGatewayCmd(g, gatewayrole.Client),
 		newCreatePublicKeyCmd(g),
 	)
 	return cmd
@@ -164,7 +165,7 @@ to the manifest.`,
 
 // newCreateGatewayCmd makes create gatewayserver, or gatewayclient: the
 // two differ only in their help and in the flags of their role.
-func newCreateGatewayCmd(g *globalOptions, role generators.Role) *cobra.Command {
+func newCreateGatewayCmd(g *globalOptions, role gatewayrole.Role) *cobra.Command {
 	f := gatewayFlags{portNeeded: "the server's port is needed"}
 	cmd := &cobra.Command{
 		Use:     "gatewayserver [NAME]",
@@ -177,7 +178,7 @@ func newCreateGatewayCmd(g *globalOptions, role generators.Role) *cobra.Command 
   # Apply a LoadBalancer server and wait until it publishes its endpoint
   peerlink create gatewayserver --remote-cluster-id cluster-a --wait`,
 	}
-	if role == generators.RoleClient {
+	if role == gatewayrole.Client {
 		cmd = &cobra.Command{
 			Use:     "gatewayclient [NAME]",
 			Aliases: []string{"gwc", "gwclient"},
@@ -196,7 +197,7 @@ is filled in.`,
 	createCommand(g, cmd, func(p generators.Peer) (client.Object, error) {
 		return f.build(role, p, "--remote-cluster-id")
 	})
-	if role == generators.RoleServer {
+	if role == gatewayrole.Server {
 		f.server.register(cmd, createServerFlags, "", true)
 		f.addCommon(cmd, netv1beta1.DefaultServerTemplateName, "name of the WgGatewayServerTemplate", "namespace of the template")
 		return cmd

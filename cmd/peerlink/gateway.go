@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/generators"
 )
@@ -111,12 +112,12 @@ func (f *gatewayFlags) addCommon(cmd *cobra.Command, defaultTemplate, templateUs
 
 // build checks the flags and builds the gateway of role for the peer p,
 // whose ID is given by idFlag; errors name the flags.
-func (f *gatewayFlags) build(role generators.Role, p generators.Peer, idFlag string) (client.Object, error) {
+func (f *gatewayFlags) build(role gatewayrole.Role, p generators.Peer, idFlag string) (client.Object, error) {
 	fields := map[string]string{
 		"metadata.name": "NAME", generators.RemoteClusterIDPath().String(): idFlag,
 		"spec.endpoint.port": "--port", "spec.mtu": "--mtu", "spec.replicas": "--replicas",
 	}
-	if role == generators.RoleServer {
+	if role == gatewayrole.Server {
 		o, err := f.server.options(f.mtu, f.tmplName, f.tmplNS)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -86,7 +87,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if _, err := out.check(); err != nil {
 				return err
 			}
-			role, err := generators.ParseRole(gwType)
+			role, err := gatewayrole.Parse(gwType)
 			if err != nil {
 				return fmt.Errorf("--gateway-type: %w", err)
 			}

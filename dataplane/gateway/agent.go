@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
@@ -140,7 +141,7 @@ func (a *Agent) setGatewayUID(uid types.UID) {
 func (a *Agent) gatewayRef() (string, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.opts.Role == dataplane.Server {
+	if a.opts.Role == gatewayrole.Server {
 		return "GatewayServer", string(a.gatewayUID)
 	}
 	return "GatewayClient", string(a.gatewayUID)
@@ -148,7 +149,7 @@ func (a *Agent) gatewayRef() (string, string) {
 
 // newGateway returns an empty object of the kind of the agent's gateway.
 func (a *Agent) newGateway() client.Object {
-	if a.opts.Role == dataplane.Server {
+	if a.opts.Role == gatewayrole.Server {
 		return &netv1beta1.GatewayServer{}
 	}
 	return &netv1beta1.GatewayClient{}
@@ -179,7 +180,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		now:        a.now,
 	}
 	conn := a.conn
-	if a.opts.Role == dataplane.Server {
+	if a.opts.Role == gatewayrole.Server {
 		ep, err := conn.lastEndpoint(ctx)
 		if err != nil {
 			a.log.Error(err, "read the client's last endpoint")
@@ -420,7 +421,7 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 // handshake at once. An endpoint the device reports is never replaced: the
 // client may have roamed.
 func (a *Agent) withKnownEndpoint(cfg plan.WireGuard) plan.WireGuard {
-	if a.opts.Role != dataplane.Server || !a.peerEndpoint.IsValid() {
+	if a.opts.Role != gatewayrole.Server || !a.peerEndpoint.IsValid() {
 		return cfg
 	}
 	dev, err := a.dev.Device()
@@ -437,7 +438,7 @@ func (a *Agent) withKnownEndpoint(cfg plan.WireGuard) plan.WireGuard {
 // rememberEndpoint keeps a server's view of its client's endpoint, in
 // memory and on the Connection for the next run.
 func (a *Agent) rememberEndpoint(peer *wgtypes.Peer) {
-	if a.opts.Role != dataplane.Server || peer == nil || peer.Endpoint == nil {
+	if a.opts.Role != gatewayrole.Server || peer == nil || peer.Endpoint == nil {
 		return
 	}
 	ep := peer.Endpoint.AddrPort()
@@ -488,7 +489,7 @@ func (a *Agent) ensureDevice(mtu int) error {
 // the path (IP_PMTUDISC_PROBE), so that a probe of the path MTU crosses the
 // tunnel whole or not at all.
 func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
-	addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.HealthPort)
+	addr := netip.AddrPortFrom(dataplane.TunnelAddress(a.opts.Role), dataplane.HealthPort)
 	lc := freebindListenConfig()
 	freebind := lc.Control
 	lc.Control = func(network, address string, c syscall.RawConn) error {
@@ -509,7 +510,7 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	p := &health.Prober{
 		Conn:      conn,
-		Peer:      netip.AddrPortFrom(a.opts.Role.PeerTunnelAddress(), dataplane.HealthPort),
+		Peer:      netip.AddrPortFrom(dataplane.PeerTunnelAddress(a.opts.Role), dataplane.HealthPort),
 		Interval:  a.opts.PingInterval,
 		MaxMisses: a.opts.MaxMisses,
 		MTU:       func() int { return int(a.tunnelMTU.Load()) },
@@ -547,7 +548,7 @@ func (a *Agent) onReport(r health.Report) {
 		// rollout): ask for a new handshake now rather than after a whole
 		// interval, and again with each late report until the new server
 		// answers. It changes nothing of the Connection.
-		if a.opts.Role == dataplane.Client {
+		if a.opts.Role == gatewayrole.Client {
 			a.peerLeft.Store(r.PeerLeft)
 			a.rehandshake.Notify()
 		}
@@ -570,13 +571,13 @@ func (a *Agent) onReport(r health.Report) {
 	// session asks for a new handshake: the server's device may have been
 	// recreated (a restarted userspace gateway) and would otherwise drop
 	// the old session's packets until WireGuard's own 15-second timeout.
-	if a.opts.Role == dataplane.Client && r.Misses >= 1 {
+	if a.opts.Role == gatewayrole.Client && r.Misses >= 1 {
 		a.rehandshake.Notify()
 	}
 	// A client whose pings stay unanswered for endpointMisses intervals
 	// tries the server's next address: the node behind the first may be
 	// gone (a NodePort server lists the nodes of its replicas).
-	if a.opts.Role == dataplane.Client && r.Misses > 0 && r.Misses%endpointMisses == 0 {
+	if a.opts.Role == gatewayrole.Client && r.Misses > 0 && r.Misses%endpointMisses == 0 {
 		turn := a.endpointTurn.Add(1)
 		a.log.Info("pings unanswered: trying the server's next address, when it has several", "misses", r.Misses, "turn", turn)
 		a.trigger.Notify()

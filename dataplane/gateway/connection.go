@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
@@ -33,7 +33,7 @@ type connectionWriter struct {
 	c          client.Client
 	name, ns   string
 	clusterID  string
-	role       dataplane.Role
+	role       gatewayrole.Role
 	gatewayRef func() (kind string, uid string)
 	now        func() time.Time
 
@@ -160,10 +160,6 @@ func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key, phase ke
 // apply writes the Connection's metadata and spec; w.mu is held.
 func (w *connectionWriter) apply(ctx context.Context) error {
 	kind, uid := w.gatewayRef()
-	connType := netv1beta1.ConnectionTypeClient
-	if w.role == dataplane.Server {
-		connType = netv1beta1.ConnectionTypeServer
-	}
 	gatewayName := w.name[len(netv1beta1.GatewayObjectPrefix):]
 	metadata := map[string]any{
 		"name":      w.name,
@@ -194,7 +190,7 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       "Connection",
 		"metadata":   metadata,
-		"spec":       map[string]any{"type": string(connType), "gatewayRef": ref},
+		"spec":       map[string]any{"type": string(w.role.ConnectionType()), "gatewayRef": ref},
 	}}
 	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)

@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane"
 )
 
 // Election is how the replicas of a gateway choose the active one: the
@@ -116,7 +116,7 @@ func (a *Agent) markActive(ctx context.Context) error {
 // only a second later. A Service with a selector is left to the
 // EndpointSlice controller, and a client has no Service.
 func (a *Agent) publishEndpoint(ctx context.Context) error {
-	if a.opts.Role != dataplane.Server {
+	if a.opts.Role != gatewayrole.Server {
 		return nil
 	}
 	c := a.election.Pods
@@ -246,7 +246,7 @@ func (a *Agent) takeOver(ctx context.Context) {
 		return
 	}
 	a.log.Info("holds the Lease: taking over the tunnel", "pod", a.election.PodName)
-	if a.opts.Role != dataplane.Server {
+	if a.opts.Role != gatewayrole.Server {
 		return
 	}
 	ep, err := a.conn.lastEndpoint(ctx)

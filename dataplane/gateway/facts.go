@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/plan"
@@ -54,7 +55,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 	if f.Remote, err = a.remoteRanges(ctx); err != nil {
 		return f, err
 	}
-	if a.opts.Role == dataplane.Client {
+	if a.opts.Role == gatewayrole.Client {
 		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, int(a.endpointTurn.Load())), port)
 		if err != nil {
 			return f, err

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
@@ -162,7 +163,7 @@ func TestNextKeys(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	ok := Options{Options: agent.Options{Namespace: "ns", ResyncInterval: time.Second},
-		Name: "n", RemoteClusterID: "r", Role: dataplane.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
+		Name: "n", RemoteClusterID: "r", Role: gatewayrole.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
 		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
@@ -188,11 +189,8 @@ func TestConnectionWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := testcluster.Start(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds")).Client
+	c := tenantClient(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds"))
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
-		t.Fatal(err)
-	}
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant",
 		Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "peer"}}}
 	if err := c.Create(ctx, gw); err != nil {
@@ -200,7 +198,7 @@ func TestConnectionWriter(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &connectionWriter{
-		c: c, name: "gw-peer", ns: "tenant", clusterID: "peer", role: dataplane.Server,
+		c: c, name: "gw-peer", ns: "tenant", clusterID: "peer", role: gatewayrole.Server,
 		gatewayRef: func() (string, string) { return "GatewayServer", string(gw.UID) },
 		now:        func() time.Time { return now },
 	}
@@ -329,17 +327,25 @@ func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus)
 	return false
 }
 
+// tenantClient starts an API server with opts and returns a client of it,
+// with the namespace tenant the tests' objects live in.
+func tenantClient(t *testing.T, opts ...testcluster.Option) client.Client {
+	t.Helper()
+	c := testcluster.Start(t, opts...).Client
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestMarkActive runs markActive against a real API server: the elected
 // replica's pod gets the active label, a former active replica of the same
 // gateway loses it, and a pod of another gateway keeps its own; the
 // server's Service without a selector gets the elected pod as its only
 // endpoint, one with a selector is left alone.
 func TestMarkActive(t *testing.T) {
-	c := testcluster.Start(t).Client
+	c := tenantClient(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
-		t.Fatal(err)
-	}
 	pod := func(name, gateway string, active bool) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{netv1beta1.GatewayNameLabel: gateway}},
@@ -367,7 +373,7 @@ func TestMarkActive(t *testing.T) {
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: dataplane.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
 	a.opts.Namespace = "tenant"
 	a.overlayFacts.Address = netip.MustParseAddr("10.244.1.7")
 	if err := a.markActive(ctx); err != nil {

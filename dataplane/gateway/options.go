@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 )
@@ -29,7 +29,7 @@ type Options struct {
 	// its PublicKey and Configuration.
 	RemoteClusterID string
 	// Role is the gateway's side.
-	Role dataplane.Role
+	Role gatewayrole.Role
 	// GatewayUID is the UID of the gateway object, for the Connection's
 	// gatewayRef and owner reference.
 	GatewayUID types.UID
@@ -70,10 +70,10 @@ func (o Options) keyGrace() time.Duration { return cmp.Or(o.KeyGrace, DefaultKey
 // (agent.WithFlags names the flags).
 func (o Options) Validate() error {
 	errs := []error{agent.Required("Name", o.Name != ""), agent.Required("RemoteClusterID", o.RemoteClusterID != "")}
-	if o.Role != dataplane.Server && o.Role != dataplane.Client {
+	if !o.Role.Valid() {
 		errs = append(errs, agent.Invalid("Role", strconv.Quote(string(o.Role)), "must be server or client"))
 	}
-	if o.Role == dataplane.Server && (o.ListenPort < 1 || o.ListenPort > 65535) {
+	if o.Role == gatewayrole.Server && (o.ListenPort < 1 || o.ListenPort > 65535) {
 		errs = append(errs, agent.Invalid("ListenPort", o.ListenPort, "a server needs a port in 1-65535"))
 	}
 	if o.EndpointPort < 0 || o.EndpointPort > 65535 {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/resync"
@@ -84,9 +85,9 @@ func (a *Agent) startServices(ctx context.Context, wg *sync.WaitGroup) error {
 		return err
 	}
 	var ln net.Listener
-	if a.opts.Role == dataplane.Server {
+	if a.opts.Role == gatewayrole.Server {
 		var err error
-		addr := netip.AddrPortFrom(a.opts.Role.TunnelAddress(), dataplane.ServicesPort)
+		addr := netip.AddrPortFrom(dataplane.TunnelAddress(a.opts.Role), dataplane.ServicesPort)
 		if ln, err = freebindListenConfig().Listen(ctx, "tcp4", addr.String()); err != nil {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
@@ -100,10 +101,10 @@ func (a *Agent) startServices(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	run(func() {
 		if ln != nil {
-			_ = s.ex.Serve(ctx, ln, a.opts.Role.PeerTunnelAddress())
+			_ = s.ex.Serve(ctx, ln, dataplane.PeerTunnelAddress(a.opts.Role))
 			return
 		}
-		_ = s.ex.Dial(ctx, a.opts.Role.TunnelAddress(), netip.AddrPortFrom(a.opts.Role.PeerTunnelAddress(), dataplane.ServicesPort))
+		_ = s.ex.Dial(ctx, dataplane.TunnelAddress(a.opts.Role), netip.AddrPortFrom(dataplane.PeerTunnelAddress(a.opts.Role), dataplane.ServicesPort))
 	})
 	run(func() { s.sendLoop(ctx, exports) })
 	run(func() { s.writeLoop(ctx) })

@@ -12,13 +12,11 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/mcs"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // lines keeps log lines.
@@ -54,14 +52,11 @@ func (l *lines) count(s string) int {
 // controller reads it with, and what was rejected summed up on the
 // ConfigMap.
 func TestServicesWrite(t *testing.T) {
-	c := testcluster.Start(t).Client
+	c := tenantClient(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	logs := &lines{}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: dataplane.Client}, client: c,
+	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Client}, client: c,
 		log: funcr.New(logs.add, funcr.Options{}), now: func() time.Time { return now }, metrics: newMetrics(time.Now)}
 	a.opts.Namespace = "tenant"
 	start := func() *services {

@@ -181,24 +181,33 @@ func startFlow(t *testing.T, from, to *tuntest.ChannelTUN, src, dst netip.Addr, 
 			}
 		}
 	}()
-	go func() {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for seq := uint64(0); ; seq++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			select {
-			case from.Outbound <- packet(src, dst, seq):
-				f.sentUpTo(seq)
-			case <-stop:
-				return
-			}
+	go everyTick(interval, stop, func(seq uint64) bool {
+		select {
+		case from.Outbound <- packet(src, dst, seq):
+			f.sentUpTo(seq)
+			return true
+		case <-stop:
+			return false
 		}
-	}()
+	})
 	return f
+}
+
+// everyTick calls send with 0, 1, 2 and on, one a tick of interval, until
+// stop is closed or send returns false: the sender of a numbered flow.
+func everyTick(interval time.Duration, stop <-chan struct{}, send func(seq uint64) bool) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for seq := uint64(0); ; seq++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if !send(seq) {
+			return
+		}
+	}
 }
 
 // tally counts the numbered packets of a flow: how many were sent, and

@@ -62,22 +62,14 @@ func startEcho(t *testing.T, ns *netns.NS, from string, to netip.AddrPort, inter
 			}
 		}
 	}()
-	go func() {
-		dst := net.UDPAddrFromAddrPort(to)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for seq := uint64(0); ; seq++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			b := binary.BigEndian.AppendUint64(nil, seq)
-			f.sentUpTo(seq)
-			// A send the kernel refuses is a datagram lost like any other.
-			_, _ = f.conn.WriteTo(b, dst)
-		}
-	}()
+	dst := net.UDPAddrFromAddrPort(to)
+	go everyTick(interval, stop, func(seq uint64) bool {
+		b := binary.BigEndian.AppendUint64(nil, seq)
+		f.sentUpTo(seq)
+		// A send the kernel refuses is a datagram lost like any other.
+		_, _ = f.conn.WriteTo(b, dst)
+		return true
+	})
 	return f
 }
 

@@ -1,3 +1,3 @@
 // Package choice parses a value that must be one of a few names: an
-// output format, a role, a service type, a flag's mode.
+// output format, a service type, a flag's mode.
 package choice

@@ -127,6 +127,15 @@ func TestAgentLayout(t *testing.T) {
 // agentBinary returns the agent from the image's only layer.
 func agentBinary(t *testing.T, img v1.Image) []byte {
 	t.Helper()
+	bin, _ := programEntry(t, img, "peerlink-agent")
+	return bin
+}
+
+// programEntry checks that img has one layer whose first entry is the
+// executable file name, and returns its content and the reader of the
+// layer's next entries.
+func programEntry(t *testing.T, img v1.Image, name string) ([]byte, *tar.Reader) {
+	t.Helper()
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers %d (%v), want 1", len(layers), err)
@@ -136,14 +145,14 @@ func agentBinary(t *testing.T, img v1.Image) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hdr.Name != "peerlink-agent" || hdr.Mode&0o111 == 0 {
-		t.Fatalf("layer entry %q mode %o, want peerlink-agent, executable", hdr.Name, hdr.Mode)
+	if hdr.Name != name || hdr.Mode&0o111 == 0 {
+		t.Fatalf("layer entry %q mode %o, want %s, executable", hdr.Name, hdr.Mode, name)
 	}
-	bin, err := io.ReadAll(tr)
+	content, err := io.ReadAll(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bin
+	return content, tr
 }
 
 // runVersion runs the binary of this machine's platform with --version and

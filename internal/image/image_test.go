@@ -52,26 +52,18 @@ func TestOf(t *testing.T) {
 	if len(c.Entrypoint) != 1 || c.Entrypoint[0] != "/tool" || c.User != "1:2" || len(c.Env) != 1 || c.Labels["k"] != "v" {
 		t.Errorf("config %+v, want entrypoint [/tool], user 1:2, env A=b, label k=v", c)
 	}
+	got, tr := programEntry(t, img, "tool")
 	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d (%v), want 1", len(layers), err)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if mt, err := layers[0].MediaType(); err != nil || mt != types.OCILayer {
 		t.Errorf("layer media type %s (%v), want OCI", mt, err)
 	}
-	tr := tar.NewReader(mutate.Extract(img))
+	if string(got) != string(content) {
+		t.Errorf("layer content %q, want the program", got)
+	}
 	hdr, err := tr.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hdr.Name != "tool" || hdr.Mode&0o111 == 0 {
-		t.Errorf("layer entry %q mode %o, want tool, executable", hdr.Name, hdr.Mode)
-	}
-	got, err := io.ReadAll(tr)
-	if err != nil || string(got) != string(content) {
-		t.Errorf("layer content %q (%v), want the program", got, err)
-	}
-	hdr, err = tr.Next()
 	if err != nil || hdr.Name != link[1:] || hdr.Typeflag != tar.TypeSymlink || hdr.Linkname != "tool" {
 		t.Errorf("second entry %+v (%v), want the link %s to tool", hdr, err, link)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -98,26 +97,9 @@ func placedPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Clu
 	if other == "" {
 		t.Fatalf("cluster %s: no node besides the gateway's %s", n.ClusterID, gw.Spec.NodeName)
 	}
-	cs, err := n.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pods []corev1.Pod
 	for _, place := range []struct{ name, node string }{{"on-gateway-node", gw.Spec.NodeName}, {"on-other-node", other}} {
-		if err := l.StartEcho(ctx, n, place.name, place.node); err != nil {
-			t.Fatal(err)
-		}
-		var pod *corev1.Pod
-		eventually(t, ctx, fmt.Sprintf("%s: pod %s running on %s", n.ClusterID, place.name, place.node), func() error {
-			pod, err = cs.CoreV1().Pods(labctl.EchoNamespace).Get(ctx, place.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if pod.Status.PodIP == "" || !podReady(pod) {
-				return fmt.Errorf("not ready yet")
-			}
-			return nil
-		})
+		pod := startEchoPod(t, ctx, l, n, place.name, place.node)
 		t.Logf("%s: pod %s on node %s at %s", n.ClusterID, pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
 		pods = append(pods, *pod)
 	}

@@ -122,20 +122,7 @@ func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.
 	const tries = 20
 	for i := range tries {
 		name := fmt.Sprintf("twin-%d", i)
-		if err := l.StartEcho(ctx, n, name, ""); err != nil {
-			t.Fatal(err)
-		}
-		var pod *corev1.Pod
-		eventually(t, ctx, "pod "+name+" running", func() error {
-			pod, err = cs.CoreV1().Pods(labctl.EchoNamespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if pod.Status.PodIP == "" || !podReady(pod) {
-				return fmt.Errorf("not ready yet")
-			}
-			return nil
-		})
+		pod := startEchoPod(t, ctx, l, n, name, "")
 		if pod.Status.PodIP == ip {
 			return *pod
 		}
@@ -145,6 +132,35 @@ func echoPodWithIP(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.
 	}
 	t.Fatalf("cluster %s: no pod got address %s in %d tries", n.ClusterID, ip, tries)
 	return corev1.Pod{}
+}
+
+// startEchoPod starts the echo pod name in cluster n, on node (any node
+// when empty), and waits until it is ready with an address.
+func startEchoPod(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, name, node string) *corev1.Pod {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StartEcho(ctx, n, name, node); err != nil {
+		t.Fatal(err)
+	}
+	what := fmt.Sprintf("%s: pod %s running", n.ClusterID, name)
+	if node != "" {
+		what += " on " + node
+	}
+	var pod *corev1.Pod
+	eventually(t, ctx, what, func() error {
+		pod, err = cs.CoreV1().Pods(labctl.EchoNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" || !podReady(pod) {
+			return fmt.Errorf("not ready yet")
+		}
+		return nil
+	})
+	return pod
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -190,8 +190,7 @@ func logGateways(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cl
 // controller runs again elsewhere, and uncordons the node.
 func moveController(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, node string) {
 	t.Helper()
-	const selector = "app.kubernetes.io/name=peerlink-controller"
-	out, err := l.Kubectl(ctx, n, "-n", labctl.PeerlinkNamespace, "get", "pods", "-l", selector, "-o", "jsonpath={.items[*].spec.nodeName}")
+	out, err := l.Kubectl(ctx, n, "-n", labctl.PeerlinkNamespace, "get", "pods", "-l", labctl.ControllerSelector, "-o", "jsonpath={.items[*].spec.nodeName}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +204,13 @@ func moveController(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster
 		}
 	}
 	kubectl("cordon", node)
-	kubectl("-n", labctl.PeerlinkNamespace, "delete", "pods", "-l", selector)
+	kubectl("-n", labctl.PeerlinkNamespace, "delete", "pods", "-l", labctl.ControllerSelector)
 	eventually(t, ctx, "the controller of "+n.ClusterID+" runs again, off node "+node, func() error {
 		cs, err := n.Clientset()
 		if err != nil {
 			return err
 		}
-		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
 		if err != nil {
 			return err
 		}

@@ -26,8 +26,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -113,8 +115,8 @@ func TestHostileServiceExchange(t *testing.T) {
 	good := exportedSet(t, ctx, l, a, b.ClusterID)
 	gw := gatewayAgent(t, ctx, l, a, b.ClusterID)
 	// A is the client of the peering: B's gateway listens.
-	from := dataplane.Client.TunnelAddress()
-	to := netip.AddrPortFrom(dataplane.Server.TunnelAddress(), dataplane.ServicesPort)
+	from := dataplane.TunnelAddress(gatewayrole.Client)
+	to := netip.AddrPortFrom(dataplane.TunnelAddress(gatewayrole.Server), dataplane.ServicesPort)
 	// Addresses in A's pod range, for endpoints that pass as A's.
 	podRange := netip.PrefixFrom(good[0].Endpoints[0].Endpoints[0].IP, 16).Masked()
 	goodCost := mcs.Cost{}
@@ -233,7 +235,7 @@ func TestHostileServiceExchange(t *testing.T) {
 		s.Ports = nil
 		for p := range 100 {
 			s.Ports = append(s.Ports, mcs.Port{Name: fmt.Sprintf("p%d", p), Protocol: corev1.ProtocolTCP, Port: int32(1000 + p),
-				AppProtocol: ptrTo("example.com/" + strings.Repeat("a", 60))})
+				AppProtocol: ptr.To("example.com/" + strings.Repeat("a", 60))})
 		}
 		overDocument = append(overDocument, s)
 	}
@@ -246,7 +248,7 @@ func TestHostileServiceExchange(t *testing.T) {
 		for p := range 25 {
 			n := uint64(i*25 + p)
 			s.Ports = append(s.Ports, mcs.Port{Name: fmt.Sprintf("p%d", p), Protocol: corev1.ProtocolTCP, Port: int32(1000 + p),
-				AppProtocol: ptrTo("x" + noise(n)[:40] + ".example/" + noise(n+1<<40))})
+				AppProtocol: ptr.To("x" + noise(n)[:40] + ".example/" + noise(n+1<<40))})
 		}
 		overEncoded = append(overEncoded, s)
 	}
@@ -266,23 +268,23 @@ func TestHostileServiceExchange(t *testing.T) {
 		func() mcs.Service { s := svc(ns, "over-metadata"); metadata(&s, limits.MetadataBytes+1); return s }(),
 		func() mcs.Service {
 			s := svc(ns, "bad-app-protocol")
-			s.Ports = []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, AppProtocol: ptrTo("not a protocol")}}
+			s.Ports = []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, AppProtocol: ptr.To("not a protocol")}}
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-traffic-distribution")
-			s.TrafficDistribution = ptrTo("Anywhere")
+			s.TrafficDistribution = ptr.To("Anywhere")
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-internal-traffic-policy")
-			s.InternalTrafficPolicy = ptrTo(corev1.ServiceInternalTrafficPolicy("Nearby"))
+			s.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicy("Nearby"))
 			return s
 		}(),
 		func() mcs.Service {
 			s := svc(ns, "bad-session-affinity-config")
 			s.SessionAffinity = corev1.ServiceAffinityClientIP
-			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(0))}}
+			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(0))}}
 			return s
 		}(),
 		func() mcs.Service {
@@ -553,8 +555,6 @@ func TestHostileServiceExchange(t *testing.T) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // noise is 48 hexadecimal digits that compress badly.
 func noise(n uint64) string {
 	return fmt.Sprintf("%016x%016x%016x", n*0x9e3779b97f4a7c15, (n+1)*0xbf58476d1ce4e5b9, (n+2)*0x94d049bb133111eb)
@@ -718,32 +718,21 @@ const (
 // name and labels as exposed.
 func gatewayMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) map[string]float64 {
 	t.Helper()
-	ns := generators.TenantNamespace(peerID)
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	out, err := l.Kubectl(ctx, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod))
+	out, err := l.Kubectl(ctx, n, "get", "--raw", gatewayMetricsPath(t, ctx, l, n, peerID))
 	if err != nil {
 		t.Fatalf("metrics of the gateway of %s: %v", n.Name, err)
 	}
-	return parseMetrics(out)
+	return labctl.ParseMetrics(out)
 }
 
-// parseMetrics reads the Prometheus text format, by name and labels.
-func parseMetrics(out []byte) map[string]float64 {
-	m := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
-	}
-	return m
+// gatewayMetricsPath is the path, on n's API server, of the metrics of n's
+// active gateway pod for peerID.
+func gatewayMetricsPath(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) string {
+	t.Helper()
+	ns := generators.TenantNamespace(peerID)
+	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
+		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
+	return labctl.MetricsPath(ns, pod, labctl.GatewayMetricsPort)
 }
 
 // peakMemory keeps the highest resident memory a component reported.
@@ -775,7 +764,7 @@ func (p *peakMemory) sampleFrom(t *testing.T, ctx context.Context, n *cluster.Cl
 				if err != nil {
 					continue
 				}
-				if v, ok := parseMetrics(out)[residentMemory]; ok {
+				if v, ok := labctl.ParseMetrics(out)[residentMemory]; ok {
 					p.mu.Lock()
 					p.max = max(p.max, v)
 					p.mu.Unlock()
@@ -796,10 +785,7 @@ func (p *peakMemory) sampleFrom(t *testing.T, ctx context.Context, n *cluster.Cl
 // sample reads the resident memory of n's gateway for peerID until the
 // returned function is called.
 func (p *peakMemory) sample(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) (stop func()) {
-	ns := generators.TenantNamespace(peerID)
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod)
+	path := gatewayMetricsPath(t, ctx, l, n, peerID)
 	return p.sampleFrom(t, ctx, n, 100*time.Millisecond, func() []string { return []string{path} })
 }
 
@@ -811,14 +797,14 @@ func (p *peakMemory) sampleController(t *testing.T, ctx context.Context, l *labc
 		t.Fatal(err)
 	}
 	return p.sampleFrom(t, ctx, n, 250*time.Millisecond, func() []string {
-		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-controller"})
+		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
 		if err != nil {
 			return nil
 		}
 		var paths []string
 		for _, pod := range pods.Items {
 			if pod.Status.Phase == corev1.PodRunning {
-				paths = append(paths, fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", labctl.PeerlinkNamespace, pod.Name))
+				paths = append(paths, labctl.MetricsPath(labctl.PeerlinkNamespace, pod.Name, labctl.ControllerMetricsPort))
 			}
 		}
 		return paths
@@ -834,7 +820,7 @@ func controllerMemoryPeak(t *testing.T, ctx context.Context, n *cluster.Cluster)
 	if err != nil {
 		return err.Error()
 	}
-	pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=peerlink-controller"})
+	pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
 	if err != nil || len(pods.Items) == 0 {
 		return fmt.Sprintf("no controller pod (%v)", err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
 // TestHostilePeer is the trust boundary on real clusters: A is peered with B
@@ -135,12 +135,7 @@ func TestHostilePeer(t *testing.T) {
 		// default route (a peered network, say); its fabric publishes it.
 		routed := netip.MustParsePrefix("10.123.0.0/16")
 		for _, node := range a.Nodes() {
-			ns, err := netns.Open(node.Namespace())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ns.Close() })
-			ns.MustRun(t, "ip", "route", "add", routed.String(), "via", cluster.HostIP(a.Index).String())
+			nodeNS(t, node).MustRun(t, "ip", "route", "add", routed.String(), "via", cluster.HostIP(a.Index).String())
 		}
 		cs, err := a.Clientset()
 		if err != nil {
@@ -201,11 +196,7 @@ func TestHostilePeer(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		unused := inNodeNet(200)
 		for _, node := range a.Nodes() {
-			ns, err := netns.Open(node.Namespace())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ns.Close() })
+			ns := nodeNS(t, node)
 			for _, addr := range []string{unused.String(), "100.100.100.200", "10.123.4.5"} {
 				out, err := ns.Run("ip", "route", "get", addr)
 				if err != nil || strings.Contains(out, dataplane.OverlayLink) || strings.Contains(out, "table 180") {
@@ -424,15 +415,11 @@ func gatewayAgent(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 // running subcommand for which match holds, given the pid and the
 // NUL-separated command line.
 func findAgent(subcommand string, match func(pid int, cmdline string) bool) (int, bool) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.Pids()
 	if err != nil {
 		return 0, false
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(string(b), "\x00")
 		if len(args) < 2 || filepath.Base(args[0]) != "peerlink-agent" || args[1] != subcommand || !match(pid, string(b)) {
@@ -447,24 +434,11 @@ func findAgent(subcommand string, match func(pid int, cmdline string) bool) (int
 // gateway for peer peerID, by reason, from the gateway pod's metrics.
 func ingressDrops(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) map[string]float64 {
 	t.Helper()
-	ns := "liqo-tenant-" + peerID
-	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
-		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
-	out := mustKubectl(t, ctx, l, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8082/proxy/metrics", ns, pod))
 	drops := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, ingressDropMetric+"{") {
-			continue
+	for k, v := range gatewayMetrics(t, ctx, l, n, peerID) {
+		if labels, ok := strings.CutPrefix(k, ingressDropMetric); ok && strings.HasPrefix(labels, "{") {
+			drops[labels] = v
 		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, ingressDropMetric), " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		drops[labels] = v
 	}
 	return drops
 }

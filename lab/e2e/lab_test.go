@@ -125,10 +125,11 @@ func newPeeredLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (co
 	return ctx, l
 }
 
-// nodeNS opens the network namespace of the node of n for the test.
-func nodeNS(t *testing.T, n *cluster.Cluster) *netns.NS {
+// nodeNS opens the network namespace of a node for the test; of a
+// cluster's control-plane node when given the cluster.
+func nodeNS(t *testing.T, node interface{ Namespace() string }) *netns.NS {
 	t.Helper()
-	ns, err := netns.Open(n.Namespace())
+	ns, err := netns.Open(node.Namespace())
 	if err != nil {
 		t.Fatal(err)
 	}

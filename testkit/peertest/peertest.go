@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/generators"
@@ -248,9 +249,9 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	kind, typ := generators.KindGatewayServer, netv1beta1.ConnectionTypeServer
+	kind, role := generators.KindGatewayServer, gatewayrole.Server
 	if _, ok := gw.(*netv1beta1.GatewayClient); ok {
-		kind, typ = generators.KindGatewayClient, netv1beta1.ConnectionTypeClient
+		kind, role = generators.KindGatewayClient, gatewayrole.Client
 	}
 	conn = netv1beta1.Connection{
 		ObjectMeta: metav1.ObjectMeta{
@@ -260,7 +261,7 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 				APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), UID: gw.GetUID(),
 			}},
 		},
-		Spec: netv1beta1.ConnectionSpec{Type: typ, GatewayRef: corev1.ObjectReference{
+		Spec: netv1beta1.ConnectionSpec{Type: role.ConnectionType(), GatewayRef: corev1.ObjectReference{
 			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), Namespace: gw.GetNamespace(), UID: gw.GetUID(),
 		}},
 	}

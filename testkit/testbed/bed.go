@@ -13,7 +13,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
 	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
@@ -71,10 +71,10 @@ func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps) (*Bed
 		return nil, errors.Join(err, bed.Close())
 	}
 	server := netip.AddrPortFrom(top.B.WAN, ServerPort)
-	pa := Peering{LocalID: "cluster-a", PeerID: "cluster-b", Role: dataplane.Client,
+	pa := Peering{LocalID: "cluster-a", PeerID: "cluster-b", Role: gatewayrole.Client,
 		RemappedPod: remaps.AOfB[0], RemappedExternal: remaps.AOfB[1],
 		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP, GatewayIP: top.A.GatewayIP}
-	pb := Peering{LocalID: "cluster-b", PeerID: "cluster-a", Role: dataplane.Server,
+	pb := Peering{LocalID: "cluster-b", PeerID: "cluster-a", Role: gatewayrole.Server,
 		RemappedPod: remaps.BOfA[0], RemappedExternal: remaps.BOfA[1],
 		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP, GatewayIP: top.B.GatewayIP}
 	if bed.A, err = bed.start(ctx, top.A, a, pa); err != nil {
@@ -142,7 +142,7 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 		"--key-dir=" + keys, "--keepalive=25s", "--ping-interval=2s", "--node-ip=" + p.NodeIP.String(),
 		"--local-cidr=" + PodCIDR.String() + "," + ExternalCIDR.String(),
 	}
-	if p.Role == dataplane.Server {
+	if p.Role == gatewayrole.Server {
 		r.gatewayArgs = append(r.gatewayArgs, "--listen-port="+strconv.Itoa(int(p.Server.Port())))
 	} else {
 		r.gatewayArgs = append(r.gatewayArgs, "--endpoint-address="+p.Server.Addr().String(), "--endpoint-port="+strconv.Itoa(int(p.Server.Port())))

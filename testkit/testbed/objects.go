@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/fabric"
 )
 
@@ -28,7 +28,7 @@ type Peering struct {
 	// LocalID and PeerID are the cluster IDs of this side and of the peer.
 	LocalID, PeerID string
 	// Role of this side's gateway.
-	Role dataplane.Role
+	Role gatewayrole.Role
 	// Remapped are how this side sees the peer's PodCIDR and ExternalCIDR.
 	RemappedPod, RemappedExternal netip.Prefix
 	// PrivateKey is this side's gateway key; PeerPublicKey the peer's.
@@ -74,7 +74,7 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 		},
 	}
 	var gateway client.Object
-	if p.Role == dataplane.Server {
+	if p.Role == gatewayrole.Server {
 		gateway = &netv1beta1.GatewayServer{
 			ObjectMeta: metav1.ObjectMeta{Name: p.GatewayName(), Namespace: ns, Labels: labels},
 			Spec: netv1beta1.GatewayServerSpec{

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
@@ -53,11 +54,7 @@ const (
 
 // ParseCNI accepts the names of the pod networks.
 func ParseCNI(s string) (CNI, error) {
-	switch c := CNI(s); c {
-	case Bridge, Flannel:
-		return c, nil
-	}
-	return "", fmt.Errorf("CNI %q: must be %s or %s", s, Bridge, Flannel)
+	return choice.Parse("CNI", s, Bridge, Flannel)
 }
 
 // Cluster is one Kubernetes cluster of the lab: its control plane runs on

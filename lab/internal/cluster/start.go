@@ -236,27 +236,28 @@ func (n *Cluster) WaitReady(ctx context.Context) error {
 
 // start starts control-plane components and remembers them for watch.
 func (n *Cluster) start(names ...string) error {
-	for _, name := range names {
-		p, err := n.Start(name)
-		if err != nil {
-			return err
-		}
-		n.running = append(n.running, p)
-	}
-	return nil
+	return n.startWith(n.Start, names)
 }
 
 // startOnNodes starts node components on every node and remembers them for
 // watch.
 func (n *Cluster) startOnNodes(components []string) error {
 	for _, node := range n.Nodes() {
-		for _, c := range components {
-			p, err := node.Start(c)
-			if err != nil {
-				return err
-			}
-			n.running = append(n.running, p)
+		if err := n.startWith(node.Start, components); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// startWith starts components with start and remembers them for watch.
+func (n *Cluster) startWith(start func(component string) (*proc.Process, error), components []string) error {
+	for _, c := range components {
+		p, err := start(c)
+		if err != nil {
+			return err
+		}
+		n.running = append(n.running, p)
 	}
 	return nil
 }

@@ -1,13 +1,10 @@
 package labctl
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -152,9 +149,11 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (figures
 	for _, n := range []*cluster.Cluster{a, b} {
 		for what, pod := range map[string]func() (string, string, int, error){
 			"controller": func() (string, string, int, error) {
-				return l.podOf(ctx, n, PeerlinkNamespace, "app.kubernetes.io/name=peerlink-controller", 8080)
+				return l.podOf(ctx, n, PeerlinkNamespace, ControllerSelector, ControllerMetricsPort)
 			},
-			"gateway": func() (string, string, int, error) { return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, 8082) },
+			"gateway": func() (string, string, int, error) {
+				return l.podOf(ctx, n, "", netv1beta1.ActiveGatewayLabel, GatewayMetricsPort)
+			},
 		} {
 			ns, name, port, err := pod()
 			if err != nil {
@@ -268,15 +267,12 @@ func (l *Lab) podOf(ctx context.Context, n *cluster.Cluster, ns, selector string
 // residentMemory reads process_resident_memory_bytes from a pod's metrics
 // through the API server's proxy.
 func (l *Lab) residentMemory(ctx context.Context, n *cluster.Cluster, ns, pod string, port int) (float64, error) {
-	out, err := l.Kubectl(ctx, n, "get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/metrics", ns, pod, port))
+	out, err := l.Kubectl(ctx, n, "get", "--raw", MetricsPath(ns, pod, port))
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
+	if v, ok := ParseMetrics(out)["process_resident_memory_bytes"]; ok {
+		return v, nil
 	}
 	return 0, fmt.Errorf("cluster %s: pod %s/%s publishes no process_resident_memory_bytes", n.Name, ns, pod)
 }

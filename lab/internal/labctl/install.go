@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/peerlink/peerlink/clusterinfo"
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/testkit/testenv"
@@ -22,6 +23,10 @@ import (
 
 // PeerlinkNamespace is where the install bundle puts peerlink.
 const PeerlinkNamespace = "peerlink"
+
+// ControllerSelector selects the pods of peerlink's controller, in
+// PeerlinkNamespace.
+const ControllerSelector = "app.kubernetes.io/name=peerlink-controller"
 
 // Installer is how the lab installs peerlink in a cluster.
 type Installer string
@@ -35,11 +40,7 @@ const (
 
 // ParseInstaller accepts the names of the installers.
 func ParseInstaller(s string) (Installer, error) {
-	switch i := Installer(s); i {
-	case Kustomize, Helm:
-		return i, nil
-	}
-	return "", fmt.Errorf("unknown installer %q: kustomize or helm", s)
+	return choice.Parse("installer", s, Kustomize, Helm)
 }
 
 // Kubectl runs the lab's kubectl against a cluster and returns its

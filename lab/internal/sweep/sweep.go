@@ -104,13 +104,12 @@ func (l Lab) Processes() ([]Process, error) {
 			add(pid, "pid file "+f)
 		}
 	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.Pids()
 	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
+		return nil, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || spared[pid] || !proc.Running(pid) {
+	for _, pid := range pids {
+		if spared[pid] || !proc.Running(pid) {
 			continue
 		}
 		if reason := l.owns(pid, namespaces); reason != "" {

@@ -38,6 +38,21 @@ func Running(pid int) bool {
 	return s[i+2] != 'Z'
 }
 
+// Pids lists the processes of this machine, as /proc shows them.
+func Pids() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
 // Kill sends SIGTERM to every pid, waits up to grace for them to end, then
 // sends SIGKILL to those left and waits for them to disappear. It serves
 // processes known by pid alone, such as a lab's started by an earlier
