@@ -190,7 +190,7 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       "Connection",
 		"metadata":   metadata,
-		"spec":       map[string]any{"type": string(w.role.ConnectionType()), "gatewayRef": ref},
+		"spec":       map[string]any{"type": string(netv1beta1.ConnectionTypeOf(w.role)), "gatewayRef": ref},
 	}}
 	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)

@@ -261,7 +261,7 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 				APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), UID: gw.GetUID(),
 			}},
 		},
-		Spec: netv1beta1.ConnectionSpec{Type: role.ConnectionType(), GatewayRef: corev1.ObjectReference{
+		Spec: netv1beta1.ConnectionSpec{Type: netv1beta1.ConnectionTypeOf(role), GatewayRef: corev1.ObjectReference{
 			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: gw.GetName(), Namespace: gw.GetNamespace(), UID: gw.GetUID(),
 		}},
 	}

@@ -3,6 +3,8 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peerlink/peerlink/api/gatewayrole"
 )
 
 // ConnectionType is the role of the gateway that owns a Connection.
@@ -14,6 +16,15 @@ const (
 	ConnectionTypeServer ConnectionType = "Server"
 	ConnectionTypeClient ConnectionType = "Client"
 )
+
+// ConnectionTypeOf is the type of the Connection that reports the tunnel of
+// a gateway of role r.
+func ConnectionTypeOf(r gatewayrole.Role) ConnectionType {
+	if r == gatewayrole.Server {
+		return ConnectionTypeServer
+	}
+	return ConnectionTypeClient
+}
 
 // ConnectionStatusValue is the health of a tunnel.
 // +kubebuilder:validation:Enum=Connecting;Connected;Error
