@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/fabric"
+	"github.com/peerlink/peerlink/internal/field"
 )
 
 // fabricFlags are the flags of `peerlink-agent fabric`.
@@ -65,7 +65,7 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 		GatewayNamespace: f.gatewayNamespace,
 		CleanupOnExit:    f.cleanupOnExit,
 	}
-	return o, agent.WithFlags(o.Validate(), withAgentFlags(map[string]string{"NodeName": "--node-name"}))
+	return o, field.WithFlags(o.Validate(), withAgentFlags(map[string]string{"NodeName": "--node-name"}))
 }
 
 // runFabric runs the fabric agent until SIGTERM or SIGINT. Its cache holds

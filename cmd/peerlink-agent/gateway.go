@@ -19,11 +19,11 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/field"
 )
 
 // gatewayFlags are the flags of `peerlink-agent gateway`.
@@ -127,7 +127,7 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		}
 		o.LocalRanges = append(o.LocalRanges, p)
 	}
-	return o, agent.WithFlags(o.Validate(), withAgentFlags(map[string]string{
+	return o, field.WithFlags(o.Validate(), withAgentFlags(map[string]string{
 		"Name": "--name", "RemoteClusterID": "--remote-cluster-id", "Role": "--mode",
 		"ListenPort": "--listen-port", "EndpointPort": "--endpoint-port", "KeyDir": "--key-dir",
 		"Keepalive": "--keepalive", "PingInterval": "--ping-interval", "LocalRanges": "--local-cidr",

@@ -6,23 +6,22 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/peerlink/peerlink/internal/field"
 )
 
-// TestWithFlags maps the fields of joined and wrapped FieldErrors to a
-// command's flags, and leaves other errors and unmapped fields alone.
-func TestWithFlags(t *testing.T) {
+// TestCheck names the options that cannot work by their fields, which a
+// command maps to its flags.
+func TestCheck(t *testing.T) {
 	err := errors.Join(
 		Options{NodeIP: netip.MustParseAddr("2001:db8::1"), MTU: -1}.Check()...,
 	)
-	err = errors.Join(err, fmt.Errorf("wrapped: %w", Required("KeyDir", false)), errors.New("plain"), Required("Other", false))
-	got := WithFlags(err, map[string]string{"Namespace": "--namespace", "NodeIP": "--node-ip", "MTU": "--mtu", "ResyncInterval": "--resync-interval", "KeyDir": "--key-dir"})
+	err = errors.Join(err, fmt.Errorf("wrapped: %w", field.Required("KeyDir", false)), errors.New("plain"), field.Required("Other", false))
+	got := field.WithFlags(err, map[string]string{"Namespace": "--namespace", "NodeIP": "--node-ip", "MTU": "--mtu", "ResyncInterval": "--resync-interval", "KeyDir": "--key-dir"})
 	want := "--namespace: required\n--node-ip 2001:db8::1: must be an IPv4 address\n--mtu -1: must not be negative\n" +
 		"--resync-interval 0s: must be positive\nwrapped: KeyDir: required\nplain\nOther: required"
 	if got == nil || got.Error() != want {
 		t.Errorf("WithFlags =\n%v\nwant\n%s", got, want)
-	}
-	if WithFlags(nil, nil) != nil {
-		t.Error("WithFlags(nil) is not nil")
 	}
 	if err := (Options{Namespace: "n", ResyncInterval: time.Second}).Check(); errors.Join(err...) != nil {
 		t.Errorf("Check of good options = %v", err)

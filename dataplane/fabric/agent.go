@@ -23,6 +23,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/field"
 )
 
 // Labels of an active gateway pod.
@@ -49,10 +50,10 @@ type Options struct {
 	CleanupOnExit bool
 }
 
-// Validate reports options that cannot work, each error a FieldError
-// (agent.WithFlags names the flags).
+// Validate reports options that cannot work, each error a field.Error
+// (field.WithFlags names the flags).
 func (o Options) Validate() error {
-	errs := []error{agent.Required("NodeName", o.NodeName != ""), agent.Required("NodeIP", o.NodeIP.IsValid())}
+	errs := []error{field.Required("NodeName", o.NodeName != ""), field.Required("NodeIP", o.NodeIP.IsValid())}
 	return errors.Join(append(errs, o.Options.Check()...)...)
 }
 

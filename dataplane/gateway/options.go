@@ -14,6 +14,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
+	"github.com/peerlink/peerlink/internal/field"
 )
 
 // Options configure the agent; the command line sets them. Of the options
@@ -66,25 +67,25 @@ func (o Options) keySwitchRetry() time.Duration {
 }
 func (o Options) keyGrace() time.Duration { return cmp.Or(o.KeyGrace, DefaultKeyGrace) }
 
-// Validate reports options that cannot work, each error a FieldError
-// (agent.WithFlags names the flags).
+// Validate reports options that cannot work, each error a field.Error
+// (field.WithFlags names the flags).
 func (o Options) Validate() error {
-	errs := []error{agent.Required("Name", o.Name != ""), agent.Required("RemoteClusterID", o.RemoteClusterID != "")}
+	errs := []error{field.Required("Name", o.Name != ""), field.Required("RemoteClusterID", o.RemoteClusterID != "")}
 	if !o.Role.Valid() {
-		errs = append(errs, agent.Invalid("Role", strconv.Quote(string(o.Role)), "must be server or client"))
+		errs = append(errs, field.Invalid("Role", strconv.Quote(string(o.Role)), "must be server or client"))
 	}
 	if o.Role == gatewayrole.Server && (o.ListenPort < 1 || o.ListenPort > 65535) {
-		errs = append(errs, agent.Invalid("ListenPort", o.ListenPort, "a server needs a port in 1-65535"))
+		errs = append(errs, field.Invalid("ListenPort", o.ListenPort, "a server needs a port in 1-65535"))
 	}
 	if o.EndpointPort < 0 || o.EndpointPort > 65535 {
-		errs = append(errs, agent.Invalid("EndpointPort", o.EndpointPort, "must be in 1-65535"))
+		errs = append(errs, field.Invalid("EndpointPort", o.EndpointPort, "must be in 1-65535"))
 	}
-	errs = append(errs, agent.Required("KeyDir", o.KeyDir != ""))
+	errs = append(errs, field.Required("KeyDir", o.KeyDir != ""))
 	if o.Keepalive < 0 {
-		errs = append(errs, agent.Invalid("Keepalive", o.Keepalive, "must not be negative"))
+		errs = append(errs, field.Invalid("Keepalive", o.Keepalive, "must not be negative"))
 	}
 	if o.PingInterval <= 0 {
-		errs = append(errs, agent.Invalid("PingInterval", o.PingInterval, "must be positive"))
+		errs = append(errs, field.Invalid("PingInterval", o.PingInterval, "must be positive"))
 	}
 	if o.KeySwitchTimeout < 0 || o.KeySwitchRetry < 0 || o.KeyGrace < 0 {
 		errs = append(errs, fmt.Errorf("key rotation timing %v, %v, %v: must not be negative", o.KeySwitchTimeout, o.KeySwitchRetry, o.KeyGrace))
@@ -94,11 +95,11 @@ func (o Options) Validate() error {
 	}
 	if len(o.LocalRanges) == 0 {
 		// Without them the ingress filter would have to let everything in.
-		errs = append(errs, agent.Invalid("LocalRanges", nil, "required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
+		errs = append(errs, field.Invalid("LocalRanges", nil, "required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
 	}
 	for _, p := range o.LocalRanges {
 		if !p.Addr().Is4() {
-			errs = append(errs, agent.Invalid("LocalRanges", p, "must be an IPv4 network"))
+			errs = append(errs, field.Invalid("LocalRanges", p, "must be an IPv4 network"))
 		}
 	}
 	return errors.Join(append(errs, o.Options.Check()...)...)

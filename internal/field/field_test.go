@@ -26,3 +26,16 @@ func TestWithFlags(t *testing.T) {
 		}
 	}
 }
+
+// A conflict names both fields, each mapped to its flag, and nil stays nil.
+func TestConflictWithFlags(t *testing.T) {
+	err := Conflict("PodCIDRs", "10.64.0.0/10", "overlaps", "ExternalCIDR", "10.70.0.0/16", "local ranges must be disjoint")
+	got := WithFlags(err, map[string]string{"PodCIDRs": "--pod-cidr", "ExternalCIDR": "--external-cidr"})
+	const want = "--pod-cidr 10.64.0.0/10: overlaps --external-cidr 10.70.0.0/16: local ranges must be disjoint"
+	if got.Error() != want {
+		t.Errorf("WithFlags = %q, want %q", got, want)
+	}
+	if WithFlags(nil, nil) != nil {
+		t.Error("WithFlags(nil) is not nil")
+	}
+}
