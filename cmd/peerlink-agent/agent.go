@@ -9,14 +9,14 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/peerlink/peerlink/dataplane/agent"
+	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/choice"
 )
 
 // agentFlags are the flags both dataplane agents take, flag for flag (the
-// options of package agent), beside the process's.
+// dataplane.AgentOptions), beside the process's.
 type agentFlags struct {
 	processFlags
 	namespace, nodeIP, overlayKind string
@@ -45,15 +45,15 @@ func (f *agentFlags) addFlags(fs *pflag.FlagSet, h agentFlagHelp) {
 
 // options parses the flags; errors name them. The agent validates them
 // with its own.
-func (f *agentFlags) options() (agent.Options, error) {
+func (f *agentFlags) options() (dataplane.AgentOptions, error) {
 	kind, err := choice.Parse("overlay", f.overlayKind, overlay.Auto, plan.Geneve, plan.VXLAN)
 	if err != nil {
-		return agent.Options{}, fmt.Errorf("--overlay: %w", err)
+		return dataplane.AgentOptions{}, fmt.Errorf("--overlay: %w", err)
 	}
-	o := agent.Options{Namespace: f.namespace, Overlay: kind, MTU: f.mtu, ResyncInterval: f.resync}
+	o := dataplane.AgentOptions{Namespace: f.namespace, Overlay: kind, MTU: f.mtu, ResyncInterval: f.resync}
 	if f.nodeIP != "" {
 		if o.NodeIP, err = netip.ParseAddr(f.nodeIP); err != nil {
-			return agent.Options{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
+			return dataplane.AgentOptions{}, fmt.Errorf("--node-ip %q: %w", f.nodeIP, err)
 		}
 	}
 	return o, nil

@@ -60,7 +60,7 @@ func (f *fabricFlags) options() (fabric.Options, error) {
 		return fabric.Options{}, err
 	}
 	o := fabric.Options{
-		Options:          common,
+		AgentOptions:     common,
 		NodeName:         f.nodeName,
 		GatewayNamespace: f.gatewayNamespace,
 		CleanupOnExit:    f.cleanupOnExit,

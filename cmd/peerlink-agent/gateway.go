@@ -106,7 +106,7 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		return gateway.Options{}, err
 	}
 	o := gateway.Options{
-		Options:           common,
+		AgentOptions:      common,
 		Name:              f.name,
 		RemoteClusterID:   f.clusterID,
 		Role:              role,

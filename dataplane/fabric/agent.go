@@ -19,7 +19,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/agent"
+	"github.com/peerlink/peerlink/dataplane/kernel"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -38,7 +38,7 @@ const (
 // packets there), and MTU is the overlay link's (0: the MTU of the node's
 // link less the encapsulation).
 type Options struct {
-	agent.Options
+	dataplane.AgentOptions
 	// NodeName is the node the agent runs on.
 	NodeName string
 	// GatewayNamespace limits the gateways to one namespace; empty: all.
@@ -54,7 +54,7 @@ type Options struct {
 // (field.WithFlags names the flags).
 func (o Options) Validate() error {
 	errs := []error{field.Required("NodeName", o.NodeName != ""), field.Required("NodeIP", o.NodeIP.IsValid())}
-	return errors.Join(append(errs, o.Options.Check()...)...)
+	return errors.Join(append(errs, o.AgentOptions.Check()...)...)
 }
 
 // Agent runs the fabric of one node. It is a controller-runtime Runnable.
@@ -64,7 +64,7 @@ type Agent struct {
 	informers cache.Informers
 	log       logr.Logger
 
-	kernel  *agent.Kernel
+	kernel  *kernel.Stage
 	mtu     int
 	trigger resync.Trigger
 	outcome *resync.Outcome
@@ -118,7 +118,7 @@ func (a *Agent) Start(ctx context.Context) error {
 
 func (a *Agent) initKernel() error {
 	var err error
-	if a.kernel, err = agent.OpenKernel(a.opts.Overlay, a.log); err != nil {
+	if a.kernel, err = kernel.Open(a.opts.Overlay, a.log); err != nil {
 		return err
 	}
 	a.mtu = a.opts.MTU

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/agent"
+	"github.com/peerlink/peerlink/dataplane"
 )
 
 func gatewayPod(ns, name, cluster, node, podIP, hostIP string, created time.Time) corev1.Pod {
@@ -85,7 +85,7 @@ func TestGateways(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	err := Options{Options: agent.Options{Namespace: "peerlink", ResyncInterval: time.Second}}.Validate()
+	err := Options{AgentOptions: dataplane.AgentOptions{Namespace: "peerlink", ResyncInterval: time.Second}}.Validate()
 	for _, want := range []string{"NodeName: required", "NodeIP: required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)

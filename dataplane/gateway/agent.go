@@ -24,8 +24,8 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/agent"
 	"github.com/peerlink/peerlink/dataplane/health"
+	"github.com/peerlink/peerlink/dataplane/kernel"
 	"github.com/peerlink/peerlink/dataplane/overlay"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
@@ -43,7 +43,7 @@ type Agent struct {
 	metrics   *metrics
 
 	// Kernel state, touched only by the goroutine of Start.
-	kernel       *agent.Kernel
+	kernel       *kernel.Stage
 	dev          wireguard.Device
 	overlayFacts dataplane.GatewayOverlay
 	applied      *dataplane.GatewayPlan
@@ -325,7 +325,7 @@ func (a *Agent) Start(ctx context.Context) error {
 // which picks the overlay kind, and finds the pod's own address.
 func (a *Agent) initKernel() error {
 	var err error
-	if a.kernel, err = agent.OpenKernel(a.opts.Overlay, a.log); err != nil {
+	if a.kernel, err = kernel.Open(a.opts.Overlay, a.log); err != nil {
 		return err
 	}
 	kind := a.kernel.Overlay

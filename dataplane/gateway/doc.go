@@ -3,7 +3,7 @@
 // Configuration and the PublicKey of its peer (all in its namespace, found
 // by the peer's liqo.io/remote-cluster-id label), reads its own key from the
 // mounted key Secret, plans the pod's kernel state with dataplane.PlanGateway
-// and applies it through the kernel stage of package agent: the WireGuard
+// and applies it through the kernel stage of package kernel: the WireGuard
 // link peerlink-tunnel, the overlay link to the nodes, routes and rules, and
 // the nftables table. It re-applies within a second whatever changes under
 // it (a deleted link, a flushed table, a removed route), writing nothing when

@@ -26,7 +26,7 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/dataplane/agent"
+
 	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
@@ -162,7 +162,7 @@ func TestNextKeys(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := Options{Options: agent.Options{Namespace: "ns", ResyncInterval: time.Second},
+	ok := Options{AgentOptions: dataplane.AgentOptions{Namespace: "ns", ResyncInterval: time.Second},
 		Name: "n", RemoteClusterID: "r", Role: gatewayrole.Server, ListenPort: 51840, KeyDir: "/k", PingInterval: time.Second, MaxMisses: 5,
 		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	if err := ok.Validate(); err != nil {

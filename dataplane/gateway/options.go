@@ -12,7 +12,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/agent"
+	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/internal/field"
 )
@@ -23,7 +23,7 @@ import (
 // traffic follows the pod's own routes), and MTU is the tunnel's (0: the
 // gateway object's spec.mtu).
 type Options struct {
-	agent.Options
+	dataplane.AgentOptions
 	// Name of the GatewayServer or GatewayClient.
 	Name string
 	// RemoteClusterID is the peer's cluster ID: the label value that finds
@@ -102,5 +102,5 @@ func (o Options) Validate() error {
 			errs = append(errs, field.Invalid("LocalRanges", p, "must be an IPv4 network"))
 		}
 	}
-	return errors.Join(append(errs, o.Options.Check()...)...)
+	return errors.Join(append(errs, o.AgentOptions.Check()...)...)
 }

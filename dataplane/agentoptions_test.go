@@ -1,4 +1,4 @@
-package agent
+package dataplane
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // command maps to its flags.
 func TestCheck(t *testing.T) {
 	err := errors.Join(
-		Options{NodeIP: netip.MustParseAddr("2001:db8::1"), MTU: -1}.Check()...,
+		AgentOptions{NodeIP: netip.MustParseAddr("2001:db8::1"), MTU: -1}.Check()...,
 	)
 	err = errors.Join(err, fmt.Errorf("wrapped: %w", field.Required("KeyDir", false)), errors.New("plain"), field.Required("Other", false))
 	got := field.WithFlags(err, map[string]string{"Namespace": "--namespace", "NodeIP": "--node-ip", "MTU": "--mtu", "ResyncInterval": "--resync-interval", "KeyDir": "--key-dir"})
@@ -23,7 +23,7 @@ func TestCheck(t *testing.T) {
 	if got == nil || got.Error() != want {
 		t.Errorf("WithFlags =\n%v\nwant\n%s", got, want)
 	}
-	if err := (Options{Namespace: "n", ResyncInterval: time.Second}).Check(); errors.Join(err...) != nil {
+	if err := (AgentOptions{Namespace: "n", ResyncInterval: time.Second}).Check(); errors.Join(err...) != nil {
 		t.Errorf("Check of good options = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package kernel
 
 import (
 	"errors"
@@ -15,9 +15,9 @@ import (
 	"github.com/peerlink/peerlink/dataplane/route"
 )
 
-// Kernel is the network namespace the agent runs in, as the agent writes
+// Stage is the network namespace the agent runs in, as the agent writes
 // it. It is used by one goroutine.
-type Kernel struct {
+type Stage struct {
 	// Overlay is the encapsulation this kernel uses: the one asked for,
 	// or the one Detect chose for Auto.
 	Overlay plan.OverlayKind
@@ -27,14 +27,14 @@ type Kernel struct {
 	nat    *nat.Applier
 }
 
-// OpenKernel opens the appliers of the current network namespace and
+// Open opens the appliers of the current network namespace and
 // resolves the overlay encapsulation wanted.
-func OpenKernel(wantOverlay plan.OverlayKind, log logr.Logger) (*Kernel, error) {
+func Open(wantOverlay plan.OverlayKind, log logr.Logger) (*Stage, error) {
 	routes, err := route.NewApplier(netns.None())
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{log: log, routes: routes}
+	k := &Stage{log: log, routes: routes}
 	if k.nat, err = nat.NewApplier(netns.None()); err != nil {
 		k.Close()
 		return nil, err
@@ -48,17 +48,17 @@ func OpenKernel(wantOverlay plan.OverlayKind, log logr.Logger) (*Kernel, error) 
 
 // Handle is the netlink handle of the namespace, for the agent's own
 // look-ups.
-func (k *Kernel) Handle() *netlink.Handle { return k.routes.Handle() }
+func (k *Stage) Handle() *netlink.Handle { return k.routes.Handle() }
 
 // Close releases the netlink handle.
-func (k *Kernel) Close() { k.routes.Close() }
+func (k *Stage) Close() { k.routes.Close() }
 
 // Apply writes want into the namespace, each part compared with the kernel
 // first and written only where it differs: first the tunnel, when there is
 // one (a gateway's WireGuard link, which its routes name), then the overlay
 // link, the routing and the nftables table. tunnel reports whether it wrote.
 // What changed is logged in one line.
-func (k *Kernel) Apply(want plan.NetNS, tunnel func() (bool, error)) error {
+func (k *Stage) Apply(want plan.NetNS, tunnel func() (bool, error)) error {
 	var changes []string
 	if tunnel != nil {
 		wrote, err := tunnel()
@@ -96,13 +96,13 @@ func (k *Kernel) Apply(want plan.NetNS, tunnel func() (bool, error)) error {
 
 // Counters returns the packets counted so far in each named counter of
 // the nftables table.
-func (k *Kernel) Counters(table string) (map[string]uint64, error) { return k.nat.Counters(table) }
+func (k *Stage) Counters(table string) (map[string]uint64, error) { return k.nat.Counters(table) }
 
 // Remove deletes what a plan that owns owned wrote: its nftables table, the
 // routes of its tables and the rules at its priorities (putting the
 // kernel's local-table rule back), and its overlay link. It goes on past an
 // error and returns them all.
-func (k *Kernel) Remove(owned plan.NetNS) error {
+func (k *Stage) Remove(owned plan.NetNS) error {
 	return errors.Join(
 		k.nat.Remove(owned.NAT.Table),
 		k.routes.Remove(owned.Routes),

@@ -1,4 +1,4 @@
-package agent
+package kernel
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func TestKernel(t *testing.T) {
 	}
 	var lines []string
 	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
-	k, err := OpenKernel(overlay.Auto, log)
+	k, err := Open(overlay.Auto, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package dataplane
 
 import (
 	"net/netip"
@@ -8,10 +8,10 @@ import (
 	"github.com/peerlink/peerlink/internal/field"
 )
 
-// Options are the options both agents take, flag for flag. Their errors
+// AgentOptions are the options both agents take, flag for flag. Their errors
 // name fields (field.Error); a command maps them to its flags
 // (field.WithFlags).
-type Options struct {
+type AgentOptions struct {
 	// Namespace holds the object the agent starts from: the cluster-info
 	// ConfigMap for the fabric, the gateway object for a gateway.
 	Namespace string
@@ -31,7 +31,7 @@ type Options struct {
 
 // Check reports what in o cannot work, each error a field.Error; an agent
 // adds what its own options need.
-func (o Options) Check() []error {
+func (o AgentOptions) Check() []error {
 	errs := []error{field.Required("Namespace", o.Namespace != "")}
 	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
 		errs = append(errs, field.Invalid("NodeIP", o.NodeIP, "must be an IPv4 address"))
