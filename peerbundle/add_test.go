@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // hostileServer is what a hostile server might send: every object in
@@ -74,15 +74,15 @@ func startingBundles(t *testing.T) map[string]func() ([]byte, []ManifestFile) {
 	t.Helper()
 	return map[string]func() ([]byte, []ManifestFile){
 		"bundle init": func() ([]byte, []ManifestFile) {
-			return initBundle(t, generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: netv1beta1.DefaultMTU})
+			return initBundle(t, manifests.GatewayClientOptions{Peer: manifests.Peer{RemoteClusterID: "cluster-b"}, MTU: netv1beta1.DefaultMTU})
 		},
 		"create, no gateway": func() ([]byte, []ManifestFile) {
-			conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"},
+			conf, err := manifests.Configuration(manifests.ConfigurationOptions{Peer: manifests.Peer{RemoteClusterID: "cluster-b"},
 				PodCIDRs: mustPrefixes(t, "10.244.0.0/24")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, err := generators.Marshal(generators.FormatYAML, conf)
+			data, err := manifests.Marshal(manifests.FormatYAML, conf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestAddNormalisesWhatThePeerSends(t *testing.T) {
 					objs[o.GetKind()] = o
 				}
 			}
-			for _, kind := range []string{generators.KindConfiguration, generators.KindPublicKey, generators.KindGatewayClient} {
+			for _, kind := range []string{manifests.KindConfiguration, manifests.KindPublicKey, manifests.KindGatewayClient} {
 				o := objs[kind]
 				if o == nil {
 					t.Fatalf("no %s written: %v", kind, res.Files)
@@ -128,7 +128,7 @@ func TestAddNormalisesWhatThePeerSends(t *testing.T) {
 					t.Errorf("%s labels %v, want only %v", kind, o.GetLabels(), want)
 				}
 			}
-			gw := objs[generators.KindGatewayClient]
+			gw := objs[manifests.KindGatewayClient]
 			if gw.GetName() != "cluster-b" {
 				t.Errorf("GatewayClient named %q, want this side's cluster-b", gw.GetName())
 			}
@@ -183,9 +183,9 @@ func TestAddOnePublicKeyPerPeer(t *testing.T) {
 	for _, f := range files {
 		for _, o := range f.Objects {
 			switch o.GetKind() {
-			case generators.KindPublicKey:
+			case manifests.KindPublicKey:
 				keys = append(keys, o)
-			case generators.KindConfiguration:
+			case manifests.KindConfiguration:
 				confs = append(confs, o)
 			}
 		}
@@ -247,7 +247,7 @@ func mergeFiles(t *testing.T, files []ManifestFile, written []File) []ManifestFi
 
 func mustPrefixes(t *testing.T, ss ...string) []netip.Prefix {
 	t.Helper()
-	ps, err := generators.ParseCIDRList(ss...)
+	ps, err := manifests.ParseCIDRList(ss...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // KustomizationFile names the file kustomize reads in a bundle directory.
@@ -87,17 +87,17 @@ func InitBundle(gateway runtime.Object) ([]File, error) {
 	var ns, kind string
 	switch gw := gateway.(type) {
 	case *netv1beta1.GatewayServer:
-		ns, kind = gw.Namespace, generators.KindGatewayServer
+		ns, kind = gw.Namespace, manifests.KindGatewayServer
 	case *netv1beta1.GatewayClient:
-		ns, kind = gw.Namespace, generators.KindGatewayClient
+		ns, kind = gw.Namespace, manifests.KindGatewayClient
 	default:
 		return nil, fmt.Errorf("a bundle starts from a GatewayServer or a GatewayClient, not %T", gateway)
 	}
-	nsData, err := generators.Marshal(generators.FormatYAML, generators.Namespace(ns))
+	nsData, err := manifests.Marshal(manifests.FormatYAML, manifests.Namespace(ns))
 	if err != nil {
 		return nil, err
 	}
-	gwData, err := generators.Marshal(generators.FormatYAML, gateway)
+	gwData, err := manifests.Marshal(manifests.FormatYAML, gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	for _, f := range files {
 		content[f.Name] = f.Objects
 		for i, u := range f.Objects {
-			if !generators.IsPeeringKind(u) {
+			if !manifests.IsPeeringKind(u) {
 				continue
 			}
 			loc := located{f.Name, i}
@@ -165,7 +165,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			if namespace == "" {
 				namespace = u.GetNamespace()
 			}
-			if u.GetKind() == generators.KindGatewayServer || u.GetKind() == generators.KindGatewayClient {
+			if u.GetKind() == manifests.KindGatewayServer || u.GetKind() == manifests.KindGatewayClient {
 				if gateway != nil {
 					return nil, fmt.Errorf("%s: a second gateway (%s %s) for the same peer: a bundle holds one", f.Name, u.GetKind(), u.GetName())
 				}
@@ -211,14 +211,14 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			// A bundle without a labelled object takes its peer from the
 			// first object received; the others must agree.
 			if err := clusterinfo.ValidateClusterID(id); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", doc, generators.RemoteClusterIDPath(), err)
+				return nil, fmt.Errorf("%s: %s: %w", doc, manifests.RemoteClusterIDPath(), err)
 			}
 			peer = id
 		} else if id != peer {
-			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, generators.RemoteClusterIDPath(), id, peer)
+			return nil, fmt.Errorf("%s: %s is %q but this bundle is for peer %q", doc, manifests.RemoteClusterIDPath(), id, peer)
 		}
 		if namespace == "" {
-			namespace = generators.TenantNamespace(peer)
+			namespace = manifests.TenantNamespace(peer)
 			res.Notes = append(res.Notes, fmt.Sprintf("the bundle names no namespace: what the peer sent goes to %s, the tenant namespace of %s", namespace, peer))
 		}
 		obj := cleanReceived(u)
@@ -228,8 +228,8 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 		}
 
 		switch obj.GetKind() {
-		case generators.KindGatewayClient:
-			if gatewayKind == generators.KindGatewayServer {
+		case manifests.KindGatewayClient:
+			if gatewayKind == manifests.KindGatewayServer {
 				return nil, fmt.Errorf("%s: this bundle is the server side of the peering; a GatewayClient belongs in the peer's bundle", doc)
 			}
 			if gateway == nil {
@@ -241,7 +241,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 				if err != nil {
 					return nil, err
 				}
-				gateway, gatewayKind = &loc, generators.KindGatewayClient
+				gateway, gatewayKind = &loc, manifests.KindGatewayClient
 				res.Notes = append(res.Notes, fmt.Sprintf("%s %s/%s: the bundle has no gateway: made one with this side's defaults (the default template, a key pair generated in the cluster, one replica)",
 					local.GetKind(), local.GetNamespace(), local.GetName()))
 			}
@@ -253,7 +253,7 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 			res.Notes = append(res.Notes, notes...)
 			changed[gateway.file] = true
 			continue
-		case generators.KindConfiguration, generators.KindPublicKey:
+		case manifests.KindConfiguration, manifests.KindPublicKey:
 			// One of each per peer: the controller and the gateway stop at
 			// two, so a received one replaces the bundle's.
 			var mine []located
@@ -294,11 +294,11 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
-		manifests := make([]map[string]any, len(content[name]))
+		docs := make([]map[string]any, len(content[name]))
 		for i, u := range content[name] {
-			manifests[i] = u.Object
+			docs[i] = u.Object
 		}
-		data, err := generators.MarshalManifests(generators.FormatYAML, manifests...)
+		data, err := manifests.MarshalManifests(manifests.FormatYAML, docs...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -315,14 +315,14 @@ func AddToBundle(kustomization []byte, files []ManifestFile, received []*unstruc
 // defaultClient is the GatewayClient bundle init --role client makes with
 // its defaults, for a bundle that has none when the server's arrives.
 func defaultClient(peer, namespace string) (*unstructured.Unstructured, error) {
-	gw, err := generators.GatewayClient(generators.GatewayClientOptions{
-		Peer: generators.Peer{RemoteClusterID: peer, Namespace: namespace},
+	gw, err := manifests.GatewayClient(manifests.GatewayClientOptions{
+		Peer: manifests.Peer{RemoteClusterID: peer, Namespace: namespace},
 		MTU:  netv1beta1.DefaultMTU,
 	})
 	if err != nil {
 		return nil, err
 	}
-	m, err := generators.Manifest(gw)
+	m, err := manifests.Manifest(gw)
 	if err != nil {
 		return nil, err
 	}
@@ -334,28 +334,28 @@ func defaultClient(peer, namespace string) (*unstructured.Unstructured, error) {
 // range the policy refuses, or an MTU of 0 written out (a zero MTU would
 // otherwise read as "the default").
 func checkReceived(u *unstructured.Unstructured, policy rangepolicy.Policy) error {
-	if !generators.IsPeeringKind(u) {
+	if !manifests.IsPeeringKind(u) {
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
 	switch u.GetKind() {
-	case generators.KindConfiguration, generators.KindPublicKey, generators.KindGatewayClient:
+	case manifests.KindConfiguration, manifests.KindPublicKey, manifests.KindGatewayClient:
 	default:
 		return fmt.Errorf("a peer sends only Configuration, PublicKey and GatewayClient objects, not %s", u.GetKind())
 	}
-	if errs := generators.ValidateKeyText(u); len(errs) > 0 {
+	if errs := manifests.ValidateKeyText(u); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	if mtu, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "mtu"); found && (mtu == nil || fmt.Sprint(mtu) == "0") {
 		return fmt.Errorf("spec.mtu: %v is not an MTU: leave it out for the default %d", mtu, netv1beta1.DefaultMTU)
 	}
-	obj, unknown, err := generators.DecodeStrict(u)
+	obj, unknown, err := manifests.DecodeStrict(u)
 	if err != nil {
 		return err
 	}
 	if len(unknown) > 0 {
 		return unknown[0]
 	}
-	if errs := generators.Validate(obj); len(errs) > 0 {
+	if errs := manifests.Validate(obj); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	if conf, ok := obj.(*netv1beta1.Configuration); ok {
@@ -380,20 +380,20 @@ func CheckPeerRanges(conf *netv1beta1.Configuration, policy rangepolicy.Policy) 
 // goes (PeerRangePlacements). Errors name the list, PodCIDRs or
 // ExternalCIDRs (*field.Error; a range the policy refuses is a
 // *rangepolicy.Refusal under it), or are the object's
-// *generators.InvalidError.
-func PeerConfiguration(p generators.Peer, pods, external []string, policy rangepolicy.Policy) (*netv1beta1.Configuration, []string, error) {
-	podCIDRs, err := generators.ParseCIDRList(pods...)
+// *manifests.InvalidError.
+func PeerConfiguration(p manifests.Peer, pods, external []string, policy rangepolicy.Policy) (*netv1beta1.Configuration, []string, error) {
+	podCIDRs, err := manifests.ParseCIDRList(pods...)
 	if err != nil {
 		return nil, nil, field.New("PodCIDRs", "", err)
 	}
 	if len(podCIDRs) == 0 {
 		return nil, nil, field.New("PodCIDRs", "", errors.New("at least one pod CIDR of the peer is needed"))
 	}
-	externalCIDRs, err := generators.ParseCIDRList(external...)
+	externalCIDRs, err := manifests.ParseCIDRList(external...)
 	if err != nil {
 		return nil, nil, field.New("ExternalCIDRs", "", err)
 	}
-	conf, err := generators.Configuration(generators.ConfigurationOptions{Peer: p, PodCIDRs: podCIDRs, ExternalCIDRs: externalCIDRs})
+	conf, err := manifests.Configuration(manifests.ConfigurationOptions{Peer: p, PodCIDRs: podCIDRs, ExternalCIDRs: externalCIDRs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -447,7 +447,7 @@ func eachRemoteRange(conf *netv1beta1.Configuration, fn func(field string, p net
 		cidrs []netv1beta1.CIDR
 	}{{"pod", conf.Spec.Remote.CIDR.Pod}, {"external", conf.Spec.Remote.CIDR.External}} {
 		for i, s := range l.cidrs {
-			if p, err := generators.ParseCIDR(string(s)); err == nil {
+			if p, err := manifests.ParseCIDR(string(s)); err == nil {
 				fn(fmt.Sprintf("spec.remote.cidr.%s[%d]", l.name, i), p)
 			}
 		}

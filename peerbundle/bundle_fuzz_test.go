@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // FuzzAddToBundle feeds AddToBundle arbitrary files as a peer could send
@@ -26,7 +26,7 @@ func FuzzAddToBundle(f *testing.F) {
 	f.Add("apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n")
 	f.Add(hostileServer)
 	f.Fuzz(func(t *testing.T, file string) {
-		received, err := generators.ParseManifests([]byte(file))
+		received, err := manifests.ParseManifests([]byte(file))
 		if err != nil || len(received) == 0 {
 			return
 		}
@@ -57,7 +57,7 @@ func checkAdded(t *testing.T, received []*unstructured.Unstructured, res *AddRes
 		}
 	}
 	for _, out := range res.Files {
-		objs, err := generators.ParseManifests(out.Data)
+		objs, err := manifests.ParseManifests(out.Data)
 		if err != nil {
 			t.Fatalf("%s does not parse: %v", out.Name, err)
 		}
@@ -68,20 +68,20 @@ func checkAdded(t *testing.T, received []*unstructured.Unstructured, res *AddRes
 			if l := u.GetLabels(); len(l) != 1 || l[netv1beta1.RemoteClusterIDLabel] == "" {
 				t.Fatalf("%s keeps labels %v", out.Name, l)
 			}
-			if ns := u.GetNamespace(); ns != generators.TenantNamespace(u.GetLabels()[netv1beta1.RemoteClusterIDLabel]) {
+			if ns := u.GetNamespace(); ns != manifests.TenantNamespace(u.GetLabels()[netv1beta1.RemoteClusterIDLabel]) {
 				t.Fatalf("%s: %s %s in namespace %q", out.Name, u.GetKind(), u.GetName(), ns)
 			}
-			if u.GetKind() == generators.KindGatewayClient {
+			if u.GetKind() == manifests.KindGatewayClient {
 				for _, field := range [][]string{{"spec", "secretRef"}, {"spec", "replicas"}, {"spec", "keyRotation"}, {"spec", "clientTemplateRef", "namespace"}} {
 					if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, field...); found {
 						t.Fatalf("%s: the GatewayClient has %v", out.Name, field)
 					}
 				}
 			}
-			if u.GetKind() != generators.KindConfiguration {
+			if u.GetKind() != manifests.KindConfiguration {
 				continue
 			}
-			obj, _, err := generators.DecodeStrict(u)
+			obj, _, err := manifests.DecodeStrict(u)
 			if err != nil {
 				t.Fatalf("%s: %v", out.Name, err)
 			}

@@ -9,22 +9,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // initClientBundle returns the files of a client bundle for cluster-b, as
 // parsed manifest files, and its kustomization.
 func initClientBundle(t *testing.T) ([]byte, []ManifestFile) {
 	t.Helper()
-	return initBundle(t, generators.GatewayClientOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
+	return initBundle(t, manifests.GatewayClientOptions{Peer: manifests.Peer{RemoteClusterID: "cluster-b"}, MTU: 1340, TemplateName: "custom-client"})
 }
 
 // initBundle returns the files bundle init writes for the GatewayClient of
 // o, as parsed manifest files, and its kustomization.
-func initBundle(t *testing.T, o generators.GatewayClientOptions) ([]byte, []ManifestFile) {
+func initBundle(t *testing.T, o manifests.GatewayClientOptions) ([]byte, []ManifestFile) {
 	t.Helper()
-	gw, err := generators.GatewayClient(o)
+	gw, err := manifests.GatewayClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func parseBundleFiles(t *testing.T, files []File) ([]byte, []ManifestFile) {
 			k = f.Data
 			continue
 		}
-		objs, err := generators.ParseManifests(f.Data)
+		objs, err := manifests.ParseManifests(f.Data)
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
@@ -67,7 +67,7 @@ func readFromServer(t testing.TB) string {
 
 func mustParse(t *testing.T, s string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := generators.ParseManifests([]byte(s))
+	objs, err := manifests.ParseManifests([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestAddToBundle(t *testing.T) {
 
 func TestAddToBundleRefuses(t *testing.T) {
 	fromServer := readFromServer(t)
-	server, err := generators.GatewayServer(generators.GatewayServerOptions{Peer: generators.Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
+	server, err := manifests.GatewayServer(manifests.GatewayServerOptions{Peer: manifests.Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // Init writes the bundle of a peering into dir: kustomization.yaml, the
@@ -47,7 +47,7 @@ func Add(out io.Writer, dir, file string, policy rangepolicy.Policy) error {
 	if err != nil {
 		return err
 	}
-	received, err := generators.ParseManifests(data)
+	received, err := manifests.ParseManifests(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -73,10 +73,10 @@ func Add(out io.Writer, dir, file string, policy rangepolicy.Policy) error {
 		fmt.Fprintf(out, "INFO   %s\n", n)
 	}
 	for _, u := range received {
-		if u.GetKind() != generators.KindConfiguration || !generators.IsPeeringKind(u) {
+		if u.GetKind() != manifests.KindConfiguration || !manifests.IsPeeringKind(u) {
 			continue
 		}
-		if obj, _, err := generators.DecodeStrict(u); err == nil {
+		if obj, _, err := manifests.DecodeStrict(u); err == nil {
 			for _, p := range PeerRangePlacements(obj.(*netv1beta1.Configuration), policy) {
 				fmt.Fprintf(out, "INFO   peer range %s\n", p)
 			}
@@ -241,7 +241,7 @@ func readBundle(dir string) ([]byte, []ManifestFile, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		objs, err := generators.ParseManifests(data)
+		objs, err := manifests.ParseManifests(data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}

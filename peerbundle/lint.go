@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/kbuild"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -68,7 +68,7 @@ type bundleObject struct {
 }
 
 func (o bundleObject) ref() string {
-	return fmt.Sprintf("%s %s", o.u.GetKind(), generators.ObjectRef(o.u.GetNamespace(), o.u.GetName()))
+	return fmt.Sprintf("%s %s", o.u.GetKind(), manifests.ObjectRef(o.u.GetNamespace(), o.u.GetName()))
 }
 
 func (o bundleObject) finding(path, msg string) Finding {
@@ -147,7 +147,7 @@ func Lint(dir string, policy rangepolicy.Policy) []Finding {
 	var typed []typedObject
 	for _, o := range objs {
 		findings = append(findings, privateKeyFindings(o)...)
-		if !generators.IsPeeringKind(o.u) {
+		if !manifests.IsPeeringKind(o.u) {
 			continue
 		}
 		t, fs := checkPeeringObject(o, policy)
@@ -176,12 +176,12 @@ func BundlePlacements(dir string, policy rangepolicy.Policy) []string {
 	}
 	var out []string
 	for _, o := range objs {
-		if !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindConfiguration {
+		if !manifests.IsPeeringKind(o.u) || o.u.GetKind() != manifests.KindConfiguration {
 			continue
 		}
-		obj, _, err := generators.DecodeStrict(o.u)
+		obj, _, err := manifests.DecodeStrict(o.u)
 		conf, ok := obj.(*netv1beta1.Configuration)
-		if err != nil || !ok || len(generators.Validate(conf)) > 0 {
+		if err != nil || !ok || len(manifests.Validate(conf)) > 0 {
 			continue
 		}
 		for _, p := range PeerRangePlacements(conf, policy) {
@@ -263,7 +263,7 @@ func namespaceFindings(objs []bundleObject, typed []typedObject) []Finding {
 		}
 	}
 	for _, t := range typed {
-		if k := t.u.GetKind(); k == generators.KindGatewayServer || k == generators.KindGatewayClient {
+		if k := t.u.GetKind(); k == manifests.KindGatewayServer || k == manifests.KindGatewayClient {
 			own[t.u.GetNamespace()] = true
 		}
 	}
@@ -300,12 +300,12 @@ func peeringNamespaceFindings(t typedObject, bundlePeer string) []Finding {
 	ns := t.u.GetNamespace()
 	if strings.HasPrefix(ns, "kube-") {
 		return []Finding{t.finding("metadata.namespace", fmt.Sprintf(
-			"%q is a namespace Kubernetes keeps for itself: the objects of a peering go to its tenant namespace, %s", ns, generators.TenantNamespace(cmp.Or(t.peer(), "<peer>"))))}
+			"%q is a namespace Kubernetes keeps for itself: the objects of a peering go to its tenant namespace, %s", ns, manifests.TenantNamespace(cmp.Or(t.peer(), "<peer>"))))}
 	}
 	if id, ok := strings.CutPrefix(ns, netv1beta1.TenantNamespacePrefix); ok && t.peer() != "" && t.peer() == bundlePeer && id != t.peer() {
 		return []Finding{t.finding("metadata.namespace", fmt.Sprintf(
 			"%q is the tenant namespace of %s, but the object is for peer %s: a peer's export names its own namespace, and bundle add moves what it takes to %s",
-			ns, id, t.peer(), generators.TenantNamespace(t.peer())))}
+			ns, id, t.peer(), manifests.TenantNamespace(t.peer())))}
 	}
 	return nil
 }
@@ -348,17 +348,17 @@ func checkPeeringObject(o bundleObject, policy rangepolicy.Policy) (typedObject,
 	// Keys are checked as written, first: one that is not base64 would fail
 	// decoding with a message naming no field, and one in a form the CRD
 	// refuses (a line break, trailing bits) would decode.
-	if errs := generators.ValidateKeyText(o.u); len(errs) > 0 {
+	if errs := manifests.ValidateKeyText(o.u); len(errs) > 0 {
 		var findings []Finding
 		for _, e := range errs {
 			findings = append(findings, o.finding(e.Field, e.ErrorBody()))
 		}
 		return typedObject{}, findings
 	}
-	obj, unknown, err := generators.DecodeStrict(o.u)
+	obj, unknown, err := manifests.DecodeStrict(o.u)
 	if err != nil {
 		path := ""
-		if !generators.IsPeeringKind(o.u) || o.u.GroupVersionKind().Version != netv1beta1.GroupVersion.Version {
+		if !manifests.IsPeeringKind(o.u) || o.u.GroupVersionKind().Version != netv1beta1.GroupVersion.Version {
 			path = "apiVersion"
 		}
 		return typedObject{}, []Finding{o.finding(path, err.Error())}
@@ -367,7 +367,7 @@ func checkPeeringObject(o bundleObject, policy rangepolicy.Policy) (typedObject,
 	for _, u := range unknown {
 		findings = append(findings, strictFinding(o, u))
 	}
-	errs := generators.Validate(obj)
+	errs := manifests.Validate(obj)
 	for _, e := range errs {
 		findings = append(findings, o.finding(e.Field, e.ErrorBody()))
 	}
@@ -470,7 +470,7 @@ func bundleFindings(objs []typedObject) []Finding {
 	for i := range objs {
 		o := &objs[i]
 		kind := o.u.GetKind()
-		if kind != generators.KindConfiguration && kind != generators.KindPublicKey {
+		if kind != manifests.KindConfiguration && kind != manifests.KindPublicKey {
 			continue
 		}
 		key := kind + "/" + o.peer()
@@ -487,7 +487,7 @@ func bundleFindings(objs []typedObject) []Finding {
 	}
 	for _, o := range objs {
 		if id := o.peer(); id != "" && id != ref.peer() {
-			findings = append(findings, o.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+			findings = append(findings, o.finding(manifests.RemoteClusterIDPath().String(), fmt.Sprintf(
 				"%q does not match %q of %s in %s: every object of a bundle is for the same peer", id, ref.peer(), ref.ref(), ref.file)))
 		}
 	}
@@ -533,7 +533,7 @@ func LintPair(dirA, dirB string) []Finding {
 		return nil
 	}
 	if a.peer() == b.peer() {
-		return []Finding{b.finding(generators.RemoteClusterIDPath().String(), fmt.Sprintf(
+		return []Finding{b.finding(manifests.RemoteClusterIDPath().String(), fmt.Sprintf(
 			"both bundles are for peer %q: --peer-bundle is the other cluster's bundle, whose label names this cluster", a.peer()))}
 	}
 	server, okS := a.obj.(*netv1beta1.GatewayServer)
@@ -585,10 +585,10 @@ func bundlePublicKey(dir string) *keyObject {
 		return nil
 	}
 	for _, o := range objs {
-		if !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindPublicKey {
+		if !manifests.IsPeeringKind(o.u) || o.u.GetKind() != manifests.KindPublicKey {
 			continue
 		}
-		obj, _, err := generators.DecodeStrict(o.u)
+		obj, _, err := manifests.DecodeStrict(o.u)
 		if err != nil {
 			return nil
 		}
@@ -605,10 +605,10 @@ func bundleGateway(dir string) (*typedObject, error) {
 		return nil, err
 	}
 	for _, o := range objs {
-		if k := o.u.GetKind(); !generators.IsPeeringKind(o.u) || (k != generators.KindGatewayServer && k != generators.KindGatewayClient) {
+		if k := o.u.GetKind(); !manifests.IsPeeringKind(o.u) || (k != manifests.KindGatewayServer && k != manifests.KindGatewayClient) {
 			continue
 		}
-		obj, _, err := generators.DecodeStrict(o.u)
+		obj, _, err := manifests.DecodeStrict(o.u)
 		if err != nil {
 			return nil, err
 		}

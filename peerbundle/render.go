@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -69,7 +69,7 @@ func readRenderSources(files []string, stdin io.Reader) ([]renderSource, error) 
 		if err != nil {
 			return nil, err
 		}
-		objs, err := generators.ParseManifests(data)
+		objs, err := manifests.ParseManifests(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
@@ -175,7 +175,7 @@ func renderGateway(src renderSource, candidates []renderSource, ov RenderOverrid
 // the API would. With --cluster-id, a missing remote-cluster-id label is no
 // error: the flag stands for it.
 func decodeGateway(src renderSource, ov RenderOverrides) (runtime.Object, error) {
-	obj, unknown, err := generators.DecodeStrict(src.obj)
+	obj, unknown, err := manifests.DecodeStrict(src.obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
@@ -183,8 +183,8 @@ func decodeGateway(src renderSource, ov RenderOverrides) (runtime.Object, error)
 		return nil, fmt.Errorf("%s: %w", src, unknown[0])
 	}
 	var errs []string
-	labelPath := generators.RemoteClusterIDPath().String()
-	for _, e := range generators.Validate(obj) {
+	labelPath := manifests.RemoteClusterIDPath().String()
+	for _, e := range manifests.Validate(obj) {
 		if ov.ClusterID != "" && e.Field == labelPath && e.Type == field.ErrorTypeRequired {
 			continue
 		}
@@ -241,9 +241,9 @@ func RenderFiles(files []string, stdin io.Reader, ov RenderOverrides) ([]map[str
 	if err != nil {
 		return nil, err
 	}
-	manifests := make([]map[string]any, len(rendered))
+	docs := make([]map[string]any, len(rendered))
 	for i, obj := range rendered {
-		manifests[i] = obj.Object
+		docs[i] = obj.Object
 	}
-	return manifests, nil
+	return docs, nil
 }

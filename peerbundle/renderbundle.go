@@ -8,9 +8,9 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/ipam"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // RenderBundle returns what the controller creates for the bundle in dir:
@@ -41,15 +41,15 @@ func RenderBundle(dir string, info *clusterinfo.Info) ([]map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	var manifests []map[string]any
+	var docs []map[string]any
 	for _, obj := range rendered {
-		manifests = append(manifests, obj.Object)
+		docs = append(docs, obj.Object)
 	}
 	for _, o := range objs {
-		if ledger == nil || !generators.IsPeeringKind(o.u) || o.u.GetKind() != generators.KindConfiguration {
+		if ledger == nil || !manifests.IsPeeringKind(o.u) || o.u.GetKind() != manifests.KindConfiguration {
 			continue
 		}
-		obj, _, err := generators.DecodeStrict(o.u)
+		obj, _, err := manifests.DecodeStrict(o.u)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", o.file, o.ref(), err)
 		}
@@ -57,9 +57,9 @@ func RenderBundle(dir string, info *clusterinfo.Info) ([]map[string]any, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", o.file, o.ref(), err)
 		}
-		manifests = append(manifests, m)
+		docs = append(docs, m)
 	}
-	return manifests, nil
+	return docs, nil
 }
 
 // remappedConfiguration returns the manifest of conf with the status.remote
@@ -72,7 +72,7 @@ func remappedConfiguration(ledger *ipam.Ledger, policy rangepolicy.Policy, conf 
 	c := conf.Spec.Remote.CIDR
 	var wants []netip.Prefix
 	for _, s := range append(append([]netv1beta1.CIDR{}, c.Pod...), c.External...) {
-		p, err := generators.ParseCIDR(string(s))
+		p, err := manifests.ParseCIDR(string(s))
 		if err != nil {
 			return nil, err
 		}
@@ -83,11 +83,11 @@ func remappedConfiguration(ledger *ipam.Ledger, policy rangepolicy.Policy, conf 
 		return nil, fmt.Errorf("remap spec.remote: %w", err)
 	}
 	status := ipam.RemoteStatus(len(c.Pod), got)
-	m, err := generators.Manifest(conf)
+	m, err := manifests.Manifest(conf)
 	if err != nil {
 		return nil, err
 	}
-	remote, err := generators.Manifest(&netv1beta1.Configuration{Spec: netv1beta1.ConfigurationSpec{Remote: *status}})
+	remote, err := manifests.Manifest(&netv1beta1.Configuration{Spec: netv1beta1.ConfigurationSpec{Remote: *status}})
 	if err != nil {
 		return nil, err
 	}

@@ -11,24 +11,24 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // writeConfigurationBundle writes the client bundle of peer cluster-b: its
 // GatewayClient and its Configuration with the given pod and external CIDRs.
 func writeConfigurationBundle(t *testing.T, pod, external string) string {
 	t.Helper()
-	peer := generators.Peer{RemoteClusterID: "cluster-b"}
+	peer := manifests.Peer{RemoteClusterID: "cluster-b"}
 	// Built unchecked: the bundle may hold a range the policy refuses,
 	// which is what render must find.
 	conf := &netv1beta1.Configuration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: netv1beta1.GroupVersion.String(), Kind: generators.KindConfiguration},
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-b", Namespace: generators.TenantNamespace("cluster-b"), Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "cluster-b"}},
+		TypeMeta:   metav1.TypeMeta{APIVersion: netv1beta1.GroupVersion.String(), Kind: manifests.KindConfiguration},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-b", Namespace: manifests.TenantNamespace("cluster-b"), Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "cluster-b"}},
 		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
 			Pod: []netv1beta1.CIDR{netv1beta1.CIDR(pod)}, External: []netv1beta1.CIDR{netv1beta1.CIDR(external)},
 		}}},
 	}
-	gwc, err := generators.GatewayClient(generators.GatewayClientOptions{Peer: peer, Addresses: []string{"172.18.0.3"}, Port: 30851})
+	gwc, err := manifests.GatewayClient(manifests.GatewayClientOptions{Peer: peer, Addresses: []string{"172.18.0.3"}, Port: 30851})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func writeConfigurationBundle(t *testing.T, pod, external string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := generators.Marshal(generators.FormatYAML, conf)
+	data, err := manifests.Marshal(manifests.FormatYAML, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,18 +66,18 @@ func TestRenderBundleRemapsAsTheController(t *testing.T) {
 	}
 	remoteCIDRs := func(info *clusterinfo.Info) (pods, ext []any) {
 		t.Helper()
-		manifests, err := RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "10.71.0.0/16"), info)
+		docs, err := RenderBundle(writeConfigurationBundle(t, "10.244.0.0/16", "10.71.0.0/16"), info)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var status map[string]any
-		for _, m := range manifests {
-			if m["kind"] == generators.KindConfiguration {
+		for _, m := range docs {
+			if m["kind"] == manifests.KindConfiguration {
 				status, _ = m["status"].(map[string]any)
 			}
 		}
-		if len(manifests) != 2 || status == nil {
-			t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration with a status", len(manifests))
+		if len(docs) != 2 || status == nil {
+			t.Fatalf("%d manifests, want the rendered WgGatewayClient and the Configuration with a status", len(docs))
 		}
 		remote, _ := status["remote"].(map[string]any)
 		cidr, _ := remote["cidr"].(map[string]any)

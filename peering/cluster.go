@@ -14,7 +14,7 @@ import (
 
 	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // Cluster is one cluster of a peering.
@@ -74,7 +74,7 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 // manager. The manifest holds only the fields the CLI sets, so applying
 // again after a user change to another field keeps that change.
 func Apply(ctx context.Context, c client.Client, obj runtime.Object) error {
-	m, err := generators.Manifest(obj)
+	m, err := manifests.Manifest(obj)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func Apply(ctx context.Context, c client.Client, obj runtime.Object) error {
 // ApplyUnstructured server-side applies u as it is, under the CLI's field
 // manager; u is not changed.
 func ApplyUnstructured(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
-	ref := u.GetKind() + " " + generators.ObjectRef(u.GetNamespace(), u.GetName())
+	ref := u.GetKind() + " " + manifests.ObjectRef(u.GetNamespace(), u.GetName())
 	// No ForceOwnership: a field Argo CD, Flux or kubectl manages is theirs
 	// to change (from Git), not the CLI's to take; the conflict is reported,
 	// naming the manager. A copy: the client writes the answer into what
@@ -113,7 +113,7 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get namespace %s: %w", name, err)
 	}
-	return Apply(ctx, c, generators.Namespace(name))
+	return Apply(ctx, c, manifests.Namespace(name))
 }
 
 // applyInTenant applies obj on the cluster, creating its namespace first.
@@ -137,12 +137,12 @@ func Create(ctx context.Context, c client.Client, p Progress, obj client.Object,
 		return err
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	ref := kind + " " + generators.ObjectRef(obj.GetNamespace(), obj.GetName())
+	ref := kind + " " + manifests.ObjectRef(obj.GetNamespace(), obj.GetName())
 	p.Infof("%s applied", ref)
 	if !wait {
 		return nil
 	}
-	if kind == generators.KindPublicKey {
+	if kind == manifests.KindPublicKey {
 		p.Infof("%s has no status to wait for: the gateway agent reads it", ref)
 		return nil
 	}

@@ -10,15 +10,15 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // ConnectOptions say how Connect sets a peering up.
 type ConnectOptions struct {
 	// Server is the GatewayServer to apply on the remote cluster; its Peer
 	// is set by Connect. Its MTU is the client's too.
-	Server generators.GatewayServerOptions
+	Server manifests.GatewayServerOptions
 	// ClientAddresses and ClientPort, when set, are where the client
 	// connects instead of the server's published endpoint.
 	ClientAddresses []string
@@ -33,18 +33,18 @@ type ConnectOptions struct {
 }
 
 // Check reports what in o cannot work besides the server's endpoint and
-// MTU, which generators checks when it builds the server: errors are
+// MTU, which package manifests checks when it builds the server: errors are
 // *field.Error naming ServerReplicas, ClientReplicas or ClientPort.
 func (o ConnectOptions) Check() error {
 	for _, r := range []struct {
 		field string
 		n     int32
 	}{{"ServerReplicas", o.Server.Replicas}, {"ClientReplicas", o.ClientReplicas}} {
-		if err := generators.ValidateReplicas(r.n); r.n != 0 && err != nil {
+		if err := manifests.ValidateReplicas(r.n); r.n != 0 && err != nil {
 			return field.New(r.field, "", err)
 		}
 	}
-	if err := generators.ValidatePort(o.ClientPort); o.ClientPort != 0 && err != nil {
+	if err := manifests.ValidatePort(o.ClientPort); o.ClientPort != 0 && err != nil {
 		return field.New("ClientPort", "", err)
 	}
 	return nil
@@ -64,7 +64,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 
 	// Each cluster's network, declared on the other.
 	for _, s := range []struct{ on, of *Cluster }{{remote, local}, {local, remote}} {
-		conf, err := generators.ConfigurationForPeer(s.of.Info, "")
+		conf, err := manifests.ConfigurationForPeer(s.of.Info, "")
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 	}
 	for _, s := range []struct{ on, of *Cluster }{{local, remote}, {remote, local}} {
 		conf := &netv1beta1.Configuration{}
-		key := client.ObjectKey{Namespace: generators.TenantNamespace(s.of.Info.ClusterID), Name: s.of.Info.ClusterID}
+		key := client.ObjectKey{Namespace: manifests.TenantNamespace(s.of.Info.ClusterID), Name: s.of.Info.ClusterID}
 		_, err := s.on.Progress.Wait(ctx, "the Configuration of "+s.of.Info.ClusterID+" to be Ready", func(ctx context.Context) (bool, string, error) {
 			if err := s.on.Client.Get(ctx, key, conf); err != nil {
 				return false, "", fmt.Errorf("get Configuration %s: %w", key, err)
@@ -91,15 +91,15 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 
 	// The server, on the remote cluster.
 	serverOpts := o.Server
-	serverOpts.Peer = generators.Peer{RemoteClusterID: localID}
-	server, err := generators.GatewayServer(serverOpts)
+	serverOpts.Peer = manifests.Peer{RemoteClusterID: localID}
+	server, err := manifests.GatewayServer(serverOpts)
 	if err != nil {
 		return err
 	}
 	if err := remote.applyInTenant(ctx, server); err != nil {
 		return err
 	}
-	remote.Progress.Infof("Gateway server %s applied", generators.ObjectRef(server.Namespace, server.Name))
+	remote.Progress.Infof("Gateway server %s applied", manifests.ObjectRef(server.Namespace, server.Name))
 	serverKey := client.ObjectKeyFromObject(server)
 	if err := WaitServerEndpoint(ctx, remote.Client, remote.Progress, serverKey, server); err != nil {
 		return err
@@ -118,8 +118,8 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 	if o.ClientPort != 0 {
 		port = o.ClientPort
 	}
-	gwc, err := generators.GatewayClient(generators.GatewayClientOptions{
-		Peer:      generators.Peer{RemoteClusterID: remoteID},
+	gwc, err := manifests.GatewayClient(manifests.GatewayClientOptions{
+		Peer:      manifests.Peer{RemoteClusterID: remoteID},
 		Addresses: addresses, Port: port, MTU: o.Server.MTU, Replicas: o.ClientReplicas,
 	})
 	if err != nil {
@@ -128,7 +128,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 	if err := local.applyInTenant(ctx, gwc); err != nil {
 		return err
 	}
-	local.Progress.Infof("Gateway client %s applied, connecting to %s:%d", generators.ObjectRef(gwc.Namespace, gwc.Name), strings.Join(addresses, ","), port)
+	local.Progress.Infof("Gateway client %s applied, connecting to %s:%d", manifests.ObjectRef(gwc.Namespace, gwc.Name), strings.Join(addresses, ","), port)
 	clientPub, err := WaitPublicKey(ctx, local.Client, local.Progress, gatewayrole.Client, client.ObjectKeyFromObject(gwc))
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 			owner string
 			keys  GatewayKeys
 		}{{local, remoteID, serverPub}, {remote, localID, clientPub}} {
-			pk, err := generators.PublicKeyForPeer(s.owner, "", s.keys.Current, s.keys.Next)
+			pk, err := manifests.PublicKeyForPeer(s.owner, "", s.keys.Current, s.keys.Next)
 			if err != nil {
 				return err
 			}
@@ -162,7 +162,7 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 		on      *Cluster
 		gateway client.ObjectKey
 	}{{local, client.ObjectKeyFromObject(gwc)}, {remote, serverKey}} {
-		key := client.ObjectKey{Namespace: s.gateway.Namespace, Name: generators.GatewayObjectName(s.gateway.Name)}
+		key := client.ObjectKey{Namespace: s.gateway.Namespace, Name: manifests.GatewayObjectName(s.gateway.Name)}
 		state, err := s.on.Progress.Wait(ctx, "Connection "+key.String()+" to be Connected", func(ctx context.Context) (bool, string, error) {
 			var conn netv1beta1.Connection
 			if err := s.on.Client.Get(ctx, key, &conn); err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
 )
 
@@ -156,7 +156,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	}
 	connection := func(ns, gateway string) *ConnectionInfo {
 		for _, c := range conns.Items {
-			if c.Namespace == ns && c.Name == generators.GatewayObjectName(gateway) {
+			if c.Namespace == ns && c.Name == manifests.GatewayObjectName(gateway) {
 				return &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value, PathMTU: c.Status.PathMTU}
 			}
 		}
@@ -185,7 +185,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	for i := range keys.Items {
 		k := &keys.Items[i]
 		if p := peer(k.Labels); p != nil {
-			p.PublicKey = generators.ObjectRef(k.Namespace, k.Name)
+			p.PublicKey = manifests.ObjectRef(k.Namespace, k.Name)
 		}
 	}
 	for id, p := range peers {
@@ -238,7 +238,7 @@ func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*Servi
 
 // configurationInfo describes a peer's Configuration.
 func configurationInfo(c *netv1beta1.Configuration) *PeerNetwork {
-	n := &PeerNetwork{Configuration: generators.ObjectRef(c.Namespace, c.Name)}
+	n := &PeerNetwork{Configuration: manifests.ObjectRef(c.Namespace, c.Name)}
 	n.Ready, n.State = ConditionState(c.Generation, c.Status.CommonStatus)
 	var status netv1beta1.ClusterConfigCIDR
 	if c.Status.Remote != nil {
@@ -308,7 +308,7 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Configuration:\tnone\n")
 	}
 	if gw := p.Gateway; gw != nil {
-		fmt.Fprintf(tw, "Gateway:\t%s %s (%s)\n", gw.Role, generators.ObjectRef(gw.Namespace, gw.Name), readyWord(gw.Ready, gw.State))
+		fmt.Fprintf(tw, "Gateway:\t%s %s (%s)\n", gw.Role, manifests.ObjectRef(gw.Namespace, gw.Name), readyWord(gw.Ready, gw.State))
 		fmt.Fprintf(tw, "Endpoint:\t%s\n", endpointString(gw))
 		fmt.Fprintf(tw, "MTU:\t%d\n", gw.MTU)
 	} else {
@@ -402,7 +402,7 @@ func (doc *Description) Peer(id string) (PeerInfo, error) {
 // (keys matched case-insensitively, list items by index), only the value
 // there: a string, number or boolean alone on its line, else the part of
 // the document under it.
-func Encode(doc any, format generators.Format, path string) ([]byte, error) {
+func Encode(doc any, format manifests.Format, path string) ([]byte, error) {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
@@ -420,7 +420,7 @@ func Encode(doc any, format generators.Format, path string) ([]byte, error) {
 			return fmt.Appendln(nil, v), nil
 		}
 	}
-	if format == generators.FormatJSON {
+	if format == manifests.FormatJSON {
 		out, err := json.MarshalIndent(v, "", "  ")
 		return append(out, '\n'), err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // PeerGateway finds the one gateway of the peering with peer in namespace
@@ -47,7 +47,7 @@ func Export(ctx context.Context, cl client.Reader, p Progress, peerlinkNS, ns, p
 	if err != nil {
 		return nil, err
 	}
-	conf, err := generators.ConfigurationForPeer(info, "")
+	conf, err := manifests.ConfigurationForPeer(info, "")
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func Export(ctx context.Context, cl client.Reader, p Progress, peerlinkNS, ns, p
 	if err := WaitServerEndpoint(ctx, cl, p, key, server); err != nil {
 		return nil, err
 	}
-	gwc, err := generators.GatewayClientForPeer(info.ClusterID, "", server)
+	gwc, err := manifests.GatewayClientForPeer(info.ClusterID, "", server)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // ErrKeyPending says a gateway has not published its public key yet: the
@@ -37,9 +37,9 @@ func GatewayPublicKey(ctx context.Context, c client.Reader, role gatewayrole.Rol
 // getGateway reads the gateway of role named key.
 func getGateway(ctx context.Context, c client.Reader, role gatewayrole.Role, key client.ObjectKey) (client.Object, error) {
 	var gw client.Object = &netv1beta1.GatewayClient{}
-	kind := generators.KindGatewayClient
+	kind := manifests.KindGatewayClient
 	if role == gatewayrole.Server {
-		gw, kind = &netv1beta1.GatewayServer{}, generators.KindGatewayServer
+		gw, kind = &netv1beta1.GatewayServer{}, manifests.KindGatewayServer
 	}
 	if err := c.Get(ctx, key, gw); err != nil {
 		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
@@ -51,10 +51,10 @@ func getGateway(ctx context.Context, c client.Reader, role gatewayrole.Role, key
 func publishedKeys(gw client.Object, key client.ObjectKey) (GatewayKeys, error) {
 	var keys GatewayKeys
 	var rotation *netv1beta1.KeyRotationStatus
-	kind := generators.KindGatewayClient
+	kind := manifests.KindGatewayClient
 	switch gw := gw.(type) {
 	case *netv1beta1.GatewayServer:
-		keys.Current, rotation, kind = gw.Status.PublicKey, gw.Status.KeyRotation, generators.KindGatewayServer
+		keys.Current, rotation, kind = gw.Status.PublicKey, gw.Status.KeyRotation, manifests.KindGatewayServer
 	case *netv1beta1.GatewayClient:
 		keys.Current, rotation = gw.Status.PublicKey, gw.Status.KeyRotation
 	}
@@ -94,7 +94,7 @@ func PublicKeyForPeer(ctx context.Context, c client.Reader, p Progress, clusterI
 	if err != nil {
 		return nil, err
 	}
-	return generators.PublicKeyForPeer(clusterID, namespace, keys.Current, keys.Next)
+	return manifests.PublicKeyForPeer(clusterID, namespace, keys.Current, keys.Next)
 }
 
 // WaitServerEndpoint waits until a GatewayServer publishes its endpoint for

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -17,7 +17,7 @@ func TestConnectOptionsCheck(t *testing.T) {
 		field string
 	}{
 		{peering.ConnectOptions{}, ""},
-		{peering.ConnectOptions{Server: generators.GatewayServerOptions{Replicas: 9}}, "ServerReplicas"},
+		{peering.ConnectOptions{Server: manifests.GatewayServerOptions{Replicas: 9}}, "ServerReplicas"},
 		{peering.ConnectOptions{ClientReplicas: -1}, "ClientReplicas"},
 		{peering.ConnectOptions{ClientPort: 70000}, "ClientPort"},
 	} {

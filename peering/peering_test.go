@@ -13,7 +13,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 	"github.com/peerlink/peerlink/testkit/peertest"
@@ -43,7 +43,7 @@ func TestPeering(t *testing.T) {
 	}
 
 	opts := peering.ConnectOptions{
-		Server:    generators.GatewayServerOptions{ServiceType: corev1.ServiceTypeNodePort, Port: netv1beta1.DefaultGatewayPort, MTU: netv1beta1.DefaultMTU},
+		Server:    manifests.GatewayServerOptions{ServiceType: corev1.ServiceTypeNodePort, Port: netv1beta1.DefaultGatewayPort, MTU: netv1beta1.DefaultMTU},
 		ShareKeys: true,
 		Wait:      true,
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // RotateKey asks the gateway of local's peering with peer (in namespace ns)
@@ -52,7 +52,7 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 	if err != nil {
 		return nil, err
 	}
-	pk, err := generators.PublicKeyForPeer(local.Info.ClusterID, "", keys.Current, keys.Next)
+	pk, err := manifests.PublicKeyForPeer(local.Info.ClusterID, "", keys.Current, keys.Next)
 	if err != nil || remote == nil {
 		return pk, err
 	}
@@ -82,7 +82,7 @@ func RotateKey(ctx context.Context, local, remote *Cluster, ns, peer, value stri
 	}
 	// The new key alone: the one the rotation was for, as the gateway
 	// publishes it now.
-	pk, err = generators.PublicKeyForPeer(local.Info.ClusterID, "", next, nil)
+	pk, err = manifests.PublicKeyForPeer(local.Info.ClusterID, "", next, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // Disconnect removes, on both clusters, the gateways and PublicKeys of the
@@ -36,7 +36,7 @@ func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
 	if err := checkTwo(local, remote); err != nil {
 		return err
 	}
-	kinds := []string{generators.KindGatewayClient, generators.KindGatewayServer, generators.KindPublicKey}
+	kinds := []string{manifests.KindGatewayClient, manifests.KindGatewayServer, manifests.KindPublicKey}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
 		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "gateways and public keys", kinds); err != nil {
 			return err
@@ -46,7 +46,7 @@ func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
 		return nil
 	}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
-		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", []string{generators.KindConfiguration}); err != nil {
+		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", []string{manifests.KindConfiguration}); err != nil {
 			return err
 		}
 	}
@@ -62,7 +62,7 @@ func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
 // in its tenant namespace, and waits until they are gone, so nothing is left
 // Terminating.
 func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds []string) error {
-	ns := generators.TenantNamespace(peer)
+	ns := manifests.TenantNamespace(peer)
 	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
 	deleteLeft := func(ctx context.Context) ([]string, error) {
 		var left []string
@@ -110,7 +110,7 @@ func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds
 // deleteTenantNamespace deletes the tenant namespace of peer when nothing
 // but what peerlink put there is left, and waits until it is gone.
 func deleteTenantNamespace(ctx context.Context, s *Cluster, peer string) error {
-	name := generators.TenantNamespace(peer)
+	name := manifests.TenantNamespace(peer)
 	var ns corev1.Namespace
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -11,7 +11,7 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -134,7 +134,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if output == "-" {
 				progressOut = cmd.ErrOrStderr()
 			}
-			ns := cmp.Or(g.namespace(), generators.TenantNamespace(peer))
+			ns := cmp.Or(g.namespace(), manifests.TenantNamespace(peer))
 			cl, err := g.localClient(cmd.Context())
 			if err != nil {
 				return err
@@ -144,7 +144,7 @@ liqo-tenant-<peer id>. Use -o - to write to stdout.`,
 			if err != nil {
 				return err
 			}
-			data, err := generators.Marshal(generators.FormatYAML, objs...)
+			data, err := manifests.Marshal(manifests.FormatYAML, objs...)
 			if err != nil {
 				return err
 			}

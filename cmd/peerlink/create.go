@@ -13,9 +13,9 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peerbundle"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -50,23 +50,23 @@ go to the namespace liqo-tenant-<remote cluster id> unless -n is given.`,
 
 // peerOf checks the peer's cluster ID, given by flag, and the namespace of
 // -n, and returns where the objects for that peer go.
-func peerOf(flag, id, namespace, name string) (generators.Peer, error) {
+func peerOf(flag, id, namespace, name string) (manifests.Peer, error) {
 	if err := clusterinfo.ValidateClusterID(id); err != nil {
-		return generators.Peer{}, fmt.Errorf("%s: %w", flag, err)
+		return manifests.Peer{}, fmt.Errorf("%s: %w", flag, err)
 	}
 	if namespace != "" {
-		if err := generators.ValidateNamespace(namespace); err != nil {
-			return generators.Peer{}, fmt.Errorf("--namespace: %w", err)
+		if err := manifests.ValidateNamespace(namespace); err != nil {
+			return manifests.Peer{}, fmt.Errorf("--namespace: %w", err)
 		}
 	}
-	return generators.Peer{RemoteClusterID: id, Namespace: namespace, Name: name}, nil
+	return manifests.Peer{RemoteClusterID: id, Namespace: namespace, Name: name}, nil
 }
 
 // createCommand completes cmd, a create subcommand taking an optional NAME,
 // with the flags every create subcommand has: it builds its object for the
 // peer with build, then prints it with -o, or applies it and, with --wait,
 // waits until it is Ready.
-func createCommand(g *globalOptions, cmd *cobra.Command, build func(generators.Peer) (client.Object, error)) *cobra.Command {
+func createCommand(g *globalOptions, cmd *cobra.Command, build func(manifests.Peer) (client.Object, error)) *cobra.Command {
 	var remoteClusterID string
 	var out outputFlag
 	var wait bool
@@ -126,7 +126,7 @@ to the manifest.`,
 
   # Apply it and wait until the controller has mapped the peer's CIDRs
   peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,
-	}, func(p generators.Peer) (client.Object, error) {
+	}, func(p manifests.Peer) (client.Object, error) {
 		facts, allowedFrom, err := factFlags.load()
 		if err != nil {
 			return nil, err
@@ -137,7 +137,7 @@ to the manifest.`,
 			return nil, fmt.Errorf("%w (%s)", err, allowedFrom)
 		}
 		if err != nil {
-			return nil, generators.WithNames(err, map[string]string{"metadata.name": "NAME", generators.RemoteClusterIDPath().String(): "--remote-cluster-id",
+			return nil, manifests.WithNames(err, map[string]string{"metadata.name": "NAME", manifests.RemoteClusterIDPath().String(): "--remote-cluster-id",
 				"spec.remote.cidr.pod": "--pod-cidr", "spec.remote.cidr.external": "--external-cidr"})
 		}
 		placements = pl
@@ -194,7 +194,7 @@ is filled in.`,
     --addresses 172.18.0.3 --port 30851 -o yaml`,
 		}
 	}
-	createCommand(g, cmd, func(p generators.Peer) (client.Object, error) {
+	createCommand(g, cmd, func(p manifests.Peer) (client.Object, error) {
 		return f.build(role, p, "--remote-cluster-id")
 	})
 	if role == gatewayrole.Server {
@@ -221,15 +221,15 @@ cluster that owns the key; --public-key is the key as wg pubkey prints it (the
 base64 of 32 bytes).`,
 		Example: `  peerlink create publickey --remote-cluster-id cluster-b \
     --public-key 'jP7cM1l5b7nJ8a9N0fQ8nL2S0yq3q8c1b2Yx3cQmE2M=' -o yaml`,
-	}, func(p generators.Peer) (client.Object, error) {
+	}, func(p manifests.Peer) (client.Object, error) {
 		// A key pasted on the command line may carry the line break
 		// wg pubkey prints; a manifest's may not, as the CRD says.
-		raw, err := generators.ParsePublicKey(strings.TrimSpace(key))
+		raw, err := manifests.ParsePublicKey(strings.TrimSpace(key))
 		if err != nil {
 			return nil, fmt.Errorf("--public-key: %w", err)
 		}
-		pk, err := generators.PublicKey(generators.PublicKeyOptions{Peer: p, Key: raw})
-		return pk, generators.WithNames(err, map[string]string{"metadata.name": "NAME", generators.RemoteClusterIDPath().String(): "--remote-cluster-id"})
+		pk, err := manifests.PublicKey(manifests.PublicKeyOptions{Peer: p, Key: raw})
+		return pk, manifests.WithNames(err, map[string]string{"metadata.name": "NAME", manifests.RemoteClusterIDPath().String(): "--remote-cluster-id"})
 	})
 	cmd.Flags().StringVar(&key, "public-key", "", "the peer gateway's public key, base64 as wg pubkey prints it (required)")
 	_ = cmd.MarkFlagRequired("public-key")

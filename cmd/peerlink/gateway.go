@@ -11,7 +11,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 )
 
 // serverFlagNames are the names a command gives the flags of a gateway
@@ -58,24 +58,24 @@ func (s *serverFlags) register(cmd *cobra.Command, names serverFlagNames, usage 
 // options checks the flags and returns the server they describe, with mtu
 // and the template given; the peer is the caller's to set. Errors name the
 // flags.
-func (s *serverFlags) options(mtu int, tmplName, tmplNS string) (generators.GatewayServerOptions, error) {
+func (s *serverFlags) options(mtu int, tmplName, tmplNS string) (manifests.GatewayServerOptions, error) {
 	if s.port == 0 {
-		return generators.GatewayServerOptions{}, fmt.Errorf("--%s: the port must be set", s.names.port)
+		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: the port must be set", s.names.port)
 	}
-	typ, err := generators.ParseServiceType(s.serviceType)
+	typ, err := manifests.ParseServiceType(s.serviceType)
 	if err != nil {
-		return generators.GatewayServerOptions{}, fmt.Errorf("--%s: %w", s.names.serviceType, err)
+		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %w", s.names.serviceType, err)
 	}
-	o := generators.GatewayServerOptions{ServiceType: typ, Port: s.port, NodePort: s.nodePort, MTU: mtu,
+	o := manifests.GatewayServerOptions{ServiceType: typ, Port: s.port, NodePort: s.nodePort, MTU: mtu,
 		TemplateName: tmplName, TemplateNamespace: tmplNS}
 	if s.loadBalancerIP != "" {
 		addr, err := netip.ParseAddr(s.loadBalancerIP)
 		if err != nil || !addr.Is4() {
-			return generators.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IPv4 address", s.names.loadBalancerIP, s.loadBalancerIP)
+			return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IPv4 address", s.names.loadBalancerIP, s.loadBalancerIP)
 		}
 		o.LoadBalancerIP = addr
 	}
-	return o, generators.WithNames(o.Validate(), map[string]string{
+	return o, manifests.WithNames(o.Validate(), map[string]string{
 		"spec.endpoint.port":           "--" + s.names.port,
 		"spec.endpoint.nodePort":       "--" + s.names.nodePort,
 		"spec.endpoint.loadBalancerIP": "--" + s.names.loadBalancerIP,
@@ -112,9 +112,9 @@ func (f *gatewayFlags) addCommon(cmd *cobra.Command, defaultTemplate, templateUs
 
 // build checks the flags and builds the gateway of role for the peer p,
 // whose ID is given by idFlag; errors name the flags.
-func (f *gatewayFlags) build(role gatewayrole.Role, p generators.Peer, idFlag string) (client.Object, error) {
+func (f *gatewayFlags) build(role gatewayrole.Role, p manifests.Peer, idFlag string) (client.Object, error) {
 	fields := map[string]string{
-		"metadata.name": "NAME", generators.RemoteClusterIDPath().String(): idFlag,
+		"metadata.name": "NAME", manifests.RemoteClusterIDPath().String(): idFlag,
 		"spec.endpoint.port": "--port", "spec.mtu": "--mtu", "spec.replicas": "--replicas",
 	}
 	if role == gatewayrole.Server {
@@ -123,8 +123,8 @@ func (f *gatewayFlags) build(role gatewayrole.Role, p generators.Peer, idFlag st
 			return nil, err
 		}
 		o.Peer, o.Replicas = p, f.replicas
-		gw, err := generators.GatewayServer(o)
-		return gw, generators.WithNames(err, fields)
+		gw, err := manifests.GatewayServer(o)
+		return gw, manifests.WithNames(err, fields)
 	}
 	port := f.server.port
 	if port == 0 && !f.portOptional {
@@ -133,16 +133,16 @@ func (f *gatewayFlags) build(role gatewayrole.Role, p generators.Peer, idFlag st
 	if f.protocol != "" && corev1.Protocol(f.protocol) != corev1.ProtocolUDP {
 		return nil, fmt.Errorf("--protocol: %q is not supported: WireGuard speaks UDP", f.protocol)
 	}
-	addrs, err := generators.ParseAddressList(f.addresses...)
+	addrs, err := manifests.ParseAddressList(f.addresses...)
 	if err != nil {
 		return nil, fmt.Errorf("--addresses: %w", err)
 	}
 	if port == 0 && len(addrs) > 0 {
 		return nil, errors.New("--port: " + f.portNeeded)
 	}
-	gw, err := generators.GatewayClient(generators.GatewayClientOptions{
+	gw, err := manifests.GatewayClient(manifests.GatewayClientOptions{
 		Peer: p, Addresses: addrs, Port: port, Protocol: corev1.Protocol(f.protocol), MTU: f.mtu, Replicas: f.replicas,
 		TemplateName: f.tmplName, TemplateNamespace: f.tmplNS,
 	})
-	return gw, generators.WithNames(err, fields)
+	return gw, manifests.WithNames(err, fields)
 }

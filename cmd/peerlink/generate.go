@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -49,14 +49,14 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conf, err := generators.ConfigurationForPeer(info, remoteNS)
+			conf, err := manifests.ConfigurationForPeer(info, remoteNS)
 			if err != nil {
 				return err
 			}
 			return out.print(cmd, conf)
 		},
 	}
-	out.add(cmd, string(generators.FormatYAML))
+	out.add(cmd, string(manifests.FormatYAML))
 	addRemoteNamespaceFlag(cmd, &remoteNS)
 	return cmd
 }
@@ -91,10 +91,10 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err != nil {
 				return fmt.Errorf("--gateway-type: %w", err)
 			}
-			if err := generators.ValidateObjectName(gwName); err != nil {
+			if err := manifests.ValidateObjectName(gwName); err != nil {
 				return fmt.Errorf("--gateway-name: %w", err)
 			}
-			ns := cmp.Or(g.namespace(), generators.TenantNamespace(gwName))
+			ns := cmp.Or(g.namespace(), manifests.TenantNamespace(gwName))
 			ctx := cmd.Context()
 			cl, err := g.localClient(ctx)
 			if err != nil {
@@ -111,7 +111,7 @@ command waits for it up to --timeout, saying so on stderr.`,
 			return out.print(cmd, pk)
 		},
 	}
-	out.add(cmd, string(generators.FormatYAML))
+	out.add(cmd, string(manifests.FormatYAML))
 	addRemoteNamespaceFlag(cmd, &remoteNS)
 	cmd.Flags().StringVar(&gwType, "gateway-type", "", "role of the gateway: server or client (required)")
 	cmd.Flags().StringVar(&gwName, "gateway-name", "", "name of the GatewayServer or GatewayClient (required)")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -82,7 +82,7 @@ func (f *documentFlags) print(w io.Writer, doc any, human func(io.Writer)) error
 		human(w)
 		return nil
 	}
-	format := generators.FormatYAML
+	format := manifests.FormatYAML
 	if f.out.format != "" {
 		var err error
 		if format, err = f.out.check(); err != nil {

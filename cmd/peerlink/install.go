@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/installer"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -70,7 +70,7 @@ func (o *installOptions) facts() (installer.Facts, error) {
 	var f installer.Facts
 	var err error
 	f.ClusterID = o.clusterID
-	if f.PodCIDRs, err = generators.ParseCIDRList(o.podCIDRs...); err != nil {
+	if f.PodCIDRs, err = manifests.ParseCIDRList(o.podCIDRs...); err != nil {
 		return f, fmt.Errorf("--pod-cidr: %w", err)
 	}
 	if o.serviceCIDR != "" {
@@ -78,7 +78,7 @@ func (o *installOptions) facts() (installer.Facts, error) {
 			return f, fmt.Errorf("--service-cidr: %w", err)
 		}
 	}
-	if f.ReservedCIDRs, err = generators.ParseCIDRList(o.reserved...); err != nil {
+	if f.ReservedCIDRs, err = manifests.ParseCIDRList(o.reserved...); err != nil {
 		return f, fmt.Errorf("--reserved-cidr: %w", err)
 	}
 	return f, f.Validate()

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -115,7 +115,7 @@ func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
 	}
 	server.Replicas = plan.Server.Replicas
 	plan.Server, plan.ShareKeys = server, !o.disableSharingKeys
-	if plan.ClientAddresses, err = generators.ParseAddressList(o.clientAddresses...); err != nil {
+	if plan.ClientAddresses, err = manifests.ParseAddressList(o.clientAddresses...); err != nil {
 		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
 	return plan, field.WithFlags(plan.Check(), map[string]string{

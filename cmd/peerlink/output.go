@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -40,8 +40,8 @@ func (o *outputFlag) addWithUsage(cmd *cobra.Command, def, usage string) {
 }
 
 // check refuses an unknown format, before anything is read.
-func (o *outputFlag) check() (generators.Format, error) {
-	f, err := generators.ParseFormat(o.format)
+func (o *outputFlag) check() (manifests.Format, error) {
+	f, err := manifests.ParseFormat(o.format)
 	if err != nil {
 		return "", fmt.Errorf("--output: %w", err)
 	}
@@ -49,38 +49,38 @@ func (o *outputFlag) check() (generators.Format, error) {
 }
 
 // print writes objects to the command's output as manifests (no status, no
-// empty fields; see generators.Manifest).
+// empty fields; see manifests.Manifest).
 func (o *outputFlag) print(cmd *cobra.Command, objs ...runtime.Object) error {
-	manifests := make([]map[string]any, len(objs))
+	docs := make([]map[string]any, len(objs))
 	for i, obj := range objs {
-		m, err := generators.Manifest(obj)
+		m, err := manifests.Manifest(obj)
 		if err != nil {
 			return err
 		}
-		manifests[i] = m
+		docs[i] = m
 	}
-	return o.printManifests(cmd.OutOrStdout(), manifests...)
+	return o.printManifests(cmd.OutOrStdout(), docs...)
 }
 
 // printManifests writes manifests: YAML through cli-runtime's printer, as
-// kubectl prints it; JSON as generators prints it, indented by two spaces
+// kubectl prints it; JSON as package manifests prints it, indented by two spaces
 // and several manifests in one v1 List (cli-runtime's printer indents by
 // four and prints one document each, which would change every manifest
 // printed so far).
-func (o *outputFlag) printManifests(w io.Writer, manifests ...map[string]any) error {
+func (o *outputFlag) printManifests(w io.Writer, docs ...map[string]any) error {
 	f, err := o.check()
 	if err != nil {
 		return err
 	}
-	if f == generators.FormatJSON {
-		out, err := generators.MarshalManifests(f, manifests...)
+	if f == manifests.FormatJSON {
+		out, err := manifests.MarshalManifests(f, docs...)
 		if err == nil {
 			_, err = w.Write(out)
 		}
 		return err
 	}
 	p := &printers.YAMLPrinter{}
-	for _, m := range manifests {
+	for _, m := range docs {
 		if err := p.PrintObj(&unstructured.Unstructured{Object: m}, w); err != nil {
 			return err
 		}

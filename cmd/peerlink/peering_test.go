@@ -16,7 +16,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 	"github.com/peerlink/peerlink/templates"
 	"github.com/peerlink/peerlink/testkit/peertest"
@@ -199,11 +199,11 @@ func testNetwork(t *testing.T, a, b *peertest.Cluster) {
 	for _, c := range []struct {
 		rec     *peertest.Recorder
 		gateway string
-	}{{recA, generators.KindGatewayClient}, {recB, generators.KindGatewayServer}} {
-		conf := c.rec.First(peertest.Added(generators.KindConfiguration))
-		ready := c.rec.First(func(e peertest.Event) bool { return e.Kind == generators.KindConfiguration && e.Ready })
+	}{{recA, manifests.KindGatewayClient}, {recB, manifests.KindGatewayServer}} {
+		conf := c.rec.First(peertest.Added(manifests.KindConfiguration))
+		ready := c.rec.First(func(e peertest.Event) bool { return e.Kind == manifests.KindConfiguration && e.Ready })
 		gw := c.rec.First(peertest.Added(c.gateway))
-		key := c.rec.First(peertest.Added(generators.KindPublicKey))
+		key := c.rec.First(peertest.Added(manifests.KindPublicKey))
 		if !(conf >= 0 && conf <= ready && ready < gw && gw < key) {
 			t.Errorf("%s side: Configuration created at %d, Ready at %d, gateway at %d, PublicKey at %d: want that order",
 				c.gateway, conf, ready, gw, key)
@@ -343,7 +343,7 @@ func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
 		})
 		peertest.Eventually(t, "the Connection on "+c.p.ID, func(ctx context.Context) error {
 			var conn netv1beta1.Connection
-			if err := c.p.Get(ctx, c.ns, generators.GatewayObjectName(c.peer.ID), &conn); err != nil {
+			if err := c.p.Get(ctx, c.ns, manifests.GatewayObjectName(c.peer.ID), &conn); err != nil {
 				return err
 			}
 			if conn.Status.Value != netv1beta1.Connected {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peerbundle"
 )
 
@@ -71,7 +71,7 @@ or file (a URL, a git repository) is refused before anything is fetched.`,
 	}
 	flags := cmd.Flags()
 	flags.StringArrayVarP(&o.files, "filename", "f", nil, "file with gateways and templates, or - for standard input (repeatable)")
-	o.output.addWithUsage(cmd, string(generators.FormatYAML), "output format: yaml or json")
+	o.output.addWithUsage(cmd, string(manifests.FormatYAML), "output format: yaml or json")
 	flags.StringVar(&o.UID, "uid", "", "the gateway UID to render with (default: metadata.uid, else "+peerbundle.PlaceholderUID+")")
 	flags.StringVar(&o.SecretName, "secret-name", "", "the key Secret name to render with (default: spec.secretRef.name, else gw-<name>)")
 	flags.StringVar(&o.ClusterID, "cluster-id", "", "the remote cluster ID to render with (default: the liqo.io/remote-cluster-id label)")
@@ -85,7 +85,7 @@ func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 	if _, err := o.output.check(); err != nil {
 		return err
 	}
-	var manifests []map[string]any
+	var docs []map[string]any
 	var err error
 	switch {
 	case len(args) == 1 && len(o.files) > 0:
@@ -100,7 +100,7 @@ func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 			// and the flag would change nothing.
 			return fmt.Errorf("%s: only with --cluster-info, which gives this cluster's ranges", flag)
 		}
-		manifests, err = peerbundle.RenderBundle(args[0], facts.Info)
+		docs, err = peerbundle.RenderBundle(args[0], facts.Info)
 		if err != nil {
 			return err
 		}
@@ -109,9 +109,9 @@ func (o *renderOptions) run(cmd *cobra.Command, args []string) error {
 	case o.facts.given() != "":
 		return fmt.Errorf("%s: only with a bundle DIR", o.facts.given())
 	default:
-		if manifests, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides); err != nil {
+		if docs, err = peerbundle.RenderFiles(o.files, cmd.InOrStdin(), o.RenderOverrides); err != nil {
 			return err
 		}
 	}
-	return o.output.printManifests(cmd.OutOrStdout(), manifests...)
+	return o.output.printManifests(cmd.OutOrStdout(), docs...)
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/templates"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
@@ -169,7 +169,7 @@ metadata: {name: s, labels: {liqo.io/remote-cluster-id: c}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := generators.ParseManifests([]byte(got))
+	objs, err := manifests.ParseManifests([]byte(got))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestRenderedAcceptedByAPIServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs, err := generators.ParseManifests([]byte(out))
+			objs, err := manifests.ParseManifests([]byte(out))
 			if err != nil || len(objs) != 1 {
 				t.Fatalf("render printed %d objects (%v):\n%s", len(objs), err, out)
 			}

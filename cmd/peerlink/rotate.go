@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
 
@@ -45,7 +45,7 @@ GatewayClient to any new value instead.`,
 			if _, err := out.check(); err != nil {
 				return err
 			}
-			if err := generators.ValidateObjectName(peer); err != nil {
+			if err := manifests.ValidateObjectName(peer); err != nil {
 				return fmt.Errorf("--peer: %w", err)
 			}
 			ctx := cmd.Context()
@@ -63,7 +63,7 @@ GatewayClient to any new value instead.`,
 					return fmt.Errorf("--remote-kubeconfig: the remote cluster is %s, not the peer %s", remote.Info.ClusterID, peer)
 				}
 			}
-			ns := cmp.Or(g.namespace(), generators.TenantNamespace(peer))
+			ns := cmp.Or(g.namespace(), manifests.TenantNamespace(peer))
 			pk, err := peering.RotateKey(ctx, local, remote, ns, peer, time.Now().UTC().Format(time.RFC3339))
 			if err != nil {
 				return err
@@ -76,7 +76,7 @@ GatewayClient to any new value instead.`,
 			return out.print(cmd, pk)
 		},
 	}
-	out.add(cmd, string(generators.FormatYAML))
+	out.add(cmd, string(manifests.FormatYAML))
 	cmd.Flags().StringVar(&peer, "peer", "", "cluster ID of the peer (required)")
 	remoteCluster = addRemoteCluster(cmd.Flags(), "kubeconfig of the peer's cluster, to carry the rotation to its end", "kubeconfig context of the peer's cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute,

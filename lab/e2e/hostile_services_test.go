@@ -31,9 +31,9 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/dataplane"
-	"github.com/peerlink/peerlink/generators"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
 )
 
@@ -344,7 +344,7 @@ func TestHostileServiceExchange(t *testing.T) {
 			rejected: map[string]float64{mcs.RuleInvalid: 1, mcs.RuleMetadataBytes: 1}},
 		{name: "endpoints outside the declared ranges", payload: session(outside), stored: len(good) + 1, check: func(t *testing.T) {
 			eventually(t, ctx, "an EndpointsOutsideRanges event in B", func() error {
-				out := kubectlOut(t, ctx, l, b, "get", "events", "-n", generators.TenantNamespace(a.ClusterID),
+				out := kubectlOut(t, ctx, l, b, "get", "events", "-n", manifests.TenantNamespace(a.ClusterID),
 					"--field-selector", "reason=EndpointsOutsideRanges", "-o", "jsonpath={.items[*].message}")
 				if !strings.Contains(out, ns+"/outside") {
 					return fmt.Errorf("events: %q", out)
@@ -568,7 +568,7 @@ func importsStored(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerI
 		return nil, err
 	}
 	var cm corev1.ConfigMap
-	if err := c.Get(ctx, types.NamespacedName{Namespace: generators.TenantNamespace(peerID), Name: mcs.ImportsConfigMap}, &cm); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: manifests.TenantNamespace(peerID), Name: mcs.ImportsConfigMap}, &cm); err != nil {
 		return nil, err
 	}
 	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
@@ -602,7 +602,7 @@ func exportedSet(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cl
 	var set mcs.Set
 	eventually(t, ctx, "the export set of "+n.Name, func() error {
 		var cm corev1.ConfigMap
-		if err := c.Get(ctx, types.NamespacedName{Namespace: generators.TenantNamespace(peerID), Name: mcs.ExportsConfigMap}, &cm); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: manifests.TenantNamespace(peerID), Name: mcs.ExportsConfigMap}, &cm); err != nil {
 			return err
 		}
 		set, _, err = mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
@@ -729,7 +729,7 @@ func gatewayMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster
 // active gateway pod for peerID.
 func gatewayMetricsPath(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) string {
 	t.Helper()
-	ns := generators.TenantNamespace(peerID)
+	ns := manifests.TenantNamespace(peerID)
 	pod := strings.TrimSpace(string(mustKubectl(t, ctx, l, n, "-n", ns, "get", "pods",
 		"-l", "networking.liqo.io/active=true", "-o", "jsonpath={.items[0].metadata.name}")))
 	return labctl.MetricsPath(ns, pod, labctl.GatewayMetricsPort)

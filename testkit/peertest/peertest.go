@@ -24,7 +24,7 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
-	"github.com/peerlink/peerlink/generators"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/reconciler"
 	"github.com/peerlink/peerlink/templates"
 	"github.com/peerlink/peerlink/testkit/ctrltest"
@@ -240,7 +240,7 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 	if len(keys.Items) == 0 {
 		return nil
 	}
-	key := client.ObjectKey{Namespace: gw.GetNamespace(), Name: generators.GatewayObjectName(gw.GetName())}
+	key := client.ObjectKey{Namespace: gw.GetNamespace(), Name: manifests.GatewayObjectName(gw.GetName())}
 	var conn netv1beta1.Connection
 	err := p.C.Get(ctx, key, &conn)
 	if err == nil {
@@ -249,9 +249,9 @@ func (p *Cluster) connect(ctx context.Context, gw client.Object) error {
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	kind, role := generators.KindGatewayServer, gatewayrole.Server
+	kind, role := manifests.KindGatewayServer, gatewayrole.Server
 	if _, ok := gw.(*netv1beta1.GatewayClient); ok {
-		kind, role = generators.KindGatewayClient, gatewayrole.Client
+		kind, role = manifests.KindGatewayClient, gatewayrole.Client
 	}
 	conn = netv1beta1.Connection{
 		ObjectMeta: metav1.ObjectMeta{
@@ -343,16 +343,16 @@ func (r *Recorder) add(ev watch.Event) {
 	e := Event{RV: rv, Name: obj.GetName(), Typ: ev.Type}
 	switch o := obj.(type) {
 	case *netv1beta1.Configuration:
-		e.Kind = generators.KindConfiguration
+		e.Kind = manifests.KindConfiguration
 		// An object Current cannot read is recorded as not Ready.
 		ready, _, err := testcluster.Current(r.scheme, o)
 		e.Ready = err == nil && ready
 	case *netv1beta1.GatewayServer:
-		e.Kind = generators.KindGatewayServer
+		e.Kind = manifests.KindGatewayServer
 	case *netv1beta1.GatewayClient:
-		e.Kind = generators.KindGatewayClient
+		e.Kind = manifests.KindGatewayClient
 	case *netv1beta1.PublicKey:
-		e.Kind = generators.KindPublicKey
+		e.Kind = manifests.KindPublicKey
 	}
 	r.mu.Lock()
 	r.events = append(r.events, e)
@@ -427,7 +427,7 @@ func (p *Cluster) MustGet(t *testing.T, ns, name string, objs ...client.Object) 
 // Configuration, and no gateway or PublicKey.
 func (p *Cluster) CheckDisconnected(t *testing.T, peer string) {
 	t.Helper()
-	ns := generators.TenantNamespace(peer)
+	ns := manifests.TenantNamespace(peer)
 	for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &netv1beta1.PublicKey{}} {
 		if err := p.Absent(t.Context(), ns, peer, obj); err != nil {
 			t.Error(err)
@@ -442,7 +442,7 @@ func (p *Cluster) CheckDisconnected(t *testing.T, peer string) {
 // reset leaves it.
 func (p *Cluster) CheckReset(t *testing.T, peer string) {
 	t.Helper()
-	if err := p.Absent(t.Context(), "", generators.TenantNamespace(peer), &corev1.Namespace{}); err != nil {
+	if err := p.Absent(t.Context(), "", manifests.TenantNamespace(peer), &corev1.Namespace{}); err != nil {
 		t.Error(err)
 	}
 }
@@ -490,7 +490,7 @@ func (p *Cluster) KeyReader(t *testing.T) string {
 func (p *Cluster) KeySecretPublic(t *testing.T, ns, gateway string) []byte {
 	t.Helper()
 	var s corev1.Secret
-	if err := p.Get(t.Context(), ns, generators.GatewayObjectName(gateway), &s); err != nil {
+	if err := p.Get(t.Context(), ns, manifests.GatewayObjectName(gateway), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Data[netv1beta1.PublicKeyField]
