@@ -128,7 +128,13 @@ func newPeeredLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (co
 // nodeNS opens the network namespace of the node of n for the test.
 func nodeNS(t *testing.T, n *cluster.Cluster) *netns.NS {
 	t.Helper()
-	ns, err := netns.Open(n.Namespace())
+	return openNS(t, n.Namespace())
+}
+
+// openNS opens the named network namespace for the test.
+func openNS(t *testing.T, name string) *netns.NS {
+	t.Helper()
+	ns, err := netns.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
