@@ -31,13 +31,14 @@ const (
 	// TablePodSources holds, on a node, every remote range via the overlay
 	// to the gateway of its peer; pod sources are looked up there.
 	TablePodSources = 1803
-	// TableHostSources holds, on a node, every remote range via the node of
-	// the gateway of its peer; other sources are looked up there.
+	// TableHostSources holds, on a node, every remote range via the overlay
+	// to the gateway of its peer, as TablePodSources does; other sources
+	// (the node itself, host-network pods) are looked up there.
 	TableHostSources = 1804
-	// TableOtherNodes holds, on a node, the pod ranges of the other nodes
-	// via the overlay to each node; what a local gateway sends through the
-	// overlay is looked up there, so that a pod of another node gets its
-	// peers' packets through the overlay too, as its replies leave.
+	// TableOtherNodes holds, on a node, the pod ranges and the addresses of
+	// the other nodes via the overlay to each node; what a local gateway
+	// sends through the overlay is looked up there, so that a pod or a node
+	// gets its peers' packets through the overlay too, as its own leave.
 	TableOtherNodes = 1805
 
 	// HealthPort is the UDP port of the tunnel's ping responder, on the

@@ -93,6 +93,7 @@ const (
 	setRemoteRanges = "remote_ranges"
 	setHomeRanges   = "home_ranges"
 	setOtherPods    = "other_node_pods"
+	setOtherNodes   = "other_nodes"
 )
 
 // FabricRawPriority runs the fabric's notrack rule before connection
@@ -156,15 +157,14 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 			continue
 		}
 		neighbor(g.Address)
-		// Other sources go through the gateway's node, which translates
-		// them to the unknown-source address and receives the replies.
-		hostHop := g.Address
-		if !g.Local {
-			hostHop = g.Node
-			neighbor(g.Node)
-		}
+		// Other sources go to the gateway pod too: the gateway's node
+		// translates its own to the unknown-source address on the way
+		// (below), the gateway pod those of the other nodes, which come
+		// straight from them. Through the gateway's node they would not
+		// pass: its strict reverse-path filter drops what comes out of the
+		// overlay from another node's address.
 		for _, r := range g.Ranges {
-			rs.Routes = append(rs.Routes, via(TablePodSources, r, g.Address), via(TableHostSources, r, hostHop))
+			rs.Routes = append(rs.Routes, via(TablePodSources, r, g.Address), via(TableHostSources, r, g.Address))
 			remote = append(remote, r)
 			if g.Local {
 				home = append(home, r)
@@ -181,6 +181,15 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	for _, n := range otherPods {
 		neighbor(n.node)
 		rs.Routes = append(rs.Routes, via(TableOtherNodes, n.pods, n.node))
+	}
+	// The same for the replies to other nodes themselves (their own
+	// traffic and their host-network pods'), which the gateway pod
+	// translated back to the node's address: they arrive where the node's
+	// packets to the peer left, by the overlay.
+	otherNodes := f.otherNodes()
+	for _, n := range otherNodes {
+		neighbor(n.Addr())
+		rs.Routes = append(rs.Routes, via(TableOtherNodes, n, n.Addr()))
 	}
 	for _, pod := range f.PodCIDRs {
 		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityPodSources, Src: pod, Table: TablePodSources})
@@ -199,6 +208,7 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		{Name: setRemoteRanges, Prefixes: remote},
 		{Name: setHomeRanges, Prefixes: home},
 		{Name: setOtherPods, Prefixes: otherPrefixes},
+		{Name: setOtherNodes, Prefixes: otherNodes},
 	}
 	p.NAT.Chains = []plan.Chain{{
 		Name: "prerouting", Type: plan.Filter, Hook: plan.Prerouting, Priority: FabricRawPriority,
@@ -208,6 +218,9 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 			// (kube-proxy drops those) and masqueraded by a CNI.
 			Comment: "peers' packets passing through to pods of other nodes",
 			IIF:     OverlayLink, DstIn: setOtherPods, Notrack: true,
+		}, {
+			Comment: "peers' answers passing through to other nodes",
+			IIF:     OverlayLink, DstIn: setOtherNodes, Notrack: true,
 		}},
 	}, {
 		Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: FabricNATPriority,
@@ -253,6 +266,25 @@ func (f FabricFacts) otherNodePods() []nodePods {
 			out = append(out, nodePods{node: n.Address, pods: p})
 		}
 	}
+	return out
+}
+
+// otherNodes are the addresses of the nodes other than this one, as /32
+// prefixes. An address that is no IPv4 address, or lies in the cluster's
+// pod CIDRs, is left out, as otherNodePods leaves out what can only be a
+// record gone wrong.
+func (f FabricFacts) otherNodes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, n := range f.Nodes {
+		a := n.Address
+		if !a.Is4() || a == f.Node || slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(a) }) {
+			continue
+		}
+		if p := netip.PrefixFrom(a, 32); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
 	return out
 }
 

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,4 +167,58 @@ func FuzzPlanFabric(f *testing.F) {
 			t.Fatalf("routes overlapping ranges %s and %s", routed[i], routed[j])
 		}
 	})
+}
+
+// TestPlanFabricNodeSources checks the way of a node's own traffic: every
+// node sends it straight to the gateway pod, as it sends its pods' (the
+// gateway translates it), and the gateway's node routes the answers for
+// another node's address back through the overlay, untracked, as it
+// routes those for another node's pods.
+func TestPlanFabricNodeSources(t *testing.T) {
+	gwNode, other := netip.MustParseAddr("172.18.0.5"), netip.MustParseAddr("172.18.0.2")
+	peer := netip.MustParsePrefix("10.71.0.0/16")
+	gwPod := netip.MustParseAddr("10.244.3.9")
+	facts := func(node netip.Addr) FabricFacts {
+		f := nodeFacts()
+		f.Node = node
+		f.Gateways = []FabricGateway{{Name: "b", Address: gwPod, Node: gwNode, Local: node == gwNode, Ranges: []netip.Prefix{peer}}}
+		f.Nodes = []FabricNode{
+			{Address: other, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")}},
+			{Address: gwNode, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.3.0/24")}},
+		}
+		return f
+	}
+	hasRoute := func(p FabricPlan, table int, dst netip.Prefix, via netip.Addr) bool {
+		return slices.ContainsFunc(p.Routes.Routes, func(r plan.Route) bool {
+			return r.Table == table && r.Dst == dst && r.Via == via && r.Encap == via && r.Link == OverlayLink
+		})
+	}
+
+	onOther, err := PlanFabric(facts(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []int{TablePodSources, TableHostSources} {
+		if !hasRoute(onOther, table, peer, gwPod) {
+			t.Errorf("node without the gateway: no route for %s via the gateway pod %s in table %d:\n%s", peer, gwPod, table, onOther.Routes)
+		}
+	}
+
+	onGateway, err := PlanFabric(facts(gwNode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasRoute(onGateway, TableOtherNodes, netip.PrefixFrom(other, 32), other) {
+		t.Errorf("gateway's node: no route back to node %s through the overlay in table %d:\n%s", other, TableOtherNodes, onGateway.Routes)
+	}
+	i := slices.IndexFunc(onGateway.NAT.Sets, func(s plan.Set) bool { return s.Name == setOtherNodes })
+	if i < 0 || !slices.Equal(onGateway.NAT.Sets[i].Prefixes, []netip.Prefix{netip.PrefixFrom(other, 32)}) {
+		t.Errorf("gateway's node: set %s is not just %s:\n%s", setOtherNodes, other, onGateway.NAT)
+	}
+	notrack := slices.ContainsFunc(onGateway.NAT.Chains[0].Rules, func(r plan.Rule) bool {
+		return r.IIF == OverlayLink && r.DstIn == setOtherNodes && r.Notrack
+	})
+	if !notrack {
+		t.Errorf("gateway's node: answers to other nodes are tracked:\n%s", onGateway.NAT)
+	}
 }

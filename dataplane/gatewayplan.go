@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
@@ -40,6 +41,11 @@ type GatewayFacts struct {
 	// LocalRanges are this cluster's pod ranges and its external range:
 	// the only destinations packets from the tunnel may have.
 	LocalRanges []netip.Prefix
+	// UnknownSource is the cluster's unknown-source address, the first
+	// address of its external range: what arrives from the overlay with a
+	// source outside LocalRanges (a node, a host-network pod) leaves as it.
+	// Invalid: such packets are not translated, and the peer drops them.
+	UnknownSource netip.Addr
 	// Overlay is how the gateway pod meets the nodes of its cluster.
 	Overlay GatewayOverlay
 	// Standby marks a replica that is not the active one: everything is
@@ -200,6 +206,25 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	}
 	p.NAT.Maps = []plan.Map{toReal, toRemapped}
 	p.NAT.Counters = IngressDropReasons()
+	postrouting := []plan.Rule{{
+		Comment: "from the peer: real source to its remapped range",
+		IIF:     TunnelLink, SNATMap: mapRealToRemapped,
+	}}
+	if f.UnknownSource.IsValid() {
+		// A node's own packets come with the node's address, which no
+		// peer knows. They are translated here, whichever node sent them,
+		// so that the answers come back to this gateway, which sends them
+		// through the overlay to that node: a node other than the
+		// gateway's, were it to translate them itself, could not have
+		// them back (every node would send as the same address), and the
+		// gateway's node cannot take them on their way, since its strict
+		// reverse-path filter drops what comes out of the overlay from
+		// another node's address.
+		postrouting = append(postrouting, plan.Rule{
+			Comment: "from this cluster: other sources (nodes, host-network pods) as the unknown source",
+			IIF:     OverlayLink, SrcNotIn: setLocalRanges, SNATTo: f.UnknownSource,
+		})
+	}
 	p.NAT.Chains = []plan.Chain{
 		// The tunnel is a narrow door: before routing and before the
 		// source is remapped, a packet from the peer must come from
@@ -240,10 +265,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 			Comment: "to the peer: remapped destination to its real range",
 			IIF:     OverlayLink, DNATMap: mapRemappedToReal,
 		}}},
-		{Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: 100, Rules: []plan.Rule{{
-			Comment: "from the peer: real source to its remapped range",
-			IIF:     TunnelLink, SNATMap: mapRealToRemapped,
-		}}},
+		{Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: 100, Rules: postrouting},
 		{Name: "forward", Type: plan.Filter, Hook: plan.Forward, Priority: -150, Rules: []plan.Rule{
 			{Comment: "clamp MSS into the tunnel", OIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
 			{Comment: "clamp MSS out of the tunnel", IIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
@@ -312,6 +334,9 @@ func (f GatewayFacts) validate() error {
 	}
 	errs = append(errs, validateRemote(f.Remote)...)
 	errs = append(errs, validateLocal(f.LocalRanges)...)
+	if u := f.UnknownSource; u.IsValid() && (!u.Is4() || !slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) })) {
+		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address of the local ranges", u))
+	}
 	return errors.Join(errs...)
 }
 

@@ -29,7 +29,9 @@ type gatewayFactsFile struct {
 		Remapped string `json:"remapped"`
 	} `json:"remote"`
 	LocalRanges []string `json:"localRanges"`
-	Overlay     struct {
+	// UnknownSource is optional.
+	UnknownSource string `json:"unknownSource"`
+	Overlay       struct {
 		Kind    string `json:"kind"`
 		Address string `json:"address"`
 		Node    string `json:"node"`
@@ -69,6 +71,9 @@ func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
 	for _, r := range j.LocalRanges {
 		f.LocalRanges = append(f.LocalRanges, netip.MustParsePrefix(r))
 	}
+	if j.UnknownSource != "" {
+		f.UnknownSource = netip.MustParseAddr(j.UnknownSource)
+	}
 	f.Overlay = GatewayOverlay{Kind: plan.OverlayKind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
 	if j.Overlay.Node != "" {
 		f.Overlay.Node = netip.MustParseAddr(j.Overlay.Node)
@@ -104,6 +109,8 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 			f.Remote[0] = RangeMapping{Real: netip.MustParsePrefix("fd00::/64"), Remapped: netip.MustParsePrefix("fd01::/64")}
 		}, "only IPv4"},
 		"no overlay kind": {func(f *GatewayFacts) { f.Overlay.Kind = "auto" }, `overlay kind "auto"`},
+		"unknown source outside": {func(f *GatewayFacts) { f.UnknownSource = netip.MustParseAddr("10.71.0.0") },
+			"unknown-source address 10.71.0.0"},
 	} {
 		f := validGatewayFacts(t)
 		tc.mutate(&f)

@@ -44,9 +44,11 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
 	}
 	err := gateway.Setup(mgr, gateway.Options{
-		ClusterID:            facts.ClusterID,
-		Namespace:            facts.Namespace,
-		LocalRanges:          facts.LocalRanges(),
+		ClusterID:   facts.ClusterID,
+		Namespace:   facts.Namespace,
+		LocalRanges: facts.LocalRanges(),
+		// The first address of the external CIDR, as the fabric takes it.
+		UnknownSource:        facts.ExternalCIDR.Masked().Addr(),
 		AllowedTemplateKinds: facts.AllowedTemplateKinds,
 	})
 	if err != nil {

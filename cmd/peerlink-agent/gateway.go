@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -37,6 +38,7 @@ type gatewayFlags struct {
 	keepalive, pingInterval    time.Duration
 	wireguardImpl              string
 	localCIDRs                 string
+	unknownSource              string
 	leaderElect                bool
 	podName                    string
 	leaseDuration, leaseRenew  time.Duration
@@ -84,6 +86,7 @@ func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.leaseDuration, "lease-duration", 4*time.Second, "with --leader-elect: how long a standby waits for an active replica that stopped renewing the Lease (its node gone)")
 	fs.DurationVar(&f.leaseRenew, "lease-renew-deadline", 3*time.Second, "with --leader-elect: how long the active replica tries to renew the Lease")
 	fs.DurationVar(&f.leaseRetry, "lease-retry-period", 250*time.Millisecond, "with --leader-elect: pace of the Lease's renewals and of a standby's attempts to take it, so the time it takes to notice a released Lease")
+	fs.StringVar(&f.unknownSource, "unknown-source", os.Getenv(netv1beta1.UnknownSourceEnv), "this cluster's unknown-source address (the first of its external CIDR), which the nodes' own packets leave the gateway as (default: the "+netv1beta1.UnknownSourceEnv+" variable, which the controller sets; without it they are not translated)")
 	fs.StringVar(&f.localCIDRs, "local-cidr", os.Getenv(netv1beta1.LocalCIDRsEnv), "comma-separated pod and external CIDRs of this cluster, the only destinations allowed out of the tunnel (default: the "+netv1beta1.LocalCIDRsEnv+" variable, which the controller sets; required)")
 }
 
@@ -127,10 +130,15 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		}
 		o.LocalRanges = append(o.LocalRanges, p)
 	}
+	if f.unknownSource != "" {
+		if o.UnknownSource, err = netip.ParseAddr(f.unknownSource); err != nil {
+			return gateway.Options{}, fmt.Errorf("--unknown-source: %w", err)
+		}
+	}
 	return o, field.WithFlags(o.Validate(), withAgentFlags(map[string]string{
 		"Name": "--name", "RemoteClusterID": "--remote-cluster-id", "Role": "--mode",
 		"ListenPort": "--listen-port", "EndpointPort": "--endpoint-port", "KeyDir": "--key-dir",
-		"Keepalive": "--keepalive", "PingInterval": "--ping-interval", "LocalRanges": "--local-cidr",
+		"Keepalive": "--keepalive", "PingInterval": "--ping-interval", "LocalRanges": "--local-cidr", "UnknownSource": "--unknown-source",
 	}))
 }
 

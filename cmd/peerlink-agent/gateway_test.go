@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -86,6 +87,7 @@ func TestGatewayTemplateArgs(t *testing.T) {
 			// The controller sets it in every gateway pod, beside the
 			// template's arguments.
 			t.Setenv(netv1beta1.LocalCIDRsEnv, "10.244.0.0/16,10.70.0.0/16")
+			t.Setenv(netv1beta1.UnknownSourceEnv, "10.70.0.0")
 			c := renderedContainer(t, tc.tmpl, tc.data)
 			if len(c.Args) == 0 || c.Args[0] != "gateway" {
 				t.Fatalf("container args %q do not run the gateway", c.Args)
@@ -100,6 +102,9 @@ func TestGatewayTemplateArgs(t *testing.T) {
 			opts, err := f.options()
 			if err != nil {
 				t.Fatalf("args %q: %v", c.Args, err)
+			}
+			if opts.UnknownSource != netip.MustParseAddr("10.70.0.0") {
+				t.Errorf("unknown source %v, want the controller's 10.70.0.0", opts.UnknownSource)
 			}
 			if opts.Name != tc.data.Name || opts.Namespace != tc.data.Namespace || opts.RemoteClusterID != tc.data.ClusterID ||
 				string(opts.GatewayUID) != tc.data.GatewayUID || opts.KeyDir != "/etc/peerlink/keys" {
@@ -124,6 +129,8 @@ func TestGatewayFlagValidation(t *testing.T) {
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client"}, "--local-cidr: required"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.1/16"}, "--local-cidr: \"10.244.0.1/16\": host bits set"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=fd00::/64"}, "--local-cidr fd00::/64: must be an IPv4 network"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.0/16", "--unknown-source=10.70.0.0"}, "--unknown-source 10.70.0.0: must be an IPv4 address of LocalRanges"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.0/16", "--unknown-source=ten"}, "--unknown-source"},
 	} {
 		cmd := newGatewayCommand()
 		cmd.SetArgs(tc.args)

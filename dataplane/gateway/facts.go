@@ -35,7 +35,8 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 		Keepalive:  a.opts.Keepalive,
 		Overlay:    a.overlayFacts,
 		// The options are validated once; the plan keeps its own copy.
-		LocalRanges: slices.Clone(a.opts.LocalRanges),
+		LocalRanges:   slices.Clone(a.opts.LocalRanges),
+		UnknownSource: a.opts.UnknownSource,
 	}
 	var err error
 	if f.PrivateKey, err = readKey(a.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {

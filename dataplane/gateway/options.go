@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,6 +54,10 @@ type Options struct {
 	// LocalRanges are this cluster's pod and external CIDRs: the only
 	// destinations the ingress filter lets out of the tunnel.
 	LocalRanges []netip.Prefix
+	// UnknownSource is this cluster's unknown-source address, the first of
+	// its external CIDR: packets of the nodes themselves leave the gateway
+	// as it. Invalid: they are not translated (and the peer drops them).
+	UnknownSource netip.Addr
 	// KeySwitchTimeout, KeySwitchRetry and KeyGrace time a key rotation;
 	// zero: DefaultKeySwitchTimeout, DefaultKeySwitchRetry and
 	// DefaultKeyGrace.
@@ -101,6 +106,9 @@ func (o Options) Validate() error {
 		if !p.Addr().Is4() {
 			errs = append(errs, field.Invalid("LocalRanges", p, "must be an IPv4 network"))
 		}
+	}
+	if u := o.UnknownSource; u.IsValid() && (!u.Is4() || !slices.ContainsFunc(o.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) })) {
+		errs = append(errs, field.Invalid("UnknownSource", u, "must be an IPv4 address of LocalRanges"))
 	}
 	return errors.Join(append(errs, o.AgentOptions.Check()...)...)
 }

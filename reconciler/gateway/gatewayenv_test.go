@@ -59,7 +59,8 @@ type gatewayEnv struct {
 // cluster the tests run in; the default templates live in its namespace.
 func gatewayOptions() Options {
 	return Options{Namespace: templates.InstallNamespace, ClusterID: "local",
-		LocalRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.70.0.0/16")}}
+		LocalRanges:   []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.70.0.0/16")},
+		UnknownSource: netip.MustParseAddr("10.70.0.0")}
 }
 
 // startGatewayEnv starts the cluster and the manager; both stop when t ends.

@@ -19,6 +19,9 @@ type Options struct {
 	// LocalRanges are this cluster's pod and external CIDRs: a gateway
 	// pod lets out of the tunnel only what is addressed to them.
 	LocalRanges []netip.Prefix
+	// UnknownSource is this cluster's unknown-source address, which a
+	// gateway pod gives to what the nodes send themselves.
+	UnknownSource netip.Addr
 	// AllowedTemplateKinds are the kinds gateway templates may render
 	// besides WgGatewayServer and WgGatewayClient.
 	AllowedTemplateKinds []schema.GroupVersionKind

@@ -84,6 +84,9 @@ type wgGatewayReconciler[T client.Object] struct {
 	// localRanges are this cluster's own ranges, which the gateway pod
 	// learns to filter what comes out of the tunnel.
 	localRanges []netip.Prefix
+	// unknownSource is this cluster's unknown-source address, which the
+	// gateway pod learns too.
+	unknownSource netip.Addr
 	// pods reads gateway pods, from a cache of their own.
 	pods client.Reader
 }
@@ -111,6 +114,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 		owner:           owner,
 		gatewayResource: r.kind.gatewayResource,
 		localRanges:     r.localRanges,
+		unknownSource:   r.unknownSource,
 		deployment:      deployment,
 		secretRef:       secretRef,
 	})
@@ -221,7 +225,7 @@ func setupWgGateway[T client.Object](mgr ctrl.Manager, opts Options, kind wgGate
 	if err != nil {
 		return nil, err
 	}
-	r := &wgGatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), localRanges: opts.LocalRanges, pods: pods}
+	r := &wgGatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), localRanges: opts.LocalRanges, unknownSource: opts.UnknownSource, pods: pods}
 	forSecret := kind.requestsFor(r.client, func(secret client.Object, wg T) bool {
 		_, ref := kind.workload(wg)
 		return wg.GetNamespace() == secret.GetNamespace() && templates.KeySecretName(wg.GetName(), ref) == secret.GetName()

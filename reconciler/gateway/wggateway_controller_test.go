@@ -81,7 +81,8 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	if got := dep.Spec.Template.Spec.ServiceAccountName; got != "gw-peer" {
 		t.Errorf("pod service account %q, want gw-peer", got)
 	}
-	wantEnv := []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: netv1beta1.LocalCIDRsEnv, Value: "10.244.0.0/16,10.70.0.0/16"}}
+	wantEnv := []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: netv1beta1.LocalCIDRsEnv, Value: "10.244.0.0/16,10.70.0.0/16"},
+		{Name: netv1beta1.UnknownSourceEnv, Value: "10.70.0.0"}}
 	if got := dep.Spec.Template.Spec.Containers[0].Env; !slices.Equal(got, wantEnv) {
 		t.Errorf("container env %+v, want %+v", got, wantEnv)
 	}

@@ -80,6 +80,9 @@ type wgGateway struct {
 	// localRanges are this cluster's pod and external ranges, which the
 	// gateway pod is told in its environment.
 	localRanges []netip.Prefix
+	// unknownSource is this cluster's unknown-source address, which the
+	// gateway pod is told in its environment too.
+	unknownSource netip.Addr
 }
 
 // applyWorkload applies the gateway's ServiceAccount and RBAC, makes sure its
@@ -100,7 +103,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, wgtypes.Key{}, err
 	}
-	if err := applyTyped(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges)); err != nil {
+	if err := applyTyped(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)); err != nil {
 		return nil, wgtypes.Key{}, err
 	}
 	return ref, pub, nil
@@ -183,8 +186,10 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 // needs (another account would lend the gateway whatever it holds), and
 // every container gets this cluster's pod and external ranges in
 // PEERLINK_LOCAL_CIDRS, the only destinations the gateway lets out of the
-// tunnel.
-func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, local []netip.Prefix) *appsv1.Deployment {
+// tunnel, and the cluster's unknown-source address in
+// PEERLINK_UNKNOWN_SOURCE (when it has one), which the nodes' own packets
+// leave the gateway as.
+func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, local []netip.Prefix, unknown netip.Addr) *appsv1.Deployment {
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: childMeta(name, ns, t.Metadata, labels, owner),
@@ -197,10 +202,15 @@ func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels 
 	for i, p := range local {
 		ranges[i] = p.String()
 	}
-	env := corev1.EnvVar{Name: netv1beta1.LocalCIDRsEnv, Value: strings.Join(ranges, ",")}
+	env := []corev1.EnvVar{{Name: netv1beta1.LocalCIDRsEnv, Value: strings.Join(ranges, ",")}}
+	if unknown.IsValid() {
+		env = append(env, corev1.EnvVar{Name: netv1beta1.UnknownSourceEnv, Value: unknown.String()})
+	}
 	for i := range pod.Containers {
 		c := &pod.Containers[i]
-		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env.Name }), env)
+		for _, e := range env {
+			c.Env = append(slices.DeleteFunc(c.Env, func(x corev1.EnvVar) bool { return x.Name == e.Name }), e)
+		}
 	}
 	return d
 }

@@ -33,6 +33,11 @@ const (
 	// CIDRs, comma-separated, the only destinations the gateway lets out of
 	// the tunnel (peerlink).
 	LocalCIDRsEnv = "PEERLINK_LOCAL_CIDRS"
+	// UnknownSourceEnv is the environment variable the controller sets in
+	// every container of a gateway pod beside LocalCIDRsEnv: this cluster's
+	// unknown-source address (the first of its external CIDR), which the
+	// gateway gives to what the nodes send themselves (peerlink).
+	UnknownSourceEnv = "PEERLINK_UNKNOWN_SOURCE"
 )
 
 // Defaults of the API.

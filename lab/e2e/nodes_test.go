@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+)
+
+// TestNodesReachRemotePods peers two clusters of two nodes each, whose nodes
+// filter reverse paths strictly, for each pod network, and checks what the
+// nodes themselves send: from the host network of every node of each
+// cluster, and from a host-network pod on every node, a request reaches a
+// pod on each node of the other cluster, which sees the caller as the
+// caller's unknown-source address in its own cluster's view. Then a pod and
+// every node of the first cluster call the echo Service the second one
+// exports, by its clusterset IP, and are answered by its pods.
+func TestNodesReachRemotePods(t *testing.T) {
+	start := time.Now()
+	for _, cni := range []cluster.CNI{cluster.Bridge, cluster.Flannel} {
+		t.Run(string(cni), func(t *testing.T) {
+			began := time.Now()
+			ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{Names: []string{"nd-a", "nd-b"}, Nodes: 2, CNI: cni})
+			a, b := l.Clusters[0], l.Clusters[1]
+			for _, n := range l.Clusters {
+				for _, node := range n.Nodes() {
+					ns := nodeNS(t, node)
+					if got := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.all.rp_filter"); strings.TrimSpace(got) != "1" {
+						t.Fatalf("node %s: net.ipv4.conf.all.rp_filter = %s, want 1 (strict)", node.Name(), got)
+					}
+				}
+			}
+			placed := map[*cluster.Cluster][]corev1.Pod{a: placedPods(t, ctx, l, a), b: placedPods(t, ctx, l, b)}
+			for _, pair := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
+				src, dst := pair[0], pair[1]
+				seenAs := unknownSourceView(t, ctx, l, dst, src)
+				hostPods := startHostPods(t, ctx, l, src)
+				for _, to := range placed[dst] {
+					ip, err := l.RemappedIP(ctx, src, dst, to.Status.PodIP)
+					if err != nil {
+						t.Fatal(err)
+					}
+					url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
+					for _, node := range src.Nodes() {
+						from := fmt.Sprintf("%s node %s", src.Name, node.Name())
+						ns := nodeNS(t, node)
+						checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
+							return hostGet(ctx, ns, url)
+						})
+					}
+					for _, pod := range hostPods {
+						from := fmt.Sprintf("%s host-network pod %s on %s", src.Name, pod.Name, pod.Spec.NodeName)
+						checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
+							return podGet(ctx, l, src, pod.Name, url)
+						})
+					}
+				}
+			}
+
+			// B exports its echo Service; A calls it by its clusterset IP
+			// from a pod and from every node.
+			ns := labctl.EchoNamespace
+			kubectlOut(t, ctx, l, a, "label", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
+			export(t, ctx, l, b, ns, labctl.EchoDeployment)
+			var ip string
+			eventually(t, ctx, a.Name+" imports the echo Service of "+b.Name, func() error {
+				ip = kubectlOut(t, ctx, l, a, "get", "serviceimports", "-n", ns, labctl.EchoDeployment, "--ignore-not-found", "-o", "jsonpath={.spec.ips[0]}")
+				if ip == "" {
+					return fmt.Errorf("no clusterset IP yet")
+				}
+				return nil
+			})
+			url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
+			var behind []string
+			for _, p := range echoPods(t, ctx, l, b) {
+				behind = append(behind, p.Name)
+			}
+			pod := placed[a][1]
+			wantPod, err := l.RemappedIP(ctx, b, a, pod.Status.PodIP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNodeGet(t, ctx, fmt.Sprintf("%s pod %s to clusterset IP", a.Name, pod.Name), wantPod, behind, func() (echoapi.Reply, error) {
+				got, err := l.EchoGet(ctx, a, pod.Name, url)
+				return got.Reply, err
+			})
+			seenAs := unknownSourceView(t, ctx, l, b, a)
+			for _, node := range a.Nodes() {
+				from := fmt.Sprintf("%s node %s to clusterset IP", a.Name, node.Name())
+				ns := nodeNS(t, node)
+				checkNodeGet(t, ctx, from, seenAs, behind, func() (echoapi.Reply, error) {
+					return hostGet(ctx, ns, url)
+				})
+			}
+			t.Logf("%s: lab up, peered and checked in %.1fs", cni, time.Since(began).Seconds())
+		})
+	}
+	t.Logf("TestNodesReachRemotePods took %.1fs", time.Since(start).Seconds())
+}
+
+// checkNodeGet retries get until a pod named in answerers answers it, and
+// fails the test when that pod saw the caller at another address than want.
+func checkNodeGet(t *testing.T, ctx context.Context, from string, want netip.Addr, answerers []string, get func() (echoapi.Reply, error)) {
+	t.Helper()
+	eventually(t, ctx, from+" reaches "+strings.Join(answerers, " or "), func() error {
+		got, err := get()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(answerers, got.Pod) {
+			return fmt.Errorf("answered by %s (%s), want %s", got.Pod, got.PodIP, strings.Join(answerers, " or "))
+		}
+		host, _, err := net.SplitHostPort(got.Client)
+		if err != nil {
+			return err
+		}
+		if host != want.String() {
+			t.Errorf("%s: %s saw the caller as %s, want %s", from, got.Pod, host, want)
+		}
+		t.Logf("%s: answered by %s (%s), caller seen as %s", from, got.Pod, got.PodIP, got.Client)
+		return nil
+	})
+}
+
+// hostGet sends an HTTP GET to url from the host network of a node (its
+// network namespace) and returns the echo server's reply.
+func hostGet(ctx context.Context, ns *netns.NS, url string) (echoapi.Reply, error) {
+	var reply echoapi.Reply
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return reply, err
+	}
+	var conn net.Conn
+	// The socket is made in the node's namespace and stays there.
+	err = ns.Do(func() error {
+		var err error
+		conn, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", req.URL.Host)
+		return err
+	})
+	if err != nil {
+		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return reply, err
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		return reply, fmt.Errorf("from %s: %s: %w", ns.Name, url, err)
+	}
+	return reply, nil
+}
+
+// hostPodPorts are the ports of the host-network echo pods: apart from the
+// echo pods' own, which other tests' host-network servers might take.
+var hostPodPorts = []string{"--http=:18080", "--sink=:19000", "--rr=:19001"}
+
+// hostPodNamespace holds the host-network echo pods: the lab's clusters
+// enforce the baseline Pod Security level, which refuses the host network,
+// so their namespace allows it, as the namespace of a node agent does.
+const hostPodNamespace = "host-echo"
+
+// startHostPods starts a host-network echo pod on every node of n and
+// returns them once they run.
+func startHostPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) []corev1.Pod {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostPodNamespace,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("cluster %s: create namespace %s: %v", n.Name, hostPodNamespace, err)
+	}
+	var pods []corev1.Pod
+	for i, node := range n.Nodes() {
+		echo, err := l.EchoPods(ctx, n)
+		if err != nil || len(echo) == 0 {
+			t.Fatalf("cluster %s: no echo pod to copy: %v", n.Name, err)
+		}
+		spec := corev1.PodSpec{
+			NodeName: node.Name(), HostNetwork: true, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name: "echo", Image: echo[0].Spec.Containers[0].Image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Args: append([]string{"serve"}, hostPodPorts...),
+			}},
+		}
+		name := fmt.Sprintf("host-%d", i+1)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hostPodNamespace}, Spec: spec}
+		if _, err := cs.CoreV1().Pods(hostPodNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("cluster %s: create host-network pod %s: %v", n.Name, name, err)
+		}
+	}
+	for i := range n.Nodes() {
+		name := fmt.Sprintf("host-%d", i+1)
+		var pod *corev1.Pod
+		eventually(t, ctx, fmt.Sprintf("%s: host-network pod %s running", n.Name, name), func() error {
+			pod, err = cs.CoreV1().Pods(hostPodNamespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pod.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("phase %s", pod.Status.Phase)
+			}
+			return nil
+		})
+		pods = append(pods, *pod)
+	}
+	return pods
+}
+
+// podGet runs `echo get url` in a host-network echo pod of cluster n.
+func podGet(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, pod, url string) (echoapi.Reply, error) {
+	var got echoapi.Got
+	out, err := l.Kubectl(ctx, n, "-n", hostPodNamespace, "exec", pod, "--", "/echo", "get", "--timeout=2s", url)
+	if err != nil {
+		return got.Reply, err
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		return got.Reply, fmt.Errorf("cluster %s: echo get %s: %w: %s", n.Name, url, err, out)
+	}
+	return got.Reply, nil
+}
+
+// unknownSourceView is the address under which cluster n sees the
+// unknown-source address of peer (the first address of peer's external
+// CIDR), from n's Configuration of peer.
+func unknownSourceView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) netip.Addr {
+	t.Helper()
+	c, err := l.Client(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var confs netv1beta1.ConfigurationList
+	if err := c.List(ctx, &confs, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	if len(confs.Items) != 1 {
+		t.Fatalf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
+	}
+	conf := confs.Items[0]
+	if len(conf.Spec.Remote.CIDR.External) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.External) == 0 {
+		t.Fatalf("cluster %s: configuration %s has no remapped external CIDR", n.Name, conf.Name)
+	}
+	real, err := cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.External[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remapped, err := cidr.ParseNetwork(string(conf.Status.Remote.CIDR.External[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := cidr.Translate(real.Addr(), real, remapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
