@@ -47,7 +47,7 @@ func ParseLoadBalancer(s string) (LoadBalancer, error) {
 	case NoLoadBalancer, MetalLB:
 		return lb, nil
 	}
-	return "", fmt.Errorf("unknown load balancer %q: %s or none", s, MetalLB)
+	return "", fmt.Errorf("unknown load balancer %q: the lab knows %s (empty for none)", s, MetalLB)
 }
 
 // publishComponents builds the components the clusters run (CoreDNS
