@@ -29,7 +29,7 @@ FUZZTIME      ?= 30s
 E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
 # The components the lab's clusters run (built from source, cached in bin/);
 # built before the lab's tests so that no test waits for a cold build.
-LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller
+LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller metallb-controller metallb-speaker
 
 .PHONY: help
 help: ## Show this help.
@@ -85,7 +85,7 @@ testbin: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from
 	hack/testbin.sh
 
 .PHONY: components
-components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld, Helm.
+components: ## Build the lab's cluster components from source into bin/ (cached): Flux source- and kustomize-controller with their CRDs, CoreDNS, flanneld, Helm, MetalLB controller and speaker.
 	hack/components.sh
 
 .PHONY: chart

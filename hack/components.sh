@@ -12,14 +12,17 @@
 #   helm                                     bin/helm/<version>/
 #       the Helm CLI, which renders and packages bundles/helm/peerlink and
 #       installs it in the lab
+#   metallb-controller, metallb-speaker      bin/metallb/<version>/
+#       MetalLB's controller and speaker, the lab's load balancer in L2
+#       mode; the lab installs them from the upstream module's own config/
 #
 # and points bin/<name>/current at each version directory.
 #
-# Usage: hack/components.sh [component...]   (default: all five)
+# Usage: hack/components.sh [component...]   (default: all seven)
 #
 # Each component is pinned in a module of its own under hack/ (hack/flux/
 # source-controller, hack/flux/kustomize-controller, hack/coredns,
-# hack/flannel, hack/helm): its go.mod requires the upstream module at one
+# hack/flannel, hack/helm, hack/metallb): its go.mod requires the upstream module at one
 # version with the replace directives upstream's own go.mod has, so the build
 # list is upstream's. The two Flux controllers must be pinned at the same version.
 # A binary that already exists is not rebuilt, so a second run returns at
@@ -28,7 +31,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-all_components=(source-controller kustomize-controller coredns flanneld helm)
+all_components=(source-controller kustomize-controller coredns flanneld helm metallb-controller metallb-speaker)
 
 log() {
 	printf 'components: %s\n' "$*" >&2
@@ -41,13 +44,14 @@ die() {
 
 # Per component: the module under hack/ that pins it, the upstream module
 # (whose version names the output directory), its main package (the
-# module's root but for Helm), and the directory under bin/.
+# module's root but for Helm and MetalLB), and the directory under bin/.
 module_dir_of() {
 	case "$1" in
 	source-controller | kustomize-controller) echo "hack/flux/$1" ;;
 	coredns) echo hack/coredns ;;
 	flanneld) echo hack/flannel ;;
 	helm) echo hack/helm ;;
+	metallb-controller | metallb-speaker) echo hack/metallb ;;
 	*) return 1 ;;
 	esac
 }
@@ -59,6 +63,7 @@ upstream_of() {
 	coredns) echo github.com/coredns/coredns ;;
 	flanneld) echo github.com/flannel-io/flannel ;;
 	helm) echo helm.sh/helm/v3 ;;
+	metallb-controller | metallb-speaker) echo go.universe.tf/metallb ;;
 	*) return 1 ;;
 	esac
 }
@@ -66,6 +71,8 @@ upstream_of() {
 main_package_of() {
 	case "$1" in
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
+	metallb-controller) echo go.universe.tf/metallb/controller ;;
+	metallb-speaker) echo go.universe.tf/metallb/speaker ;;
 	*) upstream_of "$1" ;;
 	esac
 }
@@ -76,6 +83,7 @@ bin_name_of() {
 	coredns) echo coredns ;;
 	flanneld) echo flannel ;;
 	helm) echo helm ;;
+	metallb-controller | metallb-speaker) echo metallb ;;
 	*) return 1 ;;
 	esac
 }

@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
 	var installs []string
+	var loadBalancer string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Bring up the clusters (replacing a lab already in --dir) with the echo server and peerlink installed",
@@ -98,6 +99,10 @@ func newRootCmd() *cobra.Command {
 				}
 				installers = append(installers, i)
 			}
+			lb, err := labctl.ParseLoadBalancer(loadBalancer)
+			if err != nil {
+				return fmt.Errorf("--load-balancer: %w", err)
+			}
 			repo, err := testenv.RepoRoot()
 			if err != nil {
 				return err
@@ -108,6 +113,7 @@ func newRootCmd() *cobra.Command {
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
+				LoadBalancer:        lb,
 			})
 			if err != nil {
 				return err
@@ -125,6 +131,8 @@ func newRootCmd() *cobra.Command {
 	up.Flags().BoolVar(&importAll, "import-all-namespaces", false, "let every namespace take the services peers export (IMPORT_NAMESPACES=*), as a Multi-Cluster Services conformance run needs")
 	up.Flags().StringSliceVar(&installs, "install", nil, fmt.Sprintf("how peerlink is installed in every cluster, or in each: %s (kubectl apply -k bundles/install) or %s (helm install of the chart) (default %s for all)",
 		labctl.Kustomize, labctl.Helm, labctl.Kustomize))
+	up.Flags().StringVar(&loadBalancer, "load-balancer", "", fmt.Sprintf("load balancer of every cluster: %s (MetalLB in L2 mode, built from source, announcing 172.30.N.240-254 on the node network of cluster N); the lab then peers through LoadBalancer gateway Services (default none: NodePorts)",
+		labctl.MetalLB))
 	up.Flags().IPNetSliceVar(&routedPeer, "routed-peer-cidrs", nil, "address plan for peers of every cluster's controller (ROUTED_PEER_CIDRS): a peer's pod range inside it is routed as it is (default none: every peer range is remapped)")
 	up.Flags().IPNetSliceVar(&serviceCIDRs, "service-cidrs", nil, fmt.Sprintf("service range of every cluster, or one per cluster (default %s for all)", cluster.DefaultServiceCIDR))
 

@@ -5,27 +5,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/addons"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
 
-// TestOneCommand is the path of an admin holding both kubeconfigs: connect,
-// traffic both ways with each side seeing the other under its remapped
-// addresses, disconnect (traffic stops, Configurations stay), reset
+// TestOneCommand is the path of an admin holding both kubeconfigs: connect
+// with the defaults, so through a LoadBalancer gateway Service (MetalLB in
+// the clusters), traffic both ways with each side seeing the other under its
+// remapped addresses, disconnect (traffic stops, Configurations stay), reset
 // (nothing of the peering is left).
 func TestOneCommand(t *testing.T) {
-	ctx, l := newPeeredLab(t, 10*time.Minute, "one-a", "one-b")
+	ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{Names: []string{"one-a", "one-b"}, LoadBalancer: labctl.MetalLB})
 	a, b := l.Clusters[0], l.Clusters[1]
 	podsA, podsB := checkPeered(t, ctx, l, a, b)
+	// The clusters of this test are the lab's only ones with a load
+	// balancer: the default Service type's path is checked on them rather
+	// than on a pair of its own.
+	t.Run("TestLoadBalancerGateway", func(t *testing.T) {
+		checkLoadBalancerGateway(t, ctx, l, a, b, podsA, podsB)
+	})
 	checkVersions(t, ctx, l, a)
 
 	// Both clusters use one pod range, so a pod of one has, sooner or
@@ -86,6 +97,131 @@ func TestOneCommand(t *testing.T) {
 		})
 	}
 }
+
+// checkLoadBalancerGateway checks the path of the gateway server's default
+// Service type, with client a and server b peered by network connect
+// without --gw-server-service-type: b's gateway Service is a LoadBalancer
+// that got an address of b's pool from MetalLB, the server publishes that
+// address, a's GatewayClient connects to it, both sides are Connected and
+// traffic flows both ways.
+func checkLoadBalancerGateway(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, podsA, podsB []corev1.Pod) {
+	cb, err := l.Client(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var servers netv1beta1.GatewayServerList
+	if err := cb.List(ctx, &servers, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	if len(servers.Items) != 1 {
+		t.Fatalf("cluster %s: %d GatewayServers for %s, want one", b.ClusterID, len(servers.Items), a.ClusterID)
+	}
+	gs := servers.Items[0]
+	if gs.Spec.Endpoint.ServiceType != corev1.ServiceTypeLoadBalancer {
+		t.Errorf("GatewayServer %s/%s: spec.endpoint.serviceType %q, want the default %q",
+			gs.Namespace, gs.Name, gs.Spec.Endpoint.ServiceType, corev1.ServiceTypeLoadBalancer)
+	}
+	var svcs corev1.ServiceList
+	if err := cb.List(ctx, &svcs, client.InNamespace(gs.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var svc *corev1.Service
+	for i, s := range svcs.Items {
+		if strings.HasPrefix(s.Name, netv1beta1.GatewayObjectPrefix) {
+			if svc != nil {
+				t.Fatalf("cluster %s: gateway Services %s and %s in %s, want one", b.ClusterID, svc.Name, s.Name, gs.Namespace)
+			}
+			svc = &svcs.Items[i]
+		}
+	}
+	if svc == nil {
+		t.Fatalf("cluster %s: no gateway Service in %s", b.ClusterID, gs.Namespace)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Fatalf("Service %s/%s is of type %s, want %s", svc.Namespace, svc.Name, svc.Spec.Type, corev1.ServiceTypeLoadBalancer)
+	}
+	if len(svc.Status.LoadBalancer.Ingress) != 1 {
+		t.Fatalf("Service %s/%s: load balancer ingress %+v, want one address", svc.Namespace, svc.Name, svc.Status.LoadBalancer.Ingress)
+	}
+	ip, err := netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+	if err != nil {
+		t.Fatalf("Service %s/%s: load balancer ingress: %v", svc.Namespace, svc.Name, err)
+	}
+	first, last := b.LoadBalancerRange()
+	if ip.Less(first) || last.Less(ip) {
+		t.Errorf("Service %s/%s got %s, outside the pool %s-%s", svc.Namespace, svc.Name, ip, first, last)
+	}
+	if pool := svc.Annotations[metalLBPoolAnnotation]; pool != addons.MetalLBPoolName {
+		t.Errorf("Service %s/%s: %s=%q, want the lab's pool %q", svc.Namespace, svc.Name, metalLBPoolAnnotation, pool, addons.MetalLBPoolName)
+	}
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("Service %s/%s: ports %+v, want one", svc.Namespace, svc.Name, svc.Spec.Ports)
+	}
+	port := svc.Spec.Ports[0].Port
+	t.Logf("cluster %s: gateway Service %s/%s of type %s at %s:%d/%s (from pool %s, %s-%s)", b.ClusterID, svc.Namespace, svc.Name,
+		svc.Spec.Type, ip, port, svc.Spec.Ports[0].Protocol, addons.MetalLBPoolName, first, last)
+	// The address is announced on b's node network as bare metal
+	// announces it: the host, the router between the clusters, learnt it
+	// at the MAC address of b's node, whose speaker answered its ARP query.
+	eventually(t, ctx, fmt.Sprintf("the host resolves %s on %s to the node %s", ip, b.BridgeName(), b.ControlPlane().Name()), func() error {
+		node, err := fieldAfter(ctx, "link/ether", "ip", "-n", b.Namespace(), "-o", "link", "show", "eth0")
+		if err != nil {
+			return err
+		}
+		host, err := fieldAfter(ctx, "lladdr", "ip", "neigh", "show", ip.String(), "dev", b.BridgeName())
+		if err != nil {
+			return err
+		}
+		if host != node {
+			return fmt.Errorf("the host has %s at %s, the node's eth0 is %s", ip, host, node)
+		}
+		return nil
+	})
+	if ep := gs.Status.Endpoint; ep == nil || !slices.Equal(ep.Addresses, []string{ip.String()}) || ep.Port != port {
+		t.Errorf("GatewayServer %s/%s publishes the endpoint %+v, want %s:%d", gs.Namespace, gs.Name, ep, ip, port)
+	}
+
+	ca, err := l.Client(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clients netv1beta1.GatewayClientList
+	if err := ca.List(ctx, &clients, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: b.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	if len(clients.Items) != 1 {
+		t.Fatalf("cluster %s: %d GatewayClients for %s, want one", a.ClusterID, len(clients.Items), b.ClusterID)
+	}
+	gc := clients.Items[0]
+	if ep := gc.Spec.Endpoint; !slices.Equal(ep.Addresses, []string{ip.String()}) || ep.Port != port {
+		t.Errorf("GatewayClient %s/%s connects to %v:%d, want the load balancer's %s:%d", gc.Namespace, gc.Name, ep.Addresses, ep.Port, ip, port)
+	}
+	for _, side := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
+		if st, err := l.ConnectionState(ctx, side[0], side[1]); err != nil || st != netv1beta1.Connected {
+			t.Errorf("cluster %s: Connection to %s is %q (%v), want %s", side[0].ClusterID, side[1].ClusterID, st, err, netv1beta1.Connected)
+		}
+	}
+	checkTraffic(t, ctx, l, a, podsA[0], b, podsB[0])
+	checkTraffic(t, ctx, l, b, podsB[1], a, podsA[1])
+}
+
+// fieldAfter runs a command and returns the word of its output that follows
+// key.
+func fieldAfter(ctx context.Context, key string, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	f := strings.Fields(string(out))
+	if i := slices.Index(f, key); i >= 0 && i+1 < len(f) {
+		return f[i+1], nil
+	}
+	return "", fmt.Errorf("%s %s: no %s in %q", name, strings.Join(args, " "), key, out)
+}
+
+// metalLBPoolAnnotation is where MetalLB names the pool a Service's address
+// comes from.
+const metalLBPoolAnnotation = "metallb.io/ip-allocated-from-pool"
 
 // gatewayPod returns the gateway pod of cluster n that has an address and
 // is not being deleted.

@@ -123,3 +123,78 @@ func TestRender(t *testing.T) {
 		t.Error("an unknown add-on rendered")
 	}
 }
+
+// TestMetalLB builds MetalLB's install manifests from the module the
+// repository pins: everything lands in metallb-system, the images are the
+// lab registry's, and the speaker runs on the node's network.
+func TestMetalLB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads the MetalLB module: skipped under -short")
+	}
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, err := FindMetalLB(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := MetalLB(module, "172.30.1.1:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds, images []string
+	hostNetwork := false
+	for _, obj := range decodeAll(t, "metallb", out) {
+		kinds = append(kinds, obj.GetKind())
+		if ns := obj.GetNamespace(); ns != "" && ns != MetalLBNamespace {
+			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, MetalLBNamespace)
+		}
+		switch obj.GetKind() {
+		case "Deployment", "DaemonSet":
+			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			for _, ctr := range containers {
+				image, _, _ := unstructured.NestedString(ctr.(map[string]any), "image")
+				images = append(images, image)
+			}
+			if obj.GetKind() == "DaemonSet" {
+				hostNetwork, _, _ = unstructured.NestedBool(obj.Object, "spec", "template", "spec", "hostNetwork")
+			}
+		}
+	}
+	slices.Sort(images)
+	if want := []string{"172.30.1.1:5000/lab/metallb-controller:latest", "172.30.1.1:5000/lab/metallb-speaker:latest"}; !slices.Equal(images, want) {
+		t.Errorf("images %q, want %q", images, want)
+	}
+	if !hostNetwork {
+		t.Error("the speaker does not run on the node's network")
+	}
+	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service"} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("no %s among %v", k, kinds)
+		}
+	}
+	if _, err := MetalLB("", "r:5000"); err == nil {
+		t.Error("MetalLB without its module built")
+	}
+}
+
+func TestMetalLBPool(t *testing.T) {
+	out, err := MetalLBPool(netip.MustParseAddr("172.30.11.240"), netip.MustParseAddr("172.30.11.254"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, "metallb pool", out)
+	if len(objs) != 2 || objs[0].GetKind() != "IPAddressPool" || objs[1].GetKind() != "L2Advertisement" {
+		t.Fatalf("want an IPAddressPool and an L2Advertisement, got\n%s", out)
+	}
+	if addrs, _, _ := unstructured.NestedStringSlice(objs[0].Object, "spec", "addresses"); !slices.Equal(addrs, []string{"172.30.11.240-172.30.11.254"}) {
+		t.Errorf("pool addresses %q", addrs)
+	}
+	if pools, _, _ := unstructured.NestedStringSlice(objs[1].Object, "spec", "ipAddressPools"); !slices.Equal(pools, []string{objs[0].GetName()}) {
+		t.Errorf("the L2Advertisement announces %q, not the pool %s", pools, objs[0].GetName())
+	}
+	if _, err := MetalLBPool(netip.MustParseAddr("172.30.11.254"), netip.MustParseAddr("172.30.11.240")); err == nil {
+		t.Error("a pool whose last address comes before its first rendered")
+	}
+}

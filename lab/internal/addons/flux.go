@@ -31,21 +31,7 @@ type FluxControllers struct {
 // the module proxy when the module cache lacks them.
 func FindFluxControllers(ctx context.Context, repo string) (FluxControllers, error) {
 	dir := func(controller string) (string, error) {
-		mod := "github.com/fluxcd/" + controller
-		cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
-		cmd.Dir = filepath.Join(repo, "hack", "flux", controller)
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("go mod download %s: %w", mod, err)
-		}
-		var m struct{ Dir, Error string }
-		if err := json.Unmarshal(out, &m); err != nil {
-			return "", fmt.Errorf("go mod download %s: %w", mod, err)
-		}
-		if m.Error != "" || m.Dir == "" {
-			return "", fmt.Errorf("go mod download %s: %s", mod, m.Error)
-		}
-		return m.Dir, nil
+		return moduleDir(ctx, filepath.Join(repo, "hack", "flux", controller), "github.com/fluxcd/"+controller)
 	}
 	var c FluxControllers
 	var err error
@@ -54,6 +40,26 @@ func FindFluxControllers(ctx context.Context, repo string) (FluxControllers, err
 	}
 	c.KustomizeController, err = dir("kustomize-controller")
 	return c, err
+}
+
+// moduleDir is the directory of module mod at the version the module in
+// pin (a directory under hack/) selects, downloaded through the module
+// proxy when the module cache lacks it.
+func moduleDir(ctx context.Context, pin, mod string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
+	cmd.Dir = pin
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", mod, err)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", mod, err)
+	}
+	if m.Error != "" || m.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %s", mod, m.Error)
+	}
+	return m.Dir, nil
 }
 
 // fluxCancelHealthCheck is the kustomize-controller flag that lets a new
@@ -113,24 +119,35 @@ func Flux(c FluxControllers, registry string) ([]byte, error) {
 				fluxCancelHealthCheck + `"}]`,
 		}},
 	}
-	for name, obj := range map[string]any{"namespace.yaml": ns, "kustomization.yaml": k} {
+	out, err := build(dir, map[string]any{"namespace.yaml": ns, "kustomization.yaml": k})
+	if err != nil {
+		return nil, fmt.Errorf("flux manifests: %w", err)
+	}
+	return out, nil
+}
+
+// build writes files (name to object) into dir, which holds a
+// kustomization, and returns what kustomize builds of it as one YAML
+// stream.
+func build(dir string, files map[string]any) ([]byte, error) {
+	for name, obj := range files {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
-			return nil, fmt.Errorf("flux manifests: %w", err)
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return nil, fmt.Errorf("flux manifests: %w", err)
+			return nil, err
 		}
 	}
 	objs, err := kbuild.BuildFS(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		return nil, fmt.Errorf("flux manifests: %w", err)
+		return nil, err
 	}
 	var out []byte
 	for _, o := range objs {
 		data, err := yaml.Marshal(o.Object)
 		if err != nil {
-			return nil, fmt.Errorf("flux manifests: %s: %w", o.GetName(), err)
+			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		out = append(append(out, "---\n"...), data...)
 	}

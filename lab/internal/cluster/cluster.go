@@ -190,6 +190,13 @@ func HostIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{172, 30, byte(i),
 // NodeNetwork is the cluster's node network.
 func (c *Cluster) NodeNetwork() netip.Prefix { return netip.PrefixFrom(HostIP(c.Index), 24).Masked() }
 
+// LoadBalancerRange is the part of the cluster's node network the lab sets
+// aside for a load balancer to announce on it (MetalLB in L2 mode): .240 to
+// .254, above every node's address.
+func (c *Cluster) LoadBalancerRange() (first, last netip.Addr) {
+	return netip.AddrFrom4([4]byte{172, 30, byte(c.Index), 240}), netip.AddrFrom4([4]byte{172, 30, byte(c.Index), 254})
+}
+
 // NetworkName is the CNI network name, unique per cluster because
 // host-local and the CNI result cache key their files by it.
 func (c *Cluster) NetworkName() string { return NetworkName(c.Index) }

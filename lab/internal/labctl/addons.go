@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/peerlink/peerlink/lab/internal/addons"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -27,6 +28,27 @@ var fluxControllers = []string{"source-controller", "kustomize-controller"}
 // fluxUser runs the Flux controllers, whose Deployments demand a user other
 // than root: nobody, as distroless images have it.
 const fluxUser = "65534:65534"
+
+// LoadBalancer is the load balancer the lab installs in its clusters.
+type LoadBalancer string
+
+const (
+	// NoLoadBalancer leaves Services of type LoadBalancer pending.
+	NoLoadBalancer LoadBalancer = ""
+	// MetalLB is MetalLB in L2 mode, as bare-metal clusters run it: its
+	// speakers answer ARP on the node network for the addresses of a pool
+	// the lab sets aside there (cluster.LoadBalancerRange).
+	MetalLB LoadBalancer = "metallb"
+)
+
+// ParseLoadBalancer accepts the names of the load balancers.
+func ParseLoadBalancer(s string) (LoadBalancer, error) {
+	switch lb := LoadBalancer(s); lb {
+	case NoLoadBalancer, MetalLB:
+		return lb, nil
+	}
+	return "", fmt.Errorf("unknown load balancer %q: the lab knows %s (empty for none)", s, MetalLB)
+}
 
 // publishComponents builds the components the clusters run (CoreDNS
 // always, flanneld when a cluster uses Flannel) from their upstream sources,
@@ -55,6 +77,16 @@ func (l *Lab) publishComponents(ctx context.Context, out io.Writer) error {
 				User:  fluxUser,
 			})
 		}
+	}
+	if l.State.LoadBalancer == MetalLB {
+		// The controller's Deployment names its user (nobody) itself.
+		wanted = append(wanted, images.Component{
+			File:  filepath.Join(l.State.Repo, "bin", "metallb", "current", addons.MetalLBController),
+			Image: addons.Image(l.State.Registry, addons.MetalLBController),
+		}, images.Component{
+			File:  filepath.Join(l.State.Repo, "bin", "metallb", "current", addons.MetalLBSpeaker),
+			Image: addons.Image(l.State.Registry, addons.MetalLBSpeaker),
+		})
 	}
 	var names []string
 	for _, c := range wanted {
@@ -139,7 +171,12 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	}
 	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, c.DNSIP())
 	if l.flux {
-		return l.installFlux(ctx, c)
+		if err := l.installFlux(ctx, c); err != nil {
+			return err
+		}
+	}
+	if l.State.LoadBalancer == MetalLB {
+		return l.installMetalLB(ctx, c)
 	}
 	return nil
 }
@@ -155,11 +192,7 @@ func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
 	if err != nil {
 		return err
 	}
-	file, err := l.writeAddon(c, "flux", data)
-	if err != nil {
-		return err
-	}
-	if _, err := l.Kubectl(ctx, c, "apply", "--server-side", "-f", file); err != nil {
+	if err := l.applyManifest(ctx, c, "flux", data); err != nil {
 		return err
 	}
 	for _, name := range fluxControllers {
@@ -171,6 +204,54 @@ func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
 	return nil
 }
 
+// installMetalLB applies MetalLB's own install configuration, from the
+// module hack/metallb pins, waits until its controller and speakers run,
+// and gives it the cluster's pool of addresses to announce in L2 mode.
+func (l *Lab) installMetalLB(ctx context.Context, c *cluster.Cluster) error {
+	start := time.Now()
+	module, err := addons.FindMetalLB(ctx, l.State.Repo)
+	if err != nil {
+		return err
+	}
+	data, err := addons.MetalLB(module, l.State.Registry)
+	if err != nil {
+		return err
+	}
+	if err := l.applyManifest(ctx, c, "metallb", data); err != nil {
+		return err
+	}
+	for _, w := range []string{"deployment/controller", "daemonset/speaker"} {
+		if _, err := l.Kubectl(ctx, c, "-n", addons.MetalLBNamespace, "rollout", "status", w, "--timeout=3m"); err != nil {
+			return err
+		}
+	}
+	first, last := c.LoadBalancerRange()
+	pool, err := addons.MetalLBPool(first, last)
+	if err != nil {
+		return err
+	}
+	// The pool goes through the controller's validating webhook, whose
+	// certificate the controller makes and installs once it runs: until
+	// the API server trusts it, the apply fails.
+	for {
+		err := l.applyManifest(ctx, c, "metallb-pool", pool)
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 3*time.Minute {
+			return fmt.Errorf("cluster %s: metallb pool: %w", c.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s: metallb pool: %w (last error: %v)", c.Name, ctx.Err(), err)
+		case <-time.After(time.Second):
+		}
+	}
+	l.progress.Logf("%s: MetalLB (L2) announces %s-%s on %s, installed in %.1fs",
+		c.Name, first, last, c.NodeNetwork(), time.Since(start).Seconds())
+	return nil
+}
+
 // applyAddon renders an add-on for the cluster, keeps the manifest in the
 // cluster's directory and applies it.
 func (l *Lab) applyAddon(ctx context.Context, c *cluster.Cluster, name string, p addons.Params) error {
@@ -178,23 +259,19 @@ func (l *Lab) applyAddon(ctx context.Context, c *cluster.Cluster, name string, p
 	if err != nil {
 		return err
 	}
-	file, err := l.writeAddon(c, name, data)
-	if err != nil {
-		return err
-	}
-	_, err = l.Kubectl(ctx, c, "apply", "--server-side", "-f", file)
-	return err
+	return l.applyManifest(ctx, c, name, data)
 }
 
-// writeAddon keeps the manifest of an add-on in the cluster's directory and
-// returns its file.
-func (l *Lab) writeAddon(c *cluster.Cluster, name string, data []byte) (string, error) {
+// applyManifest keeps the manifest of an add-on in the cluster's directory,
+// as <name>.yaml, and applies it.
+func (l *Lab) applyManifest(ctx context.Context, c *cluster.Cluster, name string, data []byte) error {
 	file := filepath.Join(c.Dir, "addons", name+".yaml")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return "", fmt.Errorf("cluster %s: %w", c.Name, err)
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if err := os.WriteFile(file, data, 0o644); err != nil {
-		return "", fmt.Errorf("cluster %s: %w", c.Name, err)
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
-	return file, nil
+	_, err := l.Kubectl(ctx, c, "apply", "--server-side", "-f", file)
+	return err
 }

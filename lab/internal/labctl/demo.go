@@ -24,8 +24,7 @@ func (l *Lab) Demo(ctx context.Context, out io.Writer) error {
 	}
 	p := NewProgress(out)
 	a, b := l.Clusters[0], l.Clusters[1]
-	p.Logf("peerlink network connect --kubeconfig %s --remote-kubeconfig %s --gw-server-service-type NodePort",
-		a.Kubeconfig(), b.Kubeconfig())
+	p.Logf("peerlink %s", strings.Join(l.ConnectArgs(a, b), " "))
 	cliOut, err := l.Connect(ctx, a, b)
 	if len(cliOut) > 0 {
 		fmt.Fprintf(out, "%s\n", strings.TrimRight(string(cliOut), "\n"))

@@ -76,6 +76,10 @@ type Options struct {
 	// Installers say how Up installs peerlink, given like PodCIDRs; none
 	// means Kustomize.
 	Installers []Installer
+	// LoadBalancer is installed in every cluster, with a pool of
+	// addresses of its node network; none leaves Services of type
+	// LoadBalancer pending, and the lab peers through NodePorts.
+	LoadBalancer LoadBalancer
 }
 
 // Lab is a running lab.
@@ -242,8 +246,9 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 			taken, cluster.Namespace(taken))
 	}
 	l := &Lab{Dir: o.Dir, progress: p, State: State{
-		Repo:     o.Repo,
-		Registry: fmt.Sprintf("%s:%d", cluster.HostIP(first), registryPort),
+		Repo:         o.Repo,
+		Registry:     fmt.Sprintf("%s:%d", cluster.HostIP(first), registryPort),
+		LoadBalancer: o.LoadBalancer,
 	}}
 	for k, name := range o.Names {
 		n := &cluster.Cluster{
@@ -338,6 +343,11 @@ func (o *Options) validate() error {
 	for _, i := range o.Installers {
 		if _, err := ParseInstaller(string(i)); err != nil {
 			return fmt.Errorf("--install: %w", err)
+		}
+	}
+	if o.LoadBalancer != NoLoadBalancer {
+		if _, err := ParseLoadBalancer(string(o.LoadBalancer)); err != nil {
+			return fmt.Errorf("--load-balancer: %w", err)
 		}
 	}
 	for k := range o.Names {

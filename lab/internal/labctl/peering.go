@@ -54,11 +54,20 @@ func (l *Lab) Peerlink(ctx context.Context, args ...string) ([]byte, error) {
 
 // Connect peers two clusters the way the documentation tells a user holding
 // both kubeconfigs to: local is the gateway client, remote the server,
-// reachable through a NodePort. flags are more flags of network connect.
+// reachable through a NodePort, or through the default Service type,
+// LoadBalancer, when the lab runs a load balancer. flags are more flags of
+// network connect.
 func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster, flags ...string) ([]byte, error) {
-	return l.Peerlink(ctx, append([]string{"network", "connect",
-		"--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig(),
-		"--gw-server-service-type", "NodePort"}, flags...)...)
+	return l.Peerlink(ctx, append(l.ConnectArgs(local, remote), flags...)...)
+}
+
+// ConnectArgs are the arguments of the peerlink CLI that Connect runs.
+func (l *Lab) ConnectArgs(local, remote *cluster.Cluster) []string {
+	args := []string{"network", "connect", "--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig()}
+	if l.State.LoadBalancer == NoLoadBalancer {
+		args = append(args, "--gw-server-service-type", "NodePort")
+	}
+	return args
 }
 
 // ConnectionState is the status of the Connection of cluster n towards

@@ -21,6 +21,10 @@ type State struct {
 	Repo     string    `json:"repo"`
 	Registry string    `json:"registry"`
 	Clusters []Cluster `json:"clusters"`
+	// LoadBalancer is the load balancer every cluster runs, if any; the
+	// lab's peerings then expose gateway servers with the default
+	// Service type, LoadBalancer.
+	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
 }
 
 // Cluster is one cluster of a lab.
