@@ -26,6 +26,15 @@ import (
 // only later than the new session's first packets.
 const moveWait = 100 * time.Millisecond
 
+// drainWait is how long a response waits before the allowed IPs move, so
+// that what the peer sent on its old session before it switched keys is
+// still let in: the peer sends its initiation ahead of the data it had
+// queued on the old session, and once the allowed IPs moved, the old
+// session still decrypts that data but the device drops it, as the source
+// no longer belongs to the old session's peer. The peer stages what it
+// sends meanwhile (up to 128 packets), so nothing is lost.
+const drainWait = 20 * time.Millisecond
+
 // followBind is the conn.Bind of a userspace device: the standard one,
 // which, while the device has more than one peer (a peer known under its
 // current and its next key), reads each handshake initiation before
@@ -34,8 +43,8 @@ const moveWait = 100 * time.Millisecond
 // handshake response passes through Send, and the allowed IPs move to that
 // key before the response leaves. The peer can send on the new session only
 // once it has the response, so the session carries packets from and to the
-// peer's ranges from its first packet on; the peer's old session keeps
-// decrypting what was sent on it before. Moving on the response rather than
+// peer's ranges from its first packet on; before the move, what the peer
+// sent on its old session is let in (drainWait). Moving on the response rather than
 // on the initiation keeps the device from starting a handshake of its own
 // with the new key (it would cross the peer's, and both fail until the next
 // retry 5 s later): wireguard-go marks a handshake as just sent before it
@@ -135,12 +144,13 @@ func (b *followBind) inspect(pkt []byte) {
 }
 
 // Send moves the allowed IPs before a response to the pending initiation
-// leaves, waiting at most moveWait for the move.
+// leaves, after drainWait, waiting at most moveWait for the move.
 func (b *followBind) Send(bufs [][]byte, ep conn.Endpoint) error {
 	if p := b.pending.Load(); p != nil {
 		for _, pkt := range bufs {
 			if len(pkt) == responseSize && binary.LittleEndian.Uint32(pkt) == responseType &&
 				binary.LittleEndian.Uint32(pkt[offsetReceiver:]) == p.sender && b.pending.CompareAndSwap(p, nil) {
+				time.Sleep(drainWait)
 				b.moveWithin(p, moveWait)
 			}
 		}
