@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -115,7 +116,7 @@ func TestServicesHostilePeer(t *testing.T) {
 		sent = append(sent, s)
 	}
 	bad := peerWeb(80)
-	bad.Name, bad.TrafficDistribution = "bad", ptrTo("Anywhere")
+	bad.Name, bad.TrafficDistribution = "bad", ptr.To("Anywhere")
 	before := map[string]float64{}
 	for _, rule := range mcs.Rules() {
 		before[rule] = refusedCount(t, rule)
@@ -235,8 +236,6 @@ func TestServicesHostilePeer(t *testing.T) {
 		}
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // requestCounter counts the requests to the API server that match.
 type requestCounter struct {

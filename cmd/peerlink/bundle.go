@@ -103,7 +103,7 @@ the files of init added to its resources when missing.`,
 	flags.StringArrayVar(&f.addresses, "addresses", nil, "client: the server's addresses, when known")
 	f.addCommon(cmd, "", "gateway template name (default: wireguard-server or wireguard-client)", "gateway template namespace")
 	flags.BoolVar(&force, "force", false, "overwrite files of an existing bundle")
-	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{string(gatewayrole.Server), string(gatewayrole.Client)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

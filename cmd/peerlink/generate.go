@@ -118,6 +118,6 @@ command waits for it up to --timeout, saying so on stderr.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait for the controller to generate the gateway's key")
 	_ = cmd.MarkFlagRequired("gateway-type")
 	_ = cmd.MarkFlagRequired("gateway-name")
-	_ = cmd.RegisterFlagCompletionFunc("gateway-type", cobra.FixedCompletions([]string{"server", "client"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("gateway-type", cobra.FixedCompletions([]string{string(gatewayrole.Server), string(gatewayrole.Client)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
