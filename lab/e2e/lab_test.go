@@ -99,7 +99,18 @@ func keepDiagnostics(t *testing.T, l *labctl.Lab, repo string) {
 	if err := l.Diagnostics(ctx, dir, &logWriter{t: t}, diagnosticsTail); err != nil {
 		t.Logf("keep the diagnostics of the failed test: %v", err)
 	}
+	waitFailures.Range(func(name, msg any) bool {
+		if name == t.Name() || strings.HasPrefix(name.(string), t.Name()+"/") {
+			t.Logf("===== %s failed: %s", name, msg)
+		}
+		return true
+	})
 }
+
+// waitFailures holds, by test name, the wait that failed a test or
+// subtest, which keepDiagnostics says again after the logs: the end of a
+// long output is what a reader sees first.
+var waitFailures sync.Map
 
 // newPeeredLab brings up a lab (newLab) and connects its first cluster to
 // each of the others with `peerlink network connect`, as a user holding
@@ -277,7 +288,9 @@ func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, ch
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, err)
+			msg := fmt.Sprintf("%s: %v", what, err)
+			waitFailures.Store(t.Name(), msg)
+			t.Fatal(msg)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +22,19 @@ var diagnosticKinds = []string{
 	"pods", "leases.coordination.k8s.io",
 }
 
+// fluxKinds are what Diagnostics lists too on a lab with Flux: its sources
+// and Kustomizations, whose conditions say why a sync stalls.
+var fluxKinds = []string{"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io"}
+
+// kinds returns what Diagnostics lists of every cluster of l.
+func (l *Lab) kinds() string {
+	kinds := diagnosticKinds
+	if l.flux {
+		kinds = append(slices.Clip(kinds), fluxKinds...)
+	}
+	return strings.Join(kinds, ",")
+}
+
 // Diagnostics keeps what tells why a test on the lab failed: it copies
 // every log file of the lab (control-plane and node components, every
 // container of every pod) under dir, keeping their place in the lab's
@@ -28,15 +42,17 @@ var diagnosticKinds = []string{
 // pods (state-<cluster>.yaml) and the cluster's events
 // (events-<cluster>.txt). To out it writes the state and events, the
 // last tail lines of every log of a peerlink pod (controller, fabric,
-// gateways), and the last tail/10 lines of every other log: what a reader of a failed run's output needs
-// first. It goes on past errors and returns them all.
+// gateways), the last tail/10 lines of every other log, and, last, one
+// table per cluster of those objects, where a reader of the end of a
+// failed run's output finds it. It goes on past errors and returns them
+// all.
 func (l *Lab) Diagnostics(ctx context.Context, dir string, out io.Writer, tail int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var errs []error
 	for _, c := range l.Clusters {
-		state, err := l.Kubectl(ctx, c, "get", strings.Join(diagnosticKinds, ","), "-A", "-o", "yaml")
+		state, err := l.Kubectl(ctx, c, "get", l.kinds(), "-A", "-o", "yaml")
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -82,8 +98,16 @@ func (l *Lab) Diagnostics(ctx context.Context, dir string, out io.Writer, tail i
 		fmt.Fprintf(out, "===== %s (last %d lines)\n%s\n", rel, n, strings.Join(lines, "\n"))
 		return nil
 	})
+	errs = append(errs, err)
+	for _, c := range l.Clusters {
+		table, err := l.Kubectl(ctx, c, "get", l.kinds(), "-A")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		fmt.Fprintf(out, "===== %s\n%s\n", c.Name, table)
+	}
 	fmt.Fprintf(out, "===== the whole logs are in %s\n", dir)
-	return errors.Join(append(errs, err)...)
+	return errors.Join(errs...)
 }
 
 // peerlinkLog reports whether the log at rel, in the lab's tree, is one of
