@@ -51,43 +51,16 @@ func (o ConnectOptions) Check() error {
 }
 
 // Connect peers the networks of two clusters, local becoming the gateway
-// client and remote the gateway server: each cluster's Configuration is
-// applied on the other and awaited Ready, then the GatewayServer (awaited
+// client and remote the gateway server: Init (each cluster's Configuration
+// applied on the other and awaited Ready), then the GatewayServer (awaited
 // until it publishes its endpoint and key), the GatewayClient pointing at
 // it, and the PublicKeys. Every step is an apply, so an interrupted Connect
 // can run again.
 func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) error {
-	if err := checkTwo(local, remote); err != nil {
+	if err := Init(ctx, local, remote, true); err != nil {
 		return err
 	}
 	localID, remoteID := local.Info.ClusterID, remote.Info.ClusterID
-
-	// Each cluster's network, declared on the other.
-	for _, s := range []struct{ on, of *Cluster }{{remote, local}, {local, remote}} {
-		conf, err := manifests.ConfigurationForPeer(s.of.Info, "")
-		if err != nil {
-			return err
-		}
-		if err := s.on.applyInTenant(ctx, conf); err != nil {
-			return err
-		}
-		s.on.Progress.Infof("Configuration of %s applied (pod CIDRs %s)", s.of.Info.ClusterID, strings.Join(prefixStrings(s.of.Info.PodCIDRs), ", "))
-	}
-	for _, s := range []struct{ on, of *Cluster }{{local, remote}, {remote, local}} {
-		conf := &netv1beta1.Configuration{}
-		key := client.ObjectKey{Namespace: manifests.TenantNamespace(s.of.Info.ClusterID), Name: s.of.Info.ClusterID}
-		_, err := s.on.Progress.Wait(ctx, "the Configuration of "+s.of.Info.ClusterID+" to be Ready", func(ctx context.Context) (bool, string, error) {
-			if err := s.on.Client.Get(ctx, key, conf); err != nil {
-				return false, "", fmt.Errorf("get Configuration %s: %w", key, err)
-			}
-			ready, state := ConditionState(conf.Generation, conf.Status.CommonStatus)
-			return ready, state, nil
-		})
-		if err != nil {
-			return err
-		}
-		s.on.Progress.Infof("Network configuration correctly set up: pod CIDRs of %s %s", s.of.Info.ClusterID, remapString(configurationInfo(conf).PodCIDRs))
-	}
 
 	// The server, on the remote cluster.
 	serverOpts := o.Server
@@ -181,6 +154,45 @@ func Connect(ctx context.Context, local, remote *Cluster, o ConnectOptions) erro
 			return err
 		}
 		s.on.Progress.Infof("Connection is established: %s", state)
+	}
+	return nil
+}
+
+// Init declares each cluster's network on the other: it applies each
+// cluster's Configuration in its tenant namespace on the other cluster
+// and, with wait, waits until both are Ready, their ranges remapped. It is
+// the first step of Connect, which a later Connect finds done.
+func Init(ctx context.Context, local, remote *Cluster, wait bool) error {
+	if err := checkTwo(local, remote); err != nil {
+		return err
+	}
+	for _, s := range []struct{ on, of *Cluster }{{remote, local}, {local, remote}} {
+		conf, err := manifests.ConfigurationForPeer(s.of.Info, "")
+		if err != nil {
+			return err
+		}
+		if err := s.on.applyInTenant(ctx, conf); err != nil {
+			return err
+		}
+		s.on.Progress.Infof("Configuration of %s applied (pod CIDRs %s)", s.of.Info.ClusterID, strings.Join(prefixStrings(s.of.Info.PodCIDRs), ", "))
+	}
+	if !wait {
+		return nil
+	}
+	for _, s := range []struct{ on, of *Cluster }{{local, remote}, {remote, local}} {
+		conf := &netv1beta1.Configuration{}
+		key := client.ObjectKey{Namespace: manifests.TenantNamespace(s.of.Info.ClusterID), Name: s.of.Info.ClusterID}
+		_, err := s.on.Progress.Wait(ctx, "the Configuration of "+s.of.Info.ClusterID+" to be Ready", func(ctx context.Context) (bool, string, error) {
+			if err := s.on.Client.Get(ctx, key, conf); err != nil {
+				return false, "", fmt.Errorf("get Configuration %s: %w", key, err)
+			}
+			ready, state := ConditionState(conf.Generation, conf.Status.CommonStatus)
+			return ready, state, nil
+		})
+		if err != nil {
+			return err
+		}
+		s.on.Progress.Infof("Network configuration correctly set up: pod CIDRs of %s %s", s.of.Info.ClusterID, remapString(configurationInfo(conf).PodCIDRs))
 	}
 	return nil
 }

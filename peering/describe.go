@@ -52,8 +52,7 @@ type NetworkInfo struct {
 // PeerInfo is what the cluster holds for one peer.
 type PeerInfo struct {
 	ClusterID  string          `json:"clusterID"`
-	Network    *PeerNetwork    `json:"network,omitempty"`
-	Gateway    *GatewayInfo    `json:"gateway,omitempty"`
+	Network    PeerNetwork     `json:"network"`
 	PublicKey  string          `json:"publicKey,omitempty"`
 	Connection *ConnectionInfo `json:"connection,omitempty"`
 	// Services are the services exchanged with the peer (Multi-Cluster
@@ -68,10 +67,17 @@ type ServicesInfo struct {
 	Imported []string `json:"imported"`
 }
 
-// PeerNetwork is a peer's Configuration: its real ranges and how this
-// cluster sees them.
+// PeerNetwork is the network of a peering: the peer's Configuration and
+// this cluster's gateway for it (network.gateway), each nil while absent.
 type PeerNetwork struct {
-	Configuration string  `json:"configuration"`
+	Configuration *ConfigurationInfo `json:"configuration,omitempty"`
+	Gateway       *GatewayInfo       `json:"gateway,omitempty"`
+}
+
+// ConfigurationInfo is a peer's Configuration: its real ranges and how
+// this cluster sees them.
+type ConfigurationInfo struct {
+	Name          string  `json:"name"`
 	Ready         bool    `json:"ready"`
 	State         string  `json:"state"`
 	PodCIDRs      []Remap `json:"podCIDRs"`
@@ -151,7 +157,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	for i := range confs.Items {
 		c := &confs.Items[i]
 		if p := peer(c.Labels); p != nil {
-			p.Network = configurationInfo(c)
+			p.Network.Configuration = configurationInfo(c)
 		}
 	}
 	connection := func(ns, gateway string) *ConnectionInfo {
@@ -170,7 +176,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 				gw.Addresses, gw.Port = ep.Addresses, ep.Port
 			}
 			gw.Ready, gw.State = ConditionState(s.Generation, s.Status.CommonStatus)
-			p.Gateway, p.Connection = gw, connection(s.Namespace, s.Name)
+			p.Network.Gateway, p.Connection = gw, connection(s.Namespace, s.Name)
 		}
 	}
 	for i := range clients.Items {
@@ -179,7 +185,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 			gw := &GatewayInfo{Role: string(gatewayrole.Client), Name: c.Name, Namespace: c.Namespace, MTU: c.Spec.MTU,
 				Addresses: c.Spec.Endpoint.Addresses, Port: c.Spec.Endpoint.Port}
 			gw.Ready, gw.State = ConditionState(c.Generation, c.Status.CommonStatus)
-			p.Gateway, p.Connection = gw, connection(c.Namespace, c.Name)
+			p.Network.Gateway, p.Connection = gw, connection(c.Namespace, c.Name)
 		}
 	}
 	for i := range keys.Items {
@@ -189,10 +195,10 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 		}
 	}
 	for id, p := range peers {
-		if p.Network == nil {
+		if p.Network.Configuration == nil {
 			continue
 		}
-		ns, _, _ := strings.Cut(p.Network.Configuration, "/")
+		ns, _, _ := strings.Cut(p.Network.Configuration.Name, "/")
 		if p.Services, err = exchangedServices(ctx, cl, ns); err != nil {
 			return nil, fmt.Errorf("peer %s: %w", id, err)
 		}
@@ -237,8 +243,8 @@ func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*Servi
 }
 
 // configurationInfo describes a peer's Configuration.
-func configurationInfo(c *netv1beta1.Configuration) *PeerNetwork {
-	n := &PeerNetwork{Configuration: manifests.ObjectRef(c.Namespace, c.Name)}
+func configurationInfo(c *netv1beta1.Configuration) *ConfigurationInfo {
+	n := &ConfigurationInfo{Name: manifests.ObjectRef(c.Namespace, c.Name)}
 	n.Ready, n.State = ConditionState(c.Generation, c.Status.CommonStatus)
 	var status netv1beta1.ClusterConfigCIDR
 	if c.Status.Remote != nil {
@@ -281,15 +287,15 @@ func (doc *Description) WriteSummary(w io.Writer) {
 	fmt.Fprintln(tw, "PEER\tROLE\tENDPOINT\tCONNECTION\tLATENCY\tPOD CIDRS")
 	for _, p := range doc.Peers {
 		role, endpoint, status, latency := "-", "-", "-", "-"
-		if p.Gateway != nil {
-			role, endpoint = p.Gateway.Role, endpointString(p.Gateway)
+		if gw := p.Network.Gateway; gw != nil {
+			role, endpoint = gw.Role, endpointString(gw)
 		}
 		if p.Connection != nil {
 			status, latency = orNone(p.Connection.Status), orNone(p.Connection.Latency)
 		}
 		pods := "-"
-		if p.Network != nil {
-			pods = remapString(p.Network.PodCIDRs)
+		if c := p.Network.Configuration; c != nil {
+			pods = remapString(c.PodCIDRs)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ClusterID, role, endpoint, status, latency, pods)
 	}
@@ -300,14 +306,14 @@ func (doc *Description) WriteSummary(w io.Writer) {
 func (p PeerInfo) WriteSummary(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Peer:\t%s\n", p.ClusterID)
-	if n := p.Network; n != nil {
-		fmt.Fprintf(tw, "Configuration:\t%s (%s)\n", n.Configuration, readyWord(n.Ready, n.State))
+	if n := p.Network.Configuration; n != nil {
+		fmt.Fprintf(tw, "Configuration:\t%s (%s)\n", n.Name, readyWord(n.Ready, n.State))
 		fmt.Fprintf(tw, "Pod CIDRs:\t%s\n", remapString(n.PodCIDRs))
 		fmt.Fprintf(tw, "External CIDRs:\t%s\n", remapString(n.ExternalCIDRs))
 	} else {
 		fmt.Fprintf(tw, "Configuration:\tnone\n")
 	}
-	if gw := p.Gateway; gw != nil {
+	if gw := p.Network.Gateway; gw != nil {
 		fmt.Fprintf(tw, "Gateway:\t%s %s (%s)\n", gw.Role, manifests.ObjectRef(gw.Namespace, gw.Name), readyWord(gw.Ready, gw.State))
 		fmt.Fprintf(tw, "Endpoint:\t%s\n", endpointString(gw))
 		fmt.Fprintf(tw, "MTU:\t%d\n", gw.MTU)
@@ -318,7 +324,7 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 	if c := p.Connection; c != nil {
 		fmt.Fprintf(tw, "Connection:\t%s %s\n", c.Name, orNone(c.Status))
 		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
-		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Gateway))
+		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Network.Gateway))
 	} else {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
 	}

@@ -47,6 +47,45 @@ func getGateway(ctx context.Context, c client.Reader, role gatewayrole.Role, key
 	return gw, nil
 }
 
+// FindGateway finds the gateway of role named name when no namespace is
+// given: the one of that name in any namespace, as a user who created it
+// with `kubectl apply` of a manifest (in its own or the current namespace)
+// expects. With none found, or without the right to list gateways in every
+// namespace, it is the name's tenant namespace, where peerlink puts
+// gateways named after their peer. Several of that name are an error
+// naming their namespaces.
+func FindGateway(ctx context.Context, c client.Reader, role gatewayrole.Role, name string) (client.ObjectKey, error) {
+	fallback := client.ObjectKey{Namespace: manifests.TenantNamespace(name), Name: name}
+	var list client.ObjectList = &netv1beta1.GatewayClientList{}
+	if role == gatewayrole.Server {
+		list = &netv1beta1.GatewayServerList{}
+	}
+	if err := c.List(ctx, list, client.MatchingFields{"metadata.name": name}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fallback, nil
+		}
+		return client.ObjectKey{}, fmt.Errorf("find gateway %s %s: %w", role, name, err)
+	}
+	var namespaces []string
+	switch l := list.(type) {
+	case *netv1beta1.GatewayServerList:
+		for _, gw := range l.Items {
+			namespaces = append(namespaces, gw.Namespace)
+		}
+	case *netv1beta1.GatewayClientList:
+		for _, gw := range l.Items {
+			namespaces = append(namespaces, gw.Namespace)
+		}
+	}
+	switch len(namespaces) {
+	case 0:
+		return fallback, nil
+	case 1:
+		return client.ObjectKey{Namespace: namespaces[0], Name: name}, nil
+	}
+	return client.ObjectKey{}, fmt.Errorf("gateway %s %s is in several namespaces (%s): say which", role, name, strings.Join(namespaces, ", "))
+}
+
 // publishedKeys are the public keys gw, named key, publishes in its status.
 func publishedKeys(gw client.Object, key client.ObjectKey) (GatewayKeys, error) {
 	var keys GatewayKeys

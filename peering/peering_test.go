@@ -77,7 +77,7 @@ func TestPeering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(d.Peers) != 1 || d.Peers[0].ClusterID != s.peer || d.Peers[0].Gateway == nil || d.Peers[0].Gateway.Role != string(s.role) ||
+		if len(d.Peers) != 1 || d.Peers[0].ClusterID != s.peer || d.Peers[0].Network.Gateway == nil || d.Peers[0].Network.Gateway.Role != string(s.role) ||
 			d.Peers[0].Connection == nil || d.Peers[0].Connection.Status != string(netv1beta1.Connected) {
 			t.Errorf("cluster %s describes its peers as %+v", s.c.ID, d.Peers)
 		}
@@ -106,7 +106,7 @@ func TestPeering(t *testing.T) {
 	// Disconnect keeps the Configurations; Reset removes them and the
 	// tenant namespaces. Both run twice.
 	for range 2 {
-		if err := peering.Disconnect(ctx, local, remote); err != nil {
+		if err := peering.Disconnect(ctx, local, remote, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +124,7 @@ func TestPeering(t *testing.T) {
 	}
 
 	for range 2 {
-		if err := peering.Reset(ctx, local, remote); err != nil {
+		if err := peering.Reset(ctx, local, remote, true); err != nil {
 			t.Fatal(err)
 		}
 	}

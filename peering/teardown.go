@@ -18,40 +18,47 @@ import (
 )
 
 // Disconnect removes, on both clusters, the gateways and PublicKeys of the
-// peering, and waits until they are gone. The Configurations stay, so a
-// later Connect keeps the same remapped ranges.
-func Disconnect(ctx context.Context, local, remote *Cluster) error {
-	return teardown(ctx, local, remote, false)
+// peering and, with wait, waits until they are gone. The Configurations
+// stay, so a later Connect keeps the same remapped ranges.
+func Disconnect(ctx context.Context, local, remote *Cluster, wait bool) error {
+	return teardown(ctx, local, remote, teardownOptions{wait: wait})
 }
 
 // Reset removes everything of the peering on both clusters: gateways,
 // PublicKeys and Configurations, then the tenant namespaces when nothing
-// else is left in them, waiting until all is gone.
-func Reset(ctx context.Context, local, remote *Cluster) error {
-	return teardown(ctx, local, remote, true)
+// else is left in them; with wait, it waits until each is gone before the
+// next step.
+func Reset(ctx context.Context, local, remote *Cluster, wait bool) error {
+	return teardown(ctx, local, remote, teardownOptions{all: true, wait: wait})
 }
 
-// teardown runs Disconnect, or Reset when all is set.
-func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
+// teardownOptions say what teardown removes: the gateways and keys, or
+// everything when all is set; wait waits until each is gone.
+type teardownOptions struct {
+	all, wait bool
+}
+
+// teardown runs Disconnect or Reset.
+func teardown(ctx context.Context, local, remote *Cluster, o teardownOptions) error {
 	if err := checkTwo(local, remote); err != nil {
 		return err
 	}
 	kinds := []string{manifests.KindGatewayClient, manifests.KindGatewayServer, manifests.KindPublicKey}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
-		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "gateways and public keys", kinds); err != nil {
+		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "gateways and public keys", kinds, o.wait); err != nil {
 			return err
 		}
 	}
-	if !all {
+	if !o.all {
 		return nil
 	}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
-		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", []string{manifests.KindConfiguration}); err != nil {
+		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", []string{manifests.KindConfiguration}, o.wait); err != nil {
 			return err
 		}
 	}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
-		if err := deleteTenantNamespace(ctx, s.on, s.peer.Info.ClusterID); err != nil {
+		if err := deleteTenantNamespace(ctx, s.on, s.peer.Info.ClusterID, o.wait); err != nil {
 			return err
 		}
 	}
@@ -59,9 +66,9 @@ func teardown(ctx context.Context, local, remote *Cluster, all bool) error {
 }
 
 // deletePeerObjects deletes the objects of the given kinds labelled for peer
-// in its tenant namespace, and waits until they are gone, so nothing is left
-// Terminating.
-func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds []string) error {
+// in its tenant namespace and, with wait, waits until they are gone, so
+// nothing is left Terminating.
+func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds []string, wait bool) error {
 	ns := manifests.TenantNamespace(peer)
 	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
 	deleteLeft := func(ctx context.Context) ([]string, error) {
@@ -94,6 +101,10 @@ func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds
 		s.Progress.Infof("No %s of %s left in %s", what, peer, ns)
 		return nil
 	}
+	if !wait {
+		s.Progress.Infof("Deletion of the %s of %s requested: %s", what, peer, strings.Join(left, ", "))
+		return nil
+	}
 	if _, err := s.Progress.Wait(ctx, "the "+what+" of "+peer+" to be deleted", func(ctx context.Context) (bool, string, error) {
 		left, err := deleteLeft(ctx)
 		if err != nil {
@@ -108,8 +119,9 @@ func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds
 }
 
 // deleteTenantNamespace deletes the tenant namespace of peer when nothing
-// but what peerlink put there is left, and waits until it is gone.
-func deleteTenantNamespace(ctx context.Context, s *Cluster, peer string) error {
+// but what peerlink put there is left and, with wait, waits until it is
+// gone.
+func deleteTenantNamespace(ctx context.Context, s *Cluster, peer string, wait bool) error {
 	name := manifests.TenantNamespace(peer)
 	var ns corev1.Namespace
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
@@ -131,6 +143,10 @@ func deleteTenantNamespace(ctx context.Context, s *Cluster, peer string) error {
 		if err := s.Client.Delete(ctx, &ns); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s cluster: delete namespace %s: %w", s.Name, name, err)
 		}
+	}
+	if !wait {
+		s.Progress.Infof("Deletion of namespace %s requested", name)
+		return nil
 	}
 	if _, err := s.Progress.Wait(ctx, "namespace "+name+" to be deleted", func(ctx context.Context) (bool, string, error) {
 		var ns corev1.Namespace

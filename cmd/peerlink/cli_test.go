@@ -223,3 +223,27 @@ func TestHelp(t *testing.T) {
 		t.Errorf("create gatewayserver --help:\n%s", stdout)
 	}
 }
+
+// TestConfirm checks the question of the destructive commands: only a yes
+// goes on, and no answer at all names --skip-confirm.
+func TestConfirm(t *testing.T) {
+	for _, c := range []struct {
+		answer, err string
+	}{
+		{"yes\n", ""}, {"y", ""}, {" YES \n", ""},
+		{"no\n", "cancelled"}, {"\n", "cancelled"}, {"maybe\n", "cancelled"},
+		{"", "--skip-confirm"},
+	} {
+		var out bytes.Buffer
+		err := confirm(strings.NewReader(c.answer), &out, "Remove it?")
+		if !strings.HasPrefix(out.String(), "Remove it? [y/N]: ") {
+			t.Errorf("answer %q: the question reads %q", c.answer, out.String())
+		}
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("answer %q: %v", c.answer, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("answer %q: error %v, want one saying %q", c.answer, err, c.err)
+		}
+	}
+}

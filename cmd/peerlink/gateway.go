@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,26 +26,37 @@ var (
 	// init.
 	createServerFlags = serverFlagNames{"service-type", "port", "node-port", "load-balancer-ip"}
 	// connectServerFlags are the names of network connect, those of the
-	// reference CLI.
-	connectServerFlags = serverFlagNames{"gw-server-service-type", "gw-server-service-port", "gw-server-service-nodeport", "gw-server-service-loadbalancerip"}
+	// reference CLI's documents; connectServerAliases are the longer names
+	// it also takes.
+	connectServerFlags   = serverFlagNames{"server-service-type", "server-port", "node-port", "load-balancer-ip"}
+	connectServerAliases = serverFlagNames{"gw-server-service-type", "gw-server-service-port", "gw-server-service-nodeport", "gw-server-service-loadbalancerip"}
 )
 
 // serverFlags are the flags of a gateway server: create gatewayserver,
 // bundle init --role server and network connect take them, under their own
 // names, with one set of rules.
 type serverFlags struct {
-	names          serverFlagNames
+	names, aliases serverFlagNames
+	set            *pflag.FlagSet
 	serviceType    string
 	port, nodePort int32
 	loadBalancerIP string
 }
 
-// register adds the flags to cmd; usage prefixes each description. The port
-// flag is left to a command that shares it with other uses (create, bundle
-// init), when withPort is false.
-func (s *serverFlags) register(cmd *cobra.Command, names serverFlagNames, usage string, withPort bool) {
-	s.names = names
+// register adds the flags to cmd, and each of aliases as another name of
+// the same flag; usage prefixes each description. The port flag is left to
+// a command that shares it with other uses (create, bundle init), when
+// withPort is false.
+func (s *serverFlags) register(cmd *cobra.Command, names serverFlagNames, usage string, withPort bool, aliases ...serverFlagNames) {
+	s.names, s.set = names, cmd.Flags()
 	f := cmd.Flags()
+	for _, a := range aliases {
+		s.aliases = a
+		f.StringVar(&s.serviceType, a.serviceType, string(corev1.ServiceTypeLoadBalancer), "same as --"+names.serviceType)
+		f.Int32Var(&s.port, a.port, netv1beta1.DefaultGatewayPort, "same as --"+names.port)
+		f.Int32Var(&s.nodePort, a.nodePort, 0, "same as --"+names.nodePort)
+		f.StringVar(&s.loadBalancerIP, a.loadBalancerIP, "", "same as --"+names.loadBalancerIP)
+	}
 	f.StringVar(&s.serviceType, names.serviceType, string(corev1.ServiceTypeLoadBalancer), usage+"type of the gateway Service: LoadBalancer, NodePort or ClusterIP")
 	if withPort {
 		f.Int32Var(&s.port, names.port, netv1beta1.DefaultGatewayPort, usage+"WireGuard port of the gateway Service")
@@ -55,30 +67,46 @@ func (s *serverFlags) register(cmd *cobra.Command, names serverFlagNames, usage 
 		[]string{"LoadBalancer", "NodePort", "ClusterIP"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
+// given returns the names the flags were given by: an alias set on the
+// command line names its flag in errors.
+func (s *serverFlags) given() serverFlagNames {
+	n := s.names
+	for _, f := range []struct{ name, alias *string }{
+		{&n.serviceType, &s.aliases.serviceType}, {&n.port, &s.aliases.port},
+		{&n.nodePort, &s.aliases.nodePort}, {&n.loadBalancerIP, &s.aliases.loadBalancerIP},
+	} {
+		if *f.alias != "" && s.set.Changed(*f.alias) {
+			*f.name = *f.alias
+		}
+	}
+	return n
+}
+
 // options checks the flags and returns the server they describe, with mtu
 // and the template given; the peer is the caller's to set. Errors name the
 // flags.
 func (s *serverFlags) options(mtu int, tmplName, tmplNS string) (manifests.GatewayServerOptions, error) {
+	names := s.given()
 	if s.port == 0 {
-		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: the port must be set", s.names.port)
+		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: the port must be set", names.port)
 	}
 	typ, err := manifests.ParseServiceType(s.serviceType)
 	if err != nil {
-		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %w", s.names.serviceType, err)
+		return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %w", names.serviceType, err)
 	}
 	o := manifests.GatewayServerOptions{ServiceType: typ, Port: s.port, NodePort: s.nodePort, MTU: mtu,
 		TemplateName: tmplName, TemplateNamespace: tmplNS}
 	if s.loadBalancerIP != "" {
 		addr, err := netip.ParseAddr(s.loadBalancerIP)
 		if err != nil || !addr.Is4() {
-			return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IPv4 address", s.names.loadBalancerIP, s.loadBalancerIP)
+			return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IPv4 address", names.loadBalancerIP, s.loadBalancerIP)
 		}
 		o.LoadBalancerIP = addr
 	}
 	return o, manifests.WithNames(o.Validate(), map[string]string{
-		"spec.endpoint.port":           "--" + s.names.port,
-		"spec.endpoint.nodePort":       "--" + s.names.nodePort,
-		"spec.endpoint.loadBalancerIP": "--" + s.names.loadBalancerIP,
+		"spec.endpoint.port":           "--" + names.port,
+		"spec.endpoint.nodePort":       "--" + names.nodePort,
+		"spec.endpoint.loadBalancerIP": "--" + names.loadBalancerIP,
 		"spec.mtu":                     "--mtu",
 	})
 }

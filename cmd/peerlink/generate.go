@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -20,7 +19,8 @@ func newGenerateCmd(g *globalOptions) *cobra.Command {
 		Long: `Print, from what this cluster publishes, the manifests a peer applies: this
 cluster's Configuration and the PublicKey of one of its gateways. They are
 named and labelled with this cluster's ID and placed in
-liqo-tenant-<this cluster's id>, the peer's tenant namespace for us.`,
+liqo-tenant-<this cluster's id>, the peer's tenant namespace for us, whose
+Namespace comes first: kubectl apply -f of the output creates it on the peer.`,
 		Example: `  peerlink generate configuration > my-configuration.yaml
   peerlink generate publickey --gateway-type server --gateway-name cluster-a > my-publickey.yaml`,
 	}
@@ -53,7 +53,7 @@ func newGenerateConfigurationCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return out.print(cmd, conf)
+			return out.print(cmd, manifests.Namespace(conf.Namespace), conf)
 		},
 	}
 	out.add(cmd, string(manifests.FormatYAML))
@@ -77,8 +77,9 @@ status (status.publicKey), where the controller publishes the public half of
 the key pair it keeps in the gateway's key Secret. The command reads no Secret:
 reading gateways is all it needs, and the private key never leaves the cluster.
 
-The gateway is looked up in -n, by default liqo-tenant-<gateway name> (the CLI
-names gateways after the peer). A gateway just created has no key yet: the
+The gateway is looked up in -n; without it, the gateway of that name in any
+namespace, else in liqo-tenant-<gateway name> (the CLI names gateways after
+the peer). A gateway just created has no key yet: the
 command waits for it up to --timeout, saying so on stderr.`,
 		Example: `  # On cluster B, the server side of the peering with cluster-a
   peerlink generate publickey --gateway-type server --gateway-name cluster-a > b-publickey.yaml`,
@@ -94,21 +95,26 @@ command waits for it up to --timeout, saying so on stderr.`,
 			if err := manifests.ValidateObjectName(gwName); err != nil {
 				return fmt.Errorf("--gateway-name: %w", err)
 			}
-			ns := cmp.Or(g.namespace(), manifests.TenantNamespace(gwName))
 			ctx := cmd.Context()
 			cl, err := g.localClient(ctx)
 			if err != nil {
 				return err
 			}
+			gw := client.ObjectKey{Namespace: g.namespace(), Name: gwName}
+			if gw.Namespace == "" {
+				if gw, err = peering.FindGateway(ctx, cl, role, gwName); err != nil {
+					return fmt.Errorf("%w with -n", err)
+				}
+			}
 			info, err := peering.ReadClusterInfo(ctx, cl, g.PeerlinkNamespace)
 			if err != nil {
 				return err
 			}
-			pk, err := peering.PublicKeyForPeer(ctx, cl, progress(cmd.ErrOrStderr(), timeout), info.ClusterID, role, client.ObjectKey{Namespace: ns, Name: gwName}, remoteNS)
+			pk, err := peering.PublicKeyForPeer(ctx, cl, progress(cmd.ErrOrStderr(), timeout), info.ClusterID, role, gw, remoteNS)
 			if err != nil {
 				return err
 			}
-			return out.print(cmd, pk)
+			return out.print(cmd, manifests.Namespace(pk.Namespace), pk)
 		},
 	}
 	out.add(cmd, string(manifests.FormatYAML))

@@ -20,7 +20,7 @@ func newInfoCmd(g *globalOptions) *cobra.Command {
 its ranges and their remapping, the gateway and the tunnel status.
 
 --get prints one value of the document -o yaml shows, by a dot path whose
-keys match case-insensitively: clusterid, network.podCIDRs, peers.0.gateway.`,
+keys match case-insensitively: clusterid, network.podCIDRs, peers.0.network.gateway.`,
 		Example: `  peerlink info
   peerlink info --get clusterid
   peerlink info --get network.podCIDRs
@@ -45,6 +45,7 @@ func newInfoPeerCmd(g *globalOptions) *cobra.Command {
 		Use:   "peer ID",
 		Short: "Show one peer: remapped ranges, gateway role and endpoint, tunnel status and latency",
 		Example: `  peerlink info peer cluster-b
+  peerlink info peer cluster-b --get network.gateway
   peerlink info peer cluster-b --get connection.status`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

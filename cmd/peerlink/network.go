@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/field"
@@ -30,13 +28,15 @@ type networkOptions struct {
 	server                          serverFlags
 	clientAddresses                 []string
 	disableSharingKeys, skipConfirm bool
+	// wait is --wait of init, disconnect and reset.
+	wait bool
 }
 
 func newNetworkCmd(g *globalOptions) *cobra.Command {
 	o := &networkOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "network",
-		Short: "Connect, disconnect or reset the network peering of two clusters, with both kubeconfigs",
+		Short: "Initialize, connect, disconnect or reset the network peering of two clusters, with both kubeconfigs",
 		Long: `Peer two clusters in one command when you hold both kubeconfigs. The local
 cluster (--kubeconfig/--context) becomes the gateway client, the remote one
 (--remote-kubeconfig/--remote-context) the gateway server.
@@ -44,14 +44,15 @@ cluster (--kubeconfig/--context) becomes the gateway client, the remote one
 The objects go to the tenant namespaces: on each cluster liqo-tenant-<peer id>,
 named after the peer. Every command is idempotent: an interrupted run can be
 run again.`,
-		Example: `  peerlink network connect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --wait
+		Example: `  peerlink network init --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --wait
+  peerlink network connect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --wait
   peerlink network disconnect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig
   peerlink network reset --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm`,
 	}
 	pf := cmd.PersistentFlags()
 	o.remote = addRemoteCluster(pf, "kubeconfig of the remote cluster (the gateway server side)", "kubeconfig context of the remote cluster")
 	pf.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long each wait lasts before giving up")
-	cmd.AddCommand(newConnectCmd(o), newDisconnectCmd(o), newResetCmd(o))
+	cmd.AddCommand(newInitCmd(o), newConnectCmd(o), newDisconnectCmd(o), newResetCmd(o))
 	return cmd
 }
 
@@ -75,6 +76,28 @@ func (o *networkOptions) sides(ctx context.Context, out io.Writer) (*peering.Clu
 	return local, remote, nil
 }
 
+func newInitCmd(o *networkOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Exchange the two clusters' Configurations, the first step of connect",
+		Long: `Apply each cluster's Configuration (its pod and external CIDRs) in its tenant
+namespace on the other cluster, so that each controller remaps the other's
+ranges; with --wait, wait until both Configurations are Ready. connect does
+this too and finds it done.`,
+		Example: `  peerlink network init --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --wait`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			local, remote, err := o.sides(cmd.Context(), cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			return peering.Init(cmd.Context(), local, remote, o.wait)
+		},
+	}
+	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait until both Configurations are Ready")
+	return cmd
+}
+
 func newConnectCmd(o *networkOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "connect",
@@ -88,7 +111,7 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
   5. hand each gateway's public key to the other cluster (unless --disable-sharing-keys);
   6. with --wait, wait until both Connections report Connected.`,
 		Example: `  peerlink network connect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig \
-    --gw-server-service-type NodePort --wait`,
+    --server-service-type NodePort --wait`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.connect(cmd.Context(), cmd.OutOrStdout())
@@ -99,7 +122,7 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 	f.IntVar(&o.mtu, "mtu", netv1beta1.DefaultMTU, "MTU of the tunnel")
 	f.Int32Var(&o.plan.Server.Replicas, "gw-server-replicas", 0, "gateway server: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
 	f.Int32Var(&o.plan.ClientReplicas, "gw-client-replicas", 0, "gateway client: "+"number of gateway pods: one carries the tunnel, the others stand by to take over (default: the API's, one)")
-	o.server.register(cmd, connectServerFlags, "gateway server: ", true)
+	o.server.register(cmd, connectServerFlags, "gateway server: ", true, connectServerAliases)
 	f.StringArrayVar(&o.clientAddresses, "gw-client-address", nil, "address the client connects to, instead of the server's published endpoint")
 	f.Int32Var(&o.plan.ClientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
 	f.BoolVar(&o.disableSharingKeys, "disable-sharing-keys", false, "do not hand the public keys over (they are exchanged another way)")
@@ -163,13 +186,14 @@ func newTeardownCmd(o *networkOptions, all bool, use, short, long string) *cobra
 		Use:     use,
 		Short:   short,
 		Long:    long,
-		Example: "  peerlink network " + use + " --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --skip-confirm",
+		Example: "  peerlink network " + use + " --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig --wait",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.teardown(cmd, all)
 		},
 	}
 	cmd.Flags().BoolVar(&o.skipConfirm, "skip-confirm", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait until what is removed is gone (--wait=false only asks for the deletions)")
 	return cmd
 }
 
@@ -185,25 +209,27 @@ func (o *networkOptions) teardown(cmd *cobra.Command, all bool) error {
 		what, run = "the gateways, public keys, Configurations and empty tenant namespaces", peering.Reset
 	}
 	if !o.skipConfirm {
-		question := fmt.Sprintf("Remove %s of the peering between %s (local) and %s (remote)?", what, local.Info.ClusterID, remote.Info.ClusterID)
+		question := fmt.Sprintf("%s is a destructive command: it removes %s of the peering between %s (local) and %s (remote).\nAre you sure you want to continue?",
+			cmd.Name(), what, local.Info.ClusterID, remote.Info.ClusterID)
 		if err := confirm(cmd.InOrStdin(), out, question); err != nil {
 			return err
 		}
 	}
-	return run(ctx, local, remote)
+	return run(ctx, local, remote, o.wait)
 }
 
-// confirm asks a yes/no question on a terminal; without one it refuses, so
-// scripts must say --skip-confirm.
+// confirm asks a yes/no question and reads the answer from in: a terminal,
+// or a script's pipe that says yes. Without an answer (in closed) it
+// refuses, naming --skip-confirm.
 func confirm(in io.Reader, out io.Writer, question string) error {
-	f, ok := in.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return errors.New("confirmation needed but stdin is not a terminal: pass --skip-confirm")
-	}
 	fmt.Fprintf(out, "%s [y/N]: ", question)
 	answer, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read the answer: %w", err)
+	}
+	if answer == "" && errors.Is(err, io.EOF) {
+		fmt.Fprintln(out)
+		return errors.New("confirmation needed but stdin gave no answer: answer yes on stdin or pass --skip-confirm")
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":

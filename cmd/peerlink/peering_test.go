@@ -86,7 +86,11 @@ func testInfo(t *testing.T, a *peertest.Cluster) {
 		t.Errorf("info --get network.podCIDRs = %q", got)
 	}
 	out := cli(t, "generate", "configuration", "--kubeconfig", a.TC.Kubeconfig)
-	want := "apiVersion: networking.liqo.io/v1beta1\nkind: Configuration\nmetadata:\n  labels:\n    liqo.io/remote-cluster-id: cluster-a\n" +
+	// The tenant namespace first, so that kubectl apply -f creates it on
+	// the peer.
+	want := "apiVersion: v1\nkind: Namespace\nmetadata:\n  labels:\n    pod-security.kubernetes.io/enforce: privileged\n" +
+		"    pod-security.kubernetes.io/enforce-version: latest\n  name: liqo-tenant-cluster-a\n---\n" +
+		"apiVersion: networking.liqo.io/v1beta1\nkind: Configuration\nmetadata:\n  labels:\n    liqo.io/remote-cluster-id: cluster-a\n" +
 		"  name: cluster-a\n  namespace: liqo-tenant-cluster-a\nspec:\n  remote:\n    cidr:\n      external:\n      - 10.70.0.0/16\n      pod:\n      - 10.244.0.0/24\n"
 	if out != want {
 		t.Errorf("generate configuration:\n%s\nwant:\n%s", out, want)

@@ -88,17 +88,3 @@ func (a *admin) send(t *testing.T, path string, to *admin) string {
 	}
 	return dst
 }
-
-// namespaceFile writes the manifest of a namespace, as an admin would
-// before applying objects into it.
-func (a *admin) namespaceFile(t *testing.T, name string) string {
-	t.Helper()
-	path := filepath.Join(a.dir, name+".yaml")
-	// The level the gateway pod needs (docs/security.md): the lab enforces
-	// baseline elsewhere.
-	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  labels:\n    pod-security.kubernetes.io/enforce: privileged\n"
-	if err := os.WriteFile(path, []byte(ns), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}

@@ -65,7 +65,7 @@ func (l *Lab) Connect(ctx context.Context, local, remote *cluster.Cluster, flags
 func (l *Lab) ConnectArgs(local, remote *cluster.Cluster) []string {
 	args := []string{"network", "connect", "--kubeconfig", local.Kubeconfig(), "--remote-kubeconfig", remote.Kubeconfig()}
 	if l.State.LoadBalancer == NoLoadBalancer {
-		args = append(args, "--gw-server-service-type", "NodePort")
+		args = append(args, "--server-service-type", "NodePort")
 	}
 	return args
 }
