@@ -12,6 +12,7 @@ STATICCHECK = $(GO) tool -modfile=hack/tools/go.mod staticcheck
 KUBE_VERSION  := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2; exit}' hack/kube/go.mod 2>/dev/null)
 TESTBIN       := $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS ?= $(TESTBIN)
+export PEERLINK_TEST_TIMES ?= $(CURDIR)/bin/test-times.tsv
 
 CRD_DIR       := bundles/install/crds
 # The Helm chart, generated from bundles/install but for its Chart.yaml, and
@@ -98,13 +99,16 @@ test-unit: ## The fast loop: every test that needs neither root nor a control pl
 	$(GO) test -short -count=1 ./...
 
 .PHONY: test
-test: testbin ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, lab e2e.
-	$(MAKE) --no-print-directory verify lint
-	hack/components.sh helm
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
-	hack/components.sh $(LAB_COMPONENTS)
-	$(GO) test -count=1 -timeout 45m $(E2E_PKG)
-	$(MAKE) --no-print-directory fuzz
+test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, lab e2e; print the time of each step and e2e test.
+	@hack/timed.sh --reset
+	hack/timed.sh "build Kubernetes (testbin)" hack/testbin.sh
+	hack/timed.sh "verify and lint" $(MAKE) --no-print-directory verify lint
+	hack/timed.sh "build Helm" hack/components.sh helm
+	hack/timed.sh "go test, all but lab/e2e" $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
+	hack/timed.sh "build the lab's components" hack/components.sh $(LAB_COMPONENTS)
+	hack/timed.sh "go test lab/e2e" $(GO) test -count=1 -timeout 45m $(E2E_PKG)
+	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
+	@hack/timed.sh --table
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.

@@ -450,15 +450,43 @@ func (r *gitRepo) waitFailed(t *testing.T, ctx context.Context, peer, rev, obj s
 
 func (r *gitRepo) waitKustomization(t *testing.T, ctx context.Context, peer, what string, check func(fluxKustomization) error) {
 	t.Helper()
-	start := time.Now()
+	start, nudged := time.Now(), time.Now()
 	waitFor(t, ctx, fluxWait, r.ad.n.ClusterID+": Kustomization of "+peer+" "+what, func() error {
 		k, err := r.readKustomization(ctx, peer)
-		if err != nil {
-			return err
+		if err == nil {
+			err = check(k)
 		}
-		return check(k)
+		if err != nil && time.Since(nudged) > fluxNudge {
+			r.reconcileNow(t, ctx, peer)
+			nudged = time.Now()
+		}
+		return err
 	})
 	t.Logf("%s: Kustomization of %s %s after %.1fs", r.ad.n.ClusterID, peer, what, time.Since(start).Seconds())
+}
+
+// fluxNudge is how long a wait on Flux goes before it asks Flux to sync
+// now. A Flux controller that failed a few times in a row (a source not
+// reachable yet while the cluster starts) retries after a delay that
+// doubles each time, up to minutes: an admin then runs `flux reconcile`.
+const fluxNudge = time.Minute
+
+// reconcileNow asks Flux to sync the repository and the Kustomizations
+// now, as `flux reconcile kustomization --with-source` does: it stamps the
+// reconcile.fluxcd.io/requestedAt annotation on them.
+func (r *gitRepo) reconcileNow(t *testing.T, ctx context.Context, peer string) {
+	t.Helper()
+	stamp := "reconcile.fluxcd.io/requestedAt=" + time.Now().Format(time.RFC3339Nano)
+	for _, obj := range []string{"gitrepositories.source.toolkit.fluxcd.io/" + rootSync,
+		"kustomizations.kustomize.toolkit.fluxcd.io/" + rootSync, "kustomizations.kustomize.toolkit.fluxcd.io/peerlink-peer-" + peer} {
+		// The peer's Kustomization may not exist yet: the root's sync
+		// makes it.
+		if _, err := r.ad.l.Kubectl(ctx, r.ad.n, "-n", addons.FluxNamespace, "annotate", "--overwrite", obj, stamp); err != nil {
+			t.Logf("%s: ask Flux to sync %s now: %v", r.ad.n.ClusterID, obj, err)
+			continue
+		}
+		t.Logf("%s: Flux asked to sync %s now", r.ad.n.ClusterID, obj)
+	}
 }
 
 // editFile replaces the only occurrence of old in the file at path.

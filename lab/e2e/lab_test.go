@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,6 +51,7 @@ func newLab(t *testing.T, timeout time.Duration, names ...string) (context.Conte
 func newLabWith(t *testing.T, timeout time.Duration, o labctl.Options) (context.Context, *labctl.Lab) {
 	t.Helper()
 	netns.RequirePrivileged(t)
+	recordTime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	// Registered first, so that it runs after the lab is down.
 	t.Cleanup(cancel)
@@ -104,6 +106,33 @@ func keepDiagnostics(t *testing.T, l *labctl.Lab, repo string) {
 			t.Logf("===== %s failed: %s", name, msg)
 		}
 		return true
+	})
+}
+
+// recordTime adds, when t ends, a line of how long it took (its lab's
+// bring-up and removal included) to the table of $PEERLINK_TEST_TIMES,
+// which `make test` prints at its end (hack/timed.sh).
+func recordTime(t *testing.T) {
+	path := os.Getenv("PEERLINK_TEST_TIMES")
+	if path == "" {
+		return
+	}
+	start := time.Now()
+	// Registered before the lab's cleanups, so that it runs after them.
+	t.Cleanup(func() {
+		outcome := "ok"
+		if t.Failed() {
+			outcome = "FAIL"
+		}
+		line := fmt.Sprintf("%d\t%s\te2e %s\ttest\n", int(time.Since(start).Seconds()), outcome, t.Name())
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.WriteString(line)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			t.Logf("record the test's time: %v", err)
+		}
 	})
 }
 
