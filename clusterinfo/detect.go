@@ -31,6 +31,11 @@ const (
 	SourceNamespaceUID = "kube-system namespace UID"
 	// SourceNodes are pod CIDRs covering the Nodes' spec.podCIDRs.
 	SourceNodes = "Nodes' spec.podCIDRs"
+	// SourceCalicoIPPools are the enabled IPPools of Calico's own IPAM.
+	SourceCalicoIPPools = "Calico IPPools"
+	// SourceCiliumNodes are pod CIDRs covering the blocks of Cilium's
+	// cluster pool, its CiliumNodes' spec.ipam.podCIDRs.
+	SourceCiliumNodes = "CiliumNodes' spec.ipam.podCIDRs"
 	// SourceServiceCIDRAPI is a service CIDR read from the ServiceCIDR
 	// objects of the API server (networking.k8s.io).
 	SourceServiceCIDRAPI = "ServiceCIDR API"
@@ -75,44 +80,125 @@ const (
 	widenIPv6 = 48
 )
 
-// DetectPodCIDRs derives the pod CIDRs from the ranges the Nodes were
-// given (spec.podCIDRs, as kube-controller-manager or the cloud assigns
-// them): per address family, the smallest prefix holding all of them,
-// widened towards a /16 (IPv4) or /48 (IPv6) as long as it overlaps none of
-// the ranges in avoid (the cluster's other ranges). A cluster whose pod
-// range is smaller or split must give it instead.
-func DetectPodCIDRs(ctx context.Context, r client.Reader, avoid []netip.Prefix) ([]netip.Prefix, error) {
+// DetectPodCIDRs finds the pod CIDRs and says where it found them. First
+// from the ranges the Nodes were given (spec.podCIDRs, as
+// kube-controller-manager or the cloud assigns them): per address family,
+// the smallest prefix holding all of them, widened towards a /16 (IPv4) or
+// /48 (IPv6) as long as it overlaps none of the ranges in avoid (the
+// cluster's other ranges). A CNI with its own IPAM leaves the Nodes
+// without ranges; then the ranges it allocates from: Calico's enabled
+// IPPools as they are, or the CiliumNodes' spec.ipam.podCIDRs (Cilium's
+// cluster pool), covered and widened like the Nodes'. A cluster whose pod
+// range is none of these must give it: the error says how.
+func DetectPodCIDRs(ctx context.Context, r client.Reader, avoid []netip.Prefix) ([]netip.Prefix, string, error) {
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("pod CIDRs: list nodes: %w", err)
+		return nil, "", fmt.Errorf("pod CIDRs: list nodes: %w", err)
 	}
-	var v4, v6 []netip.Prefix
+	var ranges []netip.Prefix
 	for _, n := range nodes.Items {
-		ranges := n.Spec.PodCIDRs
-		if len(ranges) == 0 && n.Spec.PodCIDR != "" {
-			ranges = []string{n.Spec.PodCIDR}
+		given := n.Spec.PodCIDRs
+		if len(given) == 0 && n.Spec.PodCIDR != "" {
+			given = []string{n.Spec.PodCIDR}
 		}
-		for _, s := range ranges {
+		for _, s := range given {
 			p, err := cidr.ParseNetwork(s)
 			if err != nil {
-				return nil, fmt.Errorf("pod CIDRs: node %s spec.podCIDRs: %w", n.Name, err)
+				return nil, "", fmt.Errorf("pod CIDRs: node %s spec.podCIDRs: %w", n.Name, err)
 			}
-			if p.Addr().Is4() {
-				v4 = append(v4, p)
-			} else {
-				v6 = append(v6, p)
-			}
+			ranges = append(ranges, p)
 		}
 	}
+	if len(ranges) > 0 {
+		return coverFamilies(ranges, avoid), SourceNodes, nil
+	}
+	pools, err := cniRanges(ctx, r, calicoIPPools)
+	if err != nil || len(pools) > 0 {
+		return pools, SourceCalicoIPPools, err
+	}
+	blocks, err := cniRanges(ctx, r, ciliumNodes)
+	if err != nil || len(blocks) > 0 {
+		return coverFamilies(blocks, avoid), SourceCiliumNodes, err
+	}
+	return nil, "", fmt.Errorf("pod CIDRs: none of the %d nodes has spec.podCIDRs, and no Calico IPPool or CiliumNode names a pod range: "+
+		"give the ranges the CNI hands pod addresses out of (its IP pools; kubectl get pods -A -o wide shows addresses in them): %w", len(nodes.Items), ErrNotDetected)
+}
+
+// coverFamilies returns, per address family of ranges, IPv4 first, the
+// smallest prefix holding all of that family's ranges, widened as
+// DetectPodCIDRs says.
+func coverFamilies(ranges []netip.Prefix, avoid []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
-	if len(v4) > 0 {
-		out = append(out, widen(cover(v4), widenIPv4, avoid))
+	for _, fam := range []struct {
+		is4  bool
+		bits int
+	}{{true, widenIPv4}, {false, widenIPv6}} {
+		var of []netip.Prefix
+		for _, p := range ranges {
+			if p.Addr().Is4() == fam.is4 {
+				of = append(of, p)
+			}
+		}
+		if len(of) > 0 {
+			out = append(out, widen(cover(of), fam.bits, avoid))
+		}
 	}
-	if len(v6) > 0 {
-		out = append(out, widen(cover(v6), widenIPv6, avoid))
+	return out
+}
+
+// A cniSource is where a CNI with its own IPAM keeps its pod ranges: the
+// objects of a kind, and the ranges one of them holds (none when it is
+// not in use).
+type cniSource struct {
+	list   schema.GroupVersionKind
+	ranges func(obj map[string]any) []string
+}
+
+var (
+	// calicoIPPools are Calico's IP pools, in its CRD API (the one
+	// Calico's own API server serves too); a disabled pool allocates
+	// nothing.
+	calicoIPPools = cniSource{
+		list: schema.GroupVersionKind{Group: "crd.projectcalico.org", Version: "v1", Kind: "IPPoolList"},
+		ranges: func(obj map[string]any) []string {
+			if disabled, _, _ := unstructured.NestedBool(obj, "spec", "disabled"); disabled {
+				return nil
+			}
+			s, _, _ := unstructured.NestedString(obj, "spec", "cidr")
+			return []string{s}
+		},
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("pod CIDRs: none of the %d nodes has spec.podCIDRs: %w", len(nodes.Items), ErrNotDetected)
+	// ciliumNodes are Cilium's nodes, which hold the blocks of its cluster
+	// pool that each node allocates from.
+	ciliumNodes = cniSource{
+		list: schema.GroupVersionKind{Group: "cilium.io", Version: "v2", Kind: "CiliumNodeList"},
+		ranges: func(obj map[string]any) []string {
+			s, _, _ := unstructured.NestedStringSlice(obj, "spec", "ipam", "podCIDRs")
+			return s
+		},
+	}
+)
+
+// cniRanges lists the ranges of src; none when the cluster does not serve
+// its kind.
+func cniRanges(ctx context.Context, r client.Reader, src cniSource) ([]netip.Prefix, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(src.list)
+	if err := r.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("pod CIDRs: list %s: %w", src.list.GroupKind(), err)
+	}
+	var out []netip.Prefix
+	for _, item := range list.Items {
+		for _, s := range src.ranges(item.Object) {
+			p, err := cidr.ParseNetwork(s)
+			if err != nil {
+				return nil, fmt.Errorf("pod CIDRs: %s %s: %w", item.GetKind(), item.GetName(), err)
+			}
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/testkit/testcluster"
@@ -63,8 +66,8 @@ func TestDetect(t *testing.T) {
 		t.Errorf("cluster ID changed from %q to %q", id, again)
 	}
 
-	if _, err := DetectPodCIDRs(ctx, c.Client, nil); !errors.Is(err, ErrNotDetected) {
-		t.Errorf("pod CIDRs without nodes: %v, want ErrNotDetected", err)
+	if _, _, err := DetectPodCIDRs(ctx, c.Client, nil); !errors.Is(err, ErrNotDetected) || !strings.Contains(err.Error(), "give the ranges") {
+		t.Errorf("pod CIDRs without nodes: %v, want ErrNotDetected saying what to give", err)
 	}
 	for name, ranges := range map[string][]string{
 		"n1": {"10.244.0.0/24", "fd00:10:244::/64"},
@@ -79,12 +82,12 @@ func TestDetect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pods, err := DetectPodCIDRs(ctx, c.Client, nil)
+	pods, src, err := DetectPodCIDRs(ctx, c.Client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cidr.MustPrefixes("10.244.0.0/16", "fd00:10:244::/48"); !slices.Equal(pods, want) {
-		t.Errorf("pod CIDRs %v, want %v", pods, want)
+	if want := cidr.MustPrefixes("10.244.0.0/16", "fd00:10:244::/48"); !slices.Equal(pods, want) || src != SourceNodes {
+		t.Errorf("pod CIDRs %v from %q, want %v from %q", pods, src, want, SourceNodes)
 	}
 
 	svc, src, err := DetectServiceCIDR(ctx, c.Client, metav1.NamespaceDefault)
@@ -126,5 +129,78 @@ func TestDetectServiceCIDRAPI(t *testing.T) {
 	}
 	if err != nil || svc != netip.MustParsePrefix("10.44.0.0/16") || src != SourceServiceCIDRAPI {
 		t.Errorf("service CIDR %s from %q (%v), want 10.44.0.0/16 from %q", svc, src, err, SourceServiceCIDRAPI)
+	}
+}
+
+// TestDetectPodCIDRsOfCNIs detects the pod CIDRs of clusters whose Nodes
+// have no spec.podCIDRs because the CNI allocates pod addresses itself:
+// from Cilium's CiliumNodes, from Calico's enabled IPPools (which win),
+// and from the Nodes when they have ranges after all (which win over both).
+func TestDetectPodCIDRsOfCNIs(t *testing.T) {
+	c := testcluster.Start(t, testcluster.WithCRDs(
+		cniCRD("crd.projectcalico.org", "v1", "IPPool", "ippools", apiextensionsv1.ClusterScoped),
+		cniCRD("cilium.io", "v2", "CiliumNode", "ciliumnodes", apiextensionsv1.ClusterScoped)))
+	ctx := t.Context()
+	create := func(apiVersion, kind, name string, spec map[string]any) {
+		t.Helper()
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name}, "spec": spec}}
+		if err := c.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	detect := func(what string, want []string, wantSrc string) {
+		t.Helper()
+		got, src, err := DetectPodCIDRs(ctx, c.Client, cidr.MustPrefixes("10.96.0.0/12"))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !slices.Equal(got, cidr.MustPrefixes(want...)) || src != wantSrc {
+			t.Errorf("%s: pod CIDRs %v from %q, want %v from %q", what, got, src, want, wantSrc)
+		}
+	}
+	// The kinds served, no object: nothing to go by.
+	if _, _, err := DetectPodCIDRs(ctx, c.Client, nil); !errors.Is(err, ErrNotDetected) {
+		t.Errorf("pod CIDRs with the CNI kinds but no object: %v, want ErrNotDetected", err)
+	}
+	create("cilium.io/v2", "CiliumNode", "n1", map[string]any{"ipam": map[string]any{"podCIDRs": []any{"10.0.1.0/24"}}})
+	create("cilium.io/v2", "CiliumNode", "n2", map[string]any{"ipam": map[string]any{"podCIDRs": []any{"10.0.2.0/24", "fd00:c::/64"}}})
+	detect("Cilium's cluster pool", []string{"10.0.0.0/16", "fd00:c::/48"}, SourceCiliumNodes)
+
+	create("crd.projectcalico.org/v1", "IPPool", "default-ipv4-ippool", map[string]any{"cidr": "192.168.0.0/16"})
+	create("crd.projectcalico.org/v1", "IPPool", "old", map[string]any{"cidr": "172.20.0.0/16", "disabled": true})
+	detect("Calico's IP pools", []string{"192.168.0.0/16"}, SourceCalicoIPPools)
+
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24", PodCIDRs: []string{"10.244.3.0/24"}}}
+	if err := c.Client.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	detect("Nodes with ranges", []string{"10.244.0.0/16"}, SourceNodes)
+
+	create("crd.projectcalico.org/v1", "IPPool", "broken", map[string]any{"cidr": "not a range"})
+	if err := c.Client.Delete(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := DetectPodCIDRs(ctx, c.Client, nil); err == nil || !strings.Contains(err.Error(), "IPPool broken") {
+		t.Errorf("an IPPool with a bad cidr: %v, want an error naming it", err)
+	}
+}
+
+// cniCRD is a CustomResourceDefinition of a CNI's kind, as much of it as
+// detection reads: any spec.
+func cniCRD(group, version, kind, plural string, scope apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+			Scope: scope,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
 	}
 }

@@ -110,11 +110,11 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 	// After the service CIDR: the pod CIDRs are widened up to the other
 	// local ranges, never over them.
 	if len(f.PodCIDRs) == 0 {
-		ps, err := clusterinfo.DetectPodCIDRs(ctx, r, f.Taken())
+		ps, src, err := clusterinfo.DetectPodCIDRs(ctx, r, f.Taken())
 		if err != nil {
 			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given: %w", err))
 		}
-		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, clusterinfo.SourceNodes
+		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, src
 	}
 	return errors.Join(errs...)
 }
