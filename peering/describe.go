@@ -246,26 +246,22 @@ func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*Servi
 func configurationInfo(c *netv1beta1.Configuration) *ConfigurationInfo {
 	n := &ConfigurationInfo{Name: manifests.ObjectRef(c.Namespace, c.Name)}
 	n.Ready, n.State = ConditionState(c.Generation, c.Status.CommonStatus)
-	var status netv1beta1.ClusterConfigCIDR
-	if c.Status.Remote != nil {
-		status = c.Status.Remote.CIDR
+	ranges, err := c.RemoteRanges()
+	if err != nil {
+		n.State = err.Error()
 	}
-	n.PodCIDRs = remaps(c.Spec.Remote.CIDR.Pod, status.Pod)
-	n.ExternalCIDRs = remaps(c.Spec.Remote.CIDR.External, status.External)
-	return n
-}
-
-// remaps pairs the spec CIDRs with their index-aligned status entries.
-func remaps(spec, status []netv1beta1.CIDR) []Remap {
-	var out []Remap
-	for i, c := range spec {
-		r := Remap{CIDR: string(c)}
-		if i < len(status) {
-			r.Remapped = string(status[i])
+	for _, r := range ranges {
+		m := Remap{CIDR: r.Real.String()}
+		if r.Remapped.IsValid() {
+			m.Remapped = r.Remapped.String()
 		}
-		out = append(out, r)
+		if r.Field == "pod" {
+			n.PodCIDRs = append(n.PodCIDRs, m)
+		} else {
+			n.ExternalCIDRs = append(n.ExternalCIDRs, m)
+		}
 	}
-	return out
+	return n
 }
 
 // WriteSummary writes the description for a human: the cluster, then a

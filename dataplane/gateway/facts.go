@@ -19,7 +19,6 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
-	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
@@ -188,37 +187,17 @@ func (a *Agent) remoteRanges(ctx context.Context) ([]dataplane.RangeMapping, err
 	return RangeMappings(&list.Items[0])
 }
 
-// RangeMappings pairs the index-aligned entries of a Configuration's
-// spec.remote and status.remote, pod ranges then external ranges. Entries
-// without a status counterpart yet are skipped.
+// RangeMappings are the peer's ranges of a Configuration that the
+// controller has remapped (Configuration.RemappedRanges), pod ranges then
+// external ranges.
 func RangeMappings(conf *netv1beta1.Configuration) ([]dataplane.RangeMapping, error) {
-	var status netv1beta1.ClusterConfigCIDR
-	if conf.Status.Remote != nil {
-		status = conf.Status.Remote.CIDR
+	ranges, err := conf.RemappedRanges()
+	if err != nil {
+		return nil, err
 	}
 	var out []dataplane.RangeMapping
-	pair := func(field string, real, remapped []netv1beta1.CIDR) error {
-		for i, r := range real {
-			if i >= len(remapped) || remapped[i] == "" {
-				continue
-			}
-			rp, err := cidr.ParseNetwork(string(r))
-			if err != nil {
-				return fmt.Errorf("spec.remote.cidr.%s[%d] of Configuration %s/%s: %w", field, i, conf.Namespace, conf.Name, err)
-			}
-			mp, err := cidr.ParseNetwork(string(remapped[i]))
-			if err != nil {
-				return fmt.Errorf("status.remote.cidr.%s[%d] of Configuration %s/%s: %w", field, i, conf.Namespace, conf.Name, err)
-			}
-			out = append(out, dataplane.RangeMapping{Real: rp, Remapped: mp})
-		}
-		return nil
-	}
-	if err := pair("pod", conf.Spec.Remote.CIDR.Pod, status.Pod); err != nil {
-		return nil, err
-	}
-	if err := pair("external", conf.Spec.Remote.CIDR.External, status.External); err != nil {
-		return nil, err
+	for _, r := range ranges {
+		out = append(out, dataplane.RangeMapping{Real: r.Real, Remapped: r.Remapped})
 	}
 	return out, nil
 }

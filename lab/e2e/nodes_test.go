@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
@@ -256,26 +254,7 @@ func podGet(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, pod, url str
 // CIDR), from n's Configuration of peer.
 func unknownSourceView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) netip.Addr {
 	t.Helper()
-	c, err := l.Client(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var confs netv1beta1.ConfigurationList
-	if err := c.List(ctx, &confs, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
-		t.Fatal(err)
-	}
-	if len(confs.Items) != 1 {
-		t.Fatalf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
-	}
-	conf := confs.Items[0]
-	if len(conf.Spec.Remote.CIDR.External) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.External) == 0 {
-		t.Fatalf("cluster %s: configuration %s has no remapped external CIDR", n.Name, conf.Name)
-	}
-	real, err := cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.External[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	remapped, err := cidr.ParseNetwork(string(conf.Status.Remote.CIDR.External[0]))
+	real, remapped, err := l.RangeView(ctx, n, peer, "external")
 	if err != nil {
 		t.Fatal(err)
 	}

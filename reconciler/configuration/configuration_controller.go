@@ -347,18 +347,18 @@ func (r *Reconciler) event(conf *netv1beta1.Configuration, o outcome.Outcome) {
 
 // describeRanges says how the peer's CIDRs are seen, for the Ready message.
 func describeRanges(conf *netv1beta1.Configuration) string {
+	ranges, err := conf.RemoteRanges()
+	if err != nil {
+		return err.Error()
+	}
 	var parts []string
-	add := func(spec, status []netv1beta1.CIDR) {
-		for i := range spec {
-			if spec[i] == status[i] {
-				parts = append(parts, fmt.Sprintf("%s kept", spec[i]))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s remapped to %s", spec[i], status[i]))
-			}
+	for _, r := range ranges {
+		if r.Remapped == r.Real {
+			parts = append(parts, fmt.Sprintf("%s kept", r.Real))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s remapped to %s", r.Real, r.Remapped))
 		}
 	}
-	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
-	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
 	return "remote CIDRs " + strings.Join(parts, ", ")
 }
 

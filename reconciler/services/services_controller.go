@@ -186,7 +186,7 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 		}
 	}
 	sources := []mcs.Source{{Cluster: r.opts.ClusterID, Services: local, Live: true, Local: true}}
-	views := map[string][]rangeMap{}
+	views := map[string][]netv1beta1.RemoteRange{}
 	for _, p := range peers {
 		set, err := r.received(ctx, p)
 		if err != nil {
@@ -484,7 +484,7 @@ func (r *servicesReconciler) reportRejected(p peerSide, by string, sum mcs.Rejec
 
 // reportOutside reports, in one Event, the services of the set with
 // endpoints outside the ranges the peer declared.
-func (r *servicesReconciler) reportOutside(p peerSide, set mcs.Set, ranges []rangeMap) {
+func (r *servicesReconciler) reportOutside(p peerSide, set mcs.Set, ranges []netv1beta1.RemoteRange) {
 	services, dropped := 0, 0
 	var first []string
 	for _, s := range set.Sorted() {
@@ -514,7 +514,7 @@ func (r *servicesReconciler) reportOutside(p peerSide, set mcs.Set, ranges []ran
 // endpointView returns how this cluster reaches the endpoints of member
 // m: a peer's translated into the range this cluster sees the peer's
 // under, and none outside the ranges the peer declared.
-func endpointView(m mcs.Member, views map[string][]rangeMap) func(netip.Addr) (netip.Addr, bool) {
+func endpointView(m mcs.Member, views map[string][]netv1beta1.RemoteRange) func(netip.Addr) (netip.Addr, bool) {
 	if m.Local {
 		return func(ip netip.Addr) (netip.Addr, bool) { return ip, true }
 	}
@@ -522,38 +522,21 @@ func endpointView(m mcs.Member, views map[string][]rangeMap) func(netip.Addr) (n
 	return func(ip netip.Addr) (netip.Addr, bool) { return translate(ranges, ip) }
 }
 
-// rangeMap maps a peer's declared range to where this cluster sees it.
-type rangeMap struct{ real, seen netip.Prefix }
-
-// translations are the peer's declared pod and external ranges with their
-// remapped views, from a Ready Configuration.
-func translations(conf *netv1beta1.Configuration) []rangeMap {
-	var out []rangeMap
-	add := func(spec, status []netv1beta1.CIDR) {
-		if len(spec) != len(status) {
-			return
-		}
-		for i := range spec {
-			real, err1 := cidr.ParseNetwork(string(spec[i]))
-			seen, err2 := cidr.ParseNetwork(string(status[i]))
-			if err1 == nil && err2 == nil && real.Bits() == seen.Bits() {
-				out = append(out, rangeMap{real: real, seen: seen})
-			}
-		}
-	}
-	// Not remapped yet: none of the peer's addresses is reachable.
-	if conf.Status.Remote == nil {
+// translations are the peer's declared pod and external ranges that the
+// controller has remapped, from a Ready Configuration; none when its status
+// does not fit its spec.
+func translations(conf *netv1beta1.Configuration) []netv1beta1.RemoteRange {
+	ranges, err := conf.RemappedRanges()
+	if err != nil {
 		return nil
 	}
-	add(conf.Spec.Remote.CIDR.Pod, conf.Status.Remote.CIDR.Pod)
-	add(conf.Spec.Remote.CIDR.External, conf.Status.Remote.CIDR.External)
-	return out
+	return ranges
 }
 
-func translate(ranges []rangeMap, ip netip.Addr) (netip.Addr, bool) {
+func translate(ranges []netv1beta1.RemoteRange, ip netip.Addr) (netip.Addr, bool) {
 	for _, m := range ranges {
-		if m.real.Contains(ip) {
-			out, err := cidr.Translate(ip, m.real, m.seen)
+		if m.Real.Contains(ip) {
+			out, err := cidr.Translate(ip, m.Real, m.Remapped)
 			return out, err == nil
 		}
 	}
@@ -704,7 +687,7 @@ func (r *servicesReconciler) madeObjects(ctx context.Context) (madeObjects, erro
 // applyImports makes the imports in the namespaces that allow them and
 // removes every other import peerlink made. Only what differs from the
 // cache is written.
-func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import, views map[string][]rangeMap) error {
+func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import, views map[string][]netv1beta1.RemoteRange) error {
 	have, err := r.madeObjects(ctx)
 	if err != nil {
 		return err
@@ -814,7 +797,7 @@ func DerivedName(k mcs.Key) string {
 // endpoints behind it. Neither the slices nor the derived Service have an
 // owner, as the ServiceImport does not exist yet when they are made:
 // applyImports removes them with their import.
-func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]rangeMap) ([]string, error) {
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]netv1beta1.RemoteRange) ([]string, error) {
 	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
 	derived := ""
 	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +123,13 @@ func (l *Lab) WaitConnected(ctx context.Context, a, b *cluster.Cluster) error {
 // range and the local range it is remapped to, from n's Configuration for
 // peer.
 func (l *Lab) PodCIDRView(ctx context.Context, n, peer *cluster.Cluster) (real, remapped netip.Prefix, err error) {
+	return l.RangeView(ctx, n, peer, "pod")
+}
+
+// RangeView is how cluster n sees the first range of peer in the list
+// field ("pod" or "external") of n's Configuration for peer: the peer's
+// real range and the local range it is remapped to.
+func (l *Lab) RangeView(ctx context.Context, n, peer *cluster.Cluster, field string) (real, remapped netip.Prefix, err error) {
 	c, err := l.Client(n)
 	if err != nil {
 		return real, remapped, err
@@ -134,16 +142,15 @@ func (l *Lab) PodCIDRView(ctx context.Context, n, peer *cluster.Cluster) (real, 
 		return real, remapped, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
 	}
 	conf := confs.Items[0]
-	if len(conf.Spec.Remote.CIDR.Pod) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.Pod) == 0 {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped pod CIDR yet", n.Name, conf.Namespace, conf.Name)
+	ranges, err := conf.RemoteRanges()
+	if err != nil {
+		return real, remapped, fmt.Errorf("cluster %s: %w", n.Name, err)
 	}
-	if real, err = cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.Pod[0])); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s spec.remote.cidr.pod[0]: %w", n.Name, conf.Namespace, conf.Name, err)
+	i := slices.IndexFunc(ranges, func(r netv1beta1.RemoteRange) bool { return r.Field == field })
+	if i < 0 || !ranges[i].Remapped.IsValid() {
+		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped %s CIDR yet", n.Name, conf.Namespace, conf.Name, field)
 	}
-	if remapped, err = cidr.ParseNetwork(string(conf.Status.Remote.CIDR.Pod[0])); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s status.remote.cidr.pod[0]: %w", n.Name, conf.Namespace, conf.Name, err)
-	}
-	return real, remapped, nil
+	return ranges[i].Real, ranges[i].Remapped, nil
 }
 
 // RemappedIP is the address under which cluster n reaches ip, an address of

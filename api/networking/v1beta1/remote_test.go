@@ -1,0 +1,52 @@
+package v1beta1
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRemoteRanges(t *testing.T) {
+	conf := func(pod, ext, podStatus, extStatus []CIDR) *Configuration {
+		c := &Configuration{}
+		c.Name, c.Namespace = "b", "liqo-tenant-b"
+		c.Spec.Remote.CIDR = ClusterConfigCIDR{Pod: pod, External: ext}
+		if podStatus != nil || extStatus != nil {
+			c.Status.Remote = &ClusterConfig{CIDR: ClusterConfigCIDR{Pod: podStatus, External: extStatus}}
+		}
+		return c
+	}
+	p := netip.MustParsePrefix
+	for _, tc := range []struct {
+		name string
+		conf *Configuration
+		want []RemoteRange
+		err  string
+	}{
+		{"not allocated yet", conf([]CIDR{"10.244.0.0/16"}, []CIDR{"10.70.0.0/16"}, nil, nil),
+			[]RemoteRange{{Field: "pod", Real: p("10.244.0.0/16")}, {Field: "external", Real: p("10.70.0.0/16")}}, ""},
+		{"kept and remapped", conf([]CIDR{"10.244.0.0/16", "10.245.0.0/24"}, []CIDR{"10.70.0.0/16"}, []CIDR{"10.71.0.0/16", "10.245.0.0/24"}, []CIDR{"10.72.0.0/16"}),
+			[]RemoteRange{
+				{Field: "pod", Real: p("10.244.0.0/16"), Remapped: p("10.71.0.0/16")},
+				{Field: "pod", Index: 1, Real: p("10.245.0.0/24"), Remapped: p("10.245.0.0/24")},
+				{Field: "external", Real: p("10.70.0.0/16"), Remapped: p("10.72.0.0/16")},
+			}, ""},
+		{"status shorter than spec", conf([]CIDR{"10.244.0.0/16", "10.245.0.0/24"}, nil, []CIDR{"10.71.0.0/16"}, nil),
+			[]RemoteRange{{Field: "pod", Real: p("10.244.0.0/16"), Remapped: p("10.71.0.0/16")}, {Field: "pod", Index: 1, Real: p("10.245.0.0/24")}}, ""},
+		{"bad spec", conf([]CIDR{"10.244.0.1/16"}, nil, nil, nil), nil, "spec.remote.cidr.pod[0] of Configuration liqo-tenant-b/b"},
+		{"bad status", conf(nil, []CIDR{"10.70.0.0/16"}, nil, []CIDR{"ten"}), nil, "status.remote.cidr.external[0] of Configuration liqo-tenant-b/b"},
+		{"another size", conf([]CIDR{"10.244.0.0/16"}, nil, []CIDR{"10.71.0.0/24"}, nil), nil, "10.71.0.0/24 cannot stand for 10.244.0.0/16"},
+	} {
+		got, err := tc.conf.RemoteRanges()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}
