@@ -36,8 +36,10 @@ func PublicKeyForPeer(localClusterID, namespace string, key, next []byte) (*netv
 }
 
 // GatewayClientForPeer builds the GatewayClient a server cluster hands to
-// its peer: it points at the server's published endpoint and uses the
-// server's MTU, and is named and labelled with the server's cluster ID.
+// its peer: it points at the server's published endpoint, its port also in
+// list form when the server publishes the list (templates of the peer may
+// read either), uses the server's MTU, and is named and labelled with the
+// server's cluster ID.
 func GatewayClientForPeer(localClusterID, namespace string, server *netv1beta1.GatewayServer) (*netv1beta1.GatewayClient, error) {
 	ep := server.Status.Endpoint
 	if ep == nil || len(ep.Addresses) == 0 || ep.Port == 0 {
@@ -47,6 +49,7 @@ func GatewayClientForPeer(localClusterID, namespace string, server *netv1beta1.G
 		Peer:      Peer{Namespace: namespace, RemoteClusterID: localClusterID},
 		Addresses: ep.Addresses,
 		Port:      ep.Port,
+		Ports:     ep.Ports,
 		MTU:       netv1beta1.EffectiveMTU(server.Spec.MTU),
 	}
 	if ep.Protocol != nil {

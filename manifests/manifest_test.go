@@ -2,9 +2,13 @@ package manifests
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 )
 
@@ -136,5 +140,22 @@ func TestForPeer(t *testing.T) {
 	server := validServer()
 	if _, err := GatewayClientForPeer("cluster-b", "", server); err == nil {
 		t.Fatal("want an error while the endpoint is not published")
+	}
+	// The client carries the server's published port, in list form too
+	// when the server publishes the list: its node port, for a NodePort
+	// server.
+	udp := corev1.ProtocolUDP
+	for _, c := range []struct {
+		name      string
+		published []int32
+	}{{"list", []int32{30851}}, {"port alone", nil}} {
+		server.Status.Endpoint = &netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.7"}, Port: 30851, Ports: c.published, Protocol: &udp}
+		gwc, err := GatewayClientForPeer("cluster-b", "", server)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ep := gwc.Spec.Endpoint; ep.Port != 30851 || !slices.Equal(ep.Ports, c.published) || !slices.Equal(ep.Addresses, []string{"192.0.2.7"}) {
+			t.Errorf("%s: client endpoint %+v, want 192.0.2.7 port 30851 ports %v", c.name, ep, c.published)
+		}
 	}
 }

@@ -144,6 +144,9 @@ type GatewayClientOptions struct {
 	Addresses []string
 	// Port of the server; 0 while unknown.
 	Port int32
+	// Ports is Port in list form, for readers of the list; empty writes no
+	// list. Its one entry must be Port.
+	Ports []int32
 	// Protocol of the tunnel; empty: UDP.
 	Protocol corev1.Protocol
 	// MTU of the tunnel.
@@ -172,6 +175,7 @@ func GatewayClient(o GatewayClientOptions) (*netv1beta1.GatewayClient, error) {
 			Endpoint: netv1beta1.GatewayClientEndpoint{
 				Addresses: append([]string(nil), o.Addresses...),
 				Port:      o.Port,
+				Ports:     append([]int32(nil), o.Ports...),
 				Protocol:  protocol,
 			},
 		},

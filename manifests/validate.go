@@ -325,7 +325,14 @@ func validateClientEndpoint(ep netv1beta1.GatewayClientEndpoint, path *field.Pat
 		}
 		seen[a] = i
 	}
-	if len(ep.Addresses) > 0 && ep.Port == 0 {
+	portErrs := validatePortList(ep.Ports, path.Child("ports"), "port", ValidatePort)
+	errs = append(errs, portErrs...)
+	switch {
+	case len(portErrs) > 0:
+		// Port is judged against a list that holds one valid port.
+	case ep.Port != 0 && len(ep.Ports) > 0 && ep.Port != ep.Ports[0]:
+		errs = append(errs, field.Invalid(path.Child("port"), ep.Port, fmt.Sprintf("must match %s, %d", path.Child("ports").Index(0), ep.Ports[0])))
+	case len(ep.Addresses) > 0 && ep.Resolved().Port == 0:
 		errs = append(errs, field.Required(path.Child("port"), "the addresses are set, so the server's port is needed too"))
 	}
 	return errs

@@ -81,6 +81,18 @@ func TestValidate(t *testing.T) {
 			}
 		}, "spec.endpoint.addresses: Too many: 17: must have at most 16 items"},
 		{"too many ports", func(o validObjects) { o.server.Spec.Endpoint.Ports = make([]int32, 17) }, "spec.endpoint.ports: Too many: 17: must have at most 16 items"},
+		{"client ports agreeing with port", func(o validObjects) { o.client.Spec.Endpoint.Ports = []int32{30851} }, ""},
+		{"client ports without port", func(o validObjects) {
+			o.client.Spec.Endpoint.Port, o.client.Spec.Endpoint.Ports = 0, []int32{30851}
+		}, ""},
+		{"client ports not port", func(o validObjects) { o.client.Spec.Endpoint.Ports = []int32{30852} }, "spec.endpoint.port: Invalid value: 30851: must match spec.endpoint.ports[0], 30852"},
+		{"client two ports", func(o validObjects) {
+			o.client.Spec.Endpoint.Port, o.client.Spec.Endpoint.Ports = 0, []int32{30851, 30852}
+		}, "spec.endpoint.ports: Invalid value: [30851,30852]: takes one port"},
+		{"client port list out of range", func(o validObjects) {
+			o.client.Spec.Endpoint.Port, o.client.Spec.Endpoint.Ports = 0, []int32{70000}
+		}, "spec.endpoint.ports[0]: Invalid value: 70000"},
+		{"too many client ports", func(o validObjects) { o.client.Spec.Endpoint.Ports = make([]int32, 17) }, "spec.endpoint.ports: Too many: 17: must have at most 16 items"},
 		{"most CIDRs", func(o validObjects) { o.conf.Spec.Remote.CIDR.External = manyCIDRs(netv1beta1.MaxCIDRs) }, ""},
 		{"loopback name", func(o validObjects) { o.client.Spec.Endpoint.Addresses = []string{"gw.localhost"} }, "spec.endpoint.addresses[0]: Invalid value: \"gw.localhost\": \"gw.localhost\" always names this host"},
 		{"hexadecimal address", func(o validObjects) { o.client.Spec.Endpoint.Addresses = []string{"0x7f000001"} }, "spec.endpoint.addresses[0]: Invalid value: \"0x7f000001\""},

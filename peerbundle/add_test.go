@@ -158,6 +158,34 @@ func TestAddNormalisesWhatThePeerSends(t *testing.T) {
 	}
 }
 
+// TestAddTakesThePortList adds a server's GatewayClient whose port is
+// written in list form only: the list is taken with the rest of the
+// endpoint, and the note names the port it holds.
+func TestAddTakesThePortList(t *testing.T) {
+	sent := strings.Replace(hostileServer, "    port: 30851\n", "    ports: [30851]\n", 1)
+	k, files := startingBundles(t)["bundle init"]()
+	res, err := AddToBundle(k, files, mustParse(t, sent), rangepolicy.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, written := parseBundleFiles(t, res.Files)
+	var endpoint map[string]any
+	for _, f := range written {
+		for _, o := range f.Objects {
+			if o.GetKind() == manifests.KindGatewayClient {
+				endpoint, _, _ = unstructured.NestedMap(o.Object, "spec", "endpoint")
+			}
+		}
+	}
+	want := map[string]any{"addresses": []any{"172.18.0.3"}, "ports": []any{int64(30851)}, "protocol": "UDP"}
+	if diff := cmp.Diff(want, endpoint); diff != "" {
+		t.Errorf("GatewayClient spec.endpoint (-want +got):\n%s", diff)
+	}
+	if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, "endpoint set to 172.18.0.3 port 30851") {
+		t.Errorf("notes do not name the port:\n%s", notes)
+	}
+}
+
 // TestAddOnePublicKeyPerPeer adds two files of a peer that rotated its
 // key, under another object name: the bundle holds one PublicKey, the
 // later one's key under the earlier one's name.

@@ -484,9 +484,11 @@ func takeEndpoint(local, received *unstructured.Unstructured) ([]string, error) 
 	if err := unstructured.SetNestedMap(local.Object, ep, "spec", "endpoint"); err != nil {
 		return nil, fmt.Errorf("%s: spec.endpoint: %w", ref, err)
 	}
-	addrs, _, _ := unstructured.NestedStringSlice(ep, "addresses")
-	port, _, _ := unstructured.NestedFieldNoCopy(ep, "port")
-	notes := []string{fmt.Sprintf("%s: endpoint set to %s port %v", ref, strings.Join(addrs, ","), port)}
+	var typed netv1beta1.GatewayClientEndpoint
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ep, &typed); err != nil {
+		return nil, fmt.Errorf("spec.endpoint of the received GatewayClient: %w", err)
+	}
+	notes := []string{fmt.Sprintf("%s: endpoint set to %s port %d", ref, strings.Join(typed.Addresses, ","), typed.Resolved().Port)}
 	spec, _, _ := unstructured.NestedMap(received.Object, "spec")
 	var ignored []string
 	for _, k := range slices.Sorted(maps.Keys(spec)) {

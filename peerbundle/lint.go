@@ -548,9 +548,11 @@ func LintPair(dirA, dirB string) []Finding {
 		return []Finding{b.finding("", fmt.Sprintf("%s and %s cannot peer: one side needs a GatewayServer and the other a GatewayClient", a.ref(), b.ref()))}
 	}
 	var findings []Finding
-	if want, path, known := serverPort(server); known && client.Spec.Endpoint.Port != 0 && client.Spec.Endpoint.Port != want {
-		findings = append(findings, clientSide.finding("spec.endpoint.port", fmt.Sprintf(
-			"%d does not match %s %d of %s in %s", client.Spec.Endpoint.Port, path, want, serverSide.ref(), serverSide.file)))
+	if want, path, known := serverPort(server); known {
+		if got, field := clientPort(client); got != 0 && got != want {
+			findings = append(findings, clientSide.finding(field, fmt.Sprintf(
+				"%d does not match %s %d of %s in %s", got, path, want, serverSide.ref(), serverSide.file)))
+		}
 	}
 	if sm, cm := netv1beta1.EffectiveMTU(server.Spec.MTU), netv1beta1.EffectiveMTU(client.Spec.MTU); sm != cm {
 		findings = append(findings, clientSide.finding("spec.mtu", fmt.Sprintf(
@@ -638,4 +640,14 @@ func serverPort(s *netv1beta1.GatewayServer) (int32, string, bool) {
 		return ep.Port, "spec.endpoint.ports[0]", true
 	}
 	return ep.Port, "spec.endpoint.port", true
+}
+
+// clientPort is the server port a client dials, 0 while unknown, and the
+// field that says it: spec.endpoint.ports[0] when the list is written,
+// else spec.endpoint.port.
+func clientPort(c *netv1beta1.GatewayClient) (int32, string) {
+	if len(c.Spec.Endpoint.Ports) > 0 {
+		return c.Spec.Endpoint.Ports[0], "spec.endpoint.ports[0]"
+	}
+	return c.Spec.Endpoint.Port, "spec.endpoint.port"
 }

@@ -183,7 +183,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 		c := &clients.Items[i]
 		if p := peer(c.Labels); p != nil {
 			gw := &GatewayInfo{Role: string(gatewayrole.Client), Name: c.Name, Namespace: c.Namespace, MTU: c.Spec.MTU,
-				Addresses: c.Spec.Endpoint.Addresses, Port: c.Spec.Endpoint.Port}
+				Addresses: c.Spec.Endpoint.Addresses, Port: c.Spec.Endpoint.Resolved().Port}
 			gw.Ready, gw.State = ConditionState(c.Generation, c.Status.CommonStatus)
 			p.Network.Gateway, p.Connection = gw, connection(c.Namespace, c.Name)
 		}

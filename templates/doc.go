@@ -21,7 +21,8 @@
 //	             .Spec.Endpoint.Port, .Spec.Endpoint.NodePort (*int32),
 //	             .Spec.Endpoint.Ports and .NodePorts ([]int32, a server's
 //	             port and pinned node port in list form, always agreeing
-//	             with Port and NodePort),
+//	             with Port and NodePort; a client's Ports is its server's
+//	             port in list form, empty while the port is unknown),
 //	             .Spec.Endpoint.Addresses ([]string, GatewayClient), ...
 //	.Name        the gateway's name (the rendered object's name too)
 //	.Namespace   the gateway's namespace (the rendered object's too)

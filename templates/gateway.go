@@ -33,9 +33,12 @@ func DataForServer(gw *netv1beta1.GatewayServer, uid, clusterID, secretName stri
 }
 
 // DataForClient returns the variables for rendering the template of gw, like
-// DataForServer.
+// DataForServer: the endpoint is resolved (see GatewayClientEndpoint.Resolved),
+// so that .Spec.Endpoint.Port and .Spec.Endpoint.Ports say the same.
 func DataForClient(gw *netv1beta1.GatewayClient, uid, clusterID, secretName string) Data {
-	return newData(&gw.ObjectMeta, gw.Spec, uid, clusterID, secretName)
+	spec := gw.Spec
+	spec.Endpoint = spec.Endpoint.Resolved()
+	return newData(&gw.ObjectMeta, spec, uid, clusterID, secretName)
 }
 
 func newData(meta *metav1.ObjectMeta, spec any, uid, clusterID, secretName string) Data {

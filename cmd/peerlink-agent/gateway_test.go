@@ -60,6 +60,8 @@ func TestGatewayTemplateArgs(t *testing.T) {
 	client.Spec.Default()
 	emptyClient := client.DeepCopy()
 	emptyClient.Spec.Endpoint = netv1beta1.GatewayClientEndpoint{}
+	listClient := client.DeepCopy()
+	listClient.Spec.Endpoint.Port, listClient.Spec.Endpoint.Ports = 0, []int32{31000}
 
 	for _, tc := range []struct {
 		name  string
@@ -75,6 +77,11 @@ func TestGatewayTemplateArgs(t *testing.T) {
 		{"client", defaults[1], templates.DataForClient(client, "u-2", "cluster-a", "gw-cluster-a"), func(t *testing.T, f gatewayFlags) {
 			if f.mode != string(gatewayrole.Client) || f.endpointAddresses != "192.0.2.1,gw.example.org" || f.endpointPort != 31000 {
 				t.Errorf("client flags %+v", f)
+			}
+		}},
+		{"client with the port in list form", defaults[1], templates.DataForClient(listClient, "u-2", "cluster-a", "gw-cluster-a"), func(t *testing.T, f gatewayFlags) {
+			if f.endpointPort != 31000 {
+				t.Errorf("client with ports [31000]: --endpoint-port=%d", f.endpointPort)
 			}
 		}},
 		{"client without endpoint", defaults[1], templates.DataForClient(emptyClient, "u-2", "cluster-a", "gw-cluster-a"), func(t *testing.T, f gatewayFlags) {

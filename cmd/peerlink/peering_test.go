@@ -322,7 +322,9 @@ func testBundleFlow(t *testing.T, a, b *peertest.Cluster) {
 		return nil
 	})
 	a.MustGet(t, nsA, "cluster-b", &gwc)
-	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, []string{"172.18.0.3"}) || ep.Port != 30851 ||
+	// The port travels in both forms: the server publishes its node port
+	// as a list too, and the client it exports carries it.
+	if ep := gwc.Spec.Endpoint; !slices.Equal(ep.Addresses, []string{"172.18.0.3"}) || ep.Port != 30851 || !slices.Equal(ep.Ports, []int32{30851}) ||
 		server.Status.Endpoint.Port != 30851 {
 		t.Errorf("client endpoint %+v, server endpoint %+v", ep, *server.Status.Endpoint)
 	}

@@ -118,7 +118,7 @@ func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]s
 			addresses = gw.Spec.Endpoint.Addresses
 		}
 		if port == 0 {
-			port = int(gw.Spec.Endpoint.Port)
+			port = int(gw.Spec.Endpoint.Resolved().Port)
 		}
 	}
 	if f.MTU == 0 {

@@ -94,7 +94,7 @@ func gatewayClientKind() gatewayKind[*netv1beta1.GatewayClient] {
 			return templates.Render(tmpl, data)
 		},
 		awaits: func(gw *netv1beta1.GatewayClient) *outcome.Outcome {
-			if len(gw.Spec.Endpoint.Addresses) > 0 && gw.Spec.Endpoint.Port != 0 {
+			if ep := gw.Spec.Endpoint.Resolved(); len(ep.Addresses) > 0 && ep.Port != 0 {
 				return nil
 			}
 			o := outcome.Progressing(netv1beta1.ReasonWaitingForEndpoint,

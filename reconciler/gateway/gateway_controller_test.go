@@ -370,6 +370,57 @@ func testGatewayBadInput[T client.Object](t *testing.T, e *gatewayEnv, c gateway
 	}
 }
 
+// testGatewayClientPorts: a client whose server port is written in list
+// form only, as a newer server hands it over, is not waiting for its
+// endpoint, and its template reads the port in either form.
+func testGatewayClientPorts(t *testing.T, e *gatewayEnv) {
+	ns := e.namespace(t, "gwc-ports")
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := defaults[1]
+	tmpl.SetNamespace(ns)
+	tmpl.SetName("ports")
+	containersPath := []string{"spec", "template", "spec", "deployment", "spec", "template", "spec", "containers"}
+	containers, _, err := unstructured.NestedSlice(tmpl.Object, containersPath...)
+	if err != nil || len(containers) == 0 {
+		t.Fatalf("containers of the default client template: %v", err)
+	}
+	c := containers[0].(map[string]any)
+	c["args"] = append(c["args"].([]any), "--endpoint-ports={{ range $i, $p := .Spec.Endpoint.Ports }}{{ if $i }},{{ end }}{{ $p }}{{ end }}")
+	if err := unstructured.SetNestedSlice(tmpl.Object, containers, containersPath...); err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, tmpl)
+	gw := &netv1beta1.GatewayClient{ObjectMeta: peerMeta(ns, "ports", "remote-p"), Spec: netv1beta1.GatewayClientSpec{
+		ClientTemplateRef: corev1.ObjectReference{Name: "ports", Namespace: ns},
+		Endpoint:          netv1beta1.GatewayClientEndpoint{Addresses: []string{"198.51.100.60"}, Ports: []int32{30557}},
+	}}
+	e.create(t, gw)
+	eventually(t, "deployment with the port in both forms", func(ctx context.Context) error {
+		args, err := e.containerArgs(ctx, ns, "ports")
+		if err != nil {
+			return err
+		}
+		for _, a := range []string{"--endpoint-address=198.51.100.60", "--endpoint-port=30557", "--endpoint-ports=30557"} {
+			if !slices.Contains(args, a) {
+				return fmt.Errorf("args %q lack %s", args, a)
+			}
+		}
+		return nil
+	})
+	gatewayClientKind().waitReady(t, e, ns, "ports", metav1.ConditionFalse, ReasonWaitingForGatewayPod, nil)
+	// The spec is the user's: the list is kept as written, port not filled in.
+	var got netv1beta1.GatewayClient
+	if err := e.get(t.Context(), ns, "ports", &got); err != nil {
+		t.Fatal(err)
+	}
+	if ep := got.Spec.Endpoint; ep.Port != 0 || !slices.Equal(ep.Ports, []int32{30557}) {
+		t.Fatalf("spec.endpoint port %d ports %v, want ports [30557] alone", ep.Port, ep.Ports)
+	}
+}
+
 // testDuplicateGateway gives a peer a second gateway, of the other kind:
 // it stalls and runs nothing until the first one goes, then takes the peer
 // over.

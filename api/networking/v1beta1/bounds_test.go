@@ -24,6 +24,7 @@ func TestListBoundsMatchCRDs(t *testing.T) {
 		{"configurations", []string{"spec", "local", "cidr", "external"}, MaxCIDRs},
 		{"configurations", []string{"status", "remote", "cidr", "pod"}, MaxCIDRs},
 		{"gatewayclients", []string{"spec", "endpoint", "addresses"}, MaxEndpointAddresses},
+		{"gatewayclients", []string{"spec", "endpoint", "ports"}, MaxEndpointPorts},
 		{"gatewayservers", []string{"status", "endpoint", "addresses"}, MaxEndpointAddresses},
 		{"gatewayservers", []string{"spec", "endpoint", "ports"}, MaxEndpointPorts},
 		{"gatewayservers", []string{"spec", "endpoint", "nodePorts"}, MaxEndpointPorts},

@@ -32,3 +32,25 @@ func TestEndpointResolved(t *testing.T) {
 		})
 	}
 }
+
+func TestGatewayClientEndpointResolved(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in, want GatewayClientEndpoint
+	}{
+		{"port only", GatewayClientEndpoint{Port: 32701}, GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}},
+		{"ports only", GatewayClientEndpoint{Ports: []int32{32701}}, GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}},
+		{"both", GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}, GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}},
+		{"no port yet", GatewayClientEndpoint{Addresses: []string{"192.0.2.1"}}, GatewayClientEndpoint{Addresses: []string{"192.0.2.1"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in
+			if diff := cmp.Diff(c.want, c.in.Resolved()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(in, c.in); diff != "" {
+				t.Errorf("Resolved changed its receiver's lists:\n%s", diff)
+			}
+		})
+	}
+}

@@ -269,6 +269,8 @@ type GatewayServerList struct {
 
 // GatewayClientEndpoint is where the client finds the server. Addresses may be
 // empty while the server's endpoint is not known yet.
+// +kubebuilder:validation:XValidation:rule="!has(self.ports) || size(self.ports) <= 1",message="spec.endpoint.ports takes one port: a gateway runs one WireGuard tunnel, which listens on one port",fieldPath=".ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.ports) || size(self.ports) == 0 || self.port == self.ports[0]",message="spec.endpoint.port must match spec.endpoint.ports[0]",fieldPath=".port"
 type GatewayClientEndpoint struct {
 	// Addresses are IPs or host names of the server, first preferred.
 	// +kubebuilder:validation:MaxItems=16
@@ -286,6 +288,29 @@ type GatewayClientEndpoint struct {
 	// +kubebuilder:default=UDP
 	// +optional
 	Protocol corev1.Protocol `json:"protocol,omitempty"`
+	// Ports is port in list form, as a server's status.endpoint.ports gives
+	// it: the server listens on one port, so the list holds at most one,
+	// which is the port; with port set too, the two must agree.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	// +listType=atomic
+	// +optional
+	Ports []int32 `json:"ports,omitempty"`
+}
+
+// Resolved returns e with port and its list form agreeing: port is
+// ports[0] when ports has an entry, and ports is [port] once a port is
+// known. A template, and the gateway, may then read either form.
+func (e GatewayClientEndpoint) Resolved() GatewayClientEndpoint {
+	if len(e.Ports) > 0 {
+		e.Port = e.Ports[0]
+	}
+	e.Ports = nil
+	if e.Port != 0 {
+		e.Ports = []int32{e.Port}
+	}
+	return e
 }
 
 // GatewayClientSpec declares the client side of a tunnel.
