@@ -11,6 +11,8 @@ import (
 // (Real, from spec.remote.cidr) and as this cluster reaches it (Remapped,
 // the entry at the same place of status.remote.cidr: equal to Real when
 // the range is kept, invalid while the controller has not allocated it).
+// It is worked out from a Configuration, never stored.
+// +kubebuilder:object:generate=false
 type RemoteRange struct {
 	// Field is the list the range is in: "pod" or "external".
 	Field string
