@@ -31,7 +31,12 @@ type gatewayFactsFile struct {
 	LocalRanges []string `json:"localRanges"`
 	// UnknownSource is optional.
 	UnknownSource string `json:"unknownSource"`
-	Overlay       struct {
+	// IPs, the remapped hosts, are optional.
+	IPs []struct {
+		Local    string `json:"local"`
+		Remapped string `json:"remapped"`
+	} `json:"ips"`
+	Overlay struct {
 		Kind    string `json:"kind"`
 		Address string `json:"address"`
 		Node    string `json:"node"`
@@ -73,6 +78,9 @@ func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
 	}
 	if j.UnknownSource != "" {
 		f.UnknownSource = netip.MustParseAddr(j.UnknownSource)
+	}
+	for _, m := range j.IPs {
+		f.IPs = append(f.IPs, IPMapping{Local: netip.MustParseAddr(m.Local), Remapped: netip.MustParseAddr(m.Remapped)})
 	}
 	f.Overlay = GatewayOverlay{Kind: plan.OverlayKind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
 	if j.Overlay.Node != "" {
