@@ -256,6 +256,26 @@ func podGet(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, pod, url str
 // CIDR), from n's Configuration of peer.
 func unknownSourceView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) netip.Addr {
 	t.Helper()
+	real, _ := externalView(t, ctx, l, n, peer)
+	return externalAddrView(t, ctx, l, n, peer, real.Addr())
+}
+
+// externalAddrView is the address under which cluster n sees addr of
+// peer's external CIDR.
+func externalAddrView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster, addr netip.Addr) netip.Addr {
+	t.Helper()
+	real, remapped := externalView(t, ctx, l, n, peer)
+	view, err := cidr.Translate(addr, real, remapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return view
+}
+
+// externalView is peer's external CIDR and the range n sees it as, from
+// n's Configuration of peer.
+func externalView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) (real, remapped netip.Prefix) {
+	t.Helper()
 	c, err := l.Client(n)
 	if err != nil {
 		t.Fatal(err)
@@ -271,17 +291,11 @@ func unknownSourceView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer
 	if len(conf.Spec.Remote.CIDR.External) == 0 || conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.External) == 0 {
 		t.Fatalf("cluster %s: configuration %s has no remapped external CIDR", n.Name, conf.Name)
 	}
-	real, err := cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.External[0]))
-	if err != nil {
+	if real, err = cidr.ParseNetwork(string(conf.Spec.Remote.CIDR.External[0])); err != nil {
 		t.Fatal(err)
 	}
-	remapped, err := cidr.ParseNetwork(string(conf.Status.Remote.CIDR.External[0]))
-	if err != nil {
+	if remapped, err = cidr.ParseNetwork(string(conf.Status.Remote.CIDR.External[0])); err != nil {
 		t.Fatal(err)
 	}
-	addr, err := cidr.Translate(real.Addr(), real, remapped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return real, remapped
 }
