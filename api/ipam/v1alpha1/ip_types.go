@@ -50,10 +50,11 @@ type IPSpec struct {
 	// pointing at the address (peerlink does not create them yet).
 	// +optional
 	ServiceTemplate *ServiceTemplate `json:"serviceTemplate,omitempty"`
-	// Masquerade makes the node that forwards the peer's packets to the
-	// address give them its own source address, so that the host answers
-	// the node whatever its routes; absent or false, the host sees the
-	// peer's address and must route it back to a node.
+	// Masquerade makes the node that forwards the peers' packets to the
+	// host (the node of the gateway pod) give them its own address as
+	// source, so that the host answers the node whatever its routes;
+	// absent or false, the host sees the peer's pod under this cluster's
+	// view of it and must route that back to the node.
 	// +optional
 	Masquerade *bool `json:"masquerade,omitempty"`
 }
