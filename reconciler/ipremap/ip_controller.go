@@ -74,7 +74,13 @@ func (r *Reconciler) reconcile(ctx context.Context, ip *ipamv1alpha1.IP) (outcom
 	}
 	ip.Status.IP = netv1beta1.IP(addr.String())
 	ip.Status.CIDR = netv1beta1.CIDR(r.Options.ExternalCIDR.String())
-	return outcome.Ready(fmt.Sprintf("%s is reached by peers at %s of their view of %s", local, addr, r.Options.ExternalCIDR)), nil
+	msg := fmt.Sprintf("%s is reached by peers at %s of their view of %s", local, addr, r.Options.ExternalCIDR)
+	if ip.Spec.ServiceTemplate != nil {
+		// Liqo's field, kept for its manifests: say it does nothing here
+		// rather than let a Service be awaited.
+		msg += "; spec.serviceTemplate is not acted on: peerlink creates no Service for an IP"
+	}
+	return outcome.Ready(msg), nil
 }
 
 // checkSpec returns the local address of ip, or stalls it naming the field.
