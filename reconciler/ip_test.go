@@ -1,17 +1,14 @@
 package reconciler
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -117,26 +114,8 @@ func (e *confEnv) getIP(t *testing.T, ns, name string) *ipamv1alpha1.IP {
 // generation.
 func (e *confEnv) waitIPCond(t *testing.T, ns, name, what string, check func(*ipamv1alpha1.IP) error) *ipamv1alpha1.IP {
 	t.Helper()
-	var (
-		ip   ipamv1alpha1.IP
-		last error
-	)
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &ip); err != nil {
-			last = err
-			return false, nil
-		}
-		if ip.Status.ObservedGeneration != ip.Generation {
-			last = fmt.Errorf("status describes generation %d, want %d", ip.Status.ObservedGeneration, ip.Generation)
-			return false, nil
-		}
-		last = check(&ip)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("IP %s/%s %s: %v (last: %v)", ns, name, what, err, last)
-	}
-	return &ip
+	return waitStatus(t, e, &ipamv1alpha1.IP{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		func(ip *ipamv1alpha1.IP) *netv1beta1.CommonStatus { return &ip.Status.CommonStatus }, what, check)
 }
 
 // waitIPAllocated waits until IP ns/name is Ready with an address of the
