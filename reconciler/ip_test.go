@@ -2,16 +2,22 @@ package reconciler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 )
 
@@ -67,6 +73,8 @@ func TestIPReconciler(t *testing.T) {
 		t.Errorf("update of spec.ip: %v, want an error saying it is immutable", err)
 	}
 
+	testIPService(t, e, ns)
+
 	for _, tc := range []struct {
 		name, ip string
 		ref      *corev1.ObjectReference
@@ -90,6 +98,81 @@ func TestIPReconciler(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// testIPService checks the Service and EndpointSlice of an IP's
+// serviceTemplate: made without the template's selector, naming the host on
+// the numeric target port, removed with the template, and never made over a
+// Service someone else made.
+func testIPService(t *testing.T, e *confEnv, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	tmpl := &ipamv1alpha1.ServiceTemplate{
+		Metadata: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "db"},
+			Ports:    []corev1.ServicePort{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432, TargetPort: intstr.FromInt32(15432)}},
+		},
+	}
+	ip := &ipamv1alpha1.IP{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "with-service"},
+		Spec: ipamv1alpha1.IPSpec{IP: "192.168.1.30", ServiceTemplate: tmpl}}
+	if err := e.cluster.Client.Create(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	e.waitIPAllocated(t, ns, "with-service")
+	key := types.NamespacedName{Namespace: ns, Name: "with-service"}
+	var svc corev1.Service
+	if err := e.cluster.Client.Get(ctx, key, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Selector != nil || svc.Labels["app"] != "db" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 5432 {
+		t.Errorf("Service %s: selector %v, labels %v, ports %v; want no selector, app=db, port 5432", key, svc.Spec.Selector, svc.Labels, svc.Spec.Ports)
+	}
+	if ref := metav1.GetControllerOf(&svc); ref == nil || ref.Kind != "IP" || ref.Name != "with-service" {
+		t.Errorf("Service %s is controlled by %+v, want IP with-service", key, ref)
+	}
+	var slice discoveryv1.EndpointSlice
+	if err := e.cluster.Client.Get(ctx, key, &slice); err != nil {
+		t.Fatal(err)
+	}
+	if slice.Labels[discoveryv1.LabelServiceName] != "with-service" || len(slice.Endpoints) != 1 ||
+		!slices.Equal(slice.Endpoints[0].Addresses, []string{"192.168.1.30"}) || len(slice.Ports) != 1 || *slice.Ports[0].Port != 15432 {
+		t.Errorf("EndpointSlice %s: labels %v, endpoints %+v, ports %+v; want the service's, 192.168.1.30, port 15432", key, slice.Labels, slice.Endpoints, slice.Ports)
+	}
+
+	// Without the template, both go.
+	ip = e.getIP(t, ns, "with-service")
+	ip.Spec.ServiceTemplate = nil
+	if err := e.cluster.Client.Update(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	e.waitIPCond(t, ns, "with-service", "without its Service", func(*ipamv1alpha1.IP) error {
+		for _, obj := range []client.Object{&corev1.Service{}, &discoveryv1.EndpointSlice{}} {
+			if err := e.cluster.Client.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s: %v, want not found", obj, key, err)
+			}
+		}
+		return nil
+	})
+
+	// A Service someone else made is not taken over.
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := e.cluster.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	ip = &ipamv1alpha1.IP{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+		Spec: ipamv1alpha1.IPSpec{IP: "192.168.1.31", ServiceTemplate: tmpl}}
+	if err := e.cluster.Client.Create(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	e.waitIPCond(t, ns, "taken", "stalled on the foreign Service", func(ip *ipamv1alpha1.IP) error {
+		c := meta.FindStatusCondition(ip.Status.Conditions, netv1beta1.ConditionStalled)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != apply.ReasonForeignObject || !strings.Contains(c.Message, "Service "+ns+"/taken") {
+			return fmt.Errorf("Stalled condition %+v, want True, %s, naming the Service", c, apply.ReasonForeignObject)
+		}
+		return nil
+	})
 }
 
 func (e *confEnv) createIP(t *testing.T, ns, name, local string, ref *corev1.ObjectReference) {

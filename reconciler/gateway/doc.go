@@ -11,6 +11,6 @@
 //   - ipreaders.go: the subjects of the ClusterRoleBinding through which
 //     every gateway reads the IPs of every namespace.
 //
-// What it makes is applied server-side (apply.go), and never over an
+// What it makes is applied server-side (package apply), and never over an
 // object someone else made.
 package gateway

@@ -4,7 +4,10 @@
 // status.cidr. The address is persisted in the status only: a restarted
 // controller reads it back and keeps it, and deleting the IP frees it.
 //
-// It does not translate packets (the gateway agents read the IPs and
-// program their nftables maps, see dataplane) and it does not create the
-// Service of spec.serviceTemplate.
+// When an IP has a spec.serviceTemplate it also keeps a Service of the IP's
+// name, without a selector, and the EndpointSlice naming the local address
+// (service.go), both controlled by the IP.
+//
+// It does not translate packets: the gateway agents read the IPs and
+// program their nftables maps (see dataplane).
 package ipremap

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,13 +76,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ip *ipamv1alpha1.IP) (outcom
 	}
 	ip.Status.IP = netv1beta1.IP(addr.String())
 	ip.Status.CIDR = netv1beta1.CIDR(r.Options.ExternalCIDR.String())
-	msg := fmt.Sprintf("%s is reached by peers at %s of their view of %s", local, addr, r.Options.ExternalCIDR)
-	if ip.Spec.ServiceTemplate != nil {
-		// Liqo's field, kept for its manifests: say it does nothing here
-		// rather than let a Service be awaited.
-		msg += "; spec.serviceTemplate is not acted on: peerlink creates no Service for an IP"
+	if err := r.syncService(ctx, ip); err != nil {
+		return outcome.Outcome{}, err
 	}
-	return outcome.Ready(msg), nil
+	return outcome.Ready(fmt.Sprintf("%s is reached by peers at %s of their view of %s", local, addr, r.Options.ExternalCIDR)), nil
 }
 
 // checkSpec returns the local address of ip, or stalls it naming the field.
@@ -176,8 +175,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Status updates, the controller's own writes, are not worth a
 	// reconcile: only spec changes are.
 	changes := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// A Service or EndpointSlice of a serviceTemplate deleted or changed
+	// by hand is made again.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ip").
 		For(&ipamv1alpha1.IP{}, changes).
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&discoveryv1.EndpointSlice{}, builder.OnlyMetadata).
 		Complete(r)
 }

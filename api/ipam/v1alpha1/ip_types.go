@@ -12,6 +12,10 @@ import (
 // gateway's nftables maps and sets hold stays bounded (peerlink).
 const MaxIPs = 1024
 
+// EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
+// of the EndpointSlice made for an IP's serviceTemplate (peerlink).
+const EndpointSliceManager = "ipam.peerlink.io"
+
 // Reasons of the conditions of an IP (peerlink).
 const (
 	// ReasonInvalidIP: spec.ip is no IPv4 address a peer may be given, or
@@ -46,8 +50,10 @@ type IPSpec struct {
 	// means the external CIDR, the only one peerlink allocates from.
 	// +optional
 	NetworkRef *corev1.ObjectReference `json:"networkRef,omitempty"`
-	// ServiceTemplate, when set, asks for a Service and EndpointSlice
-	// pointing at the address (peerlink does not create them yet).
+	// ServiceTemplate, when set, asks for a Service named as the IP, with
+	// the template's metadata and spec but no selector, and its
+	// EndpointSlice naming the local address: this cluster's pods then
+	// reach the host by a name.
 	// +optional
 	ServiceTemplate *ServiceTemplate `json:"serviceTemplate,omitempty"`
 	// Masquerade makes the node that forwards the peers' packets to the
