@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
@@ -42,35 +41,8 @@ func TestRemappedHostInKernel(t *testing.T) {
 			}},
 		},
 	}
-	a, err := NewApplier(dst.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if changed, err := a.Apply(rs); err != nil || !changed {
-		t.Fatalf("Apply = %v, %v; want a write", changed, err)
-	}
-	if changed, err := a.Apply(rs); err != nil || changed {
-		t.Fatalf("second Apply = %v, %v; want no write", changed, err)
-	}
-
-	var l net.PacketConn
-	if err := dst.Do(func() (err error) { l, err = net.ListenPacket("udp4", "10.9.0.2:7777"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := src.Do(func() error {
-		c, err := net.Dial("udp4", "10.70.0.1:7777")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_, err = c.Write([]byte("host"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, from, err := l.ReadFrom(make([]byte, 16)); err != nil {
+	a := applyOnce(t, dst, rs)
+	if from, err := sendUDP(t, src, dst, "10.70.0.1:7777", "10.9.0.2:7777"); err != nil {
 		t.Errorf("the datagram to the remapped address did not arrive at the real one: %v", err)
 	} else if from.(*net.UDPAddr).IP.String() != "10.9.0.1" {
 		t.Errorf("the datagram came from %v, want 10.9.0.1 (no source NAT)", from)
