@@ -8,6 +8,7 @@ import (
 
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
 
@@ -22,8 +23,8 @@ const (
 )
 
 // NewScheme returns a scheme with the built-in Kubernetes kinds, the
-// networking.liqo.io/v1beta1 kinds and the Multi-Cluster Services kinds
-// (multicluster.x-k8s.io/v1beta1).
+// networking.liqo.io/v1beta1 kinds, the ipam.liqo.io/v1alpha1 IP and the
+// Multi-Cluster Services kinds (multicluster.x-k8s.io/v1beta1).
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -31,6 +32,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := netv1beta1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("add networking.liqo.io/v1beta1 kinds to scheme: %w", err)
+	}
+	if err := ipamv1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("add ipam.liqo.io/v1alpha1 kinds to scheme: %w", err)
 	}
 	if err := mcsv1beta1.Install(s); err != nil {
 		return nil, fmt.Errorf("add multicluster.x-k8s.io/v1beta1 kinds to scheme: %w", err)

@@ -103,6 +103,19 @@ type RangeMapping struct {
 	Remapped netip.Prefix
 }
 
+// IPMapping is a local address outside the pod network that this cluster
+// remaps into its external range (an IP object): Local is the host's real
+// address, Remapped the address of the external range the peers reach it at.
+type IPMapping struct {
+	Local    netip.Addr
+	Remapped netip.Addr
+}
+
+// MaxIPs bounds the IPMappings a gateway programs, the API's
+// (ipam/v1alpha1 MaxIPs): the planner does not import the API, a test
+// checks they agree.
+const MaxIPs = 1024
+
 // UnknownSource is the unknown-source address of a cluster whose external
 // CIDR is external: its first address.
 func UnknownSource(external netip.Prefix) netip.Addr {

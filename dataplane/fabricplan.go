@@ -34,6 +34,11 @@ type FabricFacts struct {
 	// Nodes are the cluster's nodes, this one among them or not: where
 	// each node's pods are.
 	Nodes []FabricNode
+	// Masquerade are the real addresses of the remapped hosts whose IP
+	// asks for masquerade: what a peer sends them leaves the gateway's
+	// node with the node's address, so that they answer the node whatever
+	// their routes. At most MaxIPs are planned, the lowest.
+	Masquerade []netip.Addr
 }
 
 // FabricNode is a node of the cluster and its part of the pod ranges.
@@ -94,6 +99,7 @@ const (
 	setHomeRanges   = "home_ranges"
 	setOtherPods    = "other_node_pods"
 	setOtherNodes   = "other_nodes"
+	setMasquerade   = "masquerade_hosts"
 )
 
 // FabricRawPriority runs the fabric's notrack rule before connection
@@ -209,6 +215,7 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		{Name: setHomeRanges, Prefixes: home},
 		{Name: setOtherPods, Prefixes: otherPrefixes},
 		{Name: setOtherNodes, Prefixes: otherNodes},
+		{Name: setMasquerade, Prefixes: f.masquerade()},
 	}
 	p.NAT.Chains = []plan.Chain{{
 		Name: "prerouting", Type: plan.Filter, Hook: plan.Prerouting, Priority: FabricRawPriority,
@@ -226,6 +233,12 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: FabricNATPriority,
 		Rules: []plan.Rule{
 			{
+				// Only the gateway's node sees these: its gateway pod
+				// sends what comes out of the tunnel to it.
+				Comment: "peers' packets to a masqueraded remapped host, as this node",
+				IIF:     OverlayLink, DstIn: setMasquerade, SNATTo: f.Node,
+			},
+			{
 				Comment:  "other sources leave through this node's gateway as the unknown source",
 				SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
 			},
@@ -236,6 +249,25 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		},
 	}}
 	return p, nil
+}
+
+// masquerade are the hosts to masquerade towards as /32 prefixes: IPv4
+// addresses outside the pod CIDRs, at most MaxIPs, the lowest. Others can
+// only be an IP gone wrong, which its gateway does not translate either.
+func (f FabricFacts) masquerade() []netip.Prefix {
+	hosts := slices.Clone(f.Masquerade)
+	slices.SortFunc(hosts, netip.Addr.Compare)
+	hosts = slices.Compact(hosts)
+	var out []netip.Prefix
+	for _, h := range hosts {
+		if len(out) == MaxIPs {
+			break
+		}
+		if h.Is4() && !slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(h) }) {
+			out = append(out, netip.PrefixFrom(h, 32))
+		}
+	}
+	return out
 }
 
 // nodePods is one pod range of another node.

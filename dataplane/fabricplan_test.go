@@ -30,6 +30,8 @@ type fabricFactsFile struct {
 		Address  string   `json:"address"`
 		PodCIDRs []string `json:"podCIDRs"`
 	} `json:"nodes"`
+	// Masquerade, the hosts to masquerade towards, is optional.
+	Masquerade []string `json:"masquerade"`
 }
 
 func (j fabricFactsFile) facts() FabricFacts {
@@ -41,6 +43,9 @@ func (j fabricFactsFile) facts() FabricFacts {
 	}
 	for _, p := range j.PodCIDRs {
 		f.PodCIDRs = append(f.PodCIDRs, netip.MustParsePrefix(p))
+	}
+	for _, h := range j.Masquerade {
+		f.Masquerade = append(f.Masquerade, netip.MustParseAddr(h))
 	}
 	for _, g := range j.Gateways {
 		// A gateway without an address stands for a peer without a pod.

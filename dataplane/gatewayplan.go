@@ -46,6 +46,12 @@ type GatewayFacts struct {
 	// source outside LocalRanges (a node, a host-network pod) leaves as it.
 	// Invalid: such packets are not translated, and the peer drops them.
 	UnknownSource netip.Addr
+	// IPs are the local hosts outside the pod network remapped into the
+	// external range, at most MaxIPs: packets from the tunnel to a
+	// Remapped address go to its Local one, and of the external range only
+	// these addresses and the unknown source are reachable from the
+	// tunnel. They need UnknownSource, which tells the external range.
+	IPs []IPMapping
 	// Overlay is how the gateway pod meets the nodes of its cluster.
 	Overlay GatewayOverlay
 	// Standby marks a replica that is not the active one: everything is
@@ -95,8 +101,11 @@ func GatewayOwned() plan.NetNS {
 const (
 	mapRemappedToReal = "remapped_to_real"
 	mapRealToRemapped = "real_to_remapped"
+	mapIPToLocal      = "ip_to_local"
+	mapLocalToIP      = "local_to_ip"
 	setPeerRanges     = "peer_ranges"
 	setLocalRanges    = "local_ranges"
+	setReachable      = "reachable"
 )
 
 // Reasons the ingress filter drops a packet from the tunnel for, which are
@@ -200,15 +209,26 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	for _, m := range f.Remote {
 		real = append(real, m.Real)
 	}
+	toLocal := plan.Map{Name: mapIPToLocal}
+	toIP := plan.Map{Name: mapLocalToIP}
+	for _, m := range f.IPs {
+		local, remapped := netip.PrefixFrom(m.Local, 32), netip.PrefixFrom(m.Remapped, 32)
+		toLocal.Elements = append(toLocal.Elements, plan.MapElement{From: remapped, To: local})
+		toIP.Elements = append(toIP.Elements, plan.MapElement{From: local, To: remapped})
+	}
 	p.NAT.Sets = []plan.Set{
 		{Name: setPeerRanges, Prefixes: real},
 		{Name: setLocalRanges, Prefixes: f.LocalRanges},
+		{Name: setReachable, Prefixes: f.reachable()},
 	}
-	p.NAT.Maps = []plan.Map{toReal, toRemapped}
+	p.NAT.Maps = []plan.Map{toReal, toRemapped, toLocal, toIP}
 	p.NAT.Counters = IngressDropReasons()
 	postrouting := []plan.Rule{{
 		Comment: "from the peer: real source to its remapped range",
 		IIF:     TunnelLink, SNATMap: mapRealToRemapped,
+	}, {
+		Comment: "from this cluster: a remapped host as its address of the external range",
+		IIF:     OverlayLink, SNATMap: mapLocalToIP,
 	}}
 	if f.UnknownSource.IsValid() {
 		// A node's own packets come with the node's address, which no
@@ -257,13 +277,16 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 				IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: plan.Drop,
 			},
 			{
-				Comment: "from the peer: only to this cluster's pod and external ranges",
-				IIF:     TunnelLink, DstNotIn: setLocalRanges, Counter: DropDestination, Verdict: plan.Drop,
+				Comment: "from the peer: only to this cluster's pods, remapped hosts and unknown source",
+				IIF:     TunnelLink, DstNotIn: setReachable, Counter: DropDestination, Verdict: plan.Drop,
 			},
 		}},
 		{Name: "prerouting", Type: plan.NAT, Hook: plan.Prerouting, Priority: -100, Rules: []plan.Rule{{
 			Comment: "to the peer: remapped destination to its real range",
 			IIF:     OverlayLink, DNATMap: mapRemappedToReal,
+		}, {
+			Comment: "from the peer: a remapped host's address to its real one",
+			IIF:     TunnelLink, DNATMap: mapIPToLocal,
 		}}},
 		{Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: 100, Rules: postrouting},
 		{Name: "forward", Type: plan.Filter, Hook: plan.Forward, Priority: -150, Rules: []plan.Rule{
@@ -272,6 +295,41 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		}},
 	}
 	return p, nil
+}
+
+// reachable are the destinations a packet from the tunnel may have: the
+// pod ranges, and of the external range only the unknown source (the
+// answers to the nodes) and the remapped hosts; the whole external range
+// would let the peer's packets out to wherever the gateway's node routes
+// it. Without an unknown source the external range is not known, and every
+// local range is reachable.
+func (f GatewayFacts) reachable() []netip.Prefix {
+	ext, ok := f.externalRange()
+	if !ok {
+		return f.LocalRanges
+	}
+	out := []netip.Prefix{netip.PrefixFrom(f.UnknownSource, 32)}
+	for _, p := range f.LocalRanges {
+		if p != ext {
+			out = append(out, p)
+		}
+	}
+	for _, m := range f.IPs {
+		out = append(out, netip.PrefixFrom(m.Remapped, 32))
+	}
+	return out
+}
+
+// externalRange is the local range holding the unknown source.
+func (f GatewayFacts) externalRange() (netip.Prefix, bool) {
+	if !f.UnknownSource.IsValid() {
+		return netip.Prefix{}, false
+	}
+	i := slices.IndexFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(f.UnknownSource) })
+	if i < 0 {
+		return netip.Prefix{}, false
+	}
+	return f.LocalRanges[i], true
 }
 
 // clampMTU is the packet size TCP is clamped to: the tunnel's MTU, or the
@@ -337,7 +395,39 @@ func (f GatewayFacts) validate() error {
 	if u := f.UnknownSource; u.IsValid() && (!u.Is4() || !slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) })) {
 		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address of the local ranges", u))
 	}
+	errs = append(errs, f.validateIPs()...)
 	return errors.Join(errs...)
+}
+
+// validateIPs checks the remapped hosts: at most MaxIPs, each remapped to
+// its own address of the external range but the unknown source, from an
+// IPv4 address outside the local ranges.
+func (f GatewayFacts) validateIPs() []error {
+	if len(f.IPs) == 0 {
+		return nil
+	}
+	ext, ok := f.externalRange()
+	if !ok {
+		return []error{errors.New("remapped hosts: need the unknown-source address, which tells the external range")}
+	}
+	var errs []error
+	if len(f.IPs) > MaxIPs {
+		errs = append(errs, fmt.Errorf("remapped hosts: %d, at most %d", len(f.IPs), MaxIPs))
+	}
+	seen := map[netip.Addr]bool{}
+	for i, m := range f.IPs {
+		where := fmt.Sprintf("remapped host %d (%s -> %s)", i, m.Local, m.Remapped)
+		switch {
+		case !m.Local.Is4() || slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(m.Local) }):
+			errs = append(errs, fmt.Errorf("%s: the local address must be IPv4, outside the local ranges", where))
+		case !m.Remapped.Is4() || !ext.Contains(m.Remapped) || m.Remapped == f.UnknownSource:
+			errs = append(errs, fmt.Errorf("%s: the remapped address must be in the external range %s, not the unknown source", where, ext))
+		case seen[m.Remapped]:
+			errs = append(errs, fmt.Errorf("%s: the remapped address is another host's", where))
+		}
+		seen[m.Remapped] = true
+	}
+	return errs
 }
 
 // validateLocal checks the local ranges: without them the ingress filter

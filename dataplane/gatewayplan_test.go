@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
@@ -31,7 +33,12 @@ type gatewayFactsFile struct {
 	LocalRanges []string `json:"localRanges"`
 	// UnknownSource is optional.
 	UnknownSource string `json:"unknownSource"`
-	Overlay       struct {
+	// IPs, the remapped hosts, are optional.
+	IPs []struct {
+		Local    string `json:"local"`
+		Remapped string `json:"remapped"`
+	} `json:"ips"`
+	Overlay struct {
 		Kind    string `json:"kind"`
 		Address string `json:"address"`
 		Node    string `json:"node"`
@@ -73,6 +80,9 @@ func (j gatewayFactsFile) facts(t *testing.T) GatewayFacts {
 	}
 	if j.UnknownSource != "" {
 		f.UnknownSource = netip.MustParseAddr(j.UnknownSource)
+	}
+	for _, m := range j.IPs {
+		f.IPs = append(f.IPs, IPMapping{Local: netip.MustParseAddr(m.Local), Remapped: netip.MustParseAddr(m.Remapped)})
 	}
 	f.Overlay = GatewayOverlay{Kind: plan.OverlayKind(j.Overlay.Kind), Address: netip.MustParseAddr(j.Overlay.Address), MTU: j.Overlay.MTU}
 	if j.Overlay.Node != "" {
@@ -202,6 +212,47 @@ func TestPlanGatewayClientWithoutEndpointWaits(t *testing.T) {
 
 // TestMTUBoundsAreTheAPIs checks that the planner's tunnel MTU bounds are
 // the ones the API validates.
+func TestMaxIPsIsTheAPIs(t *testing.T) {
+	if MaxIPs != ipamv1alpha1.MaxIPs {
+		t.Errorf("planner MaxIPs %d, the API's %d", MaxIPs, ipamv1alpha1.MaxIPs)
+	}
+}
+
+// TestPlanGatewayRejectsBadIPs checks the remapped hosts a gateway is
+// given: each must be translatable, and no more than MaxIPs.
+func TestPlanGatewayRejectsBadIPs(t *testing.T) {
+	a := netip.MustParseAddr
+	many := make([]IPMapping, MaxIPs+1)
+	for i := range many {
+		many[i] = IPMapping{Local: a("192.168.0.1"), Remapped: netip.AddrFrom4([4]byte{10, 70, byte(1 + i/256), byte(i % 256)})}
+	}
+	for _, tc := range []struct {
+		name string
+		ips  []IPMapping
+		want string
+	}{
+		{"remapped outside the external range", []IPMapping{{Local: a("192.168.0.1"), Remapped: a("10.71.0.1")}}, "must be in the external range 10.70.0.0/16"},
+		{"remapped to the unknown source", []IPMapping{{Local: a("192.168.0.1"), Remapped: a("10.70.0.0")}}, "not the unknown source"},
+		{"local in a pod range", []IPMapping{{Local: a("10.244.0.9"), Remapped: a("10.70.0.1")}}, "outside the local ranges"},
+		{"one address twice", []IPMapping{{Local: a("192.168.0.1"), Remapped: a("10.70.0.1")}, {Local: a("192.168.0.2"), Remapped: a("10.70.0.1")}}, "another host's"},
+		{"too many", many, fmt.Sprintf("at most %d", MaxIPs)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := validGatewayFacts(t)
+			f.IPs = tc.ips
+			if _, err := PlanGateway(f); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("PlanGateway: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	f := validGatewayFacts(t)
+	f.UnknownSource = netip.Addr{}
+	f.IPs = []IPMapping{{Local: a("192.168.0.1"), Remapped: a("10.70.0.1")}}
+	if _, err := PlanGateway(f); err == nil || !strings.Contains(err.Error(), "need the unknown-source address") {
+		t.Fatalf("PlanGateway without an unknown source: %v, want an error", err)
+	}
+}
+
 func TestMTUBoundsAreTheAPIs(t *testing.T) {
 	if minMTU != netv1beta1.MinMTU || maxMTU != netv1beta1.MaxMTU {
 		t.Errorf("planner MTU bounds %d-%d, the API's %d-%d", minMTU, maxMTU, netv1beta1.MinMTU, netv1beta1.MaxMTU)

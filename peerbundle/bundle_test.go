@@ -156,6 +156,9 @@ func TestAddToBundleRefuses(t *testing.T) {
 		{"another peer", false, strings.ReplaceAll(fromServer, "liqo.io/remote-cluster-id: cluster-b", "liqo.io/remote-cluster-id: cluster-c"),
 			`is "cluster-c" but this bundle is for peer "cluster-b"`, nil},
 		{"a Secret", false, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: gw-x\ndata:\n  privateKey: AAAA\n", "not Secret", nil},
+		// Which hosts outside its pods a cluster remaps is its admin's
+		// choice alone.
+		{"an IP", false, "apiVersion: ipam.liqo.io/v1alpha1\nkind: IP\nmetadata:\n  name: x\nspec:\n  ip: 192.168.1.1\n", "not IP", nil},
 		{"a GatewayServer", false, "apiVersion: networking.liqo.io/v1beta1\nkind: GatewayServer\nmetadata:\n  name: x\n  labels:\n    liqo.io/remote-cluster-id: cluster-b\n", "not GatewayServer", nil},
 		{"an unknown field", false, strings.Replace(fromServer, "  mtu: 1400", "  mtuu: 1400", 1), `unknown field "spec.mtuu"`, nil},
 		{"a short key", false, strings.Replace(fromServer, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=", "AAAA", 1), "spec.publicKey", nil},

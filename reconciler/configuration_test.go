@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
@@ -132,26 +133,32 @@ func (e *confEnv) get(t *testing.T, ns, name string) *netv1beta1.Configuration {
 // current generation.
 func (e *confEnv) waitConf(t *testing.T, ns, name, what string, check func(*netv1beta1.Configuration) error) *netv1beta1.Configuration {
 	t.Helper()
-	var (
-		c    netv1beta1.Configuration
-		last error
-	)
+	return waitStatus(t, e, &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		func(c *netv1beta1.Configuration) *netv1beta1.CommonStatus { return &c.Status.CommonStatus }, what, check)
+}
+
+// waitStatus polls obj, named by its namespace and name, until check
+// accepts it, for its current generation; common points at its kstatus.
+func waitStatus[T client.Object](t *testing.T, e *confEnv, obj T, common func(T) *netv1beta1.CommonStatus, what string, check func(T) error) T {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &c); err != nil {
+		if err := e.cluster.Client.Get(ctx, key, obj); err != nil {
 			last = err
 			return false, nil
 		}
-		if c.Status.ObservedGeneration != c.Generation {
-			last = fmt.Errorf("status describes generation %d, want %d", c.Status.ObservedGeneration, c.Generation)
+		if g := common(obj).ObservedGeneration; g != obj.GetGeneration() {
+			last = fmt.Errorf("status describes generation %d, want %d", g, obj.GetGeneration())
 			return false, nil
 		}
-		last = check(&c)
+		last = check(obj)
 		return last == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("configuration %s/%s %s: %v (last: %v)", ns, name, what, err, last)
+		t.Fatalf("%T %s %s: %v (last: %v)", obj, key, what, err, last)
 	}
-	return &c
+	return obj
 }
 
 // waitRemapped waits until ns/name is Ready with the pod and external

@@ -12,6 +12,9 @@
 //     templates into a WgGatewayServer or WgGatewayClient, and those, the
 //     workload running a gateway, its keys and, for a server, the Service
 //     and endpoint it is reached at;
+//   - ipremap: IP (ipam.liqo.io/v1alpha1), the address of the external
+//     CIDR a host outside the pod network is remapped to (through package
+//     ipam);
 //   - services: the Multi-Cluster Services API, this cluster's exports
 //     published to each peer and every peer's exports imported.
 //

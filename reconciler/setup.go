@@ -13,6 +13,7 @@ import (
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler/configuration"
 	"github.com/peerlink/peerlink/reconciler/gateway"
+	"github.com/peerlink/peerlink/reconciler/ipremap"
 	"github.com/peerlink/peerlink/reconciler/services"
 )
 
@@ -42,6 +43,10 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 	}}
 	if err := conf.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up configuration reconciler: %w", err)
+	}
+	ips := &ipremap.Reconciler{Options: ipremap.Options{ExternalCIDR: facts.ExternalCIDR.Masked(), PodCIDRs: facts.PodCIDRs}}
+	if err := ips.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up ip reconciler: %w", err)
 	}
 	err := gateway.Setup(mgr, gateway.Options{
 		ClusterID:   facts.ClusterID,

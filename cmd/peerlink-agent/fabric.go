@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane/fabric"
 	"github.com/peerlink/peerlink/internal/field"
@@ -79,6 +80,9 @@ func runFabric(f fabricFlags, opts fabric.Options) error {
 				Namespaces: map[string]cache.Config{opts.Namespace: {}},
 				Field:      fields.OneTermEqualSelector("metadata.name", clusterinfo.Name),
 			},
+			// The IPs of every namespace, even with the gateways of one:
+			// the hosts to masquerade towards.
+			&ipamv1alpha1.IP{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 		}}
 		if opts.GatewayNamespace != "" {
 			mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.GatewayNamespace: {}}

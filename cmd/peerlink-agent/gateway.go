@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
@@ -146,7 +147,12 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 // the gateway's namespace, until SIGTERM or SIGINT.
 func runGateway(f gatewayFlags, opts gateway.Options) error {
 	mgr, log, err := f.newManager(func(_ *rest.Config, mgrOpts *ctrl.Options) {
-		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+		// The IPs of every namespace: the hosts this cluster remaps are
+		// reachable through every peering.
+		mgrOpts.Cache = cache.Options{
+			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+			ByObject:          map[client.Object]cache.ByObject{&ipamv1alpha1.IP{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}},
+		}
 		// The agent writes its Connection and never reads it back.
 		mgrOpts.Client = client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&netv1beta1.Connection{}}}}
 	}, "gateway", opts.Namespace+"/"+opts.Name)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/dataplane"
@@ -96,7 +97,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	defer a.kernel.Close()
 	if err := resync.WatchObjects(ctx, a.informers, a.trigger, &corev1.Pod{}, &netv1beta1.Configuration{}, &corev1.ConfigMap{},
-		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &corev1.Node{}); err != nil {
+		&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &corev1.Node{}, &ipamv1alpha1.IP{}); err != nil {
 		return err
 	}
 	resync.WatchKernel(ctx, a.log, a.trigger)
@@ -223,7 +224,27 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 		return f, fmt.Errorf("list nodes: %w", err)
 	}
 	f.Nodes = fabricNodes(nodes.Items)
+	var ips ipamv1alpha1.IPList
+	if err := a.client.List(ctx, &ips); err != nil {
+		return f, fmt.Errorf("list IPs: %w", err)
+	}
+	f.Masquerade = masqueraded(ips.Items)
 	return f, nil
+}
+
+// masqueraded are the real addresses of the IPs that ask for masquerade
+// and have their remapped address: their gateway translates them.
+func masqueraded(ips []ipamv1alpha1.IP) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		if ip.Spec.Masquerade == nil || !*ip.Spec.Masquerade || ip.Status.IP == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(string(ip.Spec.IP)); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // fabricNodes are the nodes with their InternalIP and pod ranges; a node

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
@@ -52,6 +53,8 @@ type Agent struct {
 	// written into a device that was created anew.
 	peerEndpoint netip.AddrPort
 	conn         *connectionWriter
+	// hosts are the remapped hosts read last from the IP objects.
+	hosts []dataplane.IPMapping
 
 	trigger     resync.Trigger
 	rehandshake resync.Trigger
@@ -164,6 +167,14 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := resync.WatchObjects(ctx, a.informers, a.trigger, a.newGateway(), &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
 		return err
 	}
+	// The IPs of every namespace are watched apart: an informer that may
+	// not list them yet (the controller grants the gateway that right
+	// when it makes it) must not hold up the tunnel.
+	go func() {
+		if err := resync.WatchObjects(ctx, a.informers, a.trigger, &ipamv1alpha1.IP{}); err != nil && ctx.Err() == nil {
+			a.log.Error(err, "remapped hosts are read every resync only")
+		}
+	}()
 	resync.WatchKernel(ctx, a.log, a.trigger)
 
 	var wg sync.WaitGroup

@@ -1,7 +1,8 @@
 // Package gateway is the gateway agent: the process of a gateway pod, in the
 // pod's network namespace. It watches its GatewayServer or GatewayClient, the
 // Configuration and the PublicKey of its peer (all in its namespace, found
-// by the peer's liqo.io/remote-cluster-id label), reads its own key from the
+// by the peer's liqo.io/remote-cluster-id label) and the IPs of every
+// namespace (the hosts this cluster remaps, ips.go), reads its own key from the
 // mounted key Secret, plans the pod's kernel state with dataplane.PlanGateway
 // and applies it through the kernel stage of package kernel: the WireGuard
 // link peerlink-tunnel, the overlay link to the nodes, routes and rules, and

@@ -55,6 +55,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error)
 	if f.Remote, err = a.remoteRanges(ctx); err != nil {
 		return f, err
 	}
+	f.IPs = a.remappedHosts(ctx, f.LocalRanges, f.UnknownSource)
 	if a.opts.Role == gatewayrole.Client {
 		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, int(a.endpointTurn.Load())), port)
 		if err != nil {

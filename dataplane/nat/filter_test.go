@@ -42,37 +42,11 @@ func TestFilterInKernel(t *testing.T) {
 	src.MustRun(t, "ip", "addr", "add", "10.10.0.1/24", "dev", "out")
 	src.MustRun(t, "ip", "route", "add", "10.244.0.0/16", "via", "10.9.0.2")
 	src.MustRun(t, "ip", "route", "add", "10.50.0.0/16", "via", "10.9.0.2")
-	a, err := NewApplier(dst.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rs := filterRuleset()
-	if changed, err := a.Apply(rs); err != nil || !changed {
-		t.Fatalf("Apply = %v, %v; want a write", changed, err)
-	}
-	if changed, err := a.Apply(rs); err != nil || changed {
-		t.Fatalf("second Apply = %v, %v; want no write", changed, err)
-	}
+	a := applyOnce(t, dst, rs)
 
 	// The probe passes.
-	var l net.PacketConn
-	if err := dst.Do(func() (err error) { l, err = net.ListenPacket("udp4", "10.9.0.2:9999"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := src.Do(func() error {
-		c, err := net.Dial("udp4", "10.9.0.2:9999")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_, err = c.Write([]byte("ping"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, _, err := l.ReadFrom(make([]byte, 16)); err != nil {
+	if _, err := sendUDP(t, src, dst, "10.9.0.2:9999", "10.9.0.2:9999"); err != nil {
 		t.Errorf("the allowed probe did not arrive: %v", err)
 	}
 
@@ -112,6 +86,48 @@ func TestFilterInKernel(t *testing.T) {
 	if changed, err := a.Apply(rs); err != nil || !changed {
 		t.Fatalf("Apply after a counter was deleted = %v, %v; want a write", changed, err)
 	}
+}
+
+// applyOnce writes rs into ns with a new applier, which it returns, and
+// checks that applying it again writes nothing.
+func applyOnce(t *testing.T, ns *netns.NS, rs plan.Ruleset) *Applier {
+	t.Helper()
+	a, err := NewApplier(ns.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.Apply(rs); err != nil || !changed {
+		t.Fatalf("Apply = %v, %v; want a write", changed, err)
+	}
+	if changed, err := a.Apply(rs); err != nil || changed {
+		t.Fatalf("second Apply = %v, %v; want no write", changed, err)
+	}
+	return a
+}
+
+// sendUDP sends a datagram from src to the address to and waits up to 2 s
+// for it on listen in dst; it returns the sender's address as dst saw it.
+func sendUDP(t *testing.T, src, dst *netns.NS, to, listen string) (net.Addr, error) {
+	t.Helper()
+	var l net.PacketConn
+	if err := dst.Do(func() (err error) { l, err = net.ListenPacket("udp4", listen); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := src.Do(func() error {
+		c, err := net.Dial("udp4", to)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte("ping"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, from, err := l.ReadFrom(make([]byte, 16))
+	return from, err
 }
 
 // ruleHandle finds the handle of the rule using counter name.

@@ -254,13 +254,29 @@ func podGet(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, pod, url str
 // CIDR), from n's Configuration of peer.
 func unknownSourceView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) netip.Addr {
 	t.Helper()
+	real, _ := externalView(t, ctx, l, n, peer)
+	return externalAddrView(t, ctx, l, n, peer, real.Addr())
+}
+
+// externalAddrView is the address under which cluster n sees addr of
+// peer's external CIDR.
+func externalAddrView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster, addr netip.Addr) netip.Addr {
+	t.Helper()
+	real, remapped := externalView(t, ctx, l, n, peer)
+	view, err := cidr.Translate(addr, real, remapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return view
+}
+
+// externalView is how cluster n sees peer's external CIDR: the real range
+// and the one it is remapped to, from n's Configuration of peer.
+func externalView(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) (real, remapped netip.Prefix) {
+	t.Helper()
 	real, remapped, err := l.RangeView(ctx, n, peer, "external")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := cidr.Translate(real.Addr(), real, remapped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return real, remapped
 }

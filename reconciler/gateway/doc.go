@@ -7,8 +7,10 @@
 //   - wggateway_controller.go: WgGatewayServer and WgGatewayClient, the
 //     workload running a gateway (workload.go), its keys (keys.go,
 //     rotation.go) and, for a server, the Service and endpoint it is
-//     reached at (endpoint.go).
+//     reached at (endpoint.go);
+//   - ipreaders.go: the subjects of the ClusterRoleBinding through which
+//     every gateway reads the IPs of every namespace.
 //
-// What it makes is applied server-side (apply.go), and never over an
+// What it makes is applied server-side (package apply), and never over an
 // object someone else made.
 package gateway

@@ -113,6 +113,9 @@ func startGatewayEnv(t *testing.T) *gatewayEnv {
 		if env.gwClient, err = setupGateway(mgr, gatewayOptions(), gatewayClientKind()); err != nil {
 			return err
 		}
+		if err := setupIPReaders(mgr); err != nil {
+			return err
+		}
 		// Key rotations promote the next pair without the production wait.
 		env.gwServer.promoteDelay, env.gwClient.promoteDelay = 2*time.Second, 2*time.Second
 		env.gwServer.rotationPatience, env.gwClient.rotationPatience = 8*time.Second, 8*time.Second
@@ -161,6 +164,7 @@ func TestGateways(t *testing.T) {
 		{"no foreign object is adopted", func(t *testing.T) { testNoAdoption(t, e) }},
 		{"gateway server deletion", func(t *testing.T) { testGatewayServerDeletion(t, e) }},
 		{"key rotation", func(t *testing.T) { testKeyRotation(t, e) }},
+		{"gateways read the IPs of every namespace", func(t *testing.T) { testIPReaders(t, e, wgServer, wgClient) }},
 		{"key promotion waits for the rendered key", func(t *testing.T) { testPromotionWaitsForRenderedKey(t, e) }},
 		// Last, so that every other test's objects are searched too.
 		{"keys confined", func(t *testing.T) { testKeysConfined(t, e) }},

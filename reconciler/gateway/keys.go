@@ -14,6 +14,7 @@ import (
 
 	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 )
 
@@ -68,7 +69,7 @@ func ensureKeys(ctx context.Context, c client.Client, reader client.Reader, key 
 	// A generated key Secret is the controller's own: one someone else put
 	// under its name would give the gateway a key its maker knows.
 	if c := metav1.GetControllerOfNoCopy(&secret); generated && (c == nil || c.UID != owner.UID) {
-		return nil, wgtypes.Key{}, outcome.Stall(ReasonForeignObject, "Secret %s exists and is not controlled by %s %s: peerlink does not take over objects it did not make; delete or rename it",
+		return nil, wgtypes.Key{}, outcome.Stall(apply.ReasonForeignObject, "Secret %s exists and is not controlled by %s %s: peerlink does not take over objects it did not make; delete or rename it",
 			key, owner.Kind, owner.Name)
 	}
 	pub, err := validateKeys(&secret)

@@ -37,6 +37,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if _, err := setupWgGateway(mgr, opts, wgGatewayClientKind()); err != nil {
 		return fmt.Errorf("set up wggatewayclient reconciler: %w", err)
 	}
+	if err := setupIPReaders(mgr); err != nil {
+		return fmt.Errorf("set up gateway ip readers: %w", err)
+	}
 	if _, err := setupGateway(mgr, opts, gatewayServerKind()); err != nil {
 		return fmt.Errorf("set up gatewayserver reconciler: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -128,7 +129,7 @@ func testNoAdoption(t *testing.T, e *gatewayEnv) {
 			name := strings.TrimPrefix(tc.object.GetName(), "gw-")
 			e.create(t, &netv1beta1.WgGatewayServer{ObjectMeta: peerMeta(ns, name, "remote-1"),
 				Spec: wgSpec(name, gatewayServiceTemplate(name, corev1.ServiceTypeClusterIP, 0))})
-			wgGatewayServerKind().waitReady(t, e, ns, name, metav1.ConditionFalse, ReasonForeignObject, func(wg *netv1beta1.WgGatewayServer) error {
+			wgGatewayServerKind().waitReady(t, e, ns, name, metav1.ConditionFalse, apply.ReasonForeignObject, func(wg *netv1beta1.WgGatewayServer) error {
 				c := meta.FindStatusCondition(wg.Status.Conditions, netv1beta1.ConditionStalled)
 				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, tc.want) {
 					return fmt.Errorf("stalled condition %+v, want %q", c, tc.want)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -106,7 +107,7 @@ func applyRendered(ctx context.Context, c client.Client, reader client.Reader, o
 	labels[netv1beta1.RemoteClusterIDLabel] = clusterID
 	obj.SetLabels(labels)
 	obj.SetOwnerReferences([]metav1.OwnerReference{owner})
-	return applyUnstructured(ctx, c, reader, obj)
+	return apply.Unstructured(ctx, c, reader, obj)
 }
 
 // objectRef is the status reference to an object.

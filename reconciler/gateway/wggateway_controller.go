@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 	"github.com/peerlink/peerlink/templates"
 )
@@ -126,7 +127,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 	var svc *corev1.Service
 	if r.kind.service != nil {
 		svc = gatewayService(r.kind.service(wg), wg.GetName(), wg.GetNamespace(), childLabels(wg), owner)
-		if err := applyTyped(ctx, r.client, r.apiReader, svc); err != nil {
+		if err := apply.Typed(ctx, r.client, r.apiReader, svc); err != nil {
 			return outcome.Outcome{}, err
 		}
 		if err := removeStaleSlices(ctx, r.client, svc); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/reconciler/apply"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -94,7 +95,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	secretName := templates.KeySecretName(name, g.secretRef)
 	labels := childLabels(g.obj)
 	for _, child := range gatewayIdentity(name, ns, g.gatewayResource, secretName, labels, g.owner) {
-		if err := applyTyped(ctx, c, reader, child); err != nil {
+		if err := apply.Typed(ctx, c, reader, child); err != nil {
 			return nil, wgtypes.Key{}, err
 		}
 	}
@@ -103,7 +104,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, wgtypes.Key{}, err
 	}
-	if err := applyTyped(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)); err != nil {
+	if err := apply.Typed(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)); err != nil {
 		return nil, wgtypes.Key{}, err
 	}
 	return ref, pub, nil

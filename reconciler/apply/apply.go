@@ -1,4 +1,4 @@
-package gateway
+package apply
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/peerlink/peerlink/reconciler/outcome"
 )
 
-// applyUnstructured server-side applies u as api.FieldManager, taking over the
+// Unstructured server-side applies u as api.FieldManager, taking over the
 // fields it sets from other managers, and replaces u with the API server's
 // answer. Applying what is already there does not write: the API server
 // keeps the resourceVersion of an object an apply leaves unchanged.
@@ -25,7 +25,7 @@ import (
 // and an object of its name exists without that controller, nothing is
 // applied and the reconcile stalls, naming the object. reader reads that
 // object's metadata from the API server.
-func applyUnstructured(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured) error {
+func Unstructured(ctx context.Context, c client.Client, reader client.Reader, u *unstructured.Unstructured) error {
 	kind, ns, name := u.GetKind(), u.GetNamespace(), u.GetName()
 	if owner := metav1.GetControllerOfNoCopy(u); owner != nil {
 		if err := checkNotForeign(ctx, reader, u.GroupVersionKind(), types.NamespacedName{Namespace: ns, Name: name}, *owner); err != nil {
@@ -39,14 +39,14 @@ func applyUnstructured(ctx context.Context, c client.Client, reader client.Reade
 	return nil
 }
 
-// applyTyped server-side applies a typed object, which must carry its
+// Typed server-side applies a typed object, which must carry its
 // apiVersion and kind, and replaces it with the API server's answer.
 //
 // A typed object cannot tell a zero field from an unset one, so what is sent
 // is what its JSON form holds: fields tagged omitempty are left out when
 // zero, nulls are dropped (they would ask for nothing), and status is left
 // out since it is not the controller's to declare.
-func applyTyped(ctx context.Context, c client.Client, reader client.Reader, obj client.Object) error {
+func Typed(ctx context.Context, c client.Client, reader client.Reader, obj client.Object) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("convert %T %s/%s for apply: %w", obj, obj.GetNamespace(), obj.GetName(), err)
@@ -54,7 +54,7 @@ func applyTyped(ctx context.Context, c client.Client, reader client.Reader, obj 
 	delete(m, "status")
 	dropNulls(m)
 	u := &unstructured.Unstructured{Object: m}
-	if err := applyUnstructured(ctx, c, reader, u); err != nil {
+	if err := Unstructured(ctx, c, reader, u); err != nil {
 		return err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
@@ -69,7 +69,7 @@ const ReasonForeignObject = "ForeignObject"
 
 // checkNotForeign stalls when the object key of kind gvk exists and is not
 // controlled by owner: someone else made it, and adopting it would hand
-// the gateway (or whoever made it) what it holds.
+// the owner (or whoever made it) what it holds.
 func checkNotForeign(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key types.NamespacedName, owner metav1.OwnerReference) error {
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(gvk)
