@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -111,6 +113,12 @@ type ConnectionInfo struct {
 	// PathMTU is the largest packet the gateway's probes saw cross the
 	// tunnel; 0 before the first measurement.
 	PathMTU int32 `json:"pathMTU,omitempty"`
+	// PeerMTU is the tunnel MTU the peer's gateway announces; 0 while
+	// unknown.
+	PeerMTU int32 `json:"peerMTU,omitempty"`
+	// MTUMismatch is the message of the MTUMismatch condition while it is
+	// True: the peer's gateway announces another MTU than this side's.
+	MTUMismatch string `json:"mtuMismatch,omitempty"`
 }
 
 // Describe reads the cluster's facts, published in peerlinkNamespace, and
@@ -163,7 +171,7 @@ func Describe(ctx context.Context, cl client.Reader, peerlinkNamespace string) (
 	connection := func(ns, gateway string) *ConnectionInfo {
 		for _, c := range conns.Items {
 			if c.Namespace == ns && c.Name == manifests.GatewayObjectName(gateway) {
-				return &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value, PathMTU: c.Status.PathMTU}
+				return connectionInfo(&c)
 			}
 		}
 		return nil
@@ -321,6 +329,7 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Connection:\t%s %s\n", c.Name, orNone(c.Status))
 		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
 		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Network.Gateway))
+		fmt.Fprintf(tw, "Peer MTU:\t%s\n", peerMTUString(c))
 	} else {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
 	}
@@ -329,6 +338,29 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "It exports:\t%s\n", orNone(strings.Join(sv.Imported, ", ")))
 	}
 	_ = tw.Flush()
+}
+
+// connectionInfo is what a Connection says of the tunnel.
+func connectionInfo(c *netv1beta1.Connection) *ConnectionInfo {
+	info := &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value,
+		PathMTU: c.Status.PathMTU, PeerMTU: c.Status.PeerMTU}
+	if m := apimeta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionMTUMismatch); m != nil && m.Status == metav1.ConditionTrue {
+		info.MTUMismatch = m.Message
+	}
+	return info
+}
+
+// peerMTUString says which MTU the peer's gateway announces, and whether
+// it differs from this side's.
+func peerMTUString(c *ConnectionInfo) string {
+	switch {
+	case c.PeerMTU == 0:
+		return "unknown (not announced yet, or the peer's gateway is of a release that does not announce it)"
+	case c.MTUMismatch != "":
+		return fmt.Sprintf("%d (mismatch: %s)", c.PeerMTU, c.MTUMismatch)
+	default:
+		return strconv.Itoa(int(c.PeerMTU))
+	}
 }
 
 // pathMTUString says what the gateway measured of the path, against the

@@ -76,9 +76,10 @@ type Agent struct {
 	// next answer: new handshakes may follow each other faster.
 	peerLeft atomic.Bool
 	// tunnelMTU is the MTU of the applied plan, which the prober's
-	// full-size probes take; pathMTU is the prober's last measurement,
-	// which the plan clamps TCP to.
-	tunnelMTU, pathMTU atomic.Int64
+	// full-size probes take and announces; pathMTU is the prober's last
+	// measurement, which the plan clamps TCP to; peerMTU is the MTU the
+	// peer announced last (0: unknown).
+	tunnelMTU, pathMTU, peerMTU atomic.Int64
 
 	// planned is the WireGuard configuration of the last plan, before the
 	// key rotation's state made it the one applied.
@@ -577,6 +578,14 @@ func (a *Agent) onReport(r health.Report) {
 			a.log.Info("the path carries the tunnel's MTU", "pathMTU", r.PathMTU)
 		}
 		a.trigger.Notify()
+	}
+	a.metrics.observeMTUs(r.AnnouncedMTU, r.PeerMTU)
+	if a.peerMTU.Swap(int64(r.PeerMTU)) != int64(r.PeerMTU) && r.PeerMTU > 0 {
+		if r.PeerMTU != r.AnnouncedMTU {
+			a.log.Info("the peer's gateway announces another tunnel MTU: both sides must have the same; set the same spec.mtu on both gateways", "mtu", r.AnnouncedMTU, "peerMTU", r.PeerMTU)
+		} else {
+			a.log.Info("the peer's gateway announces the same tunnel MTU", "mtu", r.AnnouncedMTU)
+		}
 	}
 	// A client whose pings go unanswered while WireGuard believes in its
 	// session asks for a new handshake: the server's device may have been

@@ -50,6 +50,12 @@ type connectionWriter struct {
 	// below the configured MTU or back.
 	pathMTU, mtu   int
 	pathTransition time.Time
+	// announcedMTU and peerMTU are the MTUs this side and the peer
+	// announce through the tunnel, as last written (peerMTU zero while
+	// unknown); mtuTransition is when they last started or stopped
+	// differing.
+	announcedMTU, peerMTU int
+	mtuTransition         time.Time
 	// publicKey is the public key the tunnel runs on, as last written,
 	// and rotation where a rotation of this side's key stood, since
 	// rotationTransition.
@@ -200,8 +206,9 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 	return nil
 }
 
-// report writes the status a health report calls for, if any: the value
-// and a new path MTU at once, the latency at most every latencyPeriod.
+// report writes the status a health report calls for, if any: the value,
+// a new path MTU and a change of the MTUs announced at once, the latency
+// at most every latencyPeriod.
 func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	if err := w.ensure(ctx); err != nil {
 		return err
@@ -216,7 +223,8 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	valueChanged := r.State != w.value
 	latencyDue := latency != w.latency && now.Sub(w.latencyWritten) >= latencyPeriod
 	pathChanged := r.PathMTU > 0 && (r.PathMTU != w.pathMTU || r.MTU != w.mtu)
-	if !valueChanged && !latencyDue && !pathChanged {
+	mtusChanged := r.PeerMTU != w.peerMTU || r.AnnouncedMTU != w.announcedMTU
+	if !valueChanged && !latencyDue && !pathChanged && !mtusChanged {
 		return nil
 	}
 	if valueChanged {
@@ -230,7 +238,13 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	if r.PathMTU > 0 {
 		pathMTU, mtu = r.PathMTU, r.MTU
 	}
+	oldAnnounced, oldPeer, oldMTUTransition := w.announcedMTU, w.peerMTU, w.mtuTransition
+	if mtusChanged && (w.peerMTU == 0 || (r.PeerMTU != r.AnnouncedMTU) != (w.peerMTU != w.announcedMTU)) {
+		w.mtuTransition = now
+	}
+	w.announcedMTU, w.peerMTU = r.AnnouncedMTU, r.PeerMTU
 	if err := w.writeStatus(ctx, r.State, latency, pathMTU, mtu, pathTransition, now); err != nil {
+		w.announcedMTU, w.peerMTU, w.mtuTransition = oldAnnounced, oldPeer, oldMTUTransition
 		return err
 	}
 	w.value = r.State
@@ -253,6 +267,25 @@ func pathCondition(pathMTU, mtu int, generation int64, transition time.Time) map
 		c["status"], c["reason"] = "True", "BelowConfigured"
 		c["message"] = fmt.Sprintf("the path carries packets of at most %d bytes through the tunnel, less than the configured MTU of %d: "+
 			"TCP is clamped to it, larger packets of other protocols are lost; lower spec.mtu of the gateways or widen the path", pathMTU, mtu)
+	}
+	return c
+}
+
+// mtuCondition is the MTUMismatch condition of the MTUs both sides
+// announce.
+func mtuCondition(announced, peer int, generation int64, transition time.Time) map[string]any {
+	c := map[string]any{
+		"type":               netv1beta1.ConditionMTUMismatch,
+		"observedGeneration": generation,
+		"lastTransitionTime": transition.UTC().Format(time.RFC3339),
+		"status":             "False",
+		"reason":             "SameMTU",
+		"message":            fmt.Sprintf("the peer's gateway announces the same tunnel MTU as this one, %d bytes", announced),
+	}
+	if peer != announced {
+		c["status"], c["reason"] = "True", "DifferentMTU"
+		c["message"] = fmt.Sprintf("this gateway's tunnel MTU is %d bytes, the peer's gateway announces %d: both sides must have the same MTU; "+
+			"set the same spec.mtu on the GatewayServer and the GatewayClient", announced, peer)
 	}
 	return c
 }
@@ -293,6 +326,12 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 	if pathMTU > 0 {
 		status["pathMTU"] = int64(pathMTU)
 		conditions = append(conditions, pathCondition(pathMTU, mtu, w.generation, pathTransition))
+	}
+	if w.peerMTU > 0 {
+		status["peerMTU"] = int64(w.peerMTU)
+		if w.announcedMTU > 0 {
+			conditions = append(conditions, mtuCondition(w.announcedMTU, w.peerMTU, w.generation, w.mtuTransition))
+		}
 	}
 	if w.rotation.reason != "" {
 		conditions = append(conditions, map[string]any{

@@ -180,8 +180,9 @@ func TestOptionsValidate(t *testing.T) {
 
 // TestConnectionWriter runs the Connection writer against a real API
 // server: the value is written when it changes, a changed latency alone at
-// most every ten seconds, a new path MTU at once with its condition, and
-// the peer endpoint survives in an annotation.
+// most every ten seconds, a new path MTU and the MTUs both sides announce
+// at once with their conditions, and the peer endpoint survives in an
+// annotation.
 func TestConnectionWriter(t *testing.T) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
@@ -277,6 +278,40 @@ func TestConnectionWriter(t *testing.T) {
 		t.Errorf("status %+v, want path MTU 1340 and PathMTUReduced False", got.Status)
 	}
 
+	// The MTUs both sides announce: different ones are written at once,
+	// the peer's in status.peerMTU and both in the MTUMismatch condition's
+	// message; the same ones turn it False; a peer whose MTU is unknown
+	// (one of an earlier release) has neither.
+	now = now.Add(time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1400}); err != nil {
+		t.Fatal(err)
+	}
+	got := get()
+	mismatch := apimeta.FindStatusCondition(got.Status.Conditions, netv1beta1.ConditionMTUMismatch)
+	if got.Status.PeerMTU != 1400 || mismatch == nil || mismatch.Status != metav1.ConditionTrue ||
+		!strings.Contains(mismatch.Message, "1340") || !strings.Contains(mismatch.Message, "1400") {
+		t.Errorf("status %+v, MTUMismatch %+v: want peer MTU 1400 and MTUMismatch True naming 1340 and 1400", got.Status, mismatch)
+	}
+	if got.Status.PathMTU != 1340 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionFalse) {
+		t.Errorf("status %+v: want the path MTU kept", got.Status)
+	}
+	now = now.Add(time.Second)
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.PeerMTU != 1340 || !meta(got, netv1beta1.ConditionMTUMismatch, metav1.ConditionFalse) {
+		t.Errorf("status %+v: want peer MTU 1340 and MTUMismatch False", got.Status)
+	}
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.PeerMTU != 0 || apimeta.FindStatusCondition(got.Status.Conditions, netv1beta1.ConditionMTUMismatch) != nil {
+		t.Errorf("status %+v: want no peer MTU and no MTUMismatch while the peer's MTU is unknown", got.Status)
+	}
+	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1280}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The key the tunnel runs on is written when it changes, kept by
 	// later reports, and read back by a new writer.
 	key := plan.Key{7}
@@ -286,6 +321,10 @@ func TestConnectionWriter(t *testing.T) {
 	}
 	if c := apimeta.FindStatusCondition(get().Status.Conditions, netv1beta1.ConditionKeyRotation); c == nil || c.Reason != phase.reason || c.Message != phase.message {
 		t.Errorf("KeyRotation condition %+v, want reason %s", c, phase.reason)
+	}
+	// A key's report keeps what the health reports wrote.
+	if got := get(); got.Status.PeerMTU != 1280 || !meta(got, netv1beta1.ConditionMTUMismatch, metav1.ConditionTrue) {
+		t.Errorf("status %+v: want peer MTU 1280 and MTUMismatch kept by the key's report", got.Status)
 	}
 	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340}); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,9 @@ type metrics struct {
 	kernel  map[string]uint64
 	// measuredPathMTU is the last path MTU measured, 0 before the first.
 	measuredPathMTU int
+	// announcedMTU and peerMTU are the MTUs this side and the peer
+	// announce through the tunnel; 0 while unknown.
+	announcedMTU, peerMTU int
 	// refused counts the service exchange's connections refused, by
 	// reason; rejected is how many services of the peer's last set were
 	// rejected.
@@ -41,7 +44,7 @@ type metrics struct {
 	// switches counts the switches to the next key, by result.
 	switches map[string]float64
 
-	received, transmitted, handshakeAge, impl, drops, pathMTU, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
+	received, transmitted, handshakeAge, impl, drops, pathMTU, peerMTUDesc, mtuMismatchDesc, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -86,6 +89,11 @@ func newMetrics(now func() time.Time) *metrics {
 			"Seconds since the last WireGuard handshake with the peer; absent before the first.", nil, nil),
 		pathMTU: prometheus.NewDesc("peerlink_gateway_path_mtu_bytes",
 			"The largest packet the health probes saw cross the tunnel, at most the tunnel's MTU; absent before the first measurement.", nil, nil),
+		peerMTUDesc: prometheus.NewDesc("peerlink_gateway_peer_mtu_bytes",
+			"The tunnel MTU the peer's gateway announces through the tunnel; absent while unknown (not heard yet, or a peer of an earlier release).", nil, nil),
+		mtuMismatchDesc: prometheus.NewDesc("peerlink_gateway_mtu_mismatch",
+			"1 when the peer's gateway announces a tunnel MTU other than this gateway's, 0 when the same (both sides must have the same MTU); "+
+				"absent while the peer's is unknown.", nil, nil),
 		impl: prometheus.NewDesc("peerlink_gateway_wireguard_implementation",
 			"The WireGuard back-end in use (1 for the one in the label).", []string{"implementation"}, nil),
 	}
@@ -104,6 +112,13 @@ func (m *metrics) observePathMTU(v int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.measuredPathMTU = v
+}
+
+// observeMTUs records the MTUs this side and the peer announce.
+func (m *metrics) observeMTUs(announced, peer int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.announcedMTU, m.peerMTU = announced, peer
 }
 
 // observeRefused counts a connection of the service exchange refused.
@@ -162,6 +177,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.impl
 	ch <- m.drops
 	ch <- m.pathMTU
+	ch <- m.peerMTUDesc
+	ch <- m.mtuMismatchDesc
 	ch <- m.refusedDesc
 	ch <- m.rejectedDesc
 	ch <- m.rejectedServicesDesc
@@ -178,6 +195,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if m.measuredPathMTU > 0 {
 		ch <- prometheus.MustNewConstMetric(m.pathMTU, prometheus.GaugeValue, float64(m.measuredPathMTU))
+	}
+	if m.peerMTU > 0 {
+		ch <- prometheus.MustNewConstMetric(m.peerMTUDesc, prometheus.GaugeValue, float64(m.peerMTU))
+		if m.announcedMTU > 0 {
+			mismatch := 0.0
+			if m.peerMTU != m.announcedMTU {
+				mismatch = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.mtuMismatchDesc, prometheus.GaugeValue, mismatch)
+		}
 	}
 	for _, reason := range dataplane.IngressDropReasons() {
 		ch <- prometheus.MustNewConstMetric(m.drops, prometheus.CounterValue, m.dropped[reason], reason)

@@ -9,7 +9,10 @@
 // With its pings a prober also announces the peer's keys its side accepts
 // besides the current one (a key rotation: "I accept your key K"), and
 // reports those the peer announced. Only the peer's tunnel address is
-// heard, so only what is already inside the tunnel can announce.
+// heard, so only what is already inside the tunnel can announce. It
+// announces its side's tunnel MTU the same way, after each ping, and
+// reports the MTU the peer announced: zero while unknown (a peer of an
+// earlier release announces none), never a value outside the API's bounds.
 //
 // It does not write the Connection object nor export metrics (the gateway
 // agent does, from the reports).

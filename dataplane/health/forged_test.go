@@ -162,14 +162,16 @@ func FuzzDecode(f *testing.F) {
 	f.Add(append(packet(kindPing, 7), 0))
 	f.Add(append(packet(kindProbe, 9), make([]byte, 1200)...))
 	f.Add(append(packet(kindAccept, 0), make([]byte, acceptanceSize-packetSize)...))
+	f.Add(mtuAnnouncement(1340))
+	f.Add(append(mtuAnnouncement(1340), 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kind, nonce, ok := decode(b)
 		if !ok {
 			return
 		}
-		// Only a probe, of any size, and an acceptance, of its own size,
-		// are longer than the header.
-		longer := kind == kindProbe || (kind == kindAccept && len(b) == acceptanceSize)
+		// Only a probe, of any size, an acceptance and an MTU
+		// announcement, each of its own size, are longer than the header.
+		longer := kind == kindProbe || (kind == kindAccept && len(b) == acceptanceSize) || (kind == kindMTU && len(b) == mtuSize)
 		if got := packet(kind, nonce); string(got) != string(b[:len(got)]) || (len(b) != len(got) && !longer) {
 			t.Fatalf("decode(%x) = %d, %d, which encodes as %x", b, kind, nonce, got)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -47,6 +48,13 @@ type Report struct {
 	PathMTU int
 	// MTU is the configured MTU PathMTU was measured against.
 	MTU int
+	// AnnouncedMTU is the tunnel MTU this side announces to the peer with
+	// its pings; zero when it announces none.
+	AnnouncedMTU int
+	// PeerMTU is the tunnel MTU the peer announces with its pings; zero
+	// while unknown: none heard yet, or the peer's last pings came without
+	// one (a peer that predates the announcement never sends it).
+	PeerMTU int
 	// Accepted are the keys of this side the peer announced it accepts
 	// besides the one the tunnel runs on (key rotation), in the last
 	// acceptedFor intervals; at most maxAccepted, the latest first.
@@ -62,8 +70,10 @@ type Report struct {
 // longer than the header. An acceptance is the header (its nonce unused)
 // followed by a 32-byte public key of the receiver that the sender accepts
 // as the receiver's next key; it is sent with each ping while there is one,
-// and not answered. A packet of any other size, magic or kind is ignored,
-// so a peer that predates a kind ignores it.
+// and not answered. An MTU announcement is the header (its nonce unused)
+// followed by the sender's tunnel MTU, two bytes; it follows every ping
+// while the sender has an MTU, and is not answered. A packet of any other
+// size, magic or kind is ignored, so a peer that predates a kind ignores it.
 const (
 	magic          = "PLHC"
 	kindPing       = 1
@@ -72,9 +82,18 @@ const (
 	kindProbe      = 4
 	kindProbeAck   = 5
 	kindAccept     = 6
+	kindMTU        = 7
 	packetSize     = len(magic) + 1 + 8
 	acceptanceSize = packetSize + len(plan.Key{})
+	mtuSize        = packetSize + 2
 )
+
+// mtuSilence is how many of the peer's pings in a row may come without an
+// MTU announcement before the peer's MTU is unknown again: an announcement
+// follows each ping, so only a peer that stopped announcing (replaced by one
+// of an earlier release) sends more. While no ping comes (the tunnel is
+// down) the last MTU heard stands.
+const mtuSilence = 3
 
 // maxAccepted bounds the keys a prober keeps of the peer's acceptances: a
 // gateway rotates to one next key at a time, and one more covers a change
@@ -113,7 +132,8 @@ type Prober struct {
 	// none.
 	Accept func() []plan.Key
 	// MTU returns the tunnel's configured MTU, the size of the full-size
-	// probes that measure the path MTU; nil measures nothing. Conn must
+	// probes that measure the path MTU, announced to the peer after each
+	// ping; nil measures and announces nothing. Conn must
 	// set the don't-fragment bit (IP_PMTUDISC_PROBE), or the kernel may
 	// fragment probes and the measurement sees what fragments carry.
 	MTU func() int
@@ -154,6 +174,9 @@ type Prober struct {
 	// accepted are the keys the peer announced it accepts, the latest
 	// first, with when each was heard last.
 	accepted []acceptance
+	// announcedMTU is the MTU this side announced last; peerMTU the one
+	// the peer announced last, and peerSilent the peer's pings since.
+	announcedMTU, peerMTU, peerSilent int
 }
 
 // acceptance is a key the peer said it accepts, and when it said it last.
@@ -263,9 +286,10 @@ func (p *Prober) resendPending(peer *net.UDPAddr) (Report, bool) {
 	}
 	nonce := p.nonce
 	p.sent = time.Now()
-	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, Late: true, PeerLeft: p.peerLeft, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
+	r := p.reportLocked()
+	r.Late, r.PeerLeft = true, p.peerLeft
 	p.mu.Unlock()
-	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
+	p.sendPing(peer, nonce)
 	return r, true
 }
 
@@ -292,7 +316,7 @@ func newNonce() uint64 {
 
 // Ignored returns how many received packets were ignored, by reason:
 // "sender" (not from the peer's address), "malformed" (size, magic or
-// kind), "stale" (a pong of no ping, or a probe acknowledgment of no probe,
+// kind, the zero key, an MTU outside the API's bounds), "stale" (a pong of no ping, or a probe acknowledgment of no probe,
 // waiting for one), "leaving" (a ping after this side's goodbye).
 func (p *Prober) Ignored() map[string]uint64 {
 	p.mu.Lock()
@@ -333,7 +357,17 @@ func (p *Prober) sayGoodbye(peer *net.UDPAddr) {
 func (p *Prober) current() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
+	return p.reportLocked()
+}
+
+// reportLocked is the report of the state as it stands. The caller holds
+// mu.
+func (p *Prober) reportLocked() Report {
+	r := Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow(), AnnouncedMTU: p.announcedMTU}
+	if p.peerSilent <= mtuSilence {
+		r.PeerMTU = p.peerMTU
+	}
+	return r
 }
 
 // settle closes the interval: an unanswered ping counts as a miss.
@@ -346,7 +380,7 @@ func (p *Prober) settle() Report {
 			p.state = Error
 		}
 	}
-	return Report{State: p.state, RTT: p.rtt, Misses: p.misses, PathMTU: p.pathMTU, MTU: p.mtu, Accepted: p.acceptedNow()}
+	return p.reportLocked()
 }
 
 func (p *Prober) ping(peer *net.UDPAddr) {
@@ -356,15 +390,56 @@ func (p *Prober) ping(peer *net.UDPAddr) {
 	p.sent = time.Now()
 	p.pending = true
 	p.mu.Unlock()
-	// A send that fails (no route while the tunnel is being rebuilt) is a
-	// ping that will not be answered: it counts as a miss.
-	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
+	p.sendPing(peer, nonce)
 	if p.Accept == nil {
 		return
 	}
 	for _, k := range p.Accept() {
 		_, _ = p.Conn.WriteTo(append(packet(kindAccept, 0), k[:]...), peer)
 	}
+}
+
+// sendPing sends a ping of nonce, followed by the announcement of this
+// side's MTU while it has one in the API's bounds. A send that fails (no
+// route while the tunnel is being rebuilt) is a ping that will not be
+// answered: it counts as a miss.
+func (p *Prober) sendPing(peer *net.UDPAddr, nonce uint64) {
+	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
+	if p.MTU == nil {
+		return
+	}
+	mtu := p.MTU()
+	if !validMTU(mtu) {
+		return
+	}
+	p.mu.Lock()
+	p.announcedMTU = mtu
+	p.mu.Unlock()
+	_, _ = p.Conn.WriteTo(mtuAnnouncement(mtu), peer)
+}
+
+// validMTU reports whether mtu is in the API's bounds of a tunnel MTU.
+func validMTU(mtu int) bool {
+	return mtu >= netv1beta1.MinMTU && mtu <= netv1beta1.MaxMTU
+}
+
+// mtuAnnouncement is the packet announcing mtu, which fits in two bytes.
+func mtuAnnouncement(mtu int) []byte {
+	return binary.BigEndian.AppendUint16(packet(kindMTU, 0), uint16(mtu))
+}
+
+// notePeerPing counts a ping of the peer since its last MTU announcement.
+func (p *Prober) notePeerPing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peerSilent++
+}
+
+// notePeerMTU records the MTU the peer announced.
+func (p *Prober) notePeerMTU(mtu int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peerMTU, p.peerSilent = mtu, 0
 }
 
 // noteAccepted records that the peer accepts key, the latest first, keeping
@@ -399,7 +474,8 @@ func packet(kind byte, nonce uint64) []byte {
 
 // decode reads a packet; ok is false for anything but the magic, a known
 // kind and its size: the header's exactly, at least that for a probe, the
-// header and a key for an acceptance.
+// header and a key for an acceptance, the header and two bytes for an MTU
+// announcement.
 func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	if len(b) < packetSize || string(b[:len(magic)]) != magic {
 		return 0, 0, false
@@ -408,6 +484,7 @@ func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	switch {
 	case kind == kindProbe:
 	case kind == kindAccept && len(b) == acceptanceSize:
+	case kind == kindMTU && len(b) == mtuSize:
 	case kind >= kindPing && kind <= kindProbeAck && len(b) == packetSize:
 	default:
 		return 0, 0, false
@@ -437,6 +514,7 @@ func (p *Prober) receive() {
 		}
 		switch kind {
 		case kindPing:
+			p.notePeerPing()
 			// A prober that said goodbye answers no more pings: the peer
 			// keeps asking at the goodbye's faster pace until this side's
 			// replacement answers.
@@ -463,7 +541,7 @@ func (p *Prober) receive() {
 			again := p.nonce
 			p.mu.Unlock()
 			if eager {
-				_, _ = p.Conn.WriteTo(packet(kindPing, again), peer)
+				p.sendPing(peer, again)
 			}
 		case kindAccept:
 			key := plan.Key(buf[packetSize:acceptanceSize])
@@ -472,6 +550,15 @@ func (p *Prober) receive() {
 				continue
 			}
 			p.noteAccepted(key)
+		case kindMTU:
+			// What the peer says of itself is bounded as the API bounds
+			// a tunnel MTU; anything else is no announcement.
+			mtu := int(binary.BigEndian.Uint16(buf[packetSize:mtuSize]))
+			if !validMTU(mtu) {
+				p.ignore("malformed")
+				continue
+			}
+			p.notePeerMTU(mtu)
 		case kindProbe:
 			// The answer is small: a probe measures the path towards the
 			// peer, and the peer's own probes measure the way back.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
@@ -407,4 +408,89 @@ func TestAcceptance(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 	}
+}
+
+// TestMTUAnnouncementWire checks the announcement's encoding: the header
+// and the MTU in two bytes, decoded as its kind only at its own size.
+func TestMTUAnnouncementWire(t *testing.T) {
+	b := mtuAnnouncement(1340)
+	if len(b) != mtuSize || b[packetSize] != 1340>>8 || b[packetSize+1] != 1340&0xff {
+		t.Fatalf("mtuAnnouncement(1340) = %x: want the header and 0x053c", b)
+	}
+	if kind, _, ok := decode(b); !ok || kind != kindMTU {
+		t.Errorf("decode(%x) = %d, %v: want an MTU announcement", b, kind, ok)
+	}
+	for _, bad := range [][]byte{b[:mtuSize-1], append(b, 0), packet(kindMTU, 0)} {
+		if _, _, ok := decode(bad); ok {
+			t.Errorf("decode(%x) accepted an MTU announcement of %d bytes", bad, len(bad))
+		}
+	}
+	for mtu, want := range map[int]bool{575: false, 576: true, 1340: true, 9000: true, 9001: false, 0: false} {
+		if got := validMTU(mtu); got != want {
+			t.Errorf("validMTU(%d) = %v, want %v", mtu, got, want)
+		}
+	}
+}
+
+// TestMTUAnnouncement has each prober announce its MTU: each reports its
+// own and the peer's; an announcement outside the API's bounds or of the
+// wrong size is counted as malformed and changes nothing; a peer that
+// stops announcing (as one of an earlier release never does) is soon
+// unknown again, while the tunnel stays Connected.
+func TestMTUAnnouncement(t *testing.T) {
+	a, b := pair(t, 20*time.Millisecond)
+	var aMTU atomic.Int64
+	aMTU.Store(1400)
+	a.MTU = func() int { return int(aMTU.Load()) }
+	b.MTU = func() int { return 1340 }
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	aReports := make(chan Report, 100)
+	go func() { _ = a.Run(ctx, func(r Report) { aReports <- r }) }()
+	bReports := make(chan Report, 100)
+	go func() { _ = b.Run(ctx, func(r Report) { bReports <- r }) }()
+	waitFor := func(reports chan Report, what string, ok func(Report) bool) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case r := <-reports:
+				if ok(r) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no report with %s", what)
+			}
+		}
+	}
+	waitFor(bReports, "the peer's MTU 1400 beside its own 1340", func(r Report) bool { return r.PeerMTU == 1400 && r.AnnouncedMTU == 1340 })
+	waitFor(aReports, "the peer's MTU 1340 beside its own 1400", func(r Report) bool { return r.PeerMTU == 1340 && r.AnnouncedMTU == 1400 })
+
+	// Out of bounds, and of the wrong size, from the peer's own address:
+	// a's socket.
+	before := b.Ignored()["malformed"]
+	bad := [][]byte{mtuAnnouncement(netv1beta1.MinMTU - 1), mtuAnnouncement(netv1beta1.MaxMTU + 1), mtuAnnouncement(0), mtuAnnouncement(65535), append(mtuAnnouncement(1500), 0)}
+	for _, pkt := range bad {
+		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Ignored()["malformed"] < before+uint64(len(bad)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ignored %v: want the %d malformed announcements counted", b.Ignored(), len(bad))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 5 {
+		if r := <-bReports; r.PeerMTU != 1400 {
+			t.Fatalf("report %+v after malformed announcements: want the peer's MTU still 1400", r)
+		}
+	}
+
+	// An MTU outside the bounds is not announced: to the peer, this side
+	// announces nothing, as a peer of an earlier release.
+	aMTU.Store(0)
+	waitFor(bReports, "the peer's MTU unknown once it stopped announcing", func(r Report) bool { return r.PeerMTU == 0 && r.State == Connected })
 }

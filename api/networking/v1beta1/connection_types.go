@@ -70,6 +70,11 @@ type ConnectionStatus struct {
 	// between the gateways carries less (peerlink). Absent until measured.
 	// +optional
 	PathMTU int32 `json:"pathMTU,omitempty"`
+	// PeerMTU is the tunnel MTU, in bytes, the peer's gateway announces
+	// through the tunnel (peerlink). Absent while unknown: not heard yet,
+	// or a peer of a release that does not announce it.
+	// +optional
+	PeerMTU int32 `json:"peerMTU,omitempty"`
 	// PublicKey is the gateway's public key the tunnel runs on (peerlink):
 	// the next key of its key Secret once the peer accepted it and a
 	// handshake with it succeeded, the current one otherwise.
@@ -81,6 +86,12 @@ type ConnectionStatus struct {
 // MTU is below the gateway's configured MTU: TCP is clamped to it, larger
 // packets of other protocols are lost (peerlink).
 const ConditionPathMTUReduced = "PathMTUReduced"
+
+// ConditionMTUMismatch, on a Connection, is True when the peer's gateway
+// announces a tunnel MTU other than the one this gateway runs with; its
+// message names both (peerlink). Both sides must have the same MTU. It is
+// absent while the peer's MTU is unknown (status.peerMTU absent).
+const ConditionMTUMismatch = "MTUMismatch"
 
 // ConditionKeyRotation, on a Connection, is True while the gateway rotates
 // its own key pair; its reason says where the rotation stands and its

@@ -1,0 +1,63 @@
+package peering
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/manifests"
+)
+
+// TestPeerMTU checks what `peerlink info peer` says of the MTU the peer's
+// gateway announces: the value, the MTUMismatch condition's message while
+// it is True, and that it is unknown while the Connection has none.
+func TestPeerMTU(t *testing.T) {
+	const message = "this gateway's tunnel MTU is 1340 bytes, the peer's gateway announces 1400"
+	conn := func(peerMTU int32, mismatch metav1.ConditionStatus) *netv1beta1.Connection {
+		c := &netv1beta1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "gw-peer"}}
+		c.Status.Value, c.Status.PeerMTU = netv1beta1.Connected, peerMTU
+		if mismatch != "" {
+			c.Status.Conditions = []metav1.Condition{{Type: netv1beta1.ConditionMTUMismatch, Status: mismatch, Message: message}}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		conn     *netv1beta1.Connection
+		want     string
+		json     []string
+		notJSON  string
+		notWants string
+	}{
+		{"mismatch", conn(1400, metav1.ConditionTrue), "Peer MTU: 1400 (mismatch: " + message + ")", []string{`"peerMTU": 1400`, `"mtuMismatch": "` + message + `"`}, "", ""},
+		{"same", conn(1340, metav1.ConditionFalse), "Peer MTU: 1340", []string{`"peerMTU": 1340`}, "mtuMismatch", "mismatch"},
+		{"unknown", conn(0, ""), "Peer MTU: unknown (", nil, "peerMTU", "mismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PeerInfo{ClusterID: "peer", Connection: connectionInfo(tc.conn)}
+			var b bytes.Buffer
+			p.WriteSummary(&b)
+			// The columns widen with the longest label: compare with the
+			// spaces collapsed.
+			flat := strings.Join(strings.Fields(b.String()), " ")
+			if !strings.Contains(flat, tc.want) || (tc.notWants != "" && strings.Contains(flat, tc.notWants)) {
+				t.Errorf("summary: want %q (and no %q):\n%s", tc.want, tc.notWants, b.String())
+			}
+			doc, err := Encode(p.Connection, manifests.FormatJSON, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.json {
+				if !strings.Contains(string(doc), want) {
+					t.Errorf("JSON %s lacks %s", doc, want)
+				}
+			}
+			if tc.notJSON != "" && strings.Contains(string(doc), tc.notJSON) {
+				t.Errorf("JSON %s has %s", doc, tc.notJSON)
+			}
+		})
+	}
+}

@@ -1,0 +1,112 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/testkit/testenv/netns"
+	"github.com/peerlink/peerlink/testkit/testenv/proc"
+)
+
+// TestMTUMismatch runs both gateways with the same MTU, then restarts the
+// server's with another one: each side's Connection reports the MTU the
+// peer announces through the tunnel, MTUMismatch False while they agree and
+// True naming both values once they differ, and the gateway's metrics say
+// the same.
+func TestMTUMismatch(t *testing.T) {
+	bed := up(t, sameRemaps)
+	waitConnected(t, bed.A)
+	waitConnected(t, bed.B)
+	waitMTUs(t, bed.A, 1340, metav1.ConditionFalse, "1340")
+	waitMTUs(t, bed.B, 1340, metav1.ConditionFalse, "1340")
+	waitMetrics(t, bed.A.Side.Gateway, "peerlink_gateway_peer_mtu_bytes 1340", "peerlink_gateway_mtu_mismatch 0")
+
+	if err := bed.B.Gateway.Stop(10 * time.Second); err != nil {
+		t.Fatalf("stop the server's gateway: %v\n%s", err, proc.Tail(bed.B.Gateway.Log, 20))
+	}
+	p, err := bed.B.Gateway.Again("--mtu=1280")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed.B.Gateway = p
+	waitMTUs(t, bed.A, 1280, metav1.ConditionTrue, "1340", "1280")
+	waitMTUs(t, bed.B, 1340, metav1.ConditionTrue, "1280", "1340")
+	waitMetrics(t, bed.A.Side.Gateway, "peerlink_gateway_peer_mtu_bytes 1280", "peerlink_gateway_mtu_mismatch 1")
+	waitMetrics(t, bed.B.Side.Gateway, "peerlink_gateway_peer_mtu_bytes 1340", "peerlink_gateway_mtu_mismatch 1")
+}
+
+// waitMTUs waits for side r's Connection to report the peer's MTU peerMTU
+// and the MTUMismatch condition status, whose message names each of
+// values.
+func waitMTUs(t *testing.T, r *Running, peerMTU int32, status metav1.ConditionStatus, values ...string) {
+	t.Helper()
+	key := client.ObjectKey{Namespace: r.Peering.Namespace(), Name: netv1beta1.GatewayObjectPrefix + r.Peering.GatewayName()}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var conn netv1beta1.Connection
+		err := r.Cluster.Client.Get(context.Background(), key, &conn)
+		c := apimeta.FindStatusCondition(conn.Status.Conditions, netv1beta1.ConditionMTUMismatch)
+		if err == nil && conn.Status.PeerMTU == peerMTU && c != nil && c.Status == status && containsAll(c.Message, values) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("side %s: Connection %s: %v, peer MTU %d, MTUMismatch %+v; want peer MTU %d and MTUMismatch %s naming %v",
+				r.Side.Name, key, err, conn.Status.PeerMTU, c, peerMTU, status, values)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitMetrics waits for the gateway agent in ns to export each of lines
+// on its metrics port.
+func waitMetrics(t *testing.T, ns *netns.NS, lines ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := scrape(ns, "127.0.0.1:8082")
+		if err == nil && containsAll(got, lines) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics of the gateway in %s: %v, want %q:\n%s", ns.Name, err, lines, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// scrape reads /metrics at addr inside ns, through a socket opened there.
+func scrape(ns *netns.NS, addr string) (string, error) {
+	var conn net.Conn
+	if err := ns.Do(func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", addr); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return string(b), err
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
