@@ -119,6 +119,11 @@ type ConnectionInfo struct {
 	// MTUMismatch is the message of the MTUMismatch condition while it is
 	// True: the peer's gateway announces another MTU than this side's.
 	MTUMismatch string `json:"mtuMismatch,omitempty"`
+	// PeerView is how the peer reaches this cluster's ranges, as its
+	// gateway announces through the tunnel: each of this cluster's ranges
+	// (cidr) with the one the peer reaches it at (remapped); none while
+	// unknown.
+	PeerView []Remap `json:"peerView,omitempty"`
 }
 
 // Describe reads the cluster's facts, published in peerlinkNamespace, and
@@ -317,6 +322,14 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "Configuration:\tnone\n")
 	}
+	// Beside how this cluster reaches the peer, how the peer reaches it.
+	switch c := p.Connection; {
+	case c == nil:
+	case len(c.PeerView) > 0:
+		fmt.Fprintf(tw, "Seen by the peer:\t%s\n", remapString(c.PeerView))
+	default:
+		fmt.Fprintf(tw, "Seen by the peer:\tunknown (not announced yet, or the peer's gateway is of a release that does not announce it)\n")
+	}
 	if gw := p.Network.Gateway; gw != nil {
 		fmt.Fprintf(tw, "Gateway:\t%s %s (%s)\n", gw.Role, manifests.ObjectRef(gw.Namespace, gw.Name), readyWord(gw.Ready, gw.State))
 		fmt.Fprintf(tw, "Endpoint:\t%s\n", endpointString(gw))
@@ -344,6 +357,9 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 func connectionInfo(c *netv1beta1.Connection) *ConnectionInfo {
 	info := &ConnectionInfo{Name: c.Name, Status: string(c.Status.Value), Latency: c.Status.Latency.Value,
 		PathMTU: c.Status.PathMTU, PeerMTU: c.Status.PeerMTU}
+	for _, v := range c.Status.PeerView {
+		info.PeerView = append(info.PeerView, Remap{CIDR: string(v.CIDR), Remapped: string(v.SeenAs)})
+	}
 	if m := apimeta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionMTUMismatch); m != nil && m.Status == metav1.ConditionTrue {
 		info.MTUMismatch = m.Message
 	}

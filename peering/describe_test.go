@@ -61,3 +61,31 @@ func TestPeerMTU(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerView: info peer shows, beside how this cluster reaches the
+// peer, how the peer reaches this cluster, as its gateway announced it.
+func TestPeerView(t *testing.T) {
+	c := &netv1beta1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "gw-peer"}}
+	c.Status.Value = netv1beta1.Connected
+	p := PeerInfo{ClusterID: "peer", Connection: connectionInfo(c)}
+	var b bytes.Buffer
+	p.WriteSummary(&b)
+	if flat := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(flat, "Seen by the peer: unknown (") {
+		t.Errorf("summary without a view:\n%s", b.String())
+	}
+
+	c.Status.PeerView = []netv1beta1.PeerRangeView{{CIDR: "10.244.0.0/16", SeenAs: "10.71.0.0/16"}, {CIDR: "10.70.0.0/16", SeenAs: "10.70.0.0/16"}}
+	p.Connection = connectionInfo(c)
+	b.Reset()
+	p.WriteSummary(&b)
+	if flat := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(flat, "Seen by the peer: 10.244.0.0/16 -> 10.71.0.0/16, 10.70.0.0/16") {
+		t.Errorf("summary with a view:\n%s", b.String())
+	}
+	doc, err := Encode(p, manifests.FormatJSON, "connection.peerView")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), `"remapped": "10.71.0.0/16"`) {
+		t.Errorf("info peer --get connection.peerView -o json: %s", doc)
+	}
+}

@@ -80,6 +80,9 @@ type Agent struct {
 	// measurement, which the plan clamps TCP to; peerMTU is the MTU the
 	// peer announced last (0: unknown).
 	tunnelMTU, pathMTU, peerMTU atomic.Int64
+	// view is how this side reaches the peer's ranges, from the facts of
+	// the last plan applied, which the prober announces to the peer.
+	view atomic.Pointer[[]health.Mapping]
 
 	// planned is the WireGuard configuration of the last plan, before the
 	// key rotation's state made it the one applied.
@@ -394,7 +397,9 @@ func (a *Agent) sync(ctx context.Context) bool {
 			a.peerNextKey = p.WireGuard.Peer.NextPublicKey
 			a.mu.Unlock()
 			p.WireGuard = a.rotation.effective(p.WireGuard)
-			err = a.apply(p)
+			if err = a.apply(p); err == nil {
+				a.view.Store(viewOf(facts.Remote))
+			}
 		}
 	}
 	a.outcome.Record(err)
@@ -526,6 +531,7 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		Interval:  a.opts.PingInterval,
 		MaxMisses: a.opts.MaxMisses,
 		MTU:       func() int { return int(a.tunnelMTU.Load()) },
+		View:      a.announcedView,
 		Accept:    a.acceptedKeys,
 	}
 	wg.Add(1)
@@ -607,6 +613,25 @@ func (a *Agent) onReport(r health.Report) {
 	default:
 	}
 	a.reports <- r
+}
+
+// viewOf is how this side reaches the peer's ranges: each with the range
+// it is remapped to here.
+func viewOf(remote []dataplane.RangeMapping) *[]health.Mapping {
+	view := make([]health.Mapping, len(remote))
+	for i, m := range remote {
+		view[i] = health.Mapping{Range: m.Real, SeenAs: m.Remapped}
+	}
+	return &view
+}
+
+// announcedView is the view the prober announces; none before the first
+// plan is applied.
+func (a *Agent) announcedView() []health.Mapping {
+	if v := a.view.Load(); v != nil {
+		return *v
+	}
+	return nil
 }
 
 // endpointMisses is the number of pings in a row unanswered after which a

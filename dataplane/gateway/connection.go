@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,7 +56,10 @@ type connectionWriter struct {
 	// unknown); mtuTransition is when they last started or stopped
 	// differing.
 	announcedMTU, peerMTU int
-	mtuTransition         time.Time
+	// peerView is how the peer reaches this cluster's ranges, as last
+	// written (nil while unknown).
+	peerView      []health.Mapping
+	mtuTransition time.Time
 	// publicKey is the public key the tunnel runs on, as last written,
 	// and rotation where a rotation of this side's key stood, since
 	// rotationTransition.
@@ -224,7 +228,8 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	latencyDue := latency != w.latency && now.Sub(w.latencyWritten) >= latencyPeriod
 	pathChanged := r.PathMTU > 0 && (r.PathMTU != w.pathMTU || r.MTU != w.mtu)
 	mtusChanged := r.PeerMTU != w.peerMTU || r.AnnouncedMTU != w.announcedMTU
-	if !valueChanged && !latencyDue && !pathChanged && !mtusChanged {
+	viewChanged := !slices.Equal(r.PeerView, w.peerView)
+	if !valueChanged && !latencyDue && !pathChanged && !mtusChanged && !viewChanged {
 		return nil
 	}
 	if valueChanged {
@@ -242,9 +247,10 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	if mtusChanged && (w.peerMTU == 0 || (r.PeerMTU != r.AnnouncedMTU) != (w.peerMTU != w.announcedMTU)) {
 		w.mtuTransition = now
 	}
-	w.announcedMTU, w.peerMTU = r.AnnouncedMTU, r.PeerMTU
+	oldView := w.peerView
+	w.announcedMTU, w.peerMTU, w.peerView = r.AnnouncedMTU, r.PeerMTU, r.PeerView
 	if err := w.writeStatus(ctx, r.State, latency, pathMTU, mtu, pathTransition, now); err != nil {
-		w.announcedMTU, w.peerMTU, w.mtuTransition = oldAnnounced, oldPeer, oldMTUTransition
+		w.announcedMTU, w.peerMTU, w.mtuTransition, w.peerView = oldAnnounced, oldPeer, oldMTUTransition, oldView
 		return err
 	}
 	w.value = r.State
@@ -332,6 +338,13 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 		if w.announcedMTU > 0 {
 			conditions = append(conditions, mtuCondition(w.announcedMTU, w.peerMTU, w.generation, w.mtuTransition))
 		}
+	}
+	if w.peerView != nil {
+		view := make([]any, len(w.peerView))
+		for i, m := range w.peerView {
+			view[i] = map[string]any{"cidr": m.Range.String(), "seenAs": m.SeenAs.String()}
+		}
+		status["peerView"] = view
 	}
 	if w.rotation.reason != "" {
 		conditions = append(conditions, map[string]any{

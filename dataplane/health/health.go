@@ -55,6 +55,9 @@ type Report struct {
 	// while unknown: none heard yet, or the peer's last pings came without
 	// one (a peer that predates the announcement never sends it).
 	PeerMTU int
+	// PeerView is how the peer reaches this side's ranges, as it
+	// announces with its pings (see View); nil while unknown, as PeerMTU.
+	PeerView []Mapping
 	// Accepted are the keys of this side the peer announced it accepts
 	// besides the one the tunnel runs on (key rotation), in the last
 	// acceptedFor intervals; at most maxAccepted, the latest first.
@@ -72,8 +75,10 @@ type Report struct {
 // as the receiver's next key; it is sent with each ping while there is one,
 // and not answered. An MTU announcement is the header (its nonce unused)
 // followed by the sender's tunnel MTU, two bytes; it follows every ping
-// while the sender has an MTU, and is not answered. A packet of any other
-// size, magic or kind is ignored, so a peer that predates a kind ignores it.
+// while the sender has an MTU, and is not answered. A view announcement
+// (view.go) follows every ping too, while the sender has a view. A packet
+// of any other size, magic or kind is ignored, so a peer that predates a
+// kind ignores it.
 const (
 	magic          = "PLHC"
 	kindPing       = 1
@@ -137,6 +142,10 @@ type Prober struct {
 	// set the don't-fragment bit (IP_PMTUDISC_PROBE), or the kernel may
 	// fragment probes and the measurement sees what fragments carry.
 	MTU func() int
+	// View returns how this side reaches the peer's ranges: announced to
+	// the peer after each ping, at most MaxView mappings; nil announces
+	// nothing.
+	View func() []Mapping
 
 	// up is signalled when a pong turns the state to Connected, so that
 	// Run reports it at once instead of at the end of the interval.
@@ -177,6 +186,10 @@ type Prober struct {
 	// announcedMTU is the MTU this side announced last; peerMTU the one
 	// the peer announced last, and peerSilent the peer's pings since.
 	announcedMTU, peerMTU, peerSilent int
+	// peerView is the view the peer announced last, and viewSilent the
+	// peer's pings since.
+	peerView   []Mapping
+	viewSilent int
 }
 
 // acceptance is a key the peer said it accepts, and when it said it last.
@@ -367,6 +380,9 @@ func (p *Prober) reportLocked() Report {
 	if p.peerSilent <= mtuSilence {
 		r.PeerMTU = p.peerMTU
 	}
+	if p.viewSilent <= mtuSilence {
+		r.PeerView = p.peerView
+	}
 	return r
 }
 
@@ -405,6 +421,13 @@ func (p *Prober) ping(peer *net.UDPAddr) {
 // answered: it counts as a miss.
 func (p *Prober) sendPing(peer *net.UDPAddr, nonce uint64) {
 	_, _ = p.Conn.WriteTo(packet(kindPing, nonce), peer)
+	if p.View != nil {
+		// A view that cannot be encoded (more than MaxView ranges) is
+		// not announced: the peer shows none rather than a part.
+		if b, err := viewAnnouncement(p.View()); err == nil {
+			_, _ = p.Conn.WriteTo(b, peer)
+		}
+	}
 	if p.MTU == nil {
 		return
 	}
@@ -428,11 +451,20 @@ func mtuAnnouncement(mtu int) []byte {
 	return binary.BigEndian.AppendUint16(packet(kindMTU, 0), uint16(mtu))
 }
 
-// notePeerPing counts a ping of the peer since its last MTU announcement.
+// notePeerPing counts a ping of the peer since its last MTU and view
+// announcements.
 func (p *Prober) notePeerPing() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.peerSilent++
+	p.viewSilent++
+}
+
+// notePeerView records the view the peer announced.
+func (p *Prober) notePeerView(view []Mapping) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peerView, p.viewSilent = view, 0
 }
 
 // notePeerMTU records the MTU the peer announced.
@@ -485,6 +517,7 @@ func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	case kind == kindProbe:
 	case kind == kindAccept && len(b) == acceptanceSize:
 	case kind == kindMTU && len(b) == mtuSize:
+	case kind == kindView && len(b) > packetSize:
 	case kind >= kindPing && kind <= kindProbeAck && len(b) == packetSize:
 	default:
 		return 0, 0, false
@@ -550,6 +583,15 @@ func (p *Prober) receive() {
 				continue
 			}
 			p.noteAccepted(key)
+		case kindView:
+			// What the peer says of this side is taken whole or not at
+			// all, and only shown: nothing is routed by it.
+			view, err := parseView(buf[packetSize:n])
+			if err != nil {
+				p.ignore("malformed")
+				continue
+			}
+			p.notePeerView(view)
 		case kindMTU:
 			// What the peer says of itself is bounded as the API bounds
 			// a tunnel MTU; anything else is no announcement.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -443,6 +444,15 @@ func TestMTUAnnouncement(t *testing.T) {
 	aMTU.Store(1400)
 	a.MTU = func() int { return int(aMTU.Load()) }
 	b.MTU = func() int { return 1340 }
+	// a also says how it reaches b's ranges: b's pod range remapped, its
+	// external range as it is.
+	view := []Mapping{
+		{Range: netip.MustParsePrefix("10.244.0.0/16"), SeenAs: netip.MustParsePrefix("10.71.0.0/16")},
+		{Range: netip.MustParsePrefix("10.70.0.0/16"), SeenAs: netip.MustParsePrefix("10.70.0.0/16")},
+	}
+	var aView atomic.Pointer[[]Mapping]
+	aView.Store(&view)
+	a.View = func() []Mapping { return *aView.Load() }
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -466,11 +476,22 @@ func TestMTUAnnouncement(t *testing.T) {
 	}
 	waitFor(bReports, "the peer's MTU 1400 beside its own 1340", func(r Report) bool { return r.PeerMTU == 1400 && r.AnnouncedMTU == 1340 })
 	waitFor(aReports, "the peer's MTU 1340 beside its own 1400", func(r Report) bool { return r.PeerMTU == 1340 && r.AnnouncedMTU == 1400 })
+	waitFor(bReports, "the peer's view of this side", func(r Report) bool { return slices.Equal(r.PeerView, view) })
+	for _, r := range []Report{<-aReports, <-aReports} {
+		if r.PeerView != nil {
+			t.Fatalf("a announced nothing of b's view, yet reports %v", r.PeerView)
+		}
+	}
 
 	// Out of bounds, and of the wrong size, from the peer's own address:
 	// a's socket.
 	before := b.Ignored()["malformed"]
-	bad := [][]byte{mtuAnnouncement(netv1beta1.MinMTU - 1), mtuAnnouncement(netv1beta1.MaxMTU + 1), mtuAnnouncement(0), mtuAnnouncement(65535), append(mtuAnnouncement(1500), 0)}
+	good, err := viewAnnouncement(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := [][]byte{mtuAnnouncement(netv1beta1.MinMTU - 1), mtuAnnouncement(netv1beta1.MaxMTU + 1), mtuAnnouncement(0), mtuAnnouncement(65535), append(mtuAnnouncement(1500), 0),
+		append(slices.Clone(good), 0), good[:len(good)-3], append(packet(kindView, 0), MaxView+1)}
 	for _, pkt := range bad {
 		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
 			t.Fatal(err)
@@ -484,8 +505,8 @@ func TestMTUAnnouncement(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for range 5 {
-		if r := <-bReports; r.PeerMTU != 1400 {
-			t.Fatalf("report %+v after malformed announcements: want the peer's MTU still 1400", r)
+		if r := <-bReports; r.PeerMTU != 1400 || !slices.Equal(r.PeerView, view) {
+			t.Fatalf("report %+v after malformed announcements: want the peer's MTU still 1400 and its view unchanged", r)
 		}
 	}
 
@@ -493,4 +514,11 @@ func TestMTUAnnouncement(t *testing.T) {
 	// announces nothing, as a peer of an earlier release.
 	aMTU.Store(0)
 	waitFor(bReports, "the peer's MTU unknown once it stopped announcing", func(r Report) bool { return r.PeerMTU == 0 && r.State == Connected })
+	// So is a view over MaxView: it is not announced in part.
+	tooMany := make([]Mapping, MaxView+1)
+	for i := range tooMany {
+		tooMany[i] = view[0]
+	}
+	aView.Store(&tooMany)
+	waitFor(bReports, "the peer's view unknown once it stopped announcing", func(r Report) bool { return r.PeerView == nil && r.State == Connected })
 }

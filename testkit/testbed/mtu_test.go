@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,15 @@ import (
 // server's with another one: each side's Connection reports the MTU the
 // peer announces through the tunnel, MTUMismatch False while they agree and
 // True naming both values once they differ, and the gateway's metrics say
-// the same.
+// the same. Each side's Connection also shows how the peer reaches this
+// side's ranges, as the peer's gateway announces it: the peer's
+// Configuration of this side.
 func TestMTUMismatch(t *testing.T) {
 	bed := up(t, sameRemaps)
 	waitConnected(t, bed.A)
 	waitConnected(t, bed.B)
+	waitPeerView(t, bed.A, bed.B)
+	waitPeerView(t, bed.B, bed.A)
 	waitMTUs(t, bed.A, 1340, metav1.ConditionFalse, "1340")
 	waitMTUs(t, bed.B, 1340, metav1.ConditionFalse, "1340")
 	waitMetrics(t, bed.A.Side.Gateway, "peerlink_gateway_peer_mtu_bytes 1340", "peerlink_gateway_mtu_mismatch 0")
@@ -62,6 +67,38 @@ func waitMTUs(t *testing.T, r *Running, peerMTU int32, status metav1.ConditionSt
 		if time.Now().After(deadline) {
 			t.Fatalf("side %s: Connection %s: %v, peer MTU %d, MTUMismatch %+v; want peer MTU %d and MTUMismatch %s naming %v",
 				r.Side.Name, key, err, conn.Status.PeerMTU, c, peerMTU, status, values)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitPeerView waits for side r's Connection to show how peer reaches r's
+// ranges: what peer's Configuration of r says.
+func waitPeerView(t *testing.T, r, peer *Running) {
+	t.Helper()
+	ctx := context.Background()
+	var confs netv1beta1.ConfigurationList
+	if err := peer.Cluster.Client.List(ctx, &confs, client.InNamespace(peer.Peering.Namespace())); err != nil || len(confs.Items) != 1 {
+		t.Fatalf("side %s: the Configuration of %s: %v (%d)", peer.Side.Name, r.Side.Name, err, len(confs.Items))
+	}
+	ranges, err := confs.Items[0].RemappedRanges()
+	if err != nil || len(ranges) == 0 {
+		t.Fatalf("side %s: the remapped ranges of %s: %v (%d)", peer.Side.Name, r.Side.Name, err, len(ranges))
+	}
+	var want []netv1beta1.PeerRangeView
+	for _, m := range ranges {
+		want = append(want, netv1beta1.PeerRangeView{CIDR: netv1beta1.CIDR(m.Real.String()), SeenAs: netv1beta1.CIDR(m.Remapped.String())})
+	}
+	key := client.ObjectKey{Namespace: r.Peering.Namespace(), Name: netv1beta1.GatewayObjectPrefix + r.Peering.GatewayName()}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var conn netv1beta1.Connection
+		err := r.Cluster.Client.Get(ctx, key, &conn)
+		if err == nil && slices.Equal(conn.Status.PeerView, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("side %s: Connection %s: %v, peer view %v; want %v", r.Side.Name, key, err, conn.Status.PeerView, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

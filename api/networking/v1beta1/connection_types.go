@@ -26,6 +26,14 @@ func ConnectionTypeOf(r gatewayrole.Role) ConnectionType {
 	return ConnectionTypeClient
 }
 
+// PeerRangeView is one range of this cluster as the peer reaches it.
+type PeerRangeView struct {
+	// CIDR is this cluster's range.
+	CIDR CIDR `json:"cidr"`
+	// SeenAs is the range the peer reaches it at.
+	SeenAs CIDR `json:"seenAs"`
+}
+
 // ConnectionStatusValue is the health of a tunnel.
 // +kubebuilder:validation:Enum=Connecting;Connected;Error
 type ConnectionStatusValue string
@@ -75,6 +83,13 @@ type ConnectionStatus struct {
 	// or a peer of a release that does not announce it.
 	// +optional
 	PeerMTU int32 `json:"peerMTU,omitempty"`
+	// PeerView is how the peer reaches this cluster's ranges, as the
+	// peer's gateway announces through the tunnel (peerlink): each range
+	// with the one the peer remapped it to (the same when it routes it as
+	// it is). Only shown: nothing is routed by it. Absent while unknown.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	PeerView []PeerRangeView `json:"peerView,omitempty"`
 	// PublicKey is the gateway's public key the tunnel runs on (peerlink):
 	// the next key of its key Secret once the peer accepted it and a
 	// handshake with it succeeded, the current one otherwise.
