@@ -211,8 +211,10 @@ func newDisconnectCmd(o *networkOptions) *cobra.Command {
 	return newTeardownCmd(o, false, "disconnect",
 		"Remove the gateways and public keys of a peering, keeping the Configurations",
 		`Remove, on both clusters, the gateways (GatewayServer, GatewayClient) and the
-PublicKeys of the peering, and wait until they are gone. The Configurations
-stay, so a later connect keeps the same remapped ranges.`)
+PublicKeys of the peering, and the peer's in-band identity (the ServiceAccount,
+Role and RoleBinding peerlink-peer of connect --in-band), and wait until they
+are gone. The Configurations stay, so a later connect keeps the same remapped
+ranges.`)
 }
 
 func newResetCmd(o *networkOptions) *cobra.Command {
