@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -85,6 +86,9 @@ func ExposeAPIServer(ctx context.Context, s *Cluster, namespace string) (APIServ
 			return false, "", fmt.Errorf("get %s: %w", ref, err)
 		}
 		ready, state := ConditionState(ip.Generation, ip.Status.CommonStatus)
+		if stalled := meta.FindStatusCondition(ip.Status.Conditions, netv1beta1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.ObservedGeneration >= ip.Generation {
+			return false, "", fmt.Errorf("%s is stalled: %s: %s", ref, stalled.Reason, stalled.Message)
+		}
 		if !ready {
 			return false, state, nil
 		}
@@ -161,8 +165,14 @@ func (o PeerKubeconfigOptions) Check() error {
 	if !o.Server.IsValid() || o.Server.Port() == 0 {
 		return field.Invalid("Server", o.Server, "an address and a port")
 	}
-	if o.Duration < minTokenDuration {
-		return field.Invalid("Duration", o.Duration, "at least %s", minTokenDuration)
+	return CheckTokenDuration(o.Duration)
+}
+
+// CheckTokenDuration reports a token duration the API server would refuse:
+// a *field.Error naming Duration.
+func CheckTokenDuration(d time.Duration) error {
+	if d < minTokenDuration {
+		return field.Invalid("Duration", d, "at least %s", minTokenDuration)
 	}
 	return nil
 }

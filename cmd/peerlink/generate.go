@@ -162,6 +162,10 @@ cluster's external CIDR as it is.`,
 			if err := manifests.ValidateObjectName(peer); err != nil {
 				return fmt.Errorf("--remote-cluster-id: %w", err)
 			}
+			flags := map[string]string{"Peer": "--remote-cluster-id", "Server": "--address", "Duration": "--duration"}
+			if err := peering.CheckTokenDuration(duration); err != nil {
+				return field.WithFlags(err, flags)
+			}
 			ctx := cmd.Context()
 			s, err := g.open(ctx, "local", g.local(), progress(cmd.ErrOrStderr(), timeout))
 			if err != nil {
@@ -177,7 +181,7 @@ cluster's external CIDR as it is.`,
 			}
 			kc, _, err := peering.PeerKubeconfig(ctx, s, peering.PeerKubeconfigOptions{Peer: peer, Server: server, Duration: duration})
 			if err != nil {
-				return field.WithFlags(err, map[string]string{"Peer": "--remote-cluster-id", "Server": "--address", "Duration": "--duration"})
+				return field.WithFlags(err, flags)
 			}
 			_, err = cmd.OutOrStdout().Write(kc)
 			return err

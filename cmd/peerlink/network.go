@@ -158,6 +158,11 @@ func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
 	if plan.ClientAddresses, err = manifests.ParseAddressList(o.clientAddresses...); err != nil {
 		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
+	if o.inBand {
+		if err := peering.CheckTokenDuration(o.tokenDuration); err != nil {
+			return plan, field.WithFlags(err, map[string]string{"Duration": "--in-band-token-duration"})
+		}
+	}
 	return plan, field.WithFlags(plan.Check(), map[string]string{
 		"ServerReplicas": "--gw-server-replicas", "ClientReplicas": "--gw-client-replicas", "ClientPort": "--gw-client-port"})
 }
@@ -195,7 +200,7 @@ func (o *networkOptions) writeInBand(ctx context.Context, local, remote *peering
 	}
 	kubeconfigs, err := peering.InBand(ctx, local, remote, o.g.PeerlinkNamespace, o.tokenDuration)
 	if err != nil {
-		return field.WithFlags(err, map[string]string{"Duration": "--in-band-token-duration"})
+		return err
 	}
 	for _, s := range []struct{ of, forPeer *peering.Cluster }{{local, remote}, {remote, local}} {
 		path := filepath.Join(o.inBandDir, s.of.Info.ClusterID+".kubeconfig")

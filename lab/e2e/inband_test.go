@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,28 @@ func TestInBand(t *testing.T) {
 			t.Fatalf("the kubeconfig of %s for %s: %v, want a file of mode 0600", s.of.Name, s.from.Name, err)
 		}
 		checkInBand(t, ctx, l, s.of, s.from, kubeconfig)
+	}
+
+	// An admin holding only A's kubeconfig writes the same for B, given
+	// where B sees A's API server.
+	remapped, err := netip.ParseAddr(kubectlOut(t, ctx, l, a, "get", "ips.ipam.liqo.io", "-n", "peerlink", "peerlink-api-server", "-o", "jsonpath={.status.ip}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := netip.AddrPortFrom(externalAddrView(t, ctx, l, b, a, remapped), 6443).String()
+	kc, err := l.Peerlink(ctx, "generate", "kubeconfig", "--kubeconfig", a.Kubeconfig(), "--remote-cluster-id", b.ClusterID, "--address", address, "--duration", "15m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written, err := os.ReadFile(filepath.Join(dir, a.ClusterID+".kubeconfig")); err != nil || !strings.Contains(string(written), "server: https://"+address+"\n") {
+		t.Errorf("connect --in-band wrote for %s a kubeconfig that does not name %s (%v):\n%s", b.Name, address, err, written)
+	}
+	generated := filepath.Join(dir, "generated.kubeconfig")
+	if err := os.WriteFile(generated, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := inBandKubectl(ctx, l, b, generated, "get", "configurations.networking.liqo.io", b.ClusterID); err != nil {
+		t.Errorf("%s, through the tunnel with the kubeconfig of generate kubeconfig: %v\n%s", b.Name, err, out)
 	}
 }
 
