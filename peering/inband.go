@@ -60,10 +60,12 @@ type APIServer struct {
 }
 
 // ExposeAPIServer applies the IP object that remaps the cluster's API
-// server (its first IPv4 endpoint of the Service default/kubernetes) into
-// the external CIDR of the cluster, in namespace, and waits until the
-// controller gives it an address. The IP masquerades: the API server answers
-// the gateway's node, whatever its routes.
+// server (its first IPv4 endpoint of the Service default/kubernetes: one
+// API server of several) into the external CIDR of the cluster, in
+// namespace, and waits until the controller gives it an address; an IP the
+// controller stalls (an API server on a loopback address) is an error at
+// once. The IP masquerades: the API server answers the gateway's node,
+// whatever its routes.
 func ExposeAPIServer(ctx context.Context, s *Cluster, namespace string) (APIServer, error) {
 	local, err := apiServerEndpoint(ctx, s.Client)
 	if err != nil {
@@ -86,7 +88,7 @@ func ExposeAPIServer(ctx context.Context, s *Cluster, namespace string) (APIServ
 			return false, "", fmt.Errorf("get %s: %w", ref, err)
 		}
 		ready, state := ConditionState(ip.Generation, ip.Status.CommonStatus)
-		if stalled := meta.FindStatusCondition(ip.Status.Conditions, netv1beta1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.ObservedGeneration >= ip.Generation {
+		if stalled := meta.FindStatusCondition(ip.Status.Conditions, netv1beta1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue && ip.Status.ObservedGeneration >= ip.Generation {
 			return false, "", fmt.Errorf("%s is stalled: %s: %s", ref, stalled.Reason, stalled.Message)
 		}
 		if !ready {
