@@ -58,6 +58,7 @@ func TestInBand(t *testing.T) {
 		t.Fatal(err)
 	}
 	address := netip.AddrPortFrom(externalAddrView(t, ctx, l, b, a, remapped), 6443).String()
+	t.Logf("%s remapped its API server %s:6443 to %s, which %s reaches at %s", a.Name, a.NodeIP(), remapped, b.Name, address)
 	kc, err := l.Peerlink(ctx, "generate", "kubeconfig", "--kubeconfig", a.Kubeconfig(), "--remote-cluster-id", b.ClusterID, "--address", address, "--duration", "15m")
 	if err != nil {
 		t.Fatal(err)
