@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -103,8 +106,13 @@ func TestPeering(t *testing.T) {
 		t.Error("export for a peer without a gateway succeeded")
 	}
 
-	// Disconnect keeps the Configurations; Reset removes them and the
-	// tenant namespaces. Both run twice.
+	// Disconnect keeps the Configurations, and revokes the in-band
+	// identity; Reset removes them and the tenant namespaces. Both run
+	// twice.
+	inBand := peering.PeerKubeconfigOptions{Peer: "cluster-b", Server: netip.MustParseAddrPort("10.70.0.1:6443"), Duration: time.Hour}
+	if _, _, err := peering.PeerKubeconfig(ctx, local, inBand); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := peering.Disconnect(ctx, local, remote, true); err != nil {
 			t.Fatal(err)
@@ -112,6 +120,11 @@ func TestPeering(t *testing.T) {
 	}
 	a.CheckDisconnected(t, "cluster-b")
 	b.CheckDisconnected(t, "cluster-a")
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		if err := a.Absent(ctx, nsA, peering.PeerAccessName, obj); err != nil {
+			t.Errorf("disconnect left the in-band identity: %v", err)
+		}
+	}
 
 	// Without shared keys, each side waits for the other's key to be
 	// applied some other way.
@@ -123,6 +136,10 @@ func TestPeering(t *testing.T) {
 		t.Errorf("connect without sharing keys applied one: %v", err)
 	}
 
+	// Reset deletes the tenant namespace that holds the identity too.
+	if _, _, err := peering.PeerKubeconfig(ctx, local, inBand); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := peering.Reset(ctx, local, remote, true); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,14 +19,15 @@ import (
 )
 
 // Disconnect removes, on both clusters, the gateways and PublicKeys of the
-// peering and, with wait, waits until they are gone. The Configurations
-// stay, so a later Connect keeps the same remapped ranges.
+// peering and the peer's in-band identity (PeerKubeconfig) and, with wait,
+// waits until they are gone. The Configurations stay, so a later Connect
+// keeps the same remapped ranges.
 func Disconnect(ctx context.Context, local, remote *Cluster, wait bool) error {
 	return teardown(ctx, local, remote, teardownOptions{wait: wait})
 }
 
 // Reset removes everything of the peering on both clusters: gateways,
-// PublicKeys and Configurations, then the tenant namespaces when nothing
+// PublicKeys, the in-band identity and Configurations, then the tenant namespaces when nothing
 // else is left in them; with wait, it waits until each is gone before the
 // next step.
 func Reset(ctx context.Context, local, remote *Cluster, wait bool) error {
@@ -43,9 +45,14 @@ func teardown(ctx context.Context, local, remote *Cluster, o teardownOptions) er
 	if err := checkTwo(local, remote); err != nil {
 		return err
 	}
-	kinds := []string{manifests.KindGatewayClient, manifests.KindGatewayServer, manifests.KindPublicKey}
+	kinds := networkingKinds(manifests.KindGatewayClient, manifests.KindGatewayServer, manifests.KindPublicKey)
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
 		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "gateways and public keys", kinds, o.wait); err != nil {
+			return err
+		}
+		// Without the tunnel the in-band kubeconfig reaches nothing; its
+		// tokens die with the ServiceAccount.
+		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "in-band identity", peerAccessKinds, o.wait); err != nil {
 			return err
 		}
 	}
@@ -53,7 +60,7 @@ func teardown(ctx context.Context, local, remote *Cluster, o teardownOptions) er
 		return nil
 	}
 	for _, s := range []struct{ on, peer *Cluster }{{local, remote}, {remote, local}} {
-		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", []string{manifests.KindConfiguration}, o.wait); err != nil {
+		if err := deletePeerObjects(ctx, s.on, s.peer.Info.ClusterID, "Configuration", networkingKinds(manifests.KindConfiguration), o.wait); err != nil {
 			return err
 		}
 	}
@@ -65,17 +72,34 @@ func teardown(ctx context.Context, local, remote *Cluster, o teardownOptions) er
 	return nil
 }
 
+// networkingKinds are kinds of networking.liqo.io.
+func networkingKinds(kinds ...string) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, len(kinds))
+	for i, k := range kinds {
+		out[i] = netv1beta1.GroupVersion.WithKind(k)
+	}
+	return out
+}
+
+// peerAccessKinds are the kinds of a peer's in-band identity (PeerKubeconfig).
+var peerAccessKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+	rbacv1.SchemeGroupVersion.WithKind("Role"),
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+}
+
 // deletePeerObjects deletes the objects of the given kinds labelled for peer
 // in its tenant namespace and, with wait, waits until they are gone, so
 // nothing is left Terminating.
-func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds []string, wait bool) error {
+func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds []schema.GroupVersionKind, wait bool) error {
 	ns := manifests.TenantNamespace(peer)
 	sel := client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}
 	deleteLeft := func(ctx context.Context) ([]string, error) {
 		var left []string
-		for _, kind := range kinds {
+		for _, gvk := range kinds {
+			kind := gvk.Kind
 			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(netv1beta1.GroupVersion.WithKind(kind + "List"))
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(kind + "List"))
 			if err := s.Client.List(ctx, list, client.InNamespace(ns), sel); err != nil {
 				return nil, fmt.Errorf("list %s in %s: %w", kind, ns, err)
 			}
@@ -85,7 +109,7 @@ func deletePeerObjects(ctx context.Context, s *Cluster, peer, what string, kinds
 				if obj.DeletionTimestamp != nil {
 					continue
 				}
-				obj.SetGroupVersionKind(netv1beta1.GroupVersion.WithKind(kind))
+				obj.SetGroupVersionKind(gvk)
 				if err := s.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 					return nil, fmt.Errorf("delete %s %s/%s: %w", kind, ns, obj.Name, err)
 				}

@@ -175,6 +175,10 @@ func TestBadInput(t *testing.T) {
 		{"render with both inputs", []string{"render", t.TempDir(), "-f", garbage}, "not both"},
 		{"render with unreadable cluster info", []string{"render", filepath.Join(repoRoot, "bundles", "examples", "cluster-a", "peer-cluster-b"), "--cluster-info", "/nonexistent/info.yaml"}, "--cluster-info"},
 		{"bundle add of a private key", []string{"bundle", "add", filepath.Join(repoRoot, "bundles", "examples", "cluster-a", "peer-cluster-b"), filepath.Join(repoRoot, "testdata", "bundles", "bad", "private-key-secret", "secret.yaml")}, "not Secret"},
+		{"generate kubeconfig without a peer", []string{"generate", "kubeconfig"}, "remote-cluster-id"},
+		{"generate kubeconfig bad address", []string{"generate", "kubeconfig", "--remote-cluster-id", "b", "--address", "10.70.0.1"}, "--address"},
+		{"generate kubeconfig short token", []string{"generate", "kubeconfig", "--remote-cluster-id", "b", "--duration", "1m"}, "--duration"},
+		{"connect in band short token", []string{"network", "connect", "--remote-kubeconfig", garbage, "--in-band", "--in-band-token-duration", "1m"}, "--in-band-token-duration"},
 		{"generate publickey gateway type", []string{"generate", "publickey", "--gateway-type", "middle", "--gateway-name", "b"}, "--gateway-type"},
 	}
 	for _, tt := range tests {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
+	"github.com/peerlink/peerlink/internal/field"
 	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/peering"
 )
@@ -24,7 +26,7 @@ Namespace comes first: kubectl apply -f of the output creates it on the peer.`,
 		Example: `  peerlink generate configuration > my-configuration.yaml
   peerlink generate publickey --gateway-type server --gateway-name cluster-a > my-publickey.yaml`,
 	}
-	cmd.AddCommand(newGenerateConfigurationCmd(g), newGeneratePublicKeyCmd(g))
+	cmd.AddCommand(newGenerateConfigurationCmd(g), newGeneratePublicKeyCmd(g), newGenerateKubeconfigCmd(g))
 	return cmd
 }
 
@@ -125,5 +127,70 @@ command waits for it up to --timeout, saying so on stderr.`,
 	_ = cmd.MarkFlagRequired("gateway-type")
 	_ = cmd.MarkFlagRequired("gateway-name")
 	_ = cmd.RegisterFlagCompletionFunc("gateway-type", cobra.FixedCompletions([]string{string(gatewayrole.Server), string(gatewayrole.Client)}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func newGenerateKubeconfigCmd(g *globalOptions) *cobra.Command {
+	var peer, address string
+	var duration, timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print a kubeconfig for a peer, reaching this cluster's API server through the tunnel",
+		Long: `Remap this cluster's API server into its external CIDR (the IP object
+peerlink-api-server in --peerlink-namespace, created when missing), so that
+the peer reaches it through the tunnel only, and print a kubeconfig for the
+peer: a token, valid for --duration, of the ServiceAccount peerlink-peer in
+liqo-tenant-<peer id>, which may read the peering's objects there and write
+PublicKeys, nothing else. Progress goes to stderr.
+
+The kubeconfig's server is --address, the API server as the peer reaches it:
+the remapped address under the peer's view of this cluster's external CIDR
+(the peer's Configuration of this cluster, status.remote.cidr.external). By
+default it is the remapped address itself, right when the peer keeps this
+cluster's external CIDR as it is.`,
+		Example: `  # On cluster A, for cluster B, which sees A's external CIDR as 10.73.0.0/16
+  peerlink generate kubeconfig --remote-cluster-id cluster-b --address 10.73.0.1:6443 > a-for-b.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var server netip.AddrPort
+			if address != "" {
+				var err error
+				if server, err = netip.ParseAddrPort(address); err != nil {
+					return fmt.Errorf("--address: %w", err)
+				}
+			}
+			if err := manifests.ValidateObjectName(peer); err != nil {
+				return fmt.Errorf("--remote-cluster-id: %w", err)
+			}
+			flags := map[string]string{"Peer": "--remote-cluster-id", "Server": "--address", "Duration": "--duration"}
+			if err := peering.CheckTokenDuration(duration); err != nil {
+				return field.WithFlags(err, flags)
+			}
+			ctx := cmd.Context()
+			s, err := g.open(ctx, "local", g.local(), progress(cmd.ErrOrStderr(), timeout))
+			if err != nil {
+				return err
+			}
+			exposed, err := peering.ExposeAPIServer(ctx, s, g.PeerlinkNamespace)
+			if err != nil {
+				return err
+			}
+			if !server.IsValid() {
+				server = netip.AddrPortFrom(exposed.Remapped, exposed.Local.Port())
+				s.Progress.Infof("No --address: the kubeconfig names %s, right when %s keeps this cluster's external CIDR as it is", server, peer)
+			}
+			kc, _, err := peering.PeerKubeconfig(ctx, s, peering.PeerKubeconfigOptions{Peer: peer, Server: server, Duration: duration})
+			if err != nil {
+				return field.WithFlags(err, flags)
+			}
+			_, err = cmd.OutOrStdout().Write(kc)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&peer, "remote-cluster-id", "", "cluster ID of the peer the kubeconfig is for (required)")
+	cmd.Flags().StringVar(&address, "address", "", "this cluster's API server as the peer reaches it through the tunnel, ADDRESS:PORT (default: the remapped address, on the API server's port)")
+	cmd.Flags().DurationVar(&duration, "duration", defaultTokenDuration, "how long the token is valid (the API server may shorten it)")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultTimeout, "how long to wait for the API server's remapped address")
+	_ = cmd.MarkFlagRequired("remote-cluster-id")
 	return cmd
 }

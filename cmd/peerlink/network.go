@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +32,10 @@ type networkOptions struct {
 	disableSharingKeys, skipConfirm bool
 	// wait is --wait of init, disconnect and reset.
 	wait bool
+	// inBand, inBandDir and tokenDuration are --in-band and its flags.
+	inBand        bool
+	inBandDir     string
+	tokenDuration time.Duration
 }
 
 func newNetworkCmd(g *globalOptions) *cobra.Command {
@@ -109,7 +115,15 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
   4. apply the GatewayClient on the local cluster, pointing at that endpoint
      (or at --gw-client-address/--gw-client-port), and wait for its key;
   5. hand each gateway's public key to the other cluster (unless --disable-sharing-keys);
-  6. with --wait, wait until both Connections report Connected.`,
+  6. with --wait, wait until both Connections report Connected.
+
+With --in-band (which implies --wait), each cluster's API server is then
+remapped into its external CIDR (the IP object peerlink-api-server in
+--peerlink-namespace), so that the other reaches it only through the tunnel,
+and each cluster's kubeconfig for the other is written into
+--in-band-kubeconfig-dir as <cluster id>.kubeconfig: a token of the
+ServiceAccount peerlink-peer in the peer's tenant namespace, which may read
+the peering's objects there and write PublicKeys, nothing else.`,
 		Example: `  peerlink network connect --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig \
     --server-service-type NodePort --wait`,
 		Args: cobra.NoArgs,
@@ -126,6 +140,9 @@ func newConnectCmd(o *networkOptions) *cobra.Command {
 	f.StringArrayVar(&o.clientAddresses, "gw-client-address", nil, "address the client connects to, instead of the server's published endpoint")
 	f.Int32Var(&o.plan.ClientPort, "gw-client-port", 0, "port the client connects to, instead of the server's published endpoint")
 	f.BoolVar(&o.disableSharingKeys, "disable-sharing-keys", false, "do not hand the public keys over (they are exchanged another way)")
+	f.BoolVar(&o.inBand, "in-band", false, "make each API server reachable by the other cluster through the tunnel, and write each cluster's kubeconfig for the other (implies --wait)")
+	f.StringVar(&o.inBandDir, "in-band-kubeconfig-dir", ".", "with --in-band, where to write the kubeconfigs, <cluster id>.kubeconfig")
+	f.DurationVar(&o.tokenDuration, "in-band-token-duration", defaultTokenDuration, "with --in-band, how long the kubeconfigs' tokens are valid (the API server may shorten it)")
 	return cmd
 }
 
@@ -141,6 +158,11 @@ func (o *networkOptions) connectPlan() (peering.ConnectOptions, error) {
 	if plan.ClientAddresses, err = manifests.ParseAddressList(o.clientAddresses...); err != nil {
 		return plan, fmt.Errorf("--gw-client-address: %w", err)
 	}
+	if o.inBand {
+		if err := peering.CheckTokenDuration(o.tokenDuration); err != nil {
+			return plan, field.WithFlags(err, map[string]string{"Duration": "--in-band-token-duration"})
+		}
+	}
 	return plan, field.WithFlags(plan.Check(), map[string]string{
 		"ServerReplicas": "--gw-server-replicas", "ClientReplicas": "--gw-client-replicas", "ClientPort": "--gw-client-port"})
 }
@@ -154,8 +176,14 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.inBand {
+		plan.Wait = true
+	}
 	if err := peering.Connect(ctx, local, remote, plan); err != nil {
 		return err
+	}
+	if o.inBand {
+		return o.writeInBand(ctx, local, remote)
 	}
 	if !plan.Wait {
 		id := remote.Info.ClusterID
@@ -164,12 +192,34 @@ func (o *networkOptions) connect(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// writeInBand exposes both API servers through the tunnel and writes each
+// cluster's kubeconfig for the other into --in-band-kubeconfig-dir.
+func (o *networkOptions) writeInBand(ctx context.Context, local, remote *peering.Cluster) error {
+	if err := os.MkdirAll(o.inBandDir, 0o700); err != nil {
+		return fmt.Errorf("--in-band-kubeconfig-dir: %w", err)
+	}
+	kubeconfigs, err := peering.InBand(ctx, local, remote, o.g.PeerlinkNamespace, o.tokenDuration)
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct{ of, forPeer *peering.Cluster }{{local, remote}, {remote, local}} {
+		path := filepath.Join(o.inBandDir, s.of.Info.ClusterID+".kubeconfig")
+		if err := os.WriteFile(path, kubeconfigs[s.of.Info.ClusterID], 0o600); err != nil {
+			return fmt.Errorf("--in-band-kubeconfig-dir: %w", err)
+		}
+		s.of.Progress.Infof("Kubeconfig of %s for %s written to %s: hand it to %s's admin", s.of.Info.ClusterID, s.forPeer.Info.ClusterID, path, s.forPeer.Info.ClusterID)
+	}
+	return nil
+}
+
 func newDisconnectCmd(o *networkOptions) *cobra.Command {
 	return newTeardownCmd(o, false, "disconnect",
 		"Remove the gateways and public keys of a peering, keeping the Configurations",
 		`Remove, on both clusters, the gateways (GatewayServer, GatewayClient) and the
-PublicKeys of the peering, and wait until they are gone. The Configurations
-stay, so a later connect keeps the same remapped ranges.`)
+PublicKeys of the peering, and the peer's in-band identity (the ServiceAccount,
+Role and RoleBinding peerlink-peer of connect --in-band), and wait until they
+are gone. The Configurations stay, so a later connect keeps the same remapped
+ranges.`)
 }
 
 func newResetCmd(o *networkOptions) *cobra.Command {

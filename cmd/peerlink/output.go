@@ -17,6 +17,9 @@ import (
 // defaultTimeout bounds each wait of the commands that wait.
 const defaultTimeout = 120 * time.Second
 
+// defaultTokenDuration is how long a peer's in-band kubeconfig is valid.
+const defaultTokenDuration = 24 * time.Hour
+
 // progress reports the steps of a command on out; each wait lasts timeout,
 // which its error calls --timeout.
 func progress(out io.Writer, timeout time.Duration) peering.Progress {

@@ -71,3 +71,24 @@ func (c *Configuration) RemappedRanges() ([]RemoteRange, error) {
 	}
 	return out, nil
 }
+
+// RemappedAddr is the address under which this cluster reaches addr, an
+// address of one of the peer's declared ranges: the same host bits in the
+// range the controller allocated for it. It is an error while that range
+// is not allocated, or when no declared range holds addr.
+func (c *Configuration) RemappedAddr(addr netip.Addr) (netip.Addr, error) {
+	ranges, err := c.RemoteRanges()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, r := range ranges {
+		if !r.Real.Contains(addr) {
+			continue
+		}
+		if !r.Remapped.IsValid() {
+			return netip.Addr{}, fmt.Errorf("Configuration %s/%s: status.remote.cidr.%s[%d] not allocated yet for %s", c.Namespace, c.Name, r.Field, r.Index, r.Real)
+		}
+		return cidr.Translate(addr, r.Real, r.Remapped)
+	}
+	return netip.Addr{}, fmt.Errorf("Configuration %s/%s: %s is in none of the ranges of spec.remote.cidr", c.Namespace, c.Name, addr)
+}

@@ -50,3 +50,22 @@ func TestRemoteRanges(t *testing.T) {
 		}
 	}
 }
+
+func TestRemappedAddr(t *testing.T) {
+	c := &Configuration{}
+	c.Name, c.Namespace = "a", "liqo-tenant-a"
+	c.Spec.Remote.CIDR = ClusterConfigCIDR{Pod: []CIDR{"10.244.0.0/24"}, External: []CIDR{"10.70.0.0/16"}}
+	a := netip.MustParseAddr
+	if _, err := c.RemappedAddr(a("10.70.0.1")); err == nil || !strings.Contains(err.Error(), "status.remote.cidr.external[0] not allocated yet") {
+		t.Errorf("before allocation: error %v, want one naming status.remote.cidr.external[0]", err)
+	}
+	c.Status.Remote = &ClusterConfig{CIDR: ClusterConfigCIDR{Pod: []CIDR{"10.71.0.0/24"}, External: []CIDR{"10.73.0.0/16"}}}
+	for in, want := range map[string]string{"10.70.0.1": "10.73.0.1", "10.70.2.9": "10.73.2.9", "10.244.0.7": "10.71.0.7"} {
+		if got, err := c.RemappedAddr(a(in)); err != nil || got != a(want) {
+			t.Errorf("RemappedAddr(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := c.RemappedAddr(a("192.168.1.1")); err == nil || !strings.Contains(err.Error(), "in none of the ranges of spec.remote.cidr") {
+		t.Errorf("outside: error %v, want one saying it is in none of the ranges", err)
+	}
+}
