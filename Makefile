@@ -23,7 +23,8 @@ HELM          := $(CURDIR)/bin/helm/current/helm
 # without descriptions so `kubectl apply` (client-side) stays under the
 # annotation size limit.
 LARGE_CRDS    := networking.liqo.io_wggatewayservers.yaml networking.liqo.io_wggatewayclients.yaml
-FUZZTIME      ?= 30s
+# Each fuzz target's run in `make test` (twelve targets; longer runs: FUZZTIME=5m make fuzz).
+FUZZTIME      ?= 15s
 # The lab's end-to-end tests time outages on real clusters: `make test` runs
 # them after the other packages, alone, so that no other test binary takes
 # the CPU their kubelets, kube-proxies and gateways need.
