@@ -275,17 +275,7 @@ func TestPathMTU(t *testing.T) {
 
 	waitFor := func(what string, ok func(Report) bool) {
 		t.Helper()
-		deadline := time.After(5 * time.Second)
-		for {
-			select {
-			case r := <-reports:
-				if ok(r) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no report with %s", what)
-			}
-		}
+		waitReport(t, reports, what, ok)
 	}
 	waitFor("path MTU 1232 of 1340", func(r Report) bool { return r.PathMTU == 1232 && r.MTU == 1340 })
 	narrow.limit.Store(1500)
@@ -462,17 +452,7 @@ func TestMTUAnnouncement(t *testing.T) {
 	go func() { _ = b.Run(ctx, func(r Report) { bReports <- r }) }()
 	waitFor := func(reports chan Report, what string, ok func(Report) bool) {
 		t.Helper()
-		deadline := time.After(5 * time.Second)
-		for {
-			select {
-			case r := <-reports:
-				if ok(r) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no report with %s", what)
-			}
-		}
+		waitReport(t, reports, what, ok)
 	}
 	waitFor(bReports, "the peer's MTU 1400 beside its own 1340", func(r Report) bool { return r.PeerMTU == 1400 && r.AnnouncedMTU == 1340 })
 	waitFor(aReports, "the peer's MTU 1340 beside its own 1400", func(r Report) bool { return r.PeerMTU == 1340 && r.AnnouncedMTU == 1400 })
@@ -521,4 +501,20 @@ func TestMTUAnnouncement(t *testing.T) {
 	}
 	aView.Store(&tooMany)
 	waitFor(bReports, "the peer's view unknown once it stopped announcing", func(r Report) bool { return r.PeerView == nil && r.State == Connected })
+}
+
+// waitReport waits up to 5 s for a report of reports that ok accepts.
+func waitReport(t *testing.T, reports chan Report, what string, ok func(Report) bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case r := <-reports:
+			if ok(r) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no report with %s", what)
+		}
+	}
 }
