@@ -86,22 +86,26 @@ func TestPeerKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := map[string]func() error{
-		"list Configurations": func() error {
+	// In order: the PublicKey is created before it is applied again.
+	allowed := []struct {
+		what string
+		do   func() error
+	}{
+		{"list Configurations", func() error {
 			return peer.List(ctx, &netv1beta1.ConfigurationList{}, client.InNamespace(tenant))
-		},
-		"get its Configuration":   func() error { return peer.Get(ctx, client.ObjectKeyFromObject(conf), &netv1beta1.Configuration{}) },
-		"list GatewayServers":     func() error { return peer.List(ctx, &netv1beta1.GatewayServerList{}, client.InNamespace(tenant)) },
-		"list GatewayClients":     func() error { return peer.List(ctx, &netv1beta1.GatewayClientList{}, client.InNamespace(tenant)) },
-		"list Connections":        func() error { return peer.List(ctx, &netv1beta1.ConnectionList{}, client.InNamespace(tenant)) },
-		"create its PublicKey":    func() error { return peer.Create(ctx, pk.DeepCopy()) },
-		"apply its PublicKey":     func() error { return peering.Apply(ctx, peer, pk) },
-		"list PublicKeys":         func() error { return peer.List(ctx, &netv1beta1.PublicKeyList{}, client.InNamespace(tenant)) },
-		"watch its Configuration": func() error { return watchOnce(ctx, peer, tenant) },
+		}},
+		{"get its Configuration", func() error { return peer.Get(ctx, client.ObjectKeyFromObject(conf), &netv1beta1.Configuration{}) }},
+		{"list GatewayServers", func() error { return peer.List(ctx, &netv1beta1.GatewayServerList{}, client.InNamespace(tenant)) }},
+		{"list GatewayClients", func() error { return peer.List(ctx, &netv1beta1.GatewayClientList{}, client.InNamespace(tenant)) }},
+		{"list Connections", func() error { return peer.List(ctx, &netv1beta1.ConnectionList{}, client.InNamespace(tenant)) }},
+		{"create its PublicKey", func() error { return peer.Create(ctx, pk.DeepCopy()) }},
+		{"apply its PublicKey", func() error { return peering.Apply(ctx, peer, pk) }},
+		{"list PublicKeys", func() error { return peer.List(ctx, &netv1beta1.PublicKeyList{}, client.InNamespace(tenant)) }},
+		{"watch its Configuration", func() error { return watchOnce(ctx, peer, tenant) }},
 	}
-	for what, do := range allowed {
-		if err := do(); err != nil {
-			t.Errorf("the peer may %s: %v", what, err)
+	for _, step := range allowed {
+		if err := step.do(); err != nil {
+			t.Errorf("the peer may %s: %v", step.what, err)
 		}
 	}
 	other := templates.InstallNamespace
