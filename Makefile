@@ -107,7 +107,7 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	hack/timed.sh "build Helm" hack/components.sh helm
 	hack/timed.sh "go test, all but lab/e2e" $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
 	hack/timed.sh "build the lab's components" hack/components.sh $(LAB_COMPONENTS)
-	hack/timed.sh "go test lab/e2e" $(GO) test -count=1 -timeout 45m $(E2E_PKG)
+	hack/timed.sh "go test lab/e2e" $(GO) test -count=1 -timeout 60m $(E2E_PKG)
 	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
 	@hack/timed.sh --table
 

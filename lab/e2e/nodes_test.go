@@ -25,95 +25,86 @@ import (
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
 
-// TestNodesReachRemotePods peers two clusters of two nodes each, whose nodes
-// filter reverse paths strictly, for each pod network, and checks what the
-// nodes themselves send: from the host network of every node of each
-// cluster, and from a host-network pod on every node, a request reaches a
-// pod on each node of the other cluster, which sees the caller as the
-// caller's unknown-source address in its own cluster's view. Then a pod and
-// every node of the first cluster call the echo Service the second one
-// exports, by its clusterset IP, and are answered by its pods.
-func TestNodesReachRemotePods(t *testing.T) {
-	start := time.Now()
-	for _, cni := range []cluster.CNI{cluster.Bridge, cluster.Flannel} {
-		t.Run(string(cni), func(t *testing.T) {
-			began := time.Now()
-			ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{Names: []string{"nd-a", "nd-b"}, Nodes: 2, CNI: cni})
-			a, b := l.Clusters[0], l.Clusters[1]
-			for _, n := range l.Clusters {
-				for _, node := range n.Nodes() {
-					ns := nodeNS(t, node)
-					if got := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.all.rp_filter"); strings.TrimSpace(got) != "1" {
-						t.Fatalf("node %s: net.ipv4.conf.all.rp_filter = %s, want 1 (strict)", node.Name(), got)
-					}
-				}
+// checkNodesReach checks what the nodes of two peered clusters send, on
+// nodes that filter reverse paths strictly: from the host network of every
+// node of each cluster, and from a host-network pod on every node, a
+// request reaches each of the peer's placed pods (placedPods), which sees
+// the caller as the caller's unknown-source address in its own cluster's
+// view. Then a pod and every node of the first cluster call the echo
+// Service the second one exports, by its clusterset IP, and are answered by
+// its pods.
+func checkNodesReach(t *testing.T, ctx context.Context, l *labctl.Lab, placed map[*cluster.Cluster][]corev1.Pod) {
+	t.Helper()
+	a, b := l.Clusters[0], l.Clusters[1]
+	for _, n := range l.Clusters {
+		for _, node := range n.Nodes() {
+			ns := nodeNS(t, node)
+			if got := ns.MustRun(t, "sysctl", "-n", "net.ipv4.conf.all.rp_filter"); strings.TrimSpace(got) != "1" {
+				t.Fatalf("node %s: net.ipv4.conf.all.rp_filter = %s, want 1 (strict)", node.Name(), got)
 			}
-			placed := map[*cluster.Cluster][]corev1.Pod{a: placedPods(t, ctx, l, a), b: placedPods(t, ctx, l, b)}
-			for _, pair := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
-				src, dst := pair[0], pair[1]
-				seenAs := unknownSourceView(t, ctx, l, dst, src)
-				hostPods := startHostPods(t, ctx, l, src)
-				for _, to := range placed[dst] {
-					ip, err := l.RemappedIP(ctx, src, dst, to.Status.PodIP)
-					if err != nil {
-						t.Fatal(err)
-					}
-					url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
-					for _, node := range src.Nodes() {
-						from := fmt.Sprintf("%s node %s", src.Name, node.Name())
-						ns := nodeNS(t, node)
-						checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
-							return hostGet(ctx, ns, url)
-						})
-					}
-					for _, pod := range hostPods {
-						from := fmt.Sprintf("%s host-network pod %s on %s", src.Name, pod.Name, pod.Spec.NodeName)
-						checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
-							return podGet(ctx, l, src, pod.Name, url)
-						})
-					}
-				}
-			}
-
-			// B exports its echo Service; A calls it by its clusterset IP
-			// from a pod and from every node.
-			ns := labctl.EchoNamespace
-			kubectlOut(t, ctx, l, a, "label", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
-			export(t, ctx, l, b, ns, labctl.EchoDeployment)
-			var ip string
-			eventually(t, ctx, a.Name+" imports the echo Service of "+b.Name, func() error {
-				ip = kubectlOut(t, ctx, l, a, "get", "serviceimports", "-n", ns, labctl.EchoDeployment, "--ignore-not-found", "-o", "jsonpath={.spec.ips[0]}")
-				if ip == "" {
-					return fmt.Errorf("no clusterset IP yet")
-				}
-				return nil
-			})
-			url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
-			var behind []string
-			for _, p := range echoPods(t, ctx, l, b) {
-				behind = append(behind, p.Name)
-			}
-			pod := placed[a][1]
-			wantPod, err := l.RemappedIP(ctx, b, a, pod.Status.PodIP)
+		}
+	}
+	for _, pair := range [][2]*cluster.Cluster{{a, b}, {b, a}} {
+		src, dst := pair[0], pair[1]
+		seenAs := unknownSourceView(t, ctx, l, dst, src)
+		hostPods := startHostPods(t, ctx, l, src)
+		for _, to := range placed[dst] {
+			ip, err := l.RemappedIP(ctx, src, dst, to.Status.PodIP)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkNodeGet(t, ctx, fmt.Sprintf("%s pod %s to clusterset IP", a.Name, pod.Name), wantPod, behind, func() (echoapi.Reply, error) {
-				got, err := l.EchoGet(ctx, a, pod.Name, url)
-				return got.Reply, err
-			})
-			seenAs := unknownSourceView(t, ctx, l, b, a)
-			for _, node := range a.Nodes() {
-				from := fmt.Sprintf("%s node %s to clusterset IP", a.Name, node.Name())
+			url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
+			for _, node := range src.Nodes() {
+				from := fmt.Sprintf("%s node %s", src.Name, node.Name())
 				ns := nodeNS(t, node)
-				checkNodeGet(t, ctx, from, seenAs, behind, func() (echoapi.Reply, error) {
+				checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
 					return hostGet(ctx, ns, url)
 				})
 			}
-			t.Logf("%s: lab up, peered and checked in %.1fs", cni, time.Since(began).Seconds())
+			for _, pod := range hostPods {
+				from := fmt.Sprintf("%s host-network pod %s on %s", src.Name, pod.Name, pod.Spec.NodeName)
+				checkNodeGet(t, ctx, from, seenAs, []string{to.Name}, func() (echoapi.Reply, error) {
+					return podGet(ctx, l, src, pod.Name, url)
+				})
+			}
+		}
+	}
+
+	// B exports its echo Service; A calls it by its clusterset IP from a
+	// pod and from every node.
+	ns := labctl.EchoNamespace
+	kubectlOut(t, ctx, l, a, "label", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
+	export(t, ctx, l, b, ns, labctl.EchoDeployment)
+	var ip string
+	eventually(t, ctx, a.Name+" imports the echo Service of "+b.Name, func() error {
+		ip = kubectlOut(t, ctx, l, a, "get", "serviceimports", "-n", ns, labctl.EchoDeployment, "--ignore-not-found", "-o", "jsonpath={.spec.ips[0]}")
+		if ip == "" {
+			return fmt.Errorf("no clusterset IP yet")
+		}
+		return nil
+	})
+	url := fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort)
+	var behind []string
+	for _, p := range echoPods(t, ctx, l, b) {
+		behind = append(behind, p.Name)
+	}
+	pod := placed[a][1]
+	wantPod, err := l.RemappedIP(ctx, b, a, pod.Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNodeGet(t, ctx, fmt.Sprintf("%s pod %s to clusterset IP", a.Name, pod.Name), wantPod, behind, func() (echoapi.Reply, error) {
+		got, err := l.EchoGet(ctx, a, pod.Name, url)
+		return got.Reply, err
+	})
+	seenAs := unknownSourceView(t, ctx, l, b, a)
+	for _, node := range a.Nodes() {
+		from := fmt.Sprintf("%s node %s to clusterset IP", a.Name, node.Name())
+		ns := nodeNS(t, node)
+		checkNodeGet(t, ctx, from, seenAs, behind, func() (echoapi.Reply, error) {
+			return hostGet(ctx, ns, url)
 		})
 	}
-	t.Logf("TestNodesReachRemotePods took %.1fs", time.Since(start).Seconds())
 }
 
 // checkNodeGet retries get until a pod named in answerers answers it, and

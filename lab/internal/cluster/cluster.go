@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	"github.com/peerlink/peerlink/internal/choice"
@@ -57,6 +58,38 @@ func ParseCNI(s string) (CNI, error) {
 	return choice.Parse("CNI", s, Bridge, Flannel)
 }
 
+// ProxyMode is how kube-proxy programs Services on every node.
+type ProxyMode string
+
+// kube-proxy's modes.
+const (
+	// IPTables is kube-proxy's iptables mode, its default.
+	IPTables ProxyMode = "iptables"
+	// NFTables is kube-proxy's nftables mode: its own nftables tables,
+	// no iptables rules.
+	NFTables ProxyMode = "nftables"
+	// IPVS is kube-proxy's IPVS mode: the kernel's virtual servers, with
+	// iptables and ipsets around them.
+	IPVS ProxyMode = "ipvs"
+)
+
+// ParseProxyMode accepts the names of kube-proxy's modes.
+func ParseProxyMode(s string) (ProxyMode, error) {
+	return choice.Parse("kube-proxy mode", s, IPTables, NFTables, IPVS)
+}
+
+// CheckKernel tells whether this machine's kernel runs kube-proxy in mode
+// m: IPVS needs the kernel's ip_vs, which shows /proc/net/ip_vs once loaded.
+func (m ProxyMode) CheckKernel() error {
+	if m != IPVS {
+		return nil
+	}
+	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
+		return fmt.Errorf("kube-proxy mode %s: this kernel has no IPVS (no /proc/net/ip_vs): load the ip_vs modules, or use %s or %s", m, IPTables, NFTables)
+	}
+	return nil
+}
+
 // Cluster is one Kubernetes cluster of the lab: its control plane runs on
 // its first node, and every node is a network namespace of its own on the
 // cluster's node network, a bridge on the host.
@@ -79,6 +112,8 @@ type Cluster struct {
 	ServiceCIDR netip.Prefix
 	// CNI is the pod network.
 	CNI CNI
+	// ProxyMode is kube-proxy's mode on every node; empty means iptables.
+	ProxyMode ProxyMode
 	// Dir holds everything of this cluster: certificates, data, logs, pid
 	// files, kubeconfigs.
 	Dir string

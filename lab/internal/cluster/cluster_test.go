@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,30 @@ func TestNodes(t *testing.T) {
 	}
 	if _, err := ParseCNI("calico"); err == nil {
 		t.Error("ParseCNI accepted calico")
+	}
+}
+
+// TestProxyMode parses kube-proxy's modes and refuses IPVS on a kernel
+// without it, saying what is missing.
+func TestProxyMode(t *testing.T) {
+	for _, s := range []string{"iptables", "nftables", "ipvs"} {
+		m, err := ParseProxyMode(s)
+		if err != nil || string(m) != s {
+			t.Errorf("ParseProxyMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseProxyMode("userspace"); err == nil || !strings.Contains(err.Error(), "nftables") {
+		t.Errorf("ParseProxyMode(userspace) = %v, want an error listing the modes", err)
+	}
+	for _, m := range []ProxyMode{IPTables, NFTables} {
+		if err := m.CheckKernel(); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+	_, statErr := os.Stat("/proc/net/ip_vs")
+	err := IPVS.CheckKernel()
+	if (statErr == nil) != (err == nil) || (err != nil && !strings.Contains(err.Error(), "/proc/net/ip_vs")) {
+		t.Errorf("IPVS.CheckKernel() = %v with /proc/net/ip_vs: %v", err, statErr)
 	}
 }
 

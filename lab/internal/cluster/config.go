@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,7 +189,7 @@ func (n *Node) kubeProxyConfig() ([]byte, error) {
 		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 		"kind":               "KubeProxyConfiguration",
 		"clientConnection":   map[string]string{"kubeconfig": n.Cluster.componentKubeconfig("kube-proxy")},
-		"mode":               "iptables",
+		"mode":               cmp.Or(n.Cluster.ProxyMode, IPTables),
 		"clusterCIDR":        n.Cluster.PodCIDR.String(),
 		"hostnameOverride":   n.Name(),
 		"bindAddress":        n.IP().String(),

@@ -119,8 +119,8 @@ func (l *Lab) printTopology(p *Progress) {
 		for _, n := range c.Nodes() {
 			nodes = append(nodes, fmt.Sprintf("%s %s", n.Name(), n.IP()))
 		}
-		p.Logf("%s: CNI %s, pods %s, services %s, node network %s; nodes %s",
-			c.Name, c.CNI, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
+		p.Logf("%s: CNI %s, kube-proxy in %s mode, pods %s, services %s, node network %s; nodes %s",
+			c.Name, c.CNI, c.ProxyMode, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
 	}
 }
 

@@ -53,6 +53,8 @@ type Options struct {
 	Nodes int
 	// CNI is every cluster's pod network; empty means the bridge.
 	CNI cluster.CNI
+	// ProxyMode is kube-proxy's mode on every node; empty means iptables.
+	ProxyMode cluster.ProxyMode
 	// PodCIDRs are the clusters' pod ranges: one for every cluster, or one
 	// per cluster; none means cluster.DefaultPodCIDR.
 	PodCIDRs []netip.Prefix
@@ -258,6 +260,7 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 			PodCIDR:     pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
 			ServiceCIDR: pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
 			CNI:         cmp.Or(o.CNI, cluster.Bridge),
+			ProxyMode:   cmp.Or(o.ProxyMode, cluster.IPTables),
 			Registry:    l.State.Registry,
 			Mirrored:    images.Mirrored(),
 			Logf:        p.Logf,
@@ -320,6 +323,9 @@ func (o *Options) validate() error {
 	}
 	if o.Nodes < 0 || o.Nodes > cluster.MaxNodes {
 		return fmt.Errorf("--nodes %d: must lie in 1..%d", o.Nodes, cluster.MaxNodes)
+	}
+	if err := o.ProxyMode.CheckKernel(); err != nil {
+		return fmt.Errorf("--kube-proxy-mode: %w", err)
 	}
 	for _, l := range []struct {
 		flag string
@@ -466,8 +472,8 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
-		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  kube-proxy %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.ProxyMode, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
 		for _, node := range n.Nodes() {
 			ready := "not Ready"
 			if ok, why := node.Ready(ctx); ok {
