@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -114,7 +116,17 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 		if err != nil {
 			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given: %w", err))
 		}
-		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, src
+		// peerlink routes the IPv4 family: a dual-stack cluster peers its
+		// IPv4 pods, an IPv6-only one must say which IPv4 range it has.
+		v4 := slices.DeleteFunc(slices.Clone(ps), func(p netip.Prefix) bool { return !p.Addr().Is4() })
+		switch other := slices.DeleteFunc(ps, func(p netip.Prefix) bool { return p.Addr().Is4() }); {
+		case len(other) > 0 && len(v4) == 0:
+			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given, and the detected ones (%s, from %s) are all IPv6: peerlink peers IPv4 ranges; give the cluster's IPv4 pod ranges, if it has any: %w",
+				rangepolicy.Format(other), src, clusterinfo.ErrNotDetected))
+		case len(other) > 0:
+			log.FromContext(ctx).Info("IPv6 pod ranges detected, not peered: peerlink peers the IPv4 family", "ipv6", rangepolicy.Format(other), "peered", rangepolicy.Format(v4))
+		}
+		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = v4, src
 	}
 	return errors.Join(errs...)
 }
