@@ -166,7 +166,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	if err := l.applyAddon(ctx, c, addons.CoreDNS, params); err != nil {
 		return err
 	}
-	if _, err := l.Kubectl(ctx, c, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=3m"); err != nil {
+	if err := l.waitRollout(ctx, c, "kube-system", "deployment/coredns"); err != nil {
 		return err
 	}
 	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, c.DNSIP())
@@ -195,10 +195,12 @@ func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
 	if err := l.applyManifest(ctx, c, "flux", data); err != nil {
 		return err
 	}
-	for _, name := range fluxControllers {
-		if _, err := l.Kubectl(ctx, c, "-n", addons.FluxNamespace, "rollout", "status", "deployment/"+name, "--timeout=3m"); err != nil {
-			return err
-		}
+	deployments := make([]string, len(fluxControllers))
+	for i, name := range fluxControllers {
+		deployments[i] = "deployment/" + name
+	}
+	if err := l.waitRollout(ctx, c, addons.FluxNamespace, deployments...); err != nil {
+		return err
 	}
 	l.progress.Logf("%s: Flux %s running in %s", c.Name, strings.Join(fluxControllers, " and "), addons.FluxNamespace)
 	return nil
@@ -220,10 +222,8 @@ func (l *Lab) installMetalLB(ctx context.Context, c *cluster.Cluster) error {
 	if err := l.applyManifest(ctx, c, "metallb", data); err != nil {
 		return err
 	}
-	for _, w := range []string{"deployment/controller", "daemonset/speaker"} {
-		if _, err := l.Kubectl(ctx, c, "-n", addons.MetalLBNamespace, "rollout", "status", w, "--timeout=3m"); err != nil {
-			return err
-		}
+	if err := l.waitRollout(ctx, c, addons.MetalLBNamespace, "deployment/controller", "daemonset/speaker"); err != nil {
+		return err
 	}
 	first, last := c.LoadBalancerRange()
 	pool, err := addons.MetalLBPool(first, last)
