@@ -19,13 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler/services"
+	"github.com/peerlink/peerlink/testkit/ctrltest"
 )
 
 // importFromB opts namespace demo in to imports and declares peer b, whose
@@ -48,14 +48,7 @@ func (e *confEnv) importFromB(t *testing.T) {
 // waitFor polls check until it passes within confWaitTimeout.
 func waitFor(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	ctrltest.Eventually(t, confWaitTimeout, what, check)
 }
 
 // peerWeb is the demo/web service as peer b exports it, exported before
