@@ -40,21 +40,39 @@ func decodeAll(t *testing.T, what string, data []byte) []unstructured.Unstructur
 	}
 }
 
-// TestFlux builds the Flux controllers' install manifests from the modules
-// the repository pins: every object lands in flux-system, and each
-// controller's image is the lab registry's.
-func TestFlux(t *testing.T) {
+// findPinned skips t under -short, as it downloads what; otherwise it
+// returns what find reads of the modules the repository pins.
+func findPinned[T any](t *testing.T, what string, find func(ctx context.Context, repo string) (T, error)) T {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("downloads the Flux modules: skipped under -short")
+		t.Skip("downloads " + what + ": skipped under -short")
 	}
 	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := FindFluxControllers(context.Background(), repo)
+	found, err := find(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return found
+}
+
+// checkKinds fails t for each kind of want missing from kinds.
+func checkKinds(t *testing.T, kinds []string, want ...string) {
+	t.Helper()
+	for _, k := range want {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("no %s among %v", k, kinds)
+		}
+	}
+}
+
+// TestFlux builds the Flux controllers' install manifests from the modules
+// the repository pins: every object lands in flux-system, and each
+// controller's image is the lab registry's.
+func TestFlux(t *testing.T) {
+	c := findPinned(t, "the Flux modules", FindFluxControllers)
 	out, err := Flux(c, "172.30.1.1:5000")
 	if err != nil {
 		t.Fatal(err)
@@ -85,11 +103,7 @@ func TestFlux(t *testing.T) {
 	if want := []string{"172.30.1.1:5000/lab/kustomize-controller:latest", "172.30.1.1:5000/lab/source-controller:latest"}; !slices.Equal(images, want) {
 		t.Errorf("images %q, want %q", images, want)
 	}
-	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service"} {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("no %s among %v", k, kinds)
-		}
-	}
+	checkKinds(t, kinds, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service")
 	if _, err := Flux(FluxControllers{SourceController: c.SourceController}, "r:5000"); err == nil {
 		t.Error("Flux without kustomize-controller's module built")
 	}
@@ -128,17 +142,7 @@ func TestRender(t *testing.T) {
 // repository pins: everything lands in metallb-system, the images are the
 // lab registry's, and the speaker runs on the node's network.
 func TestMetalLB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("downloads the MetalLB module: skipped under -short")
-	}
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	module, err := FindMetalLB(context.Background(), repo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := findPinned(t, "the MetalLB module", FindMetalLB)
 	out, err := MetalLB(module, "172.30.1.1:5000")
 	if err != nil {
 		t.Fatal(err)
@@ -169,11 +173,7 @@ func TestMetalLB(t *testing.T) {
 	if !hostNetwork {
 		t.Error("the speaker does not run on the node's network")
 	}
-	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service"} {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("no %s among %v", k, kinds)
-		}
-	}
+	checkKinds(t, kinds, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service")
 	if _, err := MetalLB("", "r:5000"); err == nil {
 		t.Error("MetalLB without its module built")
 	}
