@@ -259,6 +259,20 @@ func (k objectKind[T]) named(ns, name string) T {
 	return obj
 }
 
+// defaultTemplate is a fresh copy of the i-th default template (0 the
+// server's, 1 the client's), as ns/name.
+func defaultTemplate(t *testing.T, i int, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := defaults[i]
+	tmpl.SetNamespace(ns)
+	tmpl.SetName(name)
+	return tmpl
+}
+
 // eventually polls cond until it returns nil, failing t with its last error
 // after waitTimeout.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
