@@ -58,9 +58,17 @@ func findPinned[T any](t *testing.T, what string, find func(ctx context.Context,
 	return found
 }
 
-// checkKinds fails t for each kind of want missing from kinds.
-func checkKinds(t *testing.T, kinds []string, want ...string) {
+// checkObjects fails t for each namespaced object of objs outside ns, and
+// for each kind of want that no object has.
+func checkObjects(t *testing.T, objs []unstructured.Unstructured, ns string, want ...string) {
 	t.Helper()
+	var kinds []string
+	for _, obj := range objs {
+		kinds = append(kinds, obj.GetKind())
+		if got := obj.GetNamespace(); got != "" && got != ns {
+			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), got, ns)
+		}
+	}
 	for _, k := range want {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("no %s among %v", k, kinds)
@@ -77,13 +85,11 @@ func TestFlux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds, images []string
+	objs := decodeAll(t, "flux", out)
+	checkObjects(t, objs, FluxNamespace, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service")
+	var images []string
 	cancels := false
-	for _, obj := range decodeAll(t, "flux", out) {
-		kinds = append(kinds, obj.GetKind())
-		if ns := obj.GetNamespace(); ns != "" && ns != FluxNamespace {
-			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, FluxNamespace)
-		}
+	for _, obj := range objs {
 		if obj.GetKind() == "Deployment" {
 			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 			for _, ctr := range containers {
@@ -103,7 +109,6 @@ func TestFlux(t *testing.T) {
 	if want := []string{"172.30.1.1:5000/lab/kustomize-controller:latest", "172.30.1.1:5000/lab/source-controller:latest"}; !slices.Equal(images, want) {
 		t.Errorf("images %q, want %q", images, want)
 	}
-	checkKinds(t, kinds, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service")
 	if _, err := Flux(FluxControllers{SourceController: c.SourceController}, "r:5000"); err == nil {
 		t.Error("Flux without kustomize-controller's module built")
 	}
@@ -147,13 +152,11 @@ func TestMetalLB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds, images []string
+	objs := decodeAll(t, "metallb", out)
+	checkObjects(t, objs, MetalLBNamespace, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service")
+	var images []string
 	hostNetwork := false
-	for _, obj := range decodeAll(t, "metallb", out) {
-		kinds = append(kinds, obj.GetKind())
-		if ns := obj.GetNamespace(); ns != "" && ns != MetalLBNamespace {
-			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, MetalLBNamespace)
-		}
+	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "Deployment", "DaemonSet":
 			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
@@ -173,7 +176,6 @@ func TestMetalLB(t *testing.T) {
 	if !hostNetwork {
 		t.Error("the speaker does not run on the node's network")
 	}
-	checkKinds(t, kinds, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service")
 	if _, err := MetalLB("", "r:5000"); err == nil {
 		t.Error("MetalLB without its module built")
 	}
