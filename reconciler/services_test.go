@@ -115,6 +115,19 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	return out, nil
 }
 
+// checkImported returns an error unless the imported endpoints of demo/web
+// from cluster are want, as importedEndpoints writes them.
+func checkImported(ctx context.Context, c client.Client, cluster string, want ...string) error {
+	got, err := importedEndpoints(ctx, c, cluster)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("endpoints from %s %v, want %v", cluster, got, want)
+	}
+	return nil
+}
+
 // importedSlices lists the imported EndpointSlices of demo/web from
 // cluster.
 func importedSlices(ctx context.Context, c client.Client, cluster string) ([]discoveryv1.EndpointSlice, error) {
@@ -320,21 +333,10 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint translated, not ready without a tunnel; the one outside b's range dropped", func(ctx context.Context) error {
-		got, err := importedEndpoints(ctx, c, "b")
-		if err != nil {
+		if err := checkImported(ctx, c, "b", "10.0.2.7 ready=false"); err != nil {
 			return err
 		}
-		if want := []string{"10.0.2.7 ready=false"}; !slices.Equal(got, want) {
-			return fmt.Errorf("b's endpoints %v, want %v", got, want)
-		}
-		local, err := importedEndpoints(ctx, c, "local")
-		if err != nil {
-			return err
-		}
-		if want := []string{"10.244.1.5 ready=true", "10.244.1.6 ready=true"}; !slices.Equal(local, want) {
-			return fmt.Errorf("local endpoints %v, want %v", local, want)
-		}
-		return nil
+		return checkImported(ctx, c, "local", "10.244.1.5 ready=true", "10.244.1.6 ready=true")
 	})
 
 	// b's tunnel comes up.
@@ -350,14 +352,7 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint ready with the tunnel up", func(ctx context.Context) error {
-		got, err := importedEndpoints(ctx, c, "b")
-		if err != nil {
-			return err
-		}
-		if want := []string{"10.0.2.7 ready=true"}; !slices.Equal(got, want) {
-			return fmt.Errorf("b's endpoints %v, want %v", got, want)
-		}
-		return nil
+		return checkImported(ctx, c, "b", "10.0.2.7 ready=true")
 	})
 
 	// Nothing changed, nothing written: a new version of the imports
