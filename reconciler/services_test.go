@@ -115,15 +115,16 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	return out, nil
 }
 
-// checkImported returns an error unless the imported endpoints of demo/web
-// from cluster are want, as importedEndpoints writes them.
-func checkImported(ctx context.Context, c client.Client, cluster string, want ...string) error {
-	got, err := importedEndpoints(ctx, c, cluster)
+// checkImported returns an error unless read (importedEndpoints or
+// importedPorts) finds want in the imported EndpointSlices of demo/web from
+// cluster.
+func checkImported(ctx context.Context, c client.Client, cluster string, read func(context.Context, client.Client, string) ([]string, error), want ...string) error {
+	got, err := read(ctx, c, cluster)
 	if err != nil {
 		return err
 	}
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("endpoints from %s %v, want %v", cluster, got, want)
+		return fmt.Errorf("slices from %s: %v, want %v", cluster, got, want)
 	}
 	return nil
 }
@@ -333,10 +334,10 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint translated, not ready without a tunnel; the one outside b's range dropped", func(ctx context.Context) error {
-		if err := checkImported(ctx, c, "b", "10.0.2.7 ready=false"); err != nil {
+		if err := checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=false"); err != nil {
 			return err
 		}
-		return checkImported(ctx, c, "local", "10.244.1.5 ready=true", "10.244.1.6 ready=true")
+		return checkImported(ctx, c, "local", importedEndpoints, "10.244.1.5 ready=true", "10.244.1.6 ready=true")
 	})
 
 	// b's tunnel comes up.
@@ -352,7 +353,7 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint ready with the tunnel up", func(ctx context.Context) error {
-		return checkImported(ctx, c, "b", "10.0.2.7 ready=true")
+		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=true")
 	})
 
 	// Nothing changed, nothing written: a new version of the imports
@@ -425,12 +426,8 @@ func TestServicesReconciler(t *testing.T) {
 	// under http 80, serve none of the import's ports.
 	waitFor(t, "the import's port routed to b's endpoints alone", func(ctx context.Context) error {
 		for cluster, want := range map[string][]string{"b": {"http/TCP/8080"}, "local": nil} {
-			got, err := importedPorts(ctx, c, cluster)
-			if err != nil {
+			if err := checkImported(ctx, c, cluster, importedPorts, want...); err != nil {
 				return err
-			}
-			if !slices.Equal(got, want) {
-				return fmt.Errorf("ports of %s's slices %v, want %v", cluster, got, want)
 			}
 		}
 		return nil
