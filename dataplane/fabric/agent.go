@@ -75,6 +75,9 @@ type Agent struct {
 	// skipped are the gateways the last plan left out, logged when they
 	// change.
 	skipped []dataplane.SkippedGateway
+	// cniErr is the last error reading the pod ranges a CNI keeps, logged
+	// when it changes.
+	cniErr string
 }
 
 // New returns an agent reading the API through c (and reader, without a
@@ -187,6 +190,22 @@ func (a *Agent) reportSkipped(skipped []dataplane.SkippedGateway) {
 	}
 }
 
+// reportCNIError logs, when it changes, why the pod ranges of the nodes
+// without spec.podCIDRs could not be read.
+func (a *Agent) reportCNIError(err error, nodes []string) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == a.cniErr {
+		return
+	}
+	a.cniErr = msg
+	if err != nil {
+		a.log.Error(err, "pod ranges of nodes without spec.podCIDRs not read: the overlay routes none of their pods", "nodes", nodes)
+	}
+}
+
 // gatherFacts reads the cluster's ranges, the active gateway pods and their
 // peers' remapped ranges.
 func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
@@ -229,9 +248,10 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	}
 	var cni map[string][]netip.Prefix
 	if missing := rangeless(nodes.Items); len(missing) > 0 {
-		if cni, err = clusterinfo.NodePodCIDRs(ctx, a.reader, missing); err != nil {
-			return f, err
-		}
+		// What the CNI keeps may be broken; the peers' routes must still
+		// follow their gateways, so it costs those nodes their routes only.
+		cni, err = clusterinfo.NodePodCIDRs(ctx, a.reader, missing)
+		a.reportCNIError(err, missing)
 	}
 	f.Nodes = fabricNodes(nodes.Items, cni)
 	var ips ipamv1alpha1.IPList
