@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 	var clusters, nodes int
 	var names []string
 	var cni, proxyMode string
+	var nodePodCIDRs bool
 	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
 	var installs []string
@@ -113,7 +114,7 @@ func newRootCmd() *cobra.Command {
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
-				Nodes: nodes, CNI: c, ProxyMode: mode, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				Nodes: nodes, CNI: c, ProxyMode: mode, NoNodePodCIDRs: !nodePodCIDRs, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
@@ -130,6 +131,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().StringSliceVar(&names, "cluster-names", []string{"cluster-1", "cluster-2"}, "cluster names, one per cluster, which name the nodes and kubeconfig contexts (peerlink detects its own cluster IDs)")
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
+	up.Flags().BoolVar(&nodePodCIDRs, "node-pod-cidrs", true, "give the Nodes their pod ranges (spec.podCIDRs); false simulates a CNI with its own IPAM: the lab hands each node's bridge its range, and the Nodes have none (bridge CNI only)")
 	up.Flags().StringVar(&proxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node: iptables, nftables or ipvs (ipvs needs a kernel with IPVS)")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")
