@@ -87,6 +87,7 @@ Three ways to peer two clusters:
 		newCreateCmd(g),
 		newGenerateCmd(g),
 		newInfoCmd(g),
+		newDiagnoseCmd(g),
 		newInstallCmd(g),
 		newExportCmd(g),
 		newUnexportCmd(g),

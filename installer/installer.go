@@ -30,12 +30,6 @@ import (
 // Namespace is where the install bundle puts peerlink.
 const Namespace = templates.InstallNamespace
 
-// The workloads the install waits for.
-const (
-	ControllerDeployment = "peerlink-controller"
-	FabricDaemonSet      = "peerlink-fabric"
-)
-
 // factsConfigMap is the ConfigMap generator of the bundle holding the
 // facts, whose keys the controller's flags take.
 const factsConfigMap = "peerlink-facts"
@@ -205,7 +199,7 @@ func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (cluste
 	var stops controllerStops
 	_, err := p.Wait(ctx, "the controller to run", func(ctx context.Context) (bool, string, error) {
 		var d appsv1.Deployment
-		if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: ControllerDeployment}, &d); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: templates.ControllerDeployment}, &d); err != nil {
 			return false, "", err
 		}
 		want := int32(1)
@@ -224,7 +218,7 @@ func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (cluste
 	}
 	_, err = p.Wait(ctx, "the fabric agent to run on every node", func(ctx context.Context) (bool, string, error) {
 		var ds appsv1.DaemonSet
-		if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: FabricDaemonSet}, &ds); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: templates.FabricDaemonSet}, &ds); err != nil {
 			return false, "", err
 		}
 		s := ds.Status
@@ -268,7 +262,7 @@ type controllerStops struct {
 // a flag it refuses); nil while none does.
 func (s *controllerStops) check(ctx context.Context, c client.Client) error {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app.kubernetes.io/name": ControllerDeployment}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app.kubernetes.io/name": templates.ControllerDeployment}); err != nil {
 		return fmt.Errorf("list the controller's pods: %w", err)
 	}
 	first := s.before == nil

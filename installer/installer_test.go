@@ -16,6 +16,7 @@ import (
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/kbuild"
 	"github.com/peerlink/peerlink/peering"
+	"github.com/peerlink/peerlink/templates"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
@@ -167,7 +168,7 @@ func TestWaitReadyReportsControllerStops(t *testing.T) {
 	}
 	const why = "PodCIDRs: not given: pod CIDRs: none of the 2 nodes has spec.podCIDRs (--pod-cidr)"
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "peerlink-controller-1", Labels: map[string]string{"app.kubernetes.io/name": ControllerDeployment}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "peerlink-controller-1", Labels: map[string]string{"app.kubernetes.io/name": templates.ControllerDeployment}},
 		Spec: corev1.PodSpec{ServiceAccountName: "peerlink-controller", AutomountServiceAccountToken: new(false),
 			Containers: []corev1.Container{{Name: "controller", Image: "peerlink-agent"}}},
 	}

@@ -14,6 +14,13 @@ import (
 // with it the default templates.
 const InstallNamespace = "peerlink"
 
+// The workloads of the install bundle in InstallNamespace, each named and
+// labelled app.kubernetes.io/name after itself.
+const (
+	ControllerDeployment = "peerlink-controller"
+	FabricDaemonSet      = "peerlink-fabric"
+)
+
 // Kinds of the default templates.
 const (
 	ServerTemplateKind = "WgGatewayServerTemplate"

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/peerlink/peerlink/peering"
+)
+
+func newDiagnoseCmd(g *globalOptions) *cobra.Command {
+	var f documentFlags
+	var remote cluster
+	cmd := &cobra.Command{
+		Use:   "diagnose",
+		Short: "Check this cluster and each of its peerings, and say what to fix",
+		Long: `Check, from the API server, what peerlink needs on this cluster and for each
+peer, and say in plain words what to fix where a check fails:
+  - the controller available, a ready fabric agent on every node;
+  - for each peer: its Configuration ready, this side's gateway ready with an
+    endpoint, the peer's PublicKey held, the tunnel Connected, the MTU both
+    gateways announce the same and carried whole by the path.
+
+With --remote-kubeconfig or --remote-context (a cluster holding the other side
+of some peerings), also across the two: each side holds the key the other's
+tunnel runs on, and the two API servers' clocks agree.
+
+The exit code is 1 when a check failed.`,
+		Example: `  peerlink diagnose
+  peerlink diagnose --kubeconfig a.kubeconfig --remote-kubeconfig b.kubeconfig
+  peerlink diagnose -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			p := progress(cmd.ErrOrStderr(), time.Minute)
+			local, err := g.open(ctx, "local", g.local(), p)
+			if err != nil {
+				return err
+			}
+			var other *peering.Cluster
+			if remote.given() {
+				if other, err = g.open(ctx, "remote", remote, p); err != nil {
+					return err
+				}
+			}
+			d, err := peering.Diagnose(ctx, local, other, g.PeerlinkNamespace)
+			if err != nil {
+				return err
+			}
+			if err := f.print(out, d, d.WriteSummary); err != nil {
+				return err
+			}
+			if n := d.Failed(); n > 0 {
+				return fmt.Errorf("%d of %d checks failed", n, len(d.Findings))
+			}
+			return nil
+		},
+	}
+	f.addFlags(cmd)
+	remote = addRemoteCluster(cmd.Flags(), "kubeconfig of a peer cluster, to check across both sides", "kubeconfig context of that peer cluster")
+	return cmd
+}
