@@ -53,7 +53,9 @@ func TestDiagnose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setStatus(func(s *netv1beta1.ConnectionStatus) { s.PathMTU, s.PublicKey = netv1beta1.DefaultMTU, keyOnB.Spec.PublicKey })
+	setStatus(func(s *netv1beta1.ConnectionStatus) {
+		s.PathMTU, s.PublicKey = netv1beta1.DefaultMTU, keyOnB.Spec.PublicKey
+	})
 
 	diagnose := func() *peering.Diagnosis {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
@@ -164,8 +165,8 @@ func linkMTU(h *netlink.Handle, addr netip.Addr) (int, error) {
 
 func (a *Agent) sync(ctx context.Context) {
 	facts, err := a.gatherFacts(ctx)
+	var p dataplane.FabricPlan
 	if err == nil {
-		var p dataplane.FabricPlan
 		if p, err = dataplane.PlanFabric(facts); err == nil {
 			a.reportSkipped(p.Skipped)
 			err = a.kernel.Apply(p.NetNS, nil)
@@ -174,6 +175,7 @@ func (a *Agent) sync(ctx context.Context) {
 	if err == nil {
 		err = a.publishSubnets(ctx)
 	}
+	recordSync(p, len(facts.Gateways), err, time.Now())
 	a.outcome.Record(err)
 }
 

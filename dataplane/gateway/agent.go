@@ -572,6 +572,7 @@ func (a *Agent) onReport(r health.Report) {
 		}
 		return
 	}
+	a.metrics.observeState(r.State)
 	if r.State == health.Connected && r.Misses == 0 {
 		a.metrics.latency.Observe(r.RTT.Seconds())
 	}

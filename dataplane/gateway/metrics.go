@@ -8,6 +8,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/mcs/exchange"
@@ -28,6 +29,9 @@ type metrics struct {
 	// from zero whenever the table is written anew.
 	dropped map[string]float64
 	kernel  map[string]uint64
+	// state is the tunnel's health as last reported, empty before the
+	// first report.
+	state health.State
 	// measuredPathMTU is the last path MTU measured, 0 before the first.
 	measuredPathMTU int
 	// announcedMTU and peerMTU are the MTUs this side and the peer
@@ -44,7 +48,7 @@ type metrics struct {
 	// switches counts the switches to the next key, by result.
 	switches map[string]float64
 
-	received, transmitted, handshakeAge, impl, drops, pathMTU, peerMTUDesc, mtuMismatchDesc, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
+	stateDesc, received, transmitted, handshakeAge, impl, drops, pathMTU, peerMTUDesc, mtuMismatchDesc, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -60,6 +64,10 @@ func newMetrics(now func() time.Time) *metrics {
 		refused:          map[string]float64{},
 		rejectedServices: map[string]float64{},
 		switches:         map[string]float64{},
+		stateDesc: prometheus.NewDesc("peerlink_gateway_connection_state",
+			"The tunnel's health, as the Connection's status.value says it: 1 for the state in the label (Connecting, Connected, Error), "+
+				"0 for the others; absent before the first health report.",
+			[]string{"state"}, nil),
 		switchesDesc: prometheus.NewDesc("peerlink_gateway_key_switches_total",
 			"Switches of the tunnel to the gateway's next key (key rotation), by result: done (a handshake with the next key succeeded), "+
 				"reverted (none did in time: the tunnel went back to the current key).",
@@ -105,6 +113,13 @@ func (m *metrics) observe(impl wireguard.Implementation, peer *wgtypes.Peer) {
 	defer m.mu.Unlock()
 	m.implementation = impl
 	m.peer = peer
+}
+
+// observeState records the tunnel's health.
+func (m *metrics) observeState(s health.State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state = s
 }
 
 // observePathMTU records a path MTU measurement.
@@ -173,6 +188,7 @@ func (m *metrics) observeDrops(kernel map[string]uint64) {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latency.Describe(ch)
+	ch <- m.stateDesc
 	ch <- m.received
 	ch <- m.transmitted
 	ch <- m.handshakeAge
@@ -192,6 +208,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.latency.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.state != "" {
+		for _, s := range []health.State{health.Connecting, health.Connected, health.Error} {
+			v := 0.0
+			if s == m.state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.stateDesc, prometheus.GaugeValue, v, string(s))
+		}
+	}
 	if m.implementation != "" {
 		ch <- prometheus.MustNewConstMetric(m.impl, prometheus.GaugeValue, 1, string(m.implementation))
 	}
