@@ -21,6 +21,7 @@ import (
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/templates"
 )
 
@@ -122,7 +123,7 @@ func checkWorkloads(ctx context.Context, c client.Reader, ns string, d *Diagnosi
 	}
 	var missing []string
 	for _, n := range nodes.Items {
-		if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName == n.Name && podReady(&p) }) {
+		if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName == n.Name && kube.PodReady(&p) }) {
 			missing = append(missing, n.Name)
 		}
 	}
@@ -133,15 +134,6 @@ func checkWorkloads(ctx context.Context, c client.Reader, ns string, d *Diagnosi
 		d.add("", "fabric", true, "a ready fabric agent on each of the %d nodes", len(nodes.Items))
 	}
 	return nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // checkPeer checks one peering as this cluster holds it.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
@@ -128,7 +129,7 @@ func placedPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Clu
 		if gw, err = gatewayPod(ctx, n); err != nil {
 			return err
 		}
-		if !podReady(&gw) {
+		if !kube.PodReady(&gw) {
 			return fmt.Errorf("gateway pod %s not ready", gw.Name)
 		}
 		return nil

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/lab/internal/addons"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -56,7 +57,7 @@ func TestOneCommand(t *testing.T) {
 		if gw, err = gatewayPod(ctx, b); err != nil {
 			return err
 		}
-		if gw.Name == old.Name || !podReady(&gw) {
+		if gw.Name == old.Name || !kube.PodReady(&gw) {
 			return fmt.Errorf("%s not ready yet", gw.Name)
 		}
 		return nil
@@ -291,21 +292,12 @@ func startEchoPod(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 		if err != nil {
 			return err
 		}
-		if pod.Status.PodIP == "" || !podReady(pod) {
+		if pod.Status.PodIP == "" || !kube.PodReady(pod) {
 			return fmt.Errorf("not ready yet")
 		}
 		return nil
 	})
 	return pod
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // peerlink runs the CLI and fails the test when it fails.

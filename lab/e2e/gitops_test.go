@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
 
@@ -92,7 +93,7 @@ func gatewayRunsWithMTU(ctx context.Context, l *labctl.Lab, ad *admin, mtu int) 
 		return fmt.Errorf("%d gateway pods", len(pods.Items))
 	}
 	p := pods.Items[0]
-	if !podReady(&p) {
+	if !kube.PodReady(&p) {
 		return fmt.Errorf("gateway pod %s not ready", p.Name)
 	}
 	for _, arg := range p.Spec.Containers[0].Args {

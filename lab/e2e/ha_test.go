@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 )
@@ -215,7 +216,7 @@ func moveController(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster
 			return err
 		}
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Spec.NodeName != node && podReady(&p) {
+			if p.DeletionTimestamp == nil && p.Spec.NodeName != node && kube.PodReady(&p) {
 				return nil
 			}
 		}
@@ -268,7 +269,7 @@ func waitReplicas(t *testing.T, ctx context.Context, n *cluster.Cluster) (active
 		}
 		var ready []corev1.Pod
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && kube.PodReady(&p) {
 				ready = append(ready, p)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 )
 
@@ -151,7 +152,7 @@ func pickActivePod(pods []corev1.Pod) *corev1.Pod {
 		return nil
 	}
 	slices.SortFunc(running, func(a, b *corev1.Pod) int {
-		if ra, rb := podReady(a), podReady(b); ra != rb {
+		if ra, rb := kube.PodReady(a), kube.PodReady(b); ra != rb {
 			if ra {
 				return -1
 			}
@@ -163,16 +164,6 @@ func pickActivePod(pods []corev1.Pod) *corev1.Pod {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return running[0]
-}
-
-// podReady tells whether a pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // internalEndpoint is the status form of the active gateway pod, nil for none.
