@@ -266,6 +266,8 @@ func (r *gitRepo) commit(t *testing.T, ctx context.Context, msg string) string {
 // writePeerSync writes the Flux Kustomization of the bundle peers/<peer>,
 // with the health checks of docs/gitops.md: the Configuration, the
 // gateway of kind gatewayKind and its Connection, and lists it in flux/.
+// The objects named after the peer alone are quoted: a cluster ID such as
+// 0619e087 or 12345678 is a number to YAML.
 func (r *gitRepo) writePeerSync(t *testing.T, peer, gatewayKind string) {
 	t.Helper()
 	tenant := netv1beta1.TenantNamespacePrefix + peer
@@ -286,11 +288,11 @@ spec:
   healthChecks:
   - apiVersion: networking.liqo.io/v1beta1
     kind: Configuration
-    name: %[1]s
+    name: %[1]q
     namespace: %[4]s
   - apiVersion: networking.liqo.io/v1beta1
     kind: %[5]s
-    name: %[1]s
+    name: %[1]q
     namespace: %[4]s
   - apiVersion: networking.liqo.io/v1beta1
     kind: Connection

@@ -283,14 +283,15 @@ func hostileConfigurationIn(ns, name, id, pod, external string) string {
 	return b.String()
 }
 
-// hostilePublicKey is a PublicKey B's side could send A.
+// hostilePublicKey is a PublicKey B's side could send A. The ID is quoted:
+// a cluster ID such as 0619e087 or 12345678 is a number to YAML.
 func hostilePublicKey(id, key string) string {
 	return fmt.Sprintf(`apiVersion: networking.liqo.io/v1beta1
 kind: PublicKey
 metadata:
-  name: %s
+  name: %q
   labels:
-    liqo.io/remote-cluster-id: %s
+    liqo.io/remote-cluster-id: %q
     networking.liqo.io/gateway-resource: "true"
 spec:
   publicKey: %s
