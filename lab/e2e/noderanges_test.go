@@ -46,14 +46,18 @@ func TestNodesWithoutPodRanges(t *testing.T) {
 	}
 
 	for _, n := range l.Clusters {
-		path := filepath.Join(t.TempDir(), "calico.yaml")
-		if err := os.WriteFile(path, []byte(calicoRecords(n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		kubectlOut(t, ctx, l, n, "apply", "-f", path)
+		crds, records := calicoRecords(n)
 		// The CRDs first: their kinds are served once Established.
-		kubectlOut(t, ctx, l, n, "wait", "--for=condition=Established", "crd/ippools.crd.projectcalico.org", "crd/blockaffinities.crd.projectcalico.org")
-		kubectlOut(t, ctx, l, n, "apply", "-f", path)
+		for i, doc := range []string{crds, records} {
+			path := filepath.Join(t.TempDir(), fmt.Sprintf("calico-%d.yaml", i))
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kubectlOut(t, ctx, l, n, "apply", "-f", path)
+			if i == 0 {
+				kubectlOut(t, ctx, l, n, "wait", "--for=condition=Established", "crd/ippools.crd.projectcalico.org", "crd/blockaffinities.crd.projectcalico.org")
+			}
+		}
 		if out, err := l.Peerlink(ctx, "install", "--kubeconfig", n.Kubeconfig(), "--timeout", "4m"); err != nil {
 			t.Fatalf("%s: peerlink install with Calico's records: %v\n%s", n.Name, err, out)
 		}
@@ -87,9 +91,9 @@ func TestNodesWithoutPodRanges(t *testing.T) {
 }
 
 // calicoRecords is what Calico's IPAM would keep for n: its CRDs (as much
-// of them as peerlink reads), an enabled IPPool of the pod range and a
+// of them as peerlink reads), then an enabled IPPool of the pod range and a
 // confirmed BlockAffinity of each node's block.
-func calicoRecords(n *cluster.Cluster) string {
+func calicoRecords(n *cluster.Cluster) (crds, records string) {
 	var b strings.Builder
 	for _, kind := range []struct{ kind, plural string }{{"IPPool", "ippools"}, {"BlockAffinity", "blockaffinities"}} {
 		fmt.Fprintf(&b, `apiVersion: apiextensions.k8s.io/v1
@@ -109,6 +113,8 @@ spec:
 ---
 `, kind.kind, kind.plural, strings.ToLower(kind.kind))
 	}
+	crds = b.String()
+	b.Reset()
 	fmt.Fprintf(&b, `apiVersion: crd.projectcalico.org/v1
 kind: IPPool
 metadata:
@@ -124,5 +130,5 @@ metadata:
 spec: {cidr: %s, node: %s, state: confirmed, deleted: "false"}
 `, name, strings.NewReplacer(".", "-", "/", "-").Replace(block.String()), block, name)
 	}
-	return b.String()
+	return crds, b.String()
 }
