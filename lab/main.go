@@ -66,7 +66,7 @@ func newRootCmd() *cobra.Command {
 		return nil
 	}
 
-	var clusters, nodes int
+	var clusters, nodes, firstIndex int
 	var names []string
 	var cni, proxyMode string
 	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
@@ -112,7 +112,7 @@ func newRootCmd() *cobra.Command {
 				return err
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
+				Dir: dir, Names: names, FirstIndex: firstIndex, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, ProxyMode: mode, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
@@ -128,6 +128,7 @@ func newRootCmd() *cobra.Command {
 	}
 	up.Flags().IntVar(&clusters, "clusters", 2, "number of clusters")
 	up.Flags().StringSliceVar(&names, "cluster-names", []string{"cluster-1", "cluster-2"}, "cluster names, one per cluster, which name the nodes and kubeconfig contexts (peerlink detects its own cluster IDs)")
+	up.Flags().IntVar(&firstIndex, "first-index", 1, "index of the first cluster (network namespace cN, node network 172.30.N.0/24; the others follow); 0 takes the first free indices from 11 on, beside another lab of the machine")
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().StringVar(&proxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node: iptables, nftables or ipvs (ipvs needs a kernel with IPVS)")
