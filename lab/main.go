@@ -28,7 +28,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -37,6 +39,11 @@ import (
 )
 
 func main() {
+	// controller-runtime from v0.25 logs through its root logger whenever
+	// a client is made, and prints a stack trace to stderr when that
+	// logger was never set 30 s into the process: this command reports
+	// through its own output and returned errors.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
