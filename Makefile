@@ -111,6 +111,10 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
 	@hack/timed.sh --table
 
+.PHONY: test-mesh
+test-mesh: testbin ## Run TestMesh (as root): five clusters peered in a full mesh, pods and Services between every pair; about 15 minutes, outside make test.
+	PEERLINK_MESH=1 $(GO) test -count=1 -v -timeout 60m -run '^TestMesh$$' $(E2E_PKG)
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.
 	@hack/fuzz.sh $(FUZZTIME)

@@ -147,11 +147,12 @@ func coverFamilies(ranges []netip.Prefix, avoid []netip.Prefix) []netip.Prefix {
 }
 
 // A cniSource is where a CNI with its own IPAM keeps its pod ranges: the
-// objects of a kind, and the ranges one of them holds (none when it is
-// not in use).
+// objects of a kind, the ranges one of them holds (none when it is not in
+// use) and, where the kind says, the node that allocates from them.
 type cniSource struct {
 	list   schema.GroupVersionKind
 	ranges func(obj map[string]any) []string
+	node   func(obj map[string]any) string
 }
 
 var (
@@ -168,12 +169,35 @@ var (
 			return []string{s}
 		},
 	}
-	// ciliumNodes are Cilium's nodes, which hold the blocks of its cluster
-	// pool that each node allocates from.
+	// calicoBlocks are the blocks of Calico's pools that each node holds
+	// (its block affinities): a node's pods take their addresses from its
+	// confirmed blocks.
+	calicoBlocks = cniSource{
+		list: schema.GroupVersionKind{Group: "crd.projectcalico.org", Version: "v1", Kind: "BlockAffinityList"},
+		ranges: func(obj map[string]any) []string {
+			state, _, _ := unstructured.NestedString(obj, "spec", "state")
+			deleted, _, _ := unstructured.NestedString(obj, "spec", "deleted")
+			if state != "confirmed" || deleted == "true" {
+				return nil
+			}
+			s, _, _ := unstructured.NestedString(obj, "spec", "cidr")
+			return []string{s}
+		},
+		node: func(obj map[string]any) string {
+			s, _, _ := unstructured.NestedString(obj, "spec", "node")
+			return s
+		},
+	}
+	// ciliumNodes are Cilium's nodes, named after the Nodes, which hold the
+	// blocks of its cluster pool that each node allocates from.
 	ciliumNodes = cniSource{
 		list: schema.GroupVersionKind{Group: "cilium.io", Version: "v2", Kind: "CiliumNodeList"},
 		ranges: func(obj map[string]any) []string {
 			s, _, _ := unstructured.NestedStringSlice(obj, "spec", "ipam", "podCIDRs")
+			return s
+		},
+		node: func(obj map[string]any) string {
+			s, _, _ := unstructured.NestedString(obj, "metadata", "name")
 			return s
 		},
 	}
@@ -182,22 +206,49 @@ var (
 // cniRanges lists the ranges of src; none when the cluster does not serve
 // its kind.
 func cniRanges(ctx context.Context, r client.Reader, src cniSource) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	err := eachCNIRange(ctx, r, src, func(_ map[string]any, p netip.Prefix) { out = append(out, p) })
+	return out, err
+}
+
+// eachCNIRange calls add with every range of every object of src, and
+// nothing when the cluster does not serve its kind.
+func eachCNIRange(ctx context.Context, r client.Reader, src cniSource, add func(obj map[string]any, p netip.Prefix)) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(src.list)
 	if err := r.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil
 		}
-		return nil, fmt.Errorf("pod CIDRs: list %s: %w", src.list.GroupKind(), err)
+		return fmt.Errorf("pod CIDRs: list %s: %w", src.list.GroupKind(), err)
 	}
-	var out []netip.Prefix
 	for _, item := range list.Items {
 		for _, s := range src.ranges(item.Object) {
 			p, err := cidr.ParseNetwork(s)
 			if err != nil {
-				return nil, fmt.Errorf("pod CIDRs: %s %s: %w", item.GetKind(), item.GetName(), err)
+				return fmt.Errorf("pod CIDRs: %s %s: %w", item.GetKind(), item.GetName(), err)
 			}
-			out = append(out, p)
+			add(item.Object, p)
+		}
+	}
+	return nil
+}
+
+// NodePodCIDRs reads the pod ranges of the named nodes where a CNI with
+// its own IPAM keeps them, for Nodes without spec.podCIDRs: Cilium's
+// CiliumNodes (spec.ipam.podCIDRs) and Calico's confirmed block
+// affinities (spec.node, spec.cidr). A node found in neither is left out;
+// a kind the cluster does not serve is passed over.
+func NodePodCIDRs(ctx context.Context, r client.Reader, nodes []string) (map[string][]netip.Prefix, error) {
+	out := map[string][]netip.Prefix{}
+	for _, src := range []cniSource{ciliumNodes, calicoBlocks} {
+		err := eachCNIRange(ctx, r, src, func(obj map[string]any, p netip.Prefix) {
+			if n := src.node(obj); slices.Contains(nodes, n) {
+				out[n] = append(out[n], p)
+			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package clusterinfo
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -145,18 +146,8 @@ func TestDetectServiceCIDRAPI(t *testing.T) {
 // from Cilium's CiliumNodes, from Calico's enabled IPPools (which win),
 // and from the Nodes when they have ranges after all (which win over both).
 func TestDetectPodCIDRsOfCNIs(t *testing.T) {
-	c := testcluster.Start(t, testcluster.WithCRDs(
-		cniCRD("crd.projectcalico.org", "v1", "IPPool", "ippools", apiextensionsv1.ClusterScoped),
-		cniCRD("cilium.io", "v2", "CiliumNode", "ciliumnodes", apiextensionsv1.ClusterScoped)))
+	c, create := cniCluster(t)
 	ctx := t.Context()
-	create := func(apiVersion, kind, name string, spec map[string]any) {
-		t.Helper()
-		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": name}, "spec": spec}}
-		if err := c.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
 	detect := func(what string, want []string, wantSrc string) {
 		t.Helper()
 		got, src, err := DetectPodCIDRs(ctx, c.Client, cidr.MustPrefixes("10.96.0.0/12"))
@@ -191,6 +182,56 @@ func TestDetectPodCIDRsOfCNIs(t *testing.T) {
 	}
 	if _, _, err := DetectPodCIDRs(ctx, c.Client, nil); err == nil || !strings.Contains(err.Error(), "IPPool broken") {
 		t.Errorf("an IPPool with a bad cidr: %v, want an error naming it", err)
+	}
+}
+
+// TestNodePodCIDRs reads each node's pod ranges from Cilium's CiliumNodes
+// and Calico's confirmed block affinities, and nothing where neither kind
+// is served.
+func TestNodePodCIDRs(t *testing.T) {
+	c, create := cniCluster(t)
+	ctx := t.Context()
+	create("cilium.io/v2", "CiliumNode", "n1", map[string]any{"ipam": map[string]any{"podCIDRs": []any{"10.0.1.0/24"}}})
+	create("cilium.io/v2", "CiliumNode", "other", map[string]any{"ipam": map[string]any{"podCIDRs": []any{"10.0.9.0/24"}}})
+	block := func(name, node, cidr, state, deleted string) {
+		create("crd.projectcalico.org/v1", "BlockAffinity", name, map[string]any{"node": node, "cidr": cidr, "state": state, "deleted": deleted})
+	}
+	block("n2-a", "n2", "192.168.5.0/26", "confirmed", "false")
+	block("n2-b", "n2", "192.168.5.64/26", "confirmed", "false")
+	block("n2-pending", "n2", "192.168.6.0/26", "pending", "false")
+	block("n2-deleted", "n2", "192.168.6.64/26", "confirmed", "true")
+	got, err := NodePodCIDRs(ctx, c.Client, []string{"n1", "n2", "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]netip.Prefix{
+		"n1": cidr.MustPrefixes("10.0.1.0/24"),
+		"n2": cidr.MustPrefixes("192.168.5.0/26", "192.168.5.64/26"),
+	}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("NodePodCIDRs = %v, want %v", got, want)
+	}
+
+	bare := testcluster.Start(t)
+	if got, err := NodePodCIDRs(ctx, bare.Client, []string{"n1"}); err != nil || len(got) != 0 {
+		t.Errorf("NodePodCIDRs without the CNI kinds = %v, %v; want nothing", got, err)
+	}
+}
+
+// cniCluster starts an API server serving the kinds of the CNIs detection
+// reads, and returns it with a function that creates an object of one.
+func cniCluster(t *testing.T) (*testcluster.Cluster, func(apiVersion, kind, name string, spec map[string]any)) {
+	c := testcluster.Start(t, testcluster.WithCRDs(
+		cniCRD("crd.projectcalico.org", "v1", "IPPool", "ippools", apiextensionsv1.ClusterScoped),
+		cniCRD("crd.projectcalico.org", "v1", "BlockAffinity", "blockaffinities", apiextensionsv1.ClusterScoped),
+		cniCRD("cilium.io", "v2", "CiliumNode", "ciliumnodes", apiextensionsv1.ClusterScoped)))
+	return c, func(apiVersion, kind, name string, spec map[string]any) {
+		t.Helper()
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name}, "spec": spec}}
+		if err := c.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -45,7 +45,8 @@ type FabricFacts struct {
 type FabricNode struct {
 	// Address is the node's address, where its overlay link listens.
 	Address netip.Addr
-	// PodCIDRs are the node's pod ranges (its spec.podCIDRs).
+	// PodCIDRs are the node's pod ranges: its spec.podCIDRs, or those its
+	// CNI keeps for it where it has none.
 	PodCIDRs []netip.Prefix
 }
 

@@ -19,13 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/reconciler/services"
+	"github.com/peerlink/peerlink/testkit/ctrltest"
 )
 
 // importFromB opts namespace demo in to imports and declares peer b, whose
@@ -48,14 +48,7 @@ func (e *confEnv) importFromB(t *testing.T) {
 // waitFor polls check until it passes within confWaitTimeout.
 func waitFor(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, confWaitTimeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	ctrltest.Eventually(t, confWaitTimeout, what, check)
 }
 
 // peerWeb is the demo/web service as peer b exports it, exported before
@@ -120,6 +113,20 @@ func importedEndpoints(ctx context.Context, c client.Client, cluster string) ([]
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// checkImported returns an error unless read (importedEndpoints or
+// importedPorts) finds want in the imported EndpointSlices of demo/web from
+// cluster.
+func checkImported(ctx context.Context, c client.Client, cluster string, read func(context.Context, client.Client, string) ([]string, error), want ...string) error {
+	got, err := read(ctx, c, cluster)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("slices from %s: %v, want %v", cluster, got, want)
+	}
+	return nil
 }
 
 // importedSlices lists the imported EndpointSlices of demo/web from
@@ -327,21 +334,10 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint translated, not ready without a tunnel; the one outside b's range dropped", func(ctx context.Context) error {
-		got, err := importedEndpoints(ctx, c, "b")
-		if err != nil {
+		if err := checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=false"); err != nil {
 			return err
 		}
-		if want := []string{"10.0.2.7 ready=false"}; !slices.Equal(got, want) {
-			return fmt.Errorf("b's endpoints %v, want %v", got, want)
-		}
-		local, err := importedEndpoints(ctx, c, "local")
-		if err != nil {
-			return err
-		}
-		if want := []string{"10.244.1.5 ready=true", "10.244.1.6 ready=true"}; !slices.Equal(local, want) {
-			return fmt.Errorf("local endpoints %v, want %v", local, want)
-		}
-		return nil
+		return checkImported(ctx, c, "local", importedEndpoints, "10.244.1.5 ready=true", "10.244.1.6 ready=true")
 	})
 
 	// b's tunnel comes up.
@@ -357,14 +353,7 @@ func TestServicesReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b's endpoint ready with the tunnel up", func(ctx context.Context) error {
-		got, err := importedEndpoints(ctx, c, "b")
-		if err != nil {
-			return err
-		}
-		if want := []string{"10.0.2.7 ready=true"}; !slices.Equal(got, want) {
-			return fmt.Errorf("b's endpoints %v, want %v", got, want)
-		}
-		return nil
+		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=true")
 	})
 
 	// Nothing changed, nothing written: a new version of the imports
@@ -437,12 +426,8 @@ func TestServicesReconciler(t *testing.T) {
 	// under http 80, serve none of the import's ports.
 	waitFor(t, "the import's port routed to b's endpoints alone", func(ctx context.Context) error {
 		for cluster, want := range map[string][]string{"b": {"http/TCP/8080"}, "local": nil} {
-			got, err := importedPorts(ctx, c, cluster)
-			if err != nil {
+			if err := checkImported(ctx, c, cluster, importedPorts, want...); err != nil {
 				return err
-			}
-			if !slices.Equal(got, want) {
-				return fmt.Errorf("ports of %s's slices %v, want %v", cluster, got, want)
 			}
 		}
 		return nil

@@ -138,7 +138,10 @@ func TestRenderLimits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Render(customTemplate(map[string]any{"v": c.text}), serverData())
-			if !errors.Is(err, c.want) {
+			// On a loaded machine the time budget may stop a long run
+			// before its step budget does: either ends it.
+			stepsOrTime := c.want == errTooManySteps && errors.Is(err, errTooSlow)
+			if !errors.Is(err, c.want) && !stepsOrTime {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 			if !strings.Contains(err.Error(), "spec.v: template") {

@@ -91,7 +91,7 @@ func runFabric(f fabricFlags, opts fabric.Options) error {
 	if err != nil {
 		return err
 	}
-	agent, err := fabric.New(opts, mgr.GetClient(), mgr.GetCache(), log)
+	agent, err := fabric.New(opts, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache(), log)
 	if err != nil {
 		return err
 	}

@@ -60,8 +60,11 @@ func (o Options) Validate() error {
 
 // Agent runs the fabric of one node. It is a controller-runtime Runnable.
 type Agent struct {
-	opts      Options
-	client    client.Client
+	opts   Options
+	client client.Client
+	// reader reads without a cache the kinds of CNIs that may not be
+	// served (clusterinfo.NodePodCIDRs).
+	reader    client.Reader
 	informers cache.Informers
 	log       logr.Logger
 
@@ -72,15 +75,19 @@ type Agent struct {
 	// skipped are the gateways the last plan left out, logged when they
 	// change.
 	skipped []dataplane.SkippedGateway
+	// cniErr is the last error reading the pod ranges a CNI keeps, logged
+	// when it changes.
+	cniErr string
 }
 
-// New returns an agent reading the API through c, notified by informers.
-func New(opts Options, c client.Client, informers cache.Informers, log logr.Logger) (*Agent, error) {
+// New returns an agent reading the API through c (and reader, without a
+// cache), notified by informers.
+func New(opts Options, c client.Client, reader client.Reader, informers cache.Informers, log logr.Logger) (*Agent, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	return &Agent{
-		opts: opts, client: c, informers: informers, log: log,
+		opts: opts, client: c, reader: reader, informers: informers, log: log,
 		trigger: resync.NewTrigger(),
 		outcome: resync.NewOutcome(log, "not configuring the node yet", "sync the node; retrying"),
 	}, nil
@@ -183,6 +190,22 @@ func (a *Agent) reportSkipped(skipped []dataplane.SkippedGateway) {
 	}
 }
 
+// reportCNIError logs, when it changes, why the pod ranges of the nodes
+// without spec.podCIDRs could not be read.
+func (a *Agent) reportCNIError(err error, nodes []string) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == a.cniErr {
+		return
+	}
+	a.cniErr = msg
+	if err != nil {
+		a.log.Error(err, "pod ranges of nodes without spec.podCIDRs not read: the overlay routes none of their pods", "nodes", nodes)
+	}
+}
+
 // gatherFacts reads the cluster's ranges, the active gateway pods and their
 // peers' remapped ranges.
 func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) {
@@ -223,7 +246,14 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	if err := a.client.List(ctx, &nodes); err != nil {
 		return f, fmt.Errorf("list nodes: %w", err)
 	}
-	f.Nodes = fabricNodes(nodes.Items)
+	var cni map[string][]netip.Prefix
+	if missing := rangeless(nodes.Items); len(missing) > 0 {
+		// What the CNI keeps may be broken; the peers' routes must still
+		// follow their gateways, so it costs those nodes their routes only.
+		cni, err = clusterinfo.NodePodCIDRs(ctx, a.reader, missing)
+		a.reportCNIError(err, missing)
+	}
+	f.Nodes = fabricNodes(nodes.Items, cni)
 	var ips ipamv1alpha1.IPList
 	if err := a.client.List(ctx, &ips); err != nil {
 		return f, fmt.Errorf("list IPs: %w", err)
@@ -247,9 +277,11 @@ func masqueraded(ips []ipamv1alpha1.IP) []netip.Addr {
 	return out
 }
 
-// fabricNodes are the nodes with their InternalIP and pod ranges; a node
-// without either has no pods this node could route to.
-func fabricNodes(nodes []corev1.Node) []dataplane.FabricNode {
+// fabricNodes are the nodes with their InternalIP and pod ranges: their
+// spec.podCIDRs or, for a node without them, the ranges its CNI keeps for
+// it (cni, by node name). A node without either has no pods this node
+// could route to.
+func fabricNodes(nodes []corev1.Node, cni map[string][]netip.Prefix) []dataplane.FabricNode {
 	var out []dataplane.FabricNode
 	for _, n := range nodes {
 		var fn dataplane.FabricNode
@@ -264,8 +296,23 @@ func fabricNodes(nodes []corev1.Node) []dataplane.FabricNode {
 				fn.PodCIDRs = append(fn.PodCIDRs, p)
 			}
 		}
+		if len(n.Spec.PodCIDRs) == 0 {
+			fn.PodCIDRs = cni[n.Name]
+		}
 		if fn.Address.IsValid() && len(fn.PodCIDRs) > 0 {
 			out = append(out, fn)
+		}
+	}
+	return out
+}
+
+// rangeless names the nodes without spec.podCIDRs: a CNI with its own IPAM
+// (Calico's, Cilium's cluster pool) keeps their ranges.
+func rangeless(nodes []corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if len(n.Spec.PodCIDRs) == 0 {
+			out = append(out, n.Name)
 		}
 	}
 	return out

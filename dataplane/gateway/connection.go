@@ -259,64 +259,54 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	return nil
 }
 
-// pathCondition is the PathMTUReduced condition of a measured path.
-func pathCondition(pathMTU, mtu int, generation int64, transition time.Time) map[string]any {
-	c := map[string]any{
-		"type":               netv1beta1.ConditionPathMTUReduced,
+// condition is a status condition of the given type, written as it is
+// applied to the Connection.
+func condition(condType string, generation int64, transition time.Time, status, reason, message string) map[string]any {
+	return map[string]any{
+		"type":               condType,
 		"observedGeneration": generation,
 		"lastTransitionTime": transition.UTC().Format(time.RFC3339),
-		"status":             "False",
-		"reason":             "AsConfigured",
-		"message":            fmt.Sprintf("probes of the configured MTU (%d bytes) cross the tunnel", mtu),
+		"status":             status,
+		"reason":             reason,
+		"message":            message,
 	}
+}
+
+// pathCondition is the PathMTUReduced condition of a measured path.
+func pathCondition(pathMTU, mtu int, generation int64, transition time.Time) map[string]any {
 	if pathMTU < mtu {
-		c["status"], c["reason"] = "True", "BelowConfigured"
-		c["message"] = fmt.Sprintf("the path carries packets of at most %d bytes through the tunnel, less than the configured MTU of %d: "+
-			"TCP is clamped to it, larger packets of other protocols are lost; lower spec.mtu of the gateways or widen the path", pathMTU, mtu)
+		return condition(netv1beta1.ConditionPathMTUReduced, generation, transition, "True", "BelowConfigured",
+			fmt.Sprintf("the path carries packets of at most %d bytes through the tunnel, less than the configured MTU of %d: "+
+				"TCP is clamped to it, larger packets of other protocols are lost; lower spec.mtu of the gateways or widen the path", pathMTU, mtu))
 	}
-	return c
+	return condition(netv1beta1.ConditionPathMTUReduced, generation, transition, "False", "AsConfigured",
+		fmt.Sprintf("probes of the configured MTU (%d bytes) cross the tunnel", mtu))
 }
 
 // mtuCondition is the MTUMismatch condition of the MTUs both sides
 // announce.
 func mtuCondition(announced, peer int, generation int64, transition time.Time) map[string]any {
-	c := map[string]any{
-		"type":               netv1beta1.ConditionMTUMismatch,
-		"observedGeneration": generation,
-		"lastTransitionTime": transition.UTC().Format(time.RFC3339),
-		"status":             "False",
-		"reason":             "SameMTU",
-		"message":            fmt.Sprintf("the peer's gateway announces the same tunnel MTU as this one, %d bytes", announced),
-	}
 	if peer != announced {
-		c["status"], c["reason"] = "True", "DifferentMTU"
-		c["message"] = fmt.Sprintf("this gateway's tunnel MTU is %d bytes, the peer's gateway announces %d: both sides must have the same MTU; "+
-			"set the same spec.mtu on the GatewayServer and the GatewayClient", announced, peer)
+		return condition(netv1beta1.ConditionMTUMismatch, generation, transition, "True", "DifferentMTU",
+			fmt.Sprintf("this gateway's tunnel MTU is %d bytes, the peer's gateway announces %d: both sides must have the same MTU; "+
+				"set the same spec.mtu on the GatewayServer and the GatewayClient", announced, peer))
 	}
-	return c
+	return condition(netv1beta1.ConditionMTUMismatch, generation, transition, "False", "SameMTU",
+		fmt.Sprintf("the peer's gateway announces the same tunnel MTU as this one, %d bytes", announced))
 }
 
 func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, latency string, pathMTU, mtu int, pathTransition, now time.Time) error {
-	ready := map[string]any{
-		"type":               netv1beta1.ConditionReady,
-		"observedGeneration": w.generation,
-		"lastTransitionTime": w.transition.UTC().Format(time.RFC3339),
-	}
-	reconciling := map[string]any{
-		"type":               netv1beta1.ConditionReconciling,
-		"observedGeneration": w.generation,
-		"lastTransitionTime": w.transition.UTC().Format(time.RFC3339),
-	}
+	var ready, reconciling map[string]any
 	switch value {
 	case health.Connected:
-		ready["status"], ready["reason"], ready["message"] = "True", "Connected", "health pings through the tunnel are answered"
-		reconciling["status"], reconciling["reason"], reconciling["message"] = "False", "Connected", "the tunnel is up"
+		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "True", "Connected", "health pings through the tunnel are answered")
+		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "False", "Connected", "the tunnel is up")
 	case health.Error:
-		ready["status"], ready["reason"], ready["message"] = "False", "PingsUnanswered", "health pings through the tunnel go unanswered"
-		reconciling["status"], reconciling["reason"], reconciling["message"] = "True", "PingsUnanswered", "the gateway keeps trying"
+		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "False", "PingsUnanswered", "health pings through the tunnel go unanswered")
+		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "True", "PingsUnanswered", "the gateway keeps trying")
 	default:
-		ready["status"], ready["reason"], ready["message"] = "False", "Connecting", "no health ping has been answered yet"
-		reconciling["status"], reconciling["reason"], reconciling["message"] = "True", "Connecting", "waiting for the peer"
+		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "False", "Connecting", "no health ping has been answered yet")
+		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "True", "Connecting", "waiting for the peer")
 	}
 	status := map[string]any{
 		"observedGeneration": w.generation,
@@ -347,14 +337,8 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 		status["peerView"] = view
 	}
 	if w.rotation.reason != "" {
-		conditions = append(conditions, map[string]any{
-			"type":               netv1beta1.ConditionKeyRotation,
-			"observedGeneration": w.generation,
-			"lastTransitionTime": w.rotationTransition.UTC().Format(time.RFC3339),
-			"status":             "True",
-			"reason":             w.rotation.reason,
-			"message":            w.rotation.message,
-		})
+		conditions = append(conditions, condition(netv1beta1.ConditionKeyRotation, w.generation, w.rotationTransition,
+			"True", w.rotation.reason, w.rotation.message))
 	}
 	status["conditions"] = conditions
 	u := &unstructured.Unstructured{Object: map[string]any{

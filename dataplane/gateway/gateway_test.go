@@ -211,9 +211,14 @@ func TestConnectionWriter(t *testing.T) {
 		}
 		return conn
 	}
-	if err := w.report(ctx, health.Report{State: health.Connecting}); err != nil {
-		t.Fatal(err)
+	// report has w write r, failing the test on an error.
+	report := func(r health.Report) {
+		t.Helper()
+		if err := w.report(ctx, r); err != nil {
+			t.Fatal(err)
+		}
 	}
+	report(health.Report{State: health.Connecting})
 	conn := get()
 	if conn.Spec.Type != netv1beta1.ConnectionTypeServer || conn.Spec.GatewayRef.Name != "peer" || conn.Spec.GatewayRef.UID != gw.UID ||
 		len(conn.OwnerReferences) != 1 || conn.OwnerReferences[0].UID != gw.UID || conn.Labels[netv1beta1.RemoteClusterIDLabel] != "peer" {
@@ -224,9 +229,7 @@ func TestConnectionWriter(t *testing.T) {
 	}
 
 	now = now.Add(2 * time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 1234 * time.Microsecond}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 1234 * time.Microsecond})
 	conn = get()
 	if conn.Status.Value != netv1beta1.Connected || conn.Status.Latency.Value != "1.23ms" || !meta(conn, netv1beta1.ConditionReady, metav1.ConditionTrue) {
 		t.Errorf("status %+v, want Connected with latency 1.23ms and Ready", conn.Status)
@@ -234,22 +237,16 @@ func TestConnectionWriter(t *testing.T) {
 	rv := conn.ResourceVersion
 
 	now = now.Add(2 * time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond})
 	if got := get(); got.ResourceVersion != rv {
 		t.Errorf("a new latency 2s after the last one was written: %+v", got.Status)
 	}
 	now = now.Add(10 * time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond})
 	if got := get(); got.Status.Latency.Value != "2ms" {
 		t.Errorf("latency after 12s = %q, want 2ms", got.Status.Latency.Value)
 	}
-	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5})
 	if got := get(); got.Status.Value != netv1beta1.ConnectionError || !meta(got, netv1beta1.ConditionReady, metav1.ConditionFalse) {
 		t.Errorf("status %+v, want Error and not Ready", got.Status)
 	}
@@ -258,22 +255,16 @@ func TestConnectionWriter(t *testing.T) {
 	// its condition, and kept by later reports; a path as wide as the
 	// configured MTU turns the condition False.
 	now = now.Add(time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1232, MTU: 1340}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1232, MTU: 1340})
 	if got := get(); got.Status.PathMTU != 1232 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionTrue) {
 		t.Errorf("status %+v, want path MTU 1232 and PathMTUReduced", got.Status)
 	}
 	now = now.Add(time.Second)
-	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5})
 	if got := get(); got.Status.Value != netv1beta1.ConnectionError || got.Status.PathMTU != 1232 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionTrue) {
 		t.Errorf("status %+v, want Error keeping path MTU 1232 and PathMTUReduced", got.Status)
 	}
-	if err := w.report(ctx, health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5, PathMTU: 1340, MTU: 1340}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Error, RTT: 2 * time.Millisecond, Misses: 5, PathMTU: 1340, MTU: 1340})
 	if got := get(); got.Status.PathMTU != 1340 || !meta(got, netv1beta1.ConditionPathMTUReduced, metav1.ConditionFalse) {
 		t.Errorf("status %+v, want path MTU 1340 and PathMTUReduced False", got.Status)
 	}
@@ -283,9 +274,7 @@ func TestConnectionWriter(t *testing.T) {
 	// message; the same ones turn it False; a peer whose MTU is unknown
 	// (one of an earlier release) has neither.
 	now = now.Add(time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1400}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1400})
 	got := get()
 	mismatch := apimeta.FindStatusCondition(got.Status.Conditions, netv1beta1.ConditionMTUMismatch)
 	if got.Status.PeerMTU != 1400 || mismatch == nil || mismatch.Status != metav1.ConditionTrue ||
@@ -296,21 +285,15 @@ func TestConnectionWriter(t *testing.T) {
 		t.Errorf("status %+v: want the path MTU kept", got.Status)
 	}
 	now = now.Add(time.Second)
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1340}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1340})
 	if got := get(); got.Status.PeerMTU != 1340 || !meta(got, netv1beta1.ConditionMTUMismatch, metav1.ConditionFalse) {
 		t.Errorf("status %+v: want peer MTU 1340 and MTUMismatch False", got.Status)
 	}
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340})
 	if got := get(); got.Status.PeerMTU != 0 || apimeta.FindStatusCondition(got.Status.Conditions, netv1beta1.ConditionMTUMismatch) != nil {
 		t.Errorf("status %+v: want no peer MTU and no MTUMismatch while the peer's MTU is unknown", got.Status)
 	}
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1280}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, AnnouncedMTU: 1340, PeerMTU: 1280})
 
 	// The key the tunnel runs on is written when it changes, kept by
 	// later reports, and read back by a new writer.
@@ -326,9 +309,7 @@ func TestConnectionWriter(t *testing.T) {
 	if got := get(); got.Status.PeerMTU != 1280 || !meta(got, netv1beta1.ConditionMTUMismatch, metav1.ConditionTrue) {
 		t.Errorf("status %+v: want peer MTU 1280 and MTUMismatch kept by the key's report", got.Status)
 	}
-	if err := w.report(ctx, health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340}); err != nil {
-		t.Fatal(err)
-	}
+	report(health.Report{State: health.Connected, RTT: 2 * time.Millisecond, PathMTU: 1340, MTU: 1340})
 	if got := get(); !bytes.Equal(got.Status.PublicKey, key[:]) || got.Status.Value != netv1beta1.Connected {
 		t.Errorf("status %+v, want Connected with public key %s", got.Status, key)
 	}

@@ -121,11 +121,17 @@ func (m *metrics) observeMTUs(announced, peer int) {
 	m.announcedMTU, m.peerMTU = announced, peer
 }
 
-// observeRefused counts a connection of the service exchange refused.
-func (m *metrics) observeRefused(reason string) {
+// count adds one to the counter of key in counts, one of the metrics'
+// maps of counters.
+func (m *metrics) count(counts map[string]float64, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.refused[reason]++
+	counts[key]++
+}
+
+// observeRefused counts a connection of the service exchange refused.
+func (m *metrics) observeRefused(reason string) {
+	m.count(m.refused, reason)
 }
 
 // observeRejected records how many services of the peer's set were
@@ -139,16 +145,12 @@ func (m *metrics) observeRejected(n int) {
 // observeRejectedService counts a service of the peer's set newly
 // rejected for rule.
 func (m *metrics) observeRejectedService(rule string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rejectedServices[rule]++
+	m.count(m.rejectedServices, rule)
 }
 
 // observeKeySwitch counts a switch to the next key ending with result.
 func (m *metrics) observeKeySwitch(result string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.switches[result]++
+	m.count(m.switches, result)
 }
 
 // observeDrops records a reading of the ingress filter's kernel counters.

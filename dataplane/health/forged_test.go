@@ -169,9 +169,10 @@ func FuzzDecode(f *testing.F) {
 		if !ok {
 			return
 		}
-		// Only a probe, of any size, an acceptance and an MTU
-		// announcement, each of its own size, are longer than the header.
-		longer := kind == kindProbe || (kind == kindAccept && len(b) == acceptanceSize) || (kind == kindMTU && len(b) == mtuSize)
+		// Only a probe and a view announcement, of any size (parseView
+		// judges the view's body), an acceptance and an MTU announcement,
+		// each of its own size, are longer than the header.
+		longer := kind == kindProbe || kind == kindView || (kind == kindAccept && len(b) == acceptanceSize) || (kind == kindMTU && len(b) == mtuSize)
 		if got := packet(kind, nonce); string(got) != string(b[:len(got)]) || (len(b) != len(got) && !longer) {
 			t.Fatalf("decode(%x) = %d, %d, which encodes as %x", b, kind, nonce, got)
 		}

@@ -118,7 +118,7 @@ func TestServices(t *testing.T) {
 	}
 
 	// A headless export resolves per endpoint.
-	headless(t, ctx, l, b, ns, "echo-headless")
+	echoService(t, ctx, l, b, ns, "echo-headless", corev1.ClusterIPNone)
 	export(t, ctx, l, b, ns, "echo-headless")
 	eventually(t, ctx, a.Name+" reaches a pod of "+b.Name+" by its clusterset per-endpoint name", func() error {
 		out := kubectlOut(t, ctx, l, a, "get", "endpointslices", "-n", ns, "-l",
@@ -168,22 +168,26 @@ metadata:
 `, name, namespace))
 }
 
-// headless applies a headless Service for the echo pods of cluster n.
-func headless(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, namespace, name string) {
+// echoService applies a Service for the echo pods of cluster n; clusterIP
+// "None" makes it headless, "" lets the cluster allocate one.
+func echoService(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, namespace, name, clusterIP string) {
 	t.Helper()
+	spec := ""
+	if clusterIP != "" {
+		spec = fmt.Sprintf("\n  clusterIP: %s", clusterIP)
+	}
 	applyManifest(t, ctx, l, n, fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata:
   name: %s
   namespace: %s
-spec:
-  clusterIP: None
+spec:%s
   selector:
     app: %s
   ports:
   - name: http
     port: %d
-`, name, namespace, labctl.EchoDeployment, labctl.EchoPort))
+`, name, namespace, spec, labctl.EchoDeployment, labctl.EchoPort))
 }
 
 func applyManifest(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, manifest string) {

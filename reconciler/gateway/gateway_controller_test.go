@@ -254,13 +254,7 @@ func testGatewayServerLoadBalancer(t *testing.T, e *gatewayEnv) {
 func testGatewayServerTemplateChange(t *testing.T, e *gatewayEnv) {
 	ctx := t.Context()
 	ns := e.namespace(t, "gws-template")
-	defaults, err := templates.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := defaults[0]
-	tmpl.SetNamespace(ns)
-	tmpl.SetName("custom")
+	tmpl := defaultTemplate(t, 0, ns, "custom")
 	setArg := func(arg string) {
 		t.Helper()
 		containers, _, err := unstructured.NestedSlice(tmpl.Object, "spec", "template", "spec", "deployment", "spec", "template", "spec", "containers")
@@ -375,13 +369,7 @@ func testGatewayBadInput[T client.Object](t *testing.T, e *gatewayEnv, c gateway
 // endpoint, and its template reads the port in either form.
 func testGatewayClientPorts(t *testing.T, e *gatewayEnv) {
 	ns := e.namespace(t, "gwc-ports")
-	defaults, err := templates.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := defaults[1]
-	tmpl.SetNamespace(ns)
-	tmpl.SetName("ports")
+	tmpl := defaultTemplate(t, 1, ns, "ports")
 	containersPath := []string{"spec", "template", "spec", "deployment", "spec", "template", "spec", "containers"}
 	containers, _, err := unstructured.NestedSlice(tmpl.Object, containersPath...)
 	if err != nil || len(containers) == 0 {

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -260,18 +259,25 @@ func (k objectKind[T]) named(ns, name string) T {
 	return obj
 }
 
+// defaultTemplate is a fresh copy of the i-th default template (0 the
+// server's, 1 the client's), as ns/name.
+func defaultTemplate(t *testing.T, i int, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	defaults, err := templates.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := defaults[i]
+	tmpl.SetNamespace(ns)
+	tmpl.SetName(name)
+	return tmpl
+}
+
 // eventually polls cond until it returns nil, failing t with its last error
 // after waitTimeout.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	ctrltest.Eventually(t, waitTimeout, what, cond)
 }
 
 // get reads an object by namespace and name into obj.

@@ -84,13 +84,7 @@ func testTemplateFromLiqoNamespace[T client.Object](t *testing.T, e *gatewayEnv,
 // the pod runs, as gw-<name>, the account with the gateway's rights.
 func testLiqoServiceAccount(t *testing.T, e *gatewayEnv) {
 	ns := e.namespace(t, "liqo-service-account")
-	defaults, err := templates.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := defaults[0].DeepCopy()
-	tmpl.SetNamespace(ns)
-	tmpl.SetName("liqo-style")
+	tmpl := defaultTemplate(t, 0, ns, "liqo-style")
 	podSpec := []string{"spec", "template", "spec", "deployment", "spec", "template", "spec"}
 	for _, field := range []string{"serviceAccount", "serviceAccountName"} {
 		if err := unstructured.SetNestedField(tmpl.Object, "{{ .Name }}", append(podSpec, field)...); err != nil {

@@ -15,7 +15,6 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/reconciler/apply"
-	"github.com/peerlink/peerlink/templates"
 )
 
 // testTemplateReach gives gateways templates that would make the controller
@@ -27,15 +26,9 @@ func testTemplateReach(t *testing.T, e *gatewayEnv) {
 	ctx := t.Context()
 	ns := e.namespace(t, "gws-reach")
 	elsewhere := e.namespace(t, "gws-reach-elsewhere")
-	defaults, err := templates.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
 	template := func(ns, name, apiVersion, kind, renderNS string) {
 		t.Helper()
-		tmpl := defaults[0].DeepCopy()
-		tmpl.SetNamespace(ns)
-		tmpl.SetName(name)
+		tmpl := defaultTemplate(t, 0, ns, name)
 		if err := unstructured.SetNestedStringMap(tmpl.Object, map[string]string{"apiVersion": apiVersion, "kind": kind}, "spec", "objectKind"); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +75,20 @@ func StartManager(t *testing.T, cfg *rest.Config, logs *SyncBuffer, verbosity in
 	return func() error {
 		cancel()
 		return <-done
+	}
+}
+
+// Eventually polls cond every 200 ms until it returns nil, failing t with
+// its last error when it has not within timeout.
+func Eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
 	}
 }
 

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -180,26 +181,43 @@ func checkBothWays(t *testing.T, bed *Bed, remaps Remaps) {
 	}
 }
 
-func waitConnected(t *testing.T, r *Running) {
+// waitConnection polls side r's Connection every 200 ms until check
+// accepts it, and returns it; it fails t with the last error when that
+// takes longer than timeout.
+func waitConnection(t *testing.T, r *Running, timeout time.Duration, check func(*netv1beta1.Connection) error) *netv1beta1.Connection {
 	t.Helper()
 	key := client.ObjectKey{Namespace: r.Peering.Namespace(), Name: netv1beta1.GatewayObjectPrefix + r.Peering.GatewayName()}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(timeout)
 	for {
 		var conn netv1beta1.Connection
 		err := r.Cluster.Client.Get(context.Background(), key, &conn)
-		if err == nil && conn.Status.Value == netv1beta1.Connected {
-			if conn.Status.Latency.Value == "" {
-				t.Errorf("Connection %s is Connected without a latency", key)
+		if err == nil {
+			if err = check(&conn); err == nil {
+				return &conn
 			}
-			if len(conn.OwnerReferences) != 1 || conn.Spec.GatewayRef.UID == "" || conn.OwnerReferences[0].UID != conn.Spec.GatewayRef.UID {
-				t.Errorf("Connection %s: owner %+v, gatewayRef %+v; want both on the gateway object", key, conn.OwnerReferences, conn.Spec.GatewayRef)
-			}
-			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Connection %s not Connected: %v %+v", key, err, conn.Status)
+			t.Fatalf("side %s: Connection %s: %v", r.Side.Name, key, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitConnected waits for side r's Connection to be Connected, and checks
+// that it has a latency and is owned by the gateway object it refers to.
+func waitConnected(t *testing.T, r *Running) {
+	t.Helper()
+	conn := waitConnection(t, r, 30*time.Second, func(conn *netv1beta1.Connection) error {
+		if conn.Status.Value != netv1beta1.Connected {
+			return fmt.Errorf("not Connected: %+v", conn.Status)
+		}
+		return nil
+	})
+	if conn.Status.Latency.Value == "" {
+		t.Errorf("Connection %s/%s is Connected without a latency", conn.Namespace, conn.Name)
+	}
+	if len(conn.OwnerReferences) != 1 || conn.Spec.GatewayRef.UID == "" || conn.OwnerReferences[0].UID != conn.Spec.GatewayRef.UID {
+		t.Errorf("Connection %s/%s: owner %+v, gatewayRef %+v; want both on the gateway object", conn.Namespace, conn.Name, conn.OwnerReferences, conn.Spec.GatewayRef)
 	}
 }
 

@@ -55,21 +55,14 @@ func TestMTUMismatch(t *testing.T) {
 // values.
 func waitMTUs(t *testing.T, r *Running, peerMTU int32, status metav1.ConditionStatus, values ...string) {
 	t.Helper()
-	key := client.ObjectKey{Namespace: r.Peering.Namespace(), Name: netv1beta1.GatewayObjectPrefix + r.Peering.GatewayName()}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var conn netv1beta1.Connection
-		err := r.Cluster.Client.Get(context.Background(), key, &conn)
+	waitConnection(t, r, 60*time.Second, func(conn *netv1beta1.Connection) error {
 		c := apimeta.FindStatusCondition(conn.Status.Conditions, netv1beta1.ConditionMTUMismatch)
-		if err == nil && conn.Status.PeerMTU == peerMTU && c != nil && c.Status == status && containsAll(c.Message, values) {
-			return
+		if conn.Status.PeerMTU != peerMTU || c == nil || c.Status != status || !containsAll(c.Message, values) {
+			return fmt.Errorf("peer MTU %d, MTUMismatch %+v; want peer MTU %d and MTUMismatch %s naming %v",
+				conn.Status.PeerMTU, c, peerMTU, status, values)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("side %s: Connection %s: %v, peer MTU %d, MTUMismatch %+v; want peer MTU %d and MTUMismatch %s naming %v",
-				r.Side.Name, key, err, conn.Status.PeerMTU, c, peerMTU, status, values)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitPeerView waits for side r's Connection to show how peer reaches r's
@@ -89,19 +82,12 @@ func waitPeerView(t *testing.T, r, peer *Running) {
 	for _, m := range ranges {
 		want = append(want, netv1beta1.PeerRangeView{CIDR: netv1beta1.CIDR(m.Real.String()), SeenAs: netv1beta1.CIDR(m.Remapped.String())})
 	}
-	key := client.ObjectKey{Namespace: r.Peering.Namespace(), Name: netv1beta1.GatewayObjectPrefix + r.Peering.GatewayName()}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var conn netv1beta1.Connection
-		err := r.Cluster.Client.Get(ctx, key, &conn)
-		if err == nil && slices.Equal(conn.Status.PeerView, want) {
-			return
+	waitConnection(t, r, 60*time.Second, func(conn *netv1beta1.Connection) error {
+		if !slices.Equal(conn.Status.PeerView, want) {
+			return fmt.Errorf("peer view %v; want %v", conn.Status.PeerView, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("side %s: Connection %s: %v, peer view %v; want %v", r.Side.Name, key, err, conn.Status.PeerView, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitMetrics waits for the gateway agent in ns to export each of lines

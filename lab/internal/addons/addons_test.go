@@ -40,32 +40,56 @@ func decodeAll(t *testing.T, what string, data []byte) []unstructured.Unstructur
 	}
 }
 
-// TestFlux builds the Flux controllers' install manifests from the modules
-// the repository pins: every object lands in flux-system, and each
-// controller's image is the lab registry's.
-func TestFlux(t *testing.T) {
+// findPinned skips t under -short, as it downloads what; otherwise it
+// returns what find reads of the modules the repository pins.
+func findPinned[T any](t *testing.T, what string, find func(ctx context.Context, repo string) (T, error)) T {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("downloads the Flux modules: skipped under -short")
+		t.Skip("downloads " + what + ": skipped under -short")
 	}
 	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := FindFluxControllers(context.Background(), repo)
+	found, err := find(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return found
+}
+
+// checkObjects fails t for each namespaced object of objs outside ns, and
+// for each kind of want that no object has.
+func checkObjects(t *testing.T, objs []unstructured.Unstructured, ns string, want ...string) {
+	t.Helper()
+	var kinds []string
+	for _, obj := range objs {
+		kinds = append(kinds, obj.GetKind())
+		if got := obj.GetNamespace(); got != "" && got != ns {
+			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), got, ns)
+		}
+	}
+	for _, k := range want {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("no %s among %v", k, kinds)
+		}
+	}
+}
+
+// TestFlux builds the Flux controllers' install manifests from the modules
+// the repository pins: every object lands in flux-system, and each
+// controller's image is the lab registry's.
+func TestFlux(t *testing.T) {
+	c := findPinned(t, "the Flux modules", FindFluxControllers)
 	out, err := Flux(c, "172.30.1.1:5000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds, images []string
+	objs := decodeAll(t, "flux", out)
+	checkObjects(t, objs, FluxNamespace, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service")
+	var images []string
 	cancels := false
-	for _, obj := range decodeAll(t, "flux", out) {
-		kinds = append(kinds, obj.GetKind())
-		if ns := obj.GetNamespace(); ns != "" && ns != FluxNamespace {
-			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, FluxNamespace)
-		}
+	for _, obj := range objs {
 		if obj.GetKind() == "Deployment" {
 			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 			for _, ctr := range containers {
@@ -84,11 +108,6 @@ func TestFlux(t *testing.T) {
 	slices.Sort(images)
 	if want := []string{"172.30.1.1:5000/lab/kustomize-controller:latest", "172.30.1.1:5000/lab/source-controller:latest"}; !slices.Equal(images, want) {
 		t.Errorf("images %q, want %q", images, want)
-	}
-	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "Service"} {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("no %s among %v", k, kinds)
-		}
 	}
 	if _, err := Flux(FluxControllers{SourceController: c.SourceController}, "r:5000"); err == nil {
 		t.Error("Flux without kustomize-controller's module built")
@@ -128,28 +147,16 @@ func TestRender(t *testing.T) {
 // repository pins: everything lands in metallb-system, the images are the
 // lab registry's, and the speaker runs on the node's network.
 func TestMetalLB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("downloads the MetalLB module: skipped under -short")
-	}
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	module, err := FindMetalLB(context.Background(), repo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := findPinned(t, "the MetalLB module", FindMetalLB)
 	out, err := MetalLB(module, "172.30.1.1:5000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds, images []string
+	objs := decodeAll(t, "metallb", out)
+	checkObjects(t, objs, MetalLBNamespace, "Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service")
+	var images []string
 	hostNetwork := false
-	for _, obj := range decodeAll(t, "metallb", out) {
-		kinds = append(kinds, obj.GetKind())
-		if ns := obj.GetNamespace(); ns != "" && ns != MetalLBNamespace {
-			t.Errorf("%s %s in namespace %s, want %s", obj.GetKind(), obj.GetName(), ns, MetalLBNamespace)
-		}
+	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "Deployment", "DaemonSet":
 			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
@@ -168,11 +175,6 @@ func TestMetalLB(t *testing.T) {
 	}
 	if !hostNetwork {
 		t.Error("the speaker does not run on the node's network")
-	}
-	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "Service"} {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("no %s among %v", k, kinds)
-		}
 	}
 	if _, err := MetalLB("", "r:5000"); err == nil {
 		t.Error("MetalLB without its module built")

@@ -166,7 +166,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	if err := l.applyAddon(ctx, c, addons.CoreDNS, params); err != nil {
 		return err
 	}
-	if _, err := l.Kubectl(ctx, c, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=3m"); err != nil {
+	if err := l.waitRollout(ctx, c, "kube-system", "deployment/coredns"); err != nil {
 		return err
 	}
 	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, c.DNSIP())
@@ -184,21 +184,12 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 // installFlux applies the Flux controllers' own install configuration,
 // from the modules hack/flux pins, and waits until they run.
 func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
-	ctls, err := addons.FindFluxControllers(ctx, l.State.Repo)
-	if err != nil {
-		return err
+	deployments := make([]string, len(fluxControllers))
+	for i, name := range fluxControllers {
+		deployments[i] = "deployment/" + name
 	}
-	data, err := addons.Flux(ctls, l.State.Registry)
-	if err != nil {
+	if err := applyPinned(ctx, l, c, "flux", addons.FindFluxControllers, addons.Flux, addons.FluxNamespace, deployments...); err != nil {
 		return err
-	}
-	if err := l.applyManifest(ctx, c, "flux", data); err != nil {
-		return err
-	}
-	for _, name := range fluxControllers {
-		if _, err := l.Kubectl(ctx, c, "-n", addons.FluxNamespace, "rollout", "status", "deployment/"+name, "--timeout=3m"); err != nil {
-			return err
-		}
 	}
 	l.progress.Logf("%s: Flux %s running in %s", c.Name, strings.Join(fluxControllers, " and "), addons.FluxNamespace)
 	return nil
@@ -209,21 +200,8 @@ func (l *Lab) installFlux(ctx context.Context, c *cluster.Cluster) error {
 // and gives it the cluster's pool of addresses to announce in L2 mode.
 func (l *Lab) installMetalLB(ctx context.Context, c *cluster.Cluster) error {
 	start := time.Now()
-	module, err := addons.FindMetalLB(ctx, l.State.Repo)
-	if err != nil {
+	if err := applyPinned(ctx, l, c, "metallb", addons.FindMetalLB, addons.MetalLB, addons.MetalLBNamespace, "deployment/controller", "daemonset/speaker"); err != nil {
 		return err
-	}
-	data, err := addons.MetalLB(module, l.State.Registry)
-	if err != nil {
-		return err
-	}
-	if err := l.applyManifest(ctx, c, "metallb", data); err != nil {
-		return err
-	}
-	for _, w := range []string{"deployment/controller", "daemonset/speaker"} {
-		if _, err := l.Kubectl(ctx, c, "-n", addons.MetalLBNamespace, "rollout", "status", w, "--timeout=3m"); err != nil {
-			return err
-		}
 	}
 	first, last := c.LoadBalancerRange()
 	pool, err := addons.MetalLBPool(first, last)
@@ -250,6 +228,27 @@ func (l *Lab) installMetalLB(ctx context.Context, c *cluster.Cluster) error {
 	l.progress.Logf("%s: MetalLB (L2) announces %s-%s on %s, installed in %.1fs",
 		c.Name, first, last, c.NodeNetwork(), time.Since(start).Seconds())
 	return nil
+}
+
+// applyPinned applies the add-on name from its own install configuration:
+// find reads the modules the repository pins for it, build makes the
+// manifests of them for the lab's registry. It then waits until each of
+// workloads (kind/name) in namespace ns has rolled out.
+func applyPinned[T any](ctx context.Context, l *Lab, c *cluster.Cluster, name string,
+	find func(ctx context.Context, repo string) (T, error), build func(found T, registry string) ([]byte, error),
+	ns string, workloads ...string) error {
+	found, err := find(ctx, l.State.Repo)
+	if err != nil {
+		return err
+	}
+	data, err := build(found, l.State.Registry)
+	if err != nil {
+		return err
+	}
+	if err := l.applyManifest(ctx, c, name, data); err != nil {
+		return err
+	}
+	return l.waitRollout(ctx, c, ns, workloads...)
 }
 
 // applyAddon renders an add-on for the cluster, keeps the manifest in the

@@ -43,6 +43,17 @@ func ParseInstaller(s string) (Installer, error) {
 	return choice.Parse("installer", s, Kustomize, Helm)
 }
 
+// waitRollout waits, three minutes at most each, until the rollout of
+// every workload (kind/name) of namespace ns in n is complete.
+func (l *Lab) waitRollout(ctx context.Context, n *cluster.Cluster, ns string, workloads ...string) error {
+	for _, w := range workloads {
+		if _, err := l.Kubectl(ctx, n, "-n", ns, "rollout", "status", w, "--timeout=3m"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Kubectl runs the lab's kubectl against a cluster and returns its
 // standard output.
 func (l *Lab) Kubectl(ctx context.Context, n *cluster.Cluster, args ...string) ([]byte, error) {
@@ -113,7 +124,7 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) er
 			return err
 		}
 	}
-	if _, err := l.Kubectl(ctx, n, "-n", EchoNamespace, "rollout", "status", "deployment/"+EchoDeployment, "--timeout=3m"); err != nil {
+	if err := l.waitRollout(ctx, n, EchoNamespace, "deployment/"+EchoDeployment); err != nil {
 		return err
 	}
 	l.progress.Logf("%s: %d echo pods ready", n.Name, EchoReplicas)
@@ -124,10 +135,8 @@ func (l *Lab) install(ctx context.Context, n *cluster.Cluster, how Installer) er
 // fabric agent, so that a peering applied from now on is acted upon at
 // once, and takes the cluster ID the controller published as n's.
 func (l *Lab) WaitInstalled(ctx context.Context, n *cluster.Cluster) error {
-	for _, workload := range []string{"deployment/peerlink-controller", "daemonset/peerlink-fabric"} {
-		if _, err := l.Kubectl(ctx, n, "-n", PeerlinkNamespace, "rollout", "status", workload, "--timeout=3m"); err != nil {
-			return err
-		}
+	if err := l.waitRollout(ctx, n, PeerlinkNamespace, "deployment/peerlink-controller", "daemonset/peerlink-fabric"); err != nil {
+		return err
 	}
 	c, err := l.Client(n)
 	if err != nil {
