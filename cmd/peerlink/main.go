@@ -1,6 +1,7 @@
 // Command peerlink is the command-line interface of peerlink: it generates the
 // manifests two administrators exchange, renders gateway templates offline,
 // manages peer bundles for GitOps, and connects two clusters in one command.
+// The commands live in package cli.
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peerlink/peerlink/cli"
 )
 
 func main() {
@@ -21,7 +24,7 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 	// Interrupting stops waits cleanly; every command can be run again.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

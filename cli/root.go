@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -103,9 +103,9 @@ Three ways to peer two clusters:
 	return root
 }
 
-// run executes the command line and returns the process exit code. An error
+// Run executes the command line and returns the process exit code. An error
 // is printed as one line on stderr, so scripts can show it as is.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,14 +15,14 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // repoRoot is the repository root, relative to this package.
-const repoRoot = "../.."
+const repoRoot = ".."
 
 // runCLI runs the command line as main does and returns what it printed and
 // its exit code.
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	code = Run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // cases that use a default template: the command must print exactly what
 // package templates renders for them.
 func TestRenderGoldenGateways(t *testing.T) {
-	gateways, err := filepath.Glob("../../testdata/templates/*/gateway.yaml")
+	gateways, err := filepath.Glob("../testdata/templates/*/gateway.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,14 +271,14 @@ metadata:
 // a real API server with peerlink's CRDs: they must be accepted, and stored
 // without losing a field to pruning.
 func TestRenderedAcceptedByAPIServer(t *testing.T) {
-	gateways, err := filepath.Glob("../../testdata/api/valid/gateway*.yaml")
+	gateways, err := filepath.Glob("../testdata/api/valid/gateway*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(gateways) < 4 {
 		t.Fatalf("found %d reference gateways", len(gateways))
 	}
-	cluster := testcluster.Start(t, testcluster.WithCRDDirs("../../bundles/install/crds"))
+	cluster := testcluster.Start(t, testcluster.WithCRDDirs("../bundles/install/crds"))
 	ctx := context.Background()
 
 	// The default templates the controller applies are accepted too.
