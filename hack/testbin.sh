@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Kubernetes binaries from upstream source into bin/k8s/<version>/ and
-# points bin/k8s/current (the default release) or bin/k8s/v<minor> (another
-# one) at that directory.
+# points bin/k8s/v<minor>, and bin/k8s/current for the default release, at
+# that directory.
 #
 # Usage: hack/testbin.sh [--minor 1.N] [component...]
 #
@@ -19,8 +19,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kube_mod="$root/hack/kube"
-# link names the release this run builds: current for the default one.
-link=current
+# current: this run builds the default release.
+current=1
 
 default_components=(kube-apiserver kube-controller-manager kubectl etcd)
 all_components=(kube-apiserver kube-controller-manager kubectl etcd kube-scheduler kubelet kube-proxy)
@@ -70,7 +70,7 @@ if [[ "${1-}" == --minor ]]; then
 		[[ -f "$root/hack/kube-$minor/go.mod" ]] ||
 			die "Kubernetes $minor is not pinned here: hack/kube pins $default, and the other pins are hack/kube-1.*: $(cd "$root/hack" && echo kube-1.*)"
 		kube_mod="$root/hack/kube-$minor"
-		link="v$minor"
+		current=
 	fi
 fi
 
@@ -160,8 +160,12 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 	log "done in $((SECONDS - start))s"
 fi
 
-# Stable name (current for KUBEBUILDER_ASSETS, v1.N for the lab), replaced
-# atomically.
-ln -sfn "$version" "$root/bin/k8s/.$link.tmp"
-mv -Tf "$root/bin/k8s/.$link.tmp" "$root/bin/k8s/$link"
-log "bin/k8s/$link -> $version"
+# Stable names (v1.N for the lab, current for KUBEBUILDER_ASSETS), each
+# replaced atomically.
+links=("v1.$kube_minor")
+[[ -z "$current" ]] || links+=(current)
+for link in "${links[@]}"; do
+	ln -sfn "$version" "$root/bin/k8s/.$link.tmp"
+	mv -Tf "$root/bin/k8s/.$link.tmp" "$root/bin/k8s/$link"
+	log "bin/k8s/$link -> $version"
+done
