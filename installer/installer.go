@@ -1,13 +1,16 @@
 package installer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
 	"net/netip"
 	"path"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -195,8 +198,11 @@ func splitCRDs(objs []*unstructured.Unstructured) (crds, rest []*unstructured.Un
 
 // WaitReady waits until the controller Deployment is available with its
 // current spec, every fabric agent runs the current spec, and the
-// controller has published the cluster's facts, which it returns.
+// controller has published the cluster's facts, which it returns. A
+// controller that keeps stopping while it waits fails the wait at once,
+// with the reason the controller gave.
 func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (clusterinfo.Info, error) {
+	var stops controllerStops
 	_, err := p.Wait(ctx, "the controller to run", func(ctx context.Context) (bool, string, error) {
 		var d appsv1.Deployment
 		if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: ControllerDeployment}, &d); err != nil {
@@ -205,6 +211,9 @@ func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (cluste
 		want := int32(1)
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
+		}
+		if err := stops.check(ctx, c); err != nil {
+			return false, "", err
 		}
 		s := d.Status
 		state := fmt.Sprintf("%d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
@@ -236,6 +245,53 @@ func WaitReady(ctx context.Context, c client.Client, p peering.Progress) (cluste
 		return true, "published", nil
 	})
 	return info, err
+}
+
+// crashLoopRestarts is how many times a controller container must have
+// stopped, and be waiting to start again, before WaitReady gives up on it:
+// a controller that stops once may have met a passing failure.
+const crashLoopRestarts = 2
+
+// controllerStops tells a controller that keeps stopping during a wait
+// from one that stopped before it: an install run again after the cause
+// was fixed waits for the controller's next start instead of reporting its
+// old stops.
+type controllerStops struct {
+	// before are the restart counts of the controller's containers when
+	// the wait began, by pod UID and container name; nil until then.
+	before map[string]int32
+}
+
+// check returns why the controller keeps stopping: the termination message
+// of a controller container in CrashLoopBackOff after crashLoopRestarts
+// restarts, one of them at least during the wait (a fact it cannot detect,
+// a flag it refuses); nil while none does.
+func (s *controllerStops) check(ctx context.Context, c client.Client) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app.kubernetes.io/name": ControllerDeployment}); err != nil {
+		return fmt.Errorf("list the controller's pods: %w", err)
+	}
+	first := s.before == nil
+	if first {
+		s.before = map[string]int32{}
+	}
+	for _, pod := range pods.Items {
+		for _, cs := range pod.Status.ContainerStatuses {
+			key := string(pod.UID) + "/" + cs.Name
+			if first {
+				s.before[key] = cs.RestartCount
+				continue
+			}
+			last := cs.LastTerminationState.Terminated
+			if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || last == nil ||
+				cs.RestartCount < crashLoopRestarts || cs.RestartCount <= s.before[key] {
+				continue
+			}
+			return fmt.Errorf("the controller stopped %d times (pod %s/%s, exit code %d): %s",
+				cs.RestartCount, Namespace, pod.Name, last.ExitCode, strings.TrimSpace(cmp.Or(last.Message, last.Reason)))
+		}
+	}
+	return nil
 }
 
 // Summary describes the facts the controller published, one line each,

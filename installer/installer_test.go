@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,4 +143,80 @@ func TestApply(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ServiceAccount peerlink/peerlink-controller") || !strings.Contains(err.Error(), "another manager") {
 		t.Errorf("apply over another manager's field: %v, want a conflict naming the object", err)
 	}
+}
+
+// TestWaitReadyReportsControllerStops: a controller that keeps stopping
+// while the install waits (here, as one that cannot detect the pod CIDRs
+// would) makes WaitReady fail at once with the reason the controller left
+// in its termination message. One that stopped once, or whose stops all
+// came before the wait (an install run again after the cause was fixed),
+// is waited for.
+func TestWaitReadyReportsControllerStops(t *testing.T) {
+	c := testcluster.Start(t)
+	ctx := t.Context()
+	cli, err := peering.NewClient(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(Facts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(ctx, cli, objs, peering.Progress{Out: &bytes.Buffer{}, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	const why = "PodCIDRs: not given: pod CIDRs: none of the 2 nodes has spec.podCIDRs (--pod-cidr)"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "peerlink-controller-1", Labels: map[string]string{"app.kubernetes.io/name": ControllerDeployment}},
+		Spec: corev1.PodSpec{ServiceAccountName: "peerlink-controller", AutomountServiceAccountToken: new(false),
+			Containers: []corev1.Container{{Name: "controller", Image: "peerlink-agent"}}},
+	}
+	if err := c.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// stopped gives the controller's container restarts stops, the last
+	// one with the message why, and puts it in CrashLoopBackOff.
+	stopped := func(restarts int32) {
+		t.Helper()
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "controller", Image: "peerlink-agent", RestartCount: restarts,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: why}},
+		}}
+		if err := c.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// wait runs WaitReady for timeout, calling during once it has begun.
+	wait := func(timeout time.Duration, during func()) error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := WaitReady(ctx, cli, peering.Progress{Out: &bytes.Buffer{}, Timeout: timeout, TimeoutName: "--timeout"})
+			done <- err
+		}()
+		time.Sleep(time.Second)
+		during()
+		return <-done
+	}
+
+	for _, tc := range []struct {
+		name          string
+		before, after int32
+	}{{"stopped once during the wait", 0, 1}, {"every stop before the wait", 3, 3}} {
+		stopped(tc.before)
+		if err := wait(3*time.Second, func() { stopped(tc.after) }); err == nil || strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want the wait to run out", tc.name, err)
+		}
+	}
+
+	stopped(0)
+	start := time.Now()
+	err = wait(time.Minute, func() { stopped(crashLoopRestarts) })
+	if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), pod.Name) {
+		t.Fatalf("a controller that keeps stopping during the wait: %v, want its termination message and pod", err)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("the stops were reported after %s, want at once", time.Since(start))
+	}
+	t.Log(err)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/peerlink/peerlink/internal/cidr"
 )
 
 // ErrNoAddress reports that a range has no free address left to give.
@@ -20,7 +22,7 @@ func AllocateAddress(external netip.Prefix, taken map[netip.Addr]bool, keep neti
 	if !external.IsValid() || !external.Addr().Is4() || external != external.Masked() {
 		return netip.Addr{}, fmt.Errorf("external range %s: must be an IPv4 network", external)
 	}
-	first, last := external.Addr(), lastAddr(external)
+	first, last := external.Addr(), cidr.Last(external)
 	givable := func(a netip.Addr) bool {
 		if !external.Contains(a) || a == first || (external.Bits() <= 30 && a == last) {
 			return false
@@ -38,12 +40,4 @@ func AllocateAddress(external netip.Prefix, taken map[netip.Addr]bool, keep neti
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("external range %s: %w", external, ErrNoAddress)
-}
-
-// lastAddr is the highest address of the IPv4 network p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().As4()
-	host := uint32(1)<<(32-p.Bits()) - 1
-	v := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }

@@ -76,6 +76,7 @@ func newRootCmd() *cobra.Command {
 	var clusters, nodes, firstIndex int
 	var names []string
 	var cni, proxyMode, kubeMinor string
+	var nodePodCIDRs bool
 	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
 	var installs []string
@@ -120,7 +121,7 @@ func newRootCmd() *cobra.Command {
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, Names: names, FirstIndex: firstIndex, Repo: repo, Out: cmd.OutOrStdout(),
-				Nodes: nodes, CNI: c, ProxyMode: mode, KubernetesMinor: strings.TrimPrefix(kubeMinor, "v"), PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				Nodes: nodes, CNI: c, ProxyMode: mode, KubernetesMinor: strings.TrimPrefix(kubeMinor, "v"), NoNodePodCIDRs: !nodePodCIDRs, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
@@ -139,6 +140,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
 	up.Flags().StringVar(&kubeMinor, "kubernetes-version", "", "minor release of Kubernetes every cluster runs, such as 1.35: the default's (hack/kube) or one pinned in hack/kube-1.N (default: hack/kube's)")
+	up.Flags().BoolVar(&nodePodCIDRs, "node-pod-cidrs", true, "give the Nodes their pod ranges (spec.podCIDRs); false simulates a CNI with its own IPAM: the lab hands each node's bridge its range, and the Nodes have none (bridge CNI only)")
 	up.Flags().StringVar(&proxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node: iptables, nftables or ipvs (ipvs needs a kernel with IPVS)")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))
 	up.Flags().BoolVar(&flux, "flux", false, "install Flux's source-controller and kustomize-controller (built from source) in every cluster")

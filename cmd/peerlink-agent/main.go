@@ -14,11 +14,30 @@ import (
 	"github.com/peerlink/peerlink/internal/version"
 )
 
+// terminationLog is where the kubelet reads a container's termination
+// message from (the default terminationMessagePath), mounted into every
+// container it runs.
+const terminationLog = "/dev/termination-log"
+
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		writeTerminationMessage(err)
 		os.Exit(1)
 	}
+}
+
+// writeTerminationMessage leaves why the agent stopped where the pod's
+// status shows it (kubectl describe pod; peerlink install reports it),
+// when it runs in a container: outside one, the file does not exist and
+// nothing is created.
+func writeTerminationMessage(err error) {
+	f, openErr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if openErr != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprint(f, err)
 }
 
 // newRootCommand builds the command tree of the agent.

@@ -105,3 +105,11 @@ func Translate(addr netip.Addr, from, to netip.Prefix) (netip.Addr, error) {
 	}
 	return out, nil
 }
+
+// Last is the highest address of the IPv4 network p.
+func Last(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/peerlink/peerlink/internal/choice"
+	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/testkit/testenv/proc"
 )
 
@@ -114,6 +115,12 @@ type Cluster struct {
 	CNI CNI
 	// ProxyMode is kube-proxy's mode on every node; empty means iptables.
 	ProxyMode ProxyMode
+	// NoNodePodCIDRs leaves the Nodes without spec.podCIDRs, as a CNI with
+	// its own IPAM does (Calico's, Cilium's cluster pool, a cloud's VPC
+	// CNI): kube-controller-manager allocates no node ranges, and the lab
+	// hands each node's bridge its part of PodCIDR itself (NodeRanges).
+	// Only the bridge CNI runs so: flanneld reads the Nodes' ranges.
+	NoNodePodCIDRs bool
 	// Dir holds everything of this cluster: certificates, data, logs, pid
 	// files, kubeconfigs.
 	Dir string
@@ -264,6 +271,19 @@ func (c *Cluster) APIServiceIP() netip.Addr { return c.ServiceCIDR.Masked().Addr
 func (c *Cluster) NodeMaskSize() int {
 	need := c.PodCIDR.Bits() + bits.Len(uint(max(c.NodeCount, 1)-1))
 	return max(24, need)
+}
+
+// NodeRanges are the parts of PodCIDR the nodes get, in the order of
+// Nodes, as kube-controller-manager hands them out to nodes registering in
+// that order: consecutive blocks of NodeMaskSize from the start of the range.
+func (c *Cluster) NodeRanges() map[string]netip.Prefix {
+	out := map[string]netip.Prefix{}
+	block := netip.PrefixFrom(c.PodCIDR.Masked().Addr(), c.NodeMaskSize())
+	for _, n := range c.Nodes() {
+		out[n.Name()] = block
+		block = netip.PrefixFrom(cidr.Last(block).Next(), block.Bits())
+	}
+	return out
 }
 
 // Kubeconfig is the admin kubeconfig of the cluster.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ func TestNodes(t *testing.T) {
 		if got := c.NodeMaskSize(); got != tc.want {
 			t.Errorf("NodeMaskSize of %s for %d nodes = /%d, want /%d", tc.pods, tc.nodes, got, tc.want)
 		}
+	}
+	ranges := (&Cluster{Name: "r", PodCIDR: netip.MustParsePrefix("10.244.0.0/24"), NodeCount: 3}).NodeRanges()
+	if want := map[string]netip.Prefix{"r": netip.MustParsePrefix("10.244.0.0/26"), "r-2": netip.MustParsePrefix("10.244.0.64/26"),
+		"r-3": netip.MustParsePrefix("10.244.0.128/26")}; !maps.Equal(ranges, want) {
+		t.Errorf("NodeRanges of 10.244.0.0/24 for 3 nodes = %v, want %v", ranges, want)
 	}
 	if _, err := ParseCNI("calico"); err == nil {
 		t.Error("ParseCNI accepted calico")

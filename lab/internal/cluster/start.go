@@ -95,8 +95,9 @@ func (n *Cluster) commands() map[string][]string {
 			"--service-account-private-key-file="+pki("sa.key"),
 			"--use-service-account-credentials=true",
 			"--service-cluster-ip-range="+n.ServiceCIDR.String(),
-			// The node's spec.podCIDR is what node-local agents read.
-			"--allocate-node-cidrs=true",
+			// The node's spec.podCIDR is what node-local agents read;
+			// a cluster that simulates a CNI with its own IPAM has none.
+			"--allocate-node-cidrs="+strconv.FormatBool(!n.NoNodePodCIDRs),
 			"--cluster-cidr="+n.PodCIDR.String(),
 			"--node-cidr-mask-size="+strconv.Itoa(n.NodeMaskSize()),
 		),
@@ -128,8 +129,8 @@ type watcher func(ctx context.Context, what string, ready func(context.Context) 
 
 // Up writes the cluster's files and starts its components in the nodes'
 // network namespaces, which must exist (CreateNetwork), then waits until
-// every node is registered and, with the bridge CNI, sets up the pod
-// network. Flannel's pod network needs its DaemonSet: the caller applies it
+// every node is registered with its pod range (or, with NoNodePodCIDRs,
+// takes the lab's) and, with the bridge CNI, sets up the pod network. Flannel's pod network needs its DaemonSet: the caller applies it
 // and then calls Network. The processes keep running after Up returns.
 func (n *Cluster) Up(ctx context.Context) error {
 	nodes := n.Nodes()
@@ -186,9 +187,12 @@ func (n *Cluster) Up(ctx context.Context) error {
 	if err := n.startOnNodes(rest); err != nil {
 		return err
 	}
-	podCIDRs, err := n.podCIDRs(ctx, n.watch)
-	if err != nil {
-		return err
+	podCIDRs := n.NodeRanges()
+	if !n.NoNodePodCIDRs {
+		var err error
+		if podCIDRs, err = n.podCIDRs(ctx, n.watch); err != nil {
+			return err
+		}
 	}
 	for _, node := range nodes {
 		n.Logf("%s: node %s at %s, pods %s", n.Name, node.Name(), node.IP(), podCIDRs[node.Name()])

@@ -60,6 +60,10 @@ type Options struct {
 	// hack/testbin.sh has a pin for; empty means the default release
 	// (hack/kube).
 	KubernetesMinor string
+	// NoNodePodCIDRs leaves every cluster's Nodes without spec.podCIDRs,
+	// as a CNI with its own IPAM does (cluster.Cluster.NoNodePodCIDRs);
+	// the bridge CNI only.
+	NoNodePodCIDRs bool
 	// PodCIDRs are the clusters' pod ranges: one for every cluster, or one
 	// per cluster; none means cluster.DefaultPodCIDR.
 	PodCIDRs []netip.Prefix
@@ -274,16 +278,17 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	}}
 	for k, name := range o.Names {
 		n := &cluster.Cluster{
-			Index:       first + k,
-			Name:        name,
-			NodeCount:   max(o.Nodes, 1),
-			PodCIDR:     pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
-			ServiceCIDR: pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
-			CNI:         cmp.Or(o.CNI, cluster.Bridge),
-			ProxyMode:   cmp.Or(o.ProxyMode, cluster.IPTables),
-			Registry:    l.State.Registry,
-			Mirrored:    images.Mirrored(),
-			Logf:        p.Logf,
+			Index:          first + k,
+			Name:           name,
+			NodeCount:      max(o.Nodes, 1),
+			PodCIDR:        pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
+			ServiceCIDR:    pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
+			CNI:            cmp.Or(o.CNI, cluster.Bridge),
+			ProxyMode:      cmp.Or(o.ProxyMode, cluster.IPTables),
+			NoNodePodCIDRs: o.NoNodePodCIDRs,
+			Registry:       l.State.Registry,
+			Mirrored:       images.Mirrored(),
+			Logf:           p.Logf,
 		}
 		n.Dir = filepath.Join(o.Dir, n.Namespace())
 		l.Clusters = append(l.Clusters, n)
@@ -349,6 +354,9 @@ func (o *Options) validate() error {
 	}
 	if o.KubernetesMinor != "" && !kubernetesMinor.MatchString(o.KubernetesMinor) {
 		return fmt.Errorf("--kubernetes-version %q: want a minor release such as 1.35", o.KubernetesMinor)
+	}
+	if o.NoNodePodCIDRs && cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
+		return fmt.Errorf("--node-pod-cidrs=false: only with --cni %s: %s reads the Nodes' pod ranges", cluster.Bridge, o.CNI)
 	}
 	for _, l := range []struct {
 		flag string
@@ -497,8 +505,12 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
+		pods := n.PodCIDR.String()
+		if n.NoNodePodCIDRs {
+			pods += " (not on the Nodes)"
+		}
 		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  kube-proxy %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.ProxyMode, n.PodCIDR, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.ProxyMode, pods, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
 		for _, node := range n.Nodes() {
 			ready := "not Ready"
 			if ok, why := node.Ready(ctx); ok {

@@ -38,25 +38,27 @@ type Cluster struct {
 	ID string `json:"id,omitempty"`
 	// Kubeconfig is the admin kubeconfig, whose server is the address of
 	// the control-plane node.
-	Kubeconfig  string            `json:"kubeconfig"`
-	Nodes       int               `json:"nodes"`
-	CNI         cluster.CNI       `json:"cni"`
-	ProxyMode   cluster.ProxyMode `json:"proxyMode,omitempty"`
-	PodCIDR     netip.Prefix      `json:"podCIDR"`
-	ServiceCIDR netip.Prefix      `json:"serviceCIDR"`
+	Kubeconfig string            `json:"kubeconfig"`
+	Nodes      int               `json:"nodes"`
+	CNI        cluster.CNI       `json:"cni"`
+	ProxyMode  cluster.ProxyMode `json:"proxyMode,omitempty"`
+	// NoNodePodCIDRs: the Nodes have no spec.podCIDRs.
+	NoNodePodCIDRs bool         `json:"noNodePodCIDRs,omitempty"`
+	PodCIDR        netip.Prefix `json:"podCIDR"`
+	ServiceCIDR    netip.Prefix `json:"serviceCIDR"`
 }
 
 // recordOf is the record of a cluster.
 func recordOf(c *cluster.Cluster) Cluster {
 	return Cluster{Index: c.Index, Name: c.Name, ID: c.ClusterID, Kubeconfig: c.Kubeconfig(), Nodes: c.NodeCount,
-		CNI: c.CNI, ProxyMode: c.ProxyMode, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}
+		CNI: c.CNI, ProxyMode: c.ProxyMode, NoNodePodCIDRs: c.NoNodePodCIDRs, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}
 }
 
 // cluster is the cluster a record describes, without what the lab adds
 // (directories, binaries, registry).
 func (r Cluster) cluster() *cluster.Cluster {
 	return &cluster.Cluster{Index: r.Index, Name: r.Name, ClusterID: r.ID, NodeCount: r.Nodes, CNI: r.CNI, ProxyMode: r.ProxyMode,
-		PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR}
+		NoNodePodCIDRs: r.NoNodePodCIDRs, PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR}
 }
 
 func writeState(dir string, s State) error {
