@@ -29,6 +29,9 @@ FUZZTIME      ?= 15s
 # them after the other packages, alone, so that no other test binary takes
 # the CPU their kubelets, kube-proxies and gateways need.
 E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
+# The oldest minor release of Kubernetes upstream supports, pinned in
+# hack/kube-$(OLDEST_KUBERNETES); lab/e2e's TestSmokeOldestKubernetes runs on it.
+OLDEST_KUBERNETES := 1.35
 # The components the lab's clusters run (built from source, cached in bin/);
 # built before the lab's tests so that no test waits for a cold build.
 LAB_COMPONENTS := coredns flanneld source-controller kustomize-controller metallb-controller metallb-speaker
@@ -107,6 +110,8 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	hack/timed.sh "build Helm" hack/components.sh helm
 	hack/timed.sh "go test, all but lab/e2e" $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
 	hack/timed.sh "build the lab's components" hack/components.sh $(LAB_COMPONENTS)
+	hack/timed.sh "build Kubernetes (the lab's nodes)" hack/testbin.sh all
+	hack/timed.sh "build Kubernetes $(OLDEST_KUBERNETES) (TestSmokeOldestKubernetes)" hack/testbin.sh --minor $(OLDEST_KUBERNETES) all
 	hack/timed.sh "go test lab/e2e" $(GO) test -count=1 -timeout 60m $(E2E_PKG)
 	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
 	@hack/timed.sh --table

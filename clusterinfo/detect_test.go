@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -47,7 +48,8 @@ func TestCoverAndWiden(t *testing.T) {
 
 // TestDetect detects the facts of a real API server: the cluster ID from
 // the kube-system namespace, the pod CIDRs from Nodes, the service CIDR
-// from the allocator's refusal of a dry-run Service, which creates nothing.
+// from the ServiceCIDR objects where the API server serves them, else from
+// the allocator's refusal of a dry-run Service, which creates nothing.
 func TestDetect(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithAPIServerFlag("service-cluster-ip-range", "10.43.0.0/16"))
 	ctx := t.Context()
@@ -91,12 +93,18 @@ func TestDetect(t *testing.T) {
 		t.Errorf("pod CIDRs %v from %q, want %v from %q", pods, src, want, SourceNodes)
 	}
 
+	// API servers from 1.33 on serve the ServiceCIDR kind by default and
+	// name their range there; older ones leave the allocator's refusal.
+	wantSrc := SourceServiceAllocator
+	if _, err := c.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}); err == nil {
+		wantSrc = SourceServiceCIDRAPI
+	}
 	svc, src, err := DetectServiceCIDR(ctx, c.Client, metav1.NamespaceDefault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if svc != netip.MustParsePrefix("10.43.0.0/16") || src != SourceServiceAllocator {
-		t.Errorf("service CIDR %s from %q, want 10.43.0.0/16 from %q", svc, src, SourceServiceAllocator)
+	if svc != netip.MustParsePrefix("10.43.0.0/16") || src != wantSrc {
+		t.Errorf("service CIDR %s from %q, want 10.43.0.0/16 from %q", svc, src, wantSrc)
 	}
 	var list corev1.ServiceList
 	if err := c.Client.List(ctx, &list); err != nil {

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Builds Kubernetes binaries from upstream source into bin/k8s/<version>/ and
-# points bin/k8s/current at that directory.
+# points bin/k8s/v<minor>, and bin/k8s/current for the default release, at
+# that directory.
 #
-# Usage: hack/testbin.sh [component...]
+# Usage: hack/testbin.sh [--minor 1.N] [component...]
 #
 # Components: kube-apiserver kube-controller-manager kubectl etcd (the default
 # set, used by tests through KUBEBUILDER_ASSETS=bin/k8s/current) and
 # kube-scheduler kubelet kube-proxy (for the lab); "all" selects all seven.
 #
-# The version is the one of k8s.io/kubernetes in hack/kube/go.mod, the single
-# pin. A binary that already exists is not rebuilt, so a second run returns at
+# The version is the one of k8s.io/kubernetes in hack/kube/go.mod, the pin of
+# the default release; --minor 1.N takes the release pinned in
+# hack/kube-1.N/go.mod instead (the older minors the project supports and
+# tests), or hack/kube's when it is that minor. A binary that already exists is not rebuilt, so a second run returns at
 # once. Modules come through the Go module proxy, so a fresh clone with an
 # empty module cache works.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kube_mod="$root/hack/kube"
+# current: this run builds the default release.
+current=1
 
 default_components=(kube-apiserver kube-controller-manager kubectl etcd)
 all_components=(kube-apiserver kube-controller-manager kubectl etcd kube-scheduler kubelet kube-proxy)
@@ -41,7 +46,7 @@ package_of() {
 	esac
 }
 
-# require_version prints the version a require directive of hack/kube/go.mod
+# require_version prints the version a require directive of $kube_mod/go.mod
 # gives to module $1 (single-line or block form).
 require_version() {
 	awk -v mod="$1" '
@@ -56,9 +61,22 @@ require_version() {
 	' "$kube_mod/go.mod"
 }
 
+if [[ "${1-}" == --minor ]]; then
+	[[ $# -ge 2 && "$2" =~ ^v?1\.[0-9]+$ ]] || die "--minor takes a minor release such as 1.35"
+	minor=${2#v}
+	shift 2
+	default=$(require_version k8s.io/kubernetes)
+	if [[ "$default" != "v$minor."* ]]; then
+		[[ -f "$root/hack/kube-$minor/go.mod" ]] ||
+			die "Kubernetes $minor is not pinned here: hack/kube pins $default, and the other pins are hack/kube-1.*: $(cd "$root/hack" && echo kube-1.*)"
+		kube_mod="$root/hack/kube-$minor"
+		current=
+	fi
+fi
+
 version=$(require_version k8s.io/kubernetes)
-[[ -n "$version" ]] || die "no require of k8s.io/kubernetes in hack/kube/go.mod"
-[[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "unexpected Kubernetes version $version in hack/kube/go.mod"
+[[ -n "$version" ]] || die "no require of k8s.io/kubernetes in ${kube_mod#"$root/"}/go.mod"
+[[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "unexpected Kubernetes version $version in ${kube_mod#"$root/"}/go.mod"
 kube_minor=${BASH_REMATCH[1]}
 staging_version="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 
@@ -67,7 +85,7 @@ mismatch=$(awk -v want="$staging_version" '
 	{ o = ($1 == "replace") ? 1 : 0 }
 	$(1 + o) ~ /^k8s\.io\// && $(2 + o) == "=>" && $(4 + o) != want { print $(1 + o) " => " $(3 + o) " " $(4 + o) }
 ' "$kube_mod/go.mod")
-[[ -z "$mismatch" ]] || die "hack/kube/go.mod pins k8s.io/kubernetes $version but replaces staging modules with other versions than $staging_version:
+[[ -z "$mismatch" ]] || die "${kube_mod#"$root/"}/go.mod pins k8s.io/kubernetes $version but replaces staging modules with other versions than $staging_version:
 $mismatch"
 
 components=()
@@ -142,7 +160,12 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 	log "done in $((SECONDS - start))s"
 fi
 
-# Stable name for KUBEBUILDER_ASSETS, replaced atomically.
-ln -sfn "$version" "$root/bin/k8s/.current.tmp"
-mv -Tf "$root/bin/k8s/.current.tmp" "$root/bin/k8s/current"
-log "bin/k8s/current -> $version"
+# Stable names (v1.N for the lab, current for KUBEBUILDER_ASSETS), each
+# replaced atomically.
+links=("v1.$kube_minor")
+[[ -z "$current" ]] || links+=(current)
+for link in "${links[@]}"; do
+	ln -sfn "$version" "$root/bin/k8s/.$link.tmp"
+	mv -Tf "$root/bin/k8s/.$link.tmp" "$root/bin/k8s/$link"
+	log "bin/k8s/$link -> $version"
+done

@@ -28,7 +28,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -37,6 +39,11 @@ import (
 )
 
 func main() {
+	// controller-runtime from v0.25 logs through its root logger whenever
+	// a client is made, and prints a stack trace to stderr when that
+	// logger was never set 30 s into the process: this command reports
+	// through its own output and returned errors.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
@@ -66,9 +73,9 @@ func newRootCmd() *cobra.Command {
 		return nil
 	}
 
-	var clusters, nodes int
+	var clusters, nodes, firstIndex int
 	var names []string
-	var cni, proxyMode string
+	var cni, proxyMode, kubeMinor string
 	var nodePodCIDRs bool
 	var podCIDRs, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
@@ -113,8 +120,8 @@ func newRootCmd() *cobra.Command {
 				return err
 			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: dir, Names: names, FirstIndex: 1, Repo: repo, Out: cmd.OutOrStdout(),
-				Nodes: nodes, CNI: c, ProxyMode: mode, NoNodePodCIDRs: !nodePodCIDRs, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
+				Dir: dir, Names: names, FirstIndex: firstIndex, Repo: repo, Out: cmd.OutOrStdout(),
+				Nodes: nodes, CNI: c, ProxyMode: mode, KubernetesMinor: strings.TrimPrefix(kubeMinor, "v"), NoNodePodCIDRs: !nodePodCIDRs, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
@@ -129,8 +136,10 @@ func newRootCmd() *cobra.Command {
 	}
 	up.Flags().IntVar(&clusters, "clusters", 2, "number of clusters")
 	up.Flags().StringSliceVar(&names, "cluster-names", []string{"cluster-1", "cluster-2"}, "cluster names, one per cluster, which name the nodes and kubeconfig contexts (peerlink detects its own cluster IDs)")
+	up.Flags().IntVar(&firstIndex, "first-index", 1, "index of the first cluster (network namespace cN, node network 172.30.N.0/24; the others follow); 0 takes the first free indices from 11 on, beside another lab of the machine")
 	up.Flags().IntVar(&nodes, "nodes", 2, fmt.Sprintf("nodes per cluster (1 to %d); the first runs the control plane", cluster.MaxNodes))
 	up.Flags().StringVar(&cni, "cni", string(cluster.Bridge), "pod network of every cluster: bridge or flannel")
+	up.Flags().StringVar(&kubeMinor, "kubernetes-version", "", "minor release of Kubernetes every cluster runs, such as 1.35: the default's (hack/kube) or one pinned in hack/kube-1.N (default: hack/kube's)")
 	up.Flags().BoolVar(&nodePodCIDRs, "node-pod-cidrs", true, "give the Nodes their pod ranges (spec.podCIDRs); false simulates a CNI with its own IPAM: the lab hands each node's bridge its range, and the Nodes have none (bridge CNI only)")
 	up.Flags().StringVar(&proxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node: iptables, nftables or ipvs (ipvs needs a kernel with IPVS)")
 	up.Flags().IPNetSliceVar(&podCIDRs, "pod-cidrs", nil, fmt.Sprintf("pod range of every cluster, or one per cluster (default %s for all)", cluster.DefaultPodCIDR))

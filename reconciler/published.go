@@ -86,7 +86,7 @@ func defaultTemplatesPublisher(c client.Client, namespace, image string) *publis
 		var errs []error
 		for _, obj := range objs {
 			obj.SetNamespace(namespace)
-			err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(api.FieldManager))
+			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(api.FieldManager))
 			switch {
 			case apierrors.IsConflict(err):
 				ctrl.LoggerFrom(ctx).Info("default template edited by another manager: left as it is",
@@ -123,7 +123,7 @@ func clusterPropertyPublisher(c client.Client, id string) *publisher {
 		obj.SetGroupVersionKind(mapping.GroupVersionKind)
 		obj.SetName(clusterIDProperty)
 		obj.Object["spec"] = map[string]any{"value": id}
-		err = c.Patch(ctx, obj, client.Apply, client.FieldOwner(api.FieldManager))
+		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(api.FieldManager))
 		if apierrors.IsConflict(err) {
 			ctrl.LoggerFrom(ctx).Info("ClusterProperty set by another manager: left as it is", "name", clusterIDProperty, "conflict", err.Error())
 			return nil

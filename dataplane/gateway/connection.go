@@ -347,7 +347,7 @@ func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, 
 		"metadata":   map[string]any{"name": w.name, "namespace": w.ns},
 		"status":     status,
 	}}
-	if err := w.c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+	if err := w.c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write status of Connection %s/%s: %w", w.ns, w.name, err)
 	}
 	return nil

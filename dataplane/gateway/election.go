@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 )
@@ -152,7 +153,7 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 			})
 		}
 	}
-	if err := c.Patch(ctx, slice, client.Apply, client.FieldOwner(netv1beta1.GatewayEndpointSliceManager), client.ForceOwnership); err != nil {
+	if err := api.Apply(ctx, c, slice, client.FieldOwner(netv1beta1.GatewayEndpointSliceManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("publish pod %s in EndpointSlice %s/%s: %w", a.election.PodName, a.opts.Namespace, name, err)
 	}
 	a.log.Info("published this pod as the Service's endpoint", "service", name, "address", a.overlayFacts.Address)

@@ -282,7 +282,7 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: s.a.opts.Name, UID: types.UID(uid),
 		}}
 	}
-	if err := s.a.client.Patch(ctx, cm, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+	if err := api.Apply(ctx, s.a.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply configmap %s/%s: %w", s.a.opts.Namespace, mcs.ImportsConfigMap, err)
 	}
 	return nil

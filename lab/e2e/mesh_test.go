@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -83,29 +84,14 @@ func TestMesh(t *testing.T) {
 	}
 
 	// Each cluster exports a Service of its own name; every other calls it.
-	ns := labctl.EchoNamespace
 	for _, n := range l.Clusters {
-		kubectlOut(t, ctx, l, n, "label", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
-		echoService(t, ctx, l, n, ns, "echo-"+n.Name, "")
-		export(t, ctx, l, n, ns, "echo-"+n.Name)
+		exportEcho(t, ctx, l, n)
 	}
 	for _, a := range l.Clusters {
 		for _, b := range l.Clusters {
-			if a == b {
-				continue
+			if a != b {
+				callExportedEcho(t, ctx, l, a, pods[a][0], b, pods[b])
 			}
-			url := fmt.Sprintf("http://echo-%s.%s.svc.%s:%d/", b.Name, ns, cluster.ClustersetDomain, labctl.EchoPort)
-			eventually(t, ctx, a.Name+" calls "+url, func() error {
-				got, err := l.EchoGet(ctx, a, pods[a][0].Name, url)
-				if err != nil {
-					return err
-				}
-				if !slices.ContainsFunc(pods[b], func(p corev1.Pod) bool { return p.Name == got.Reply.Pod }) {
-					return fmt.Errorf("answered by %s, not an echo pod of %s", got.Reply.Pod, b.Name)
-				}
-				t.Logf("%s -> %s: answered by %s, caller seen as %s", a.Name, url, got.Reply.Pod, got.Reply.Client)
-				return nil
-			})
 		}
 	}
 
@@ -121,4 +107,32 @@ func TestMesh(t *testing.T) {
 		}
 		t.Logf("%s: resident memory of its gateway for each peer: %s", n.Name, strings.Join(mem, ", "))
 	}
+}
+
+// exportEcho exports from n the Service echo-<n's name> of the lab's echo
+// pods, in a namespace that takes the peers' exports too.
+func exportEcho(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) {
+	t.Helper()
+	ns := labctl.EchoNamespace
+	kubectlOut(t, ctx, l, n, "label", "--overwrite", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
+	echoService(t, ctx, l, n, ns, "echo-"+n.Name, "")
+	export(t, ctx, l, n, ns, "echo-"+n.Name)
+}
+
+// callExportedEcho calls from pod of a, by its clusterset name, the
+// Service b exports with exportEcho, until one of b's pods (bPods) answers.
+func callExportedEcho(t *testing.T, ctx context.Context, l *labctl.Lab, a *cluster.Cluster, pod corev1.Pod, b *cluster.Cluster, bPods []corev1.Pod) {
+	t.Helper()
+	url := fmt.Sprintf("http://echo-%s.%s.svc.%s:%d/", b.Name, labctl.EchoNamespace, cluster.ClustersetDomain, labctl.EchoPort)
+	eventually(t, ctx, a.Name+" calls "+url, func() error {
+		got, err := l.EchoGet(ctx, a, pod.Name, url)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(bPods, func(p corev1.Pod) bool { return p.Name == got.Reply.Pod }) {
+			return fmt.Errorf("answered by %s, not an echo pod of %s", got.Reply.Pod, b.Name)
+		}
+		t.Logf("%s -> %s: answered by %s, caller seen as %s", a.Name, url, got.Reply.Pod, got.Reply.Client)
+		return nil
+	})
 }

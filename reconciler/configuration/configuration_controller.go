@@ -370,6 +370,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
+		// controller-runtime 0.25 deprecates this core/v1 recorder for
+		// one of events.k8s.io/v1, which takes other RBAC and another call
+		// form (regarding, related, action); both APIs store the same
+		// Events, and core/v1 Events are still served.
+		//lint:ignore SA1019 the events.k8s.io recorder is a change of its own (RBAC, call form)
 		r.Recorder = mgr.GetEventRecorderFor("peerlink-controller")
 	}
 	if _, err := r.allocator(nil); err != nil {

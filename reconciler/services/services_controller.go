@@ -137,8 +137,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("register the services metrics: %w", err)
 	}
+	// The core/v1 recorder, as the configuration reconciler's: see there.
+	//lint:ignore SA1019 the events.k8s.io recorder is a change of its own (RBAC, call form)
+	recorder := mgr.GetEventRecorderFor("peerlink-controller")
 	r := &servicesReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts,
-		recorder: mgr.GetEventRecorderFor("peerlink-controller"), metrics: m, now: time.Now, decoded: map[string]receivedSet{}}
+		recorder: recorder, metrics: m, now: time.Now, decoded: map[string]receivedSet{}}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{servicesRequest}
 	})
@@ -378,7 +381,7 @@ func (r *servicesReconciler) publish(ctx context.Context, p peerSide, data []byt
 		},
 		BinaryData: map[string][]byte{mcs.DataKey: data},
 	}
-	if err := r.client.Patch(ctx, cm, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+	if err := api.Apply(ctx, r.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("publish the exports to %s: apply configmap %s/%s: %w", p.id, p.namespace, mcs.ExportsConfigMap, err)
 	}
 	return nil
@@ -808,7 +811,7 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 		for gi, g := range m.Service.Endpoints {
 			sl := desiredSlice(imp, m, gi, g, derived, endpointView(m, views))
 			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
-				if err := r.client.Patch(ctx, sl, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+				if err := api.Apply(ctx, r.client, sl, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
 				}
 			}
@@ -821,7 +824,7 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 		svc := desiredDerived(imp, derived)
 		cur := have.derived[client.ObjectKeyFromObject(svc)]
 		if cur == nil || !sameDerived(cur, svc) {
-			if err := r.client.Patch(ctx, svc, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+			if err := api.Apply(ctx, r.client, svc, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 				return names, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, derived, imp.Key, err)
 			}
 			cur = svc
@@ -829,7 +832,7 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 		si.Spec.IPs = cur.Spec.ClusterIPs
 	}
 	if current == nil || !sameImport(current, si) {
-		if err := r.client.Patch(ctx, si, client.Apply, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		if err := api.Apply(ctx, r.client, si, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 			return names, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
 		}
 		current = si

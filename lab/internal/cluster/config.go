@@ -180,6 +180,11 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 		"nodeStatusUpdateFrequency": "4s",
 		"syncFrequency":             "10s",
 		"fileCheckFrequency":        "10s",
+		// Hosts of the lab's kind run cgroup v1 (hybrid): kubelets from
+		// 1.35 on refuse to start there unless told otherwise. The field
+		// exists since 1.31 (false by default there), so the setting is
+		// valid for every release the lab runs.
+		"failCgroupV1": false,
 	}
 	return yaml.Marshal(cfg)
 }

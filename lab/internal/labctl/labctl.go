@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,10 @@ type Options struct {
 	CNI cluster.CNI
 	// ProxyMode is kube-proxy's mode on every node; empty means iptables.
 	ProxyMode cluster.ProxyMode
+	// KubernetesMinor is the minor release every cluster runs, "1.N", one
+	// hack/testbin.sh has a pin for; empty means the default release
+	// (hack/kube).
+	KubernetesMinor string
 	// NoNodePodCIDRs leaves every cluster's Nodes without spec.podCIDRs,
 	// as a CNI with its own IPAM does (cluster.Cluster.NoNodePodCIDRs);
 	// the bridge CNI only.
@@ -129,6 +134,9 @@ func (p *Progress) Logf(format string, args ...any) {
 // Elapsed is the time since the progress started.
 func (p *Progress) Elapsed() time.Duration { return time.Since(p.start) }
 
+// kubernetesMinor is the form of Options.KubernetesMinor: 1.N.
+var kubernetesMinor = regexp.MustCompile(`^1\.[0-9]+$`)
+
 // Up builds everything the lab needs and brings up its clusters, each with
 // the echo server and peerlink installed.
 func Up(ctx context.Context, o Options) (*Lab, error) {
@@ -152,16 +160,28 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	}
 	p.Logf("network namespaces %s ready", strings.Join(l.namespaces(), ", "))
 
-	if err := runScript(ctx, o.Out, o.Repo, "hack/testbin.sh", "kube-apiserver", "kube-controller-manager",
-		"kubectl", "etcd", "kube-scheduler", "kubelet", "kube-proxy"); err != nil {
+	var testbinArgs []string
+	link := "current"
+	if o.KubernetesMinor != "" {
+		testbinArgs, link = []string{"--minor", o.KubernetesMinor}, "v"+o.KubernetesMinor
+	}
+	testbinArgs = append(testbinArgs, "kube-apiserver", "kube-controller-manager", "kubectl", "etcd", "kube-scheduler", "kubelet", "kube-proxy")
+	if err := runScript(ctx, o.Out, o.Repo, "hack/testbin.sh", testbinArgs...); err != nil {
 		return nil, err
 	}
-	binDir, err := filepath.EvalSymlinks(filepath.Join(o.Repo, "bin", "k8s", "current"))
+	binDir, err := filepath.EvalSymlinks(filepath.Join(o.Repo, "bin", "k8s", link))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes binaries: %w", err)
 	}
 	l.KubectlBin = filepath.Join(binDir, "kubectl")
-	p.Logf("Kubernetes binaries present in %s", binDir)
+	l.mu.Lock()
+	l.State.Kubernetes = filepath.Base(binDir)
+	err = writeState(o.Dir, l.State)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	p.Logf("Kubernetes %s binaries present in %s", l.State.Kubernetes, binDir)
 
 	stamp, err := image.GitStamp(ctx, o.Repo, "")
 	if err != nil {
@@ -332,6 +352,9 @@ func (o *Options) validate() error {
 	if err := o.ProxyMode.CheckKernel(); err != nil {
 		return fmt.Errorf("--kube-proxy-mode: %w", err)
 	}
+	if o.KubernetesMinor != "" && !kubernetesMinor.MatchString(o.KubernetesMinor) {
+		return fmt.Errorf("--kubernetes-version %q: want a minor release such as 1.35", o.KubernetesMinor)
+	}
 	if o.NoNodePodCIDRs && cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
 		return fmt.Errorf("--node-pod-cidrs=false: only with --cni %s: %s reads the Nodes' pod ranges", cluster.Bridge, o.CNI)
 	}
@@ -452,7 +475,9 @@ func Open(dir string) (*Lab, error) {
 		}
 		return nil, err
 	}
-	binDir, err := filepath.EvalSymlinks(filepath.Join(s.Repo, "bin", "k8s", "current"))
+	// A lab records the release it runs; one made before it did runs the
+	// default.
+	binDir, err := filepath.EvalSymlinks(filepath.Join(s.Repo, "bin", "k8s", cmp.Or(s.Kubernetes, "current")))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes binaries: %w", err)
 	}
@@ -473,7 +498,7 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "lab in %s, registry %s (%s)\n", dir, l.State.Registry,
+	fmt.Fprintf(out, "lab in %s, Kubernetes %s, registry %s (%s)\n", dir, cmp.Or(l.State.Kubernetes, "(default)"), l.State.Registry,
 		running(filepath.Join(dir, "registry.pid")))
 	for _, n := range l.Clusters {
 		procs := "control plane running"

@@ -18,9 +18,12 @@ const stateFile = "lab.json"
 // State is the record of one lab.
 type State struct {
 	// Repo is the repository the lab was built from.
-	Repo     string    `json:"repo"`
-	Registry string    `json:"registry"`
-	Clusters []Cluster `json:"clusters"`
+	Repo     string `json:"repo"`
+	Registry string `json:"registry"`
+	// Kubernetes is the release every cluster runs, the name of its
+	// directory of binaries in bin/k8s (v1.N.P).
+	Kubernetes string    `json:"kubernetes,omitempty"`
+	Clusters   []Cluster `json:"clusters"`
 	// LoadBalancer is the load balancer every cluster runs, if any; the
 	// lab's peerings then expose gateway servers with the default
 	// Service type, LoadBalancer.
