@@ -1,5 +1,3 @@
-// Package kube holds small facts about built-in Kubernetes objects that
-// several layers read the same way.
 package kube
 
 import corev1 "k8s.io/api/core/v1"
