@@ -34,15 +34,9 @@ The exit code is 1 when a check failed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			p := progress(cmd.ErrOrStderr(), time.Minute)
-			local, err := g.open(ctx, "local", g.local(), p)
+			local, other, err := g.openSides(ctx, remote, p)
 			if err != nil {
 				return err
-			}
-			var other *peering.Cluster
-			if remote.given() {
-				if other, err = g.open(ctx, "remote", remote, p); err != nil {
-					return err
-				}
 			}
 			d, err := peering.Diagnose(ctx, local, other, g.PeerlinkNamespace)
 			if err != nil {

@@ -70,6 +70,20 @@ func (c cluster) client() (client.Client, error) {
 	return peering.NewClient(cfg)
 }
 
+// openSides opens the local cluster and, when remote names one, the remote
+// cluster; remote is nil otherwise.
+func (g *globalOptions) openSides(ctx context.Context, remote cluster, p peering.Progress) (local, other *peering.Cluster, err error) {
+	if local, err = g.open(ctx, "local", g.local(), p); err != nil {
+		return nil, nil, err
+	}
+	if remote.given() {
+		if other, err = g.open(ctx, "remote", remote, p); err != nil {
+			return nil, nil, err
+		}
+	}
+	return local, other, nil
+}
+
 // open connects to the cluster c selects and reads the facts it publishes,
 // warning when its controller runs another version; name is "local" or
 // "remote".

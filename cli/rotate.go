@@ -50,18 +50,12 @@ GatewayClient to any new value instead.`,
 			}
 			ctx := cmd.Context()
 			p := progress(cmd.ErrOrStderr(), timeout)
-			local, err := g.open(ctx, "local", g.local(), p)
+			local, remote, err := g.openSides(ctx, remoteCluster, p)
 			if err != nil {
 				return err
 			}
-			var remote *peering.Cluster
-			if remoteCluster.given() {
-				if remote, err = g.open(ctx, "remote", remoteCluster, p); err != nil {
-					return err
-				}
-				if remote.Info.ClusterID != peer {
-					return fmt.Errorf("--remote-kubeconfig: the remote cluster is %s, not the peer %s", remote.Info.ClusterID, peer)
-				}
+			if remote != nil && remote.Info.ClusterID != peer {
+				return fmt.Errorf("--remote-kubeconfig: the remote cluster is %s, not the peer %s", remote.Info.ClusterID, peer)
 			}
 			ns := cmp.Or(g.namespace(), manifests.TenantNamespace(peer))
 			pk, err := peering.RotateKey(ctx, local, remote, ns, peer, time.Now().UTC().Format(time.RFC3339))

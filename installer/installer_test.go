@@ -95,21 +95,29 @@ func TestObjects(t *testing.T) {
 	}
 }
 
-// TestApply applies the bundle to a real API server in one run, CRDs and
-// the objects of their kinds' API group alike; a second run changes
-// nothing, and a field another manager owns is reported, not taken.
-func TestApply(t *testing.T) {
+// cliClient starts a test cluster and returns it with the CLI's own
+// client of it, whose scheme lacks the apiextensions kinds, and the
+// bundle's objects for facts.
+func cliClient(t *testing.T, facts Facts) (*testcluster.Cluster, client.Client, []*unstructured.Unstructured) {
+	t.Helper()
 	c := testcluster.Start(t)
-	ctx := t.Context()
-	// The CLI's own client, whose scheme lacks the apiextensions kinds.
 	cli, err := peering.NewClient(c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(Facts{ClusterID: "cluster-a"})
+	objs, err := Objects(facts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, cli, objs
+}
+
+// TestApply applies the bundle to a real API server in one run, CRDs and
+// the objects of their kinds' API group alike; a second run changes
+// nothing, and a field another manager owns is reported, not taken.
+func TestApply(t *testing.T) {
+	c, cli, objs := cliClient(t, Facts{ClusterID: "cluster-a"})
+	ctx := t.Context()
 	var out bytes.Buffer
 	p := peering.Progress{Out: &out, Timeout: time.Minute}
 	if err := Apply(ctx, cli, objs, p); err != nil {
@@ -140,7 +148,7 @@ func TestApply(t *testing.T) {
 	if err := c.Client.Update(ctx, &sa, client.FieldOwner("other-tool")); err != nil {
 		t.Fatal(err)
 	}
-	err = Apply(ctx, cli, objs, p)
+	err := Apply(ctx, cli, objs, p)
 	if err == nil || !strings.Contains(err.Error(), "ServiceAccount peerlink/peerlink-controller") || !strings.Contains(err.Error(), "another manager") {
 		t.Errorf("apply over another manager's field: %v, want a conflict naming the object", err)
 	}
@@ -153,16 +161,8 @@ func TestApply(t *testing.T) {
 // came before the wait (an install run again after the cause was fixed),
 // is waited for.
 func TestWaitReadyReportsControllerStops(t *testing.T) {
-	c := testcluster.Start(t)
+	c, cli, objs := cliClient(t, Facts{})
 	ctx := t.Context()
-	cli, err := peering.NewClient(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := Objects(Facts{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := Apply(ctx, cli, objs, peering.Progress{Out: &bytes.Buffer{}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestWaitReadyReportsControllerStops(t *testing.T) {
 
 	stopped(0)
 	start := time.Now()
-	err = wait(time.Minute, func() { stopped(crashLoopRestarts) })
+	err := wait(time.Minute, func() { stopped(crashLoopRestarts) })
 	if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), pod.Name) {
 		t.Fatalf("a controller that keeps stopping during the wait: %v, want its termination message and pod", err)
 	}

@@ -22,17 +22,10 @@ import (
 // diagnose passes every check of the healthy peering, and for each break
 // fails the check that names it, with what to do, and only that one.
 func TestDiagnose(t *testing.T) {
-	a := peertest.Start(t, "cluster-a", "172.18.0.2")
-	b := peertest.Start(t, "cluster-b", "172.18.0.3")
-	ctx := t.Context()
 	var out bytes.Buffer
-	local, remote := open(t, "local", a, &out), open(t, "remote", b, &out)
-	opts := peering.ConnectOptions{
-		Server:    manifests.GatewayServerOptions{ServiceType: corev1.ServiceTypeNodePort, Port: netv1beta1.DefaultGatewayPort, MTU: netv1beta1.DefaultMTU},
-		ShareKeys: true,
-		Wait:      true,
-	}
-	if err := peering.Connect(ctx, local, remote, opts); err != nil {
+	a, b, local, remote := pair(t, &out)
+	ctx := t.Context()
+	if err := peering.Connect(ctx, local, remote, connectOptions); err != nil {
 		t.Fatalf("connect: %v\n%s", err, out.String())
 	}
 	// What the install bundle runs: the controller (its pods made ready

@@ -32,24 +32,36 @@ func open(t *testing.T, name string, c *peertest.Cluster, out *bytes.Buffer) *pe
 	return s
 }
 
+// pair starts two test clusters, a (the client side) and b (the server
+// side), and opens them as the local and the remote side, progress into
+// out.
+func pair(t *testing.T, out *bytes.Buffer) (a, b *peertest.Cluster, local, remote *peering.Cluster) {
+	t.Helper()
+	a = peertest.Start(t, "cluster-a", "172.18.0.2")
+	b = peertest.Start(t, "cluster-b", "172.18.0.3")
+	return a, b, open(t, "local", a, out), open(t, "remote", b, out)
+}
+
+// connectOptions peer through a NodePort server at the default port and
+// MTU, handing the keys over and waiting until Connected.
+var connectOptions = peering.ConnectOptions{
+	Server:    manifests.GatewayServerOptions{ServiceType: corev1.ServiceTypeNodePort, Port: netv1beta1.DefaultGatewayPort, MTU: netv1beta1.DefaultMTU},
+	ShareKeys: true,
+	Wait:      true,
+}
+
 // TestPeering drives Connect, Describe, Export, Disconnect and Reset on two
 // real API servers with the controller, without the CLI: a is the client
 // side, b the server side.
 func TestPeering(t *testing.T) {
-	a := peertest.Start(t, "cluster-a", "172.18.0.2")
-	b := peertest.Start(t, "cluster-b", "172.18.0.3")
-	ctx := t.Context()
 	var out bytes.Buffer
-	local, remote := open(t, "local", a, &out), open(t, "remote", b, &out)
+	a, b, local, remote := pair(t, &out)
+	ctx := t.Context()
 	if err := peering.Connect(ctx, local, local, peering.ConnectOptions{}); err == nil {
 		t.Error("Connect of a cluster with itself succeeded")
 	}
 
-	opts := peering.ConnectOptions{
-		Server:    manifests.GatewayServerOptions{ServiceType: corev1.ServiceTypeNodePort, Port: netv1beta1.DefaultGatewayPort, MTU: netv1beta1.DefaultMTU},
-		ShareKeys: true,
-		Wait:      true,
-	}
+	opts := connectOptions
 	for range 2 {
 		if err := peering.Connect(ctx, local, remote, opts); err != nil {
 			t.Fatalf("connect: %v\n%s", err, out.String())
