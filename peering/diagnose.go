@@ -92,7 +92,7 @@ func Diagnose(ctx context.Context, local, remote *Cluster, peerlinkNamespace str
 		of, holder     *Cluster
 		ofID, holderID string
 	}{{local, remote, doc.ClusterID, rdoc.ClusterID}, {remote, local, rdoc.ClusterID, doc.ClusterID}} {
-		if err := checkKeyHeld(ctx, s.of.Client, s.holder.Client, s.ofID, s.holderID, d); err != nil {
+		if err := checkKeyHeld(ctx, s.of.Client, s.holder.Client, s.ofID, s.holderID, rdoc.ClusterID, d); err != nil {
 			return nil, err
 		}
 	}
@@ -202,8 +202,8 @@ func gatewayKind(role string) string {
 
 // checkKeyHeld checks that holder holds, as the PublicKey of cluster of
 // (ofID), the key of's tunnel runs on, for every Connection of of with
-// holder.
-func checkKeyHeld(ctx context.Context, of, holder client.Reader, ofID, holderID string, d *Diagnosis) error {
+// holder; its findings are about the peering with peer.
+func checkKeyHeld(ctx context.Context, of, holder client.Reader, ofID, holderID, peer string, d *Diagnosis) error {
 	var conns netv1beta1.ConnectionList
 	if err := of.List(ctx, &conns, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: holderID}); err != nil {
 		return fmt.Errorf("list the Connections of %s: %w", ofID, err)
@@ -215,10 +215,6 @@ func checkKeyHeld(ctx context.Context, of, holder client.Reader, ofID, holderID 
 	for _, c := range conns.Items {
 		if len(c.Status.PublicKey) == 0 {
 			continue
-		}
-		peer := holderID
-		if ofID != d.ClusterID {
-			peer = ofID
 		}
 		held := slices.ContainsFunc(keys.Items, func(k netv1beta1.PublicKey) bool { return bytes.Equal(k.Spec.PublicKey, c.Status.PublicKey) })
 		if held {
