@@ -26,6 +26,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/internal/kube"
 )
 
 // Labels of an active gateway pod.
@@ -239,11 +240,11 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 	if err := a.client.List(ctx, &confs, opts...); err != nil {
 		return f, fmt.Errorf("list Configurations: %w", err)
 	}
-	published, err := a.publishedPods(ctx, opts)
+	records, err := a.gatewayRecords(ctx, opts)
 	if err != nil {
 		return f, err
 	}
-	f.Gateways = a.gateways(pods.Items, confs.Items, published)
+	f.Gateways = a.gateways(pods.Items, confs.Items, records)
 	var nodes corev1.NodeList
 	if err := a.client.List(ctx, &nodes); err != nil {
 		return f, fmt.Errorf("list nodes: %w", err)
@@ -320,30 +321,45 @@ func rangeless(nodes []corev1.Node) []string {
 	return out
 }
 
-// publishedPods reads, for each peer, the active gateway pod the controller
-// chose and published in its gateway's status.internalEndpoint: the fabric
-// follows that choice, so that a pod that only carries the gateway labels
-// cannot draw a peer's traffic.
-func (a *Agent) publishedPods(ctx context.Context, opts []client.ListOption) (map[peerKey]netv1beta1.InternalGatewayEndpoint, error) {
-	out := map[peerKey]netv1beta1.InternalGatewayEndpoint{}
-	add := func(m metav1.ObjectMeta, ep *netv1beta1.InternalGatewayEndpoint) {
-		if id := m.Labels[netv1beta1.RemoteClusterIDLabel]; id != "" && ep != nil && ep.IP != nil && ep.Node != nil {
-			out[peerKey{m.Namespace, id}] = *ep
+// gatewayRecord is what the controller recorded of a peer's gateway: the
+// active pod it chose and published in status.internalEndpoint (nil while
+// none), and the ServiceAccount its pods run as, gw-<rendered gateway>.
+type gatewayRecord struct {
+	published *netv1beta1.InternalGatewayEndpoint
+	account   string
+}
+
+// gatewayRecords reads, for each peer, its gateway's record from the
+// status of its GatewayServer or GatewayClient.
+func (a *Agent) gatewayRecords(ctx context.Context, opts []client.ListOption) (map[peerKey]gatewayRecord, error) {
+	out := map[peerKey]gatewayRecord{}
+	add := func(m metav1.ObjectMeta, ep *netv1beta1.InternalGatewayEndpoint, rendered *corev1.ObjectReference) {
+		id := m.Labels[netv1beta1.RemoteClusterIDLabel]
+		if id == "" {
+			return
 		}
+		var r gatewayRecord
+		if ep != nil && ep.IP != nil && ep.Node != nil {
+			r.published = ep
+		}
+		if rendered != nil && rendered.Name != "" {
+			r.account = netv1beta1.GatewayObjectPrefix + rendered.Name
+		}
+		out[peerKey{m.Namespace, id}] = r
 	}
 	var servers netv1beta1.GatewayServerList
 	if err := a.client.List(ctx, &servers, opts...); err != nil {
 		return nil, fmt.Errorf("list GatewayServers: %w", err)
 	}
 	for _, g := range servers.Items {
-		add(g.ObjectMeta, g.Status.InternalEndpoint)
+		add(g.ObjectMeta, g.Status.InternalEndpoint, g.Status.ServerRef)
 	}
 	var clients netv1beta1.GatewayClientList
 	if err := a.client.List(ctx, &clients, opts...); err != nil {
 		return nil, fmt.Errorf("list GatewayClients: %w", err)
 	}
 	for _, g := range clients.Items {
-		add(g.ObjectMeta, g.Status.InternalEndpoint)
+		add(g.ObjectMeta, g.Status.InternalEndpoint, g.Status.ClientRef)
 	}
 	return out, nil
 }
@@ -351,12 +367,35 @@ func (a *Agent) publishedPods(ctx context.Context, opts []client.ListOption) (ma
 // peerKey identifies a peer within a namespace.
 type peerKey struct{ namespace, clusterID string }
 
-// gateways pairs each peer's active gateway pod with the remapped ranges of
-// the peer's Configuration in the same namespace. The pod is the one the
-// controller published for the peer (address and node), still labelled
-// active; any other pod is ignored. A remapped peer without such a pod comes
-// last, without an address.
-func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, published map[peerKey]netv1beta1.InternalGatewayEndpoint) []dataplane.FabricGateway {
+// activePod chooses the pod that carries a peer's traffic among those
+// labelled active for it. Labels alone are not enough: anyone who may
+// create a pod in the namespace may copy them. A pod counts when it is the
+// one the controller published, or when it runs as the gateway's own
+// ServiceAccount: such a pod holds the gateway's key and Lease rights
+// already, and the replica that takes the Lease over labels itself active
+// at once, so a failover needs no controller. The published pod comes
+// first while it is still labelled active; otherwise the choice is the
+// controller's rule (kube.ActivePod).
+func activePod(pods []corev1.Pod, rec gatewayRecord) *corev1.Pod {
+	var trusted []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.HostIP == "" {
+			continue
+		}
+		if ep := rec.published; ep != nil && string(*ep.IP) == p.Status.PodIP && *ep.Node == p.Spec.NodeName {
+			return &p
+		}
+		if rec.account != "" && p.Spec.ServiceAccountName == rec.account {
+			trusted = append(trusted, p)
+		}
+	}
+	return kube.ActivePod(trusted)
+}
+
+// gateways pairs each peer's active gateway pod (see activePod) with the
+// remapped ranges of the peer's Configuration in the same namespace. A
+// remapped peer without such a pod comes last, without an address.
+func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, records map[peerKey]gatewayRecord) []dataplane.FabricGateway {
 	ranges := map[peerKey][]netip.Prefix{}
 	for _, c := range confs {
 		id := c.Labels[netv1beta1.RemoteClusterIDLabel]
@@ -374,27 +413,33 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, pu
 		}
 		ranges[peerKey{c.Namespace, id}] = rs
 	}
-	slices.SortFunc(pods, func(x, y corev1.Pod) int {
+	byPeer := map[peerKey][]corev1.Pod{}
+	for _, p := range pods {
+		if k := (peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}); k.clusterID != "" {
+			byPeer[k] = append(byPeer[k], p)
+		}
+	}
+	var chosen []*corev1.Pod
+	for k, ps := range byPeer {
+		if p := activePod(ps, records[k]); p != nil {
+			chosen = append(chosen, p)
+		}
+	}
+	slices.SortFunc(chosen, func(x, y *corev1.Pod) int {
 		if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.Name, y.Name)
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
 	})
 	seen := map[peerKey]bool{}
 	var out []dataplane.FabricGateway
-	for _, p := range pods {
-		k := peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}
-		if k.clusterID == "" || p.DeletionTimestamp != nil || seen[k] {
-			continue
-		}
-		if ep, ok := published[k]; !ok || string(*ep.IP) != p.Status.PodIP || *ep.Node != p.Spec.NodeName {
-			continue
-		}
+	for _, p := range chosen {
 		podIP, err1 := netip.ParseAddr(p.Status.PodIP)
 		hostIP, err2 := netip.ParseAddr(p.Status.HostIP)
 		if err1 != nil || err2 != nil {
 			continue
 		}
+		k := peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}
 		seen[k] = true
 		out = append(out, dataplane.FabricGateway{
 			Name:    p.Namespace + "/" + p.Name,

@@ -19,8 +19,20 @@ func gatewayPod(ns, name, cluster, node, podIP, hostIP string, created time.Time
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(created),
 			Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: cluster}},
 		Spec:   corev1.PodSpec{NodeName: node},
-		Status: corev1.PodStatus{PodIP: podIP, HostIP: hostIP},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, HostIP: hostIP},
 	}
+}
+
+// asGateway makes p run as the ServiceAccount of gateway name.
+func asGateway(p corev1.Pod, name string) corev1.Pod {
+	p.Spec.ServiceAccountName = netv1beta1.GatewayObjectPrefix + name
+	return p
+}
+
+// deleting marks p as being deleted.
+func deleting(p corev1.Pod) corev1.Pod {
+	p.DeletionTimestamp = &p.CreationTimestamp
+	return p
 }
 
 func configuration(ns, cluster string, remapped ...netv1beta1.CIDR) netv1beta1.Configuration {
@@ -42,29 +54,50 @@ func TestGateways(t *testing.T) {
 		gatewayPod("t-b", "impostor", "b", "node-1", "10.244.1.66", "192.168.1.1", t0.Add(-time.Hour)),
 		gatewayPod("t-c", "gw-c", "c", "node-2", "10.244.2.10", "192.168.1.2", t0),
 		gatewayPod("t-d", "gw-d", "d", "node-2", "", "", t0),
+		// e: the controller is stopped. Its published pod is being
+		// deleted, the replica that took over runs as the gateway's
+		// account; a newer impostor does not, an older replica of the
+		// gateway is being deleted too.
+		deleting(asGateway(gatewayPod("t-e", "gw-e-gone", "e", "node-1", "10.244.1.20", "192.168.1.1", t0), "e")),
+		asGateway(gatewayPod("t-e", "gw-e-standby", "e", "node-2", "10.244.2.20", "192.168.1.2", t0.Add(2*time.Minute)), "e"),
+		gatewayPod("t-e", "impostor", "e", "node-1", "10.244.1.67", "192.168.1.1", t0.Add(time.Hour)),
+		deleting(asGateway(gatewayPod("t-e", "gw-e-older", "e", "node-1", "10.244.1.21", "192.168.1.1", t0.Add(-time.Hour)), "e")),
+		// f: no controller record at all; a pod with a gateway's account
+		// but not f's gateway's does not count.
+		asGateway(gatewayPod("t-f", "gw-f", "f", "node-2", "10.244.2.30", "192.168.1.2", t0), "other"),
 	}
 	confs := []netv1beta1.Configuration{
 		configuration("t-b", "b", "10.71.0.0/16", "10.72.0.0/16"),
 		configuration("t-c", "c"),
 		configuration("elsewhere", "c", "10.99.0.0/16"),
 		configuration("t-d", "d", "10.75.0.0/16"),
+		configuration("t-e", "e", "10.76.0.0/16"),
+		configuration("t-f", "f", "10.77.0.0/16"),
 	}
 	endpoint := func(ip, node string) netv1beta1.InternalGatewayEndpoint {
 		addr := netv1beta1.IP(ip)
 		return netv1beta1.InternalGatewayEndpoint{IP: &addr, Node: &node}
 	}
-	published := map[peerKey]netv1beta1.InternalGatewayEndpoint{
-		{"t-b", "b"}: endpoint("10.244.2.9", "node-2"),
-		{"t-c", "c"}: endpoint("10.244.2.10", "node-2"),
+	published := func(ip, node string) gatewayRecord {
+		ep := endpoint(ip, node)
+		return gatewayRecord{published: &ep}
+	}
+	records := map[peerKey]gatewayRecord{
+		{"t-b", "b"}: published("10.244.2.9", "node-2"),
+		{"t-c", "c"}: published("10.244.2.10", "node-2"),
 		// The controller's choice for d has no address on its pod yet.
-		{"t-d", "d"}: endpoint("10.244.2.11", "node-2"),
+		{"t-d", "d"}: published("10.244.2.11", "node-2"),
+		{"t-e", "e"}: {published: published("10.244.1.20", "node-1").published, account: netv1beta1.GatewayObjectPrefix + "e"},
 	}
-	got := a.gateways(pods, confs, published)
-	if len(got) != 4 {
-		t.Fatalf("gateways = %+v, want b, c, and the peers without a gateway pod with an address", got)
+	got := a.gateways(pods, confs, records)
+	if len(got) != 6 {
+		t.Fatalf("gateways = %+v, want b, c, e, and the peers without a gateway pod with an address", got)
 	}
-	// The pods come in creation order: c's, then b's newer one.
-	c, b := got[0], got[1]
+	// The pods come in creation order: c's, then b's newer one, then e's.
+	c, b, e := got[0], got[1], got[2]
+	if e.Name != "t-e/gw-e-standby" || e.Address != netip.MustParseAddr("10.244.2.20") || len(e.Ranges) != 1 {
+		t.Errorf("peer e: %+v, want the replica that took over, running as the gateway's account", e)
+	}
 	if b.Name != "t-b/gw-b-new" || b.Local || b.Address != netip.MustParseAddr("10.244.2.9") || b.Node != netip.MustParseAddr("192.168.1.2") {
 		t.Errorf("peer b: %+v, want the pod the controller published, on node-2", b)
 	}
@@ -76,8 +109,8 @@ func TestGateways(t *testing.T) {
 	}
 	// Without a pod with an address, a remapped peer's ranges are still
 	// known, so that the node rejects them instead of routing them out.
-	for i, want := range []struct{ name, rng string }{{"elsewhere/c", "10.99.0.0/16"}, {"t-d/d", "10.75.0.0/16"}} {
-		g := got[2+i]
+	for i, want := range []struct{ name, rng string }{{"elsewhere/c", "10.99.0.0/16"}, {"t-d/d", "10.75.0.0/16"}, {"t-f/f", "10.77.0.0/16"}} {
+		g := got[3+i]
 		if g.Name != want.name || g.Address.IsValid() || len(g.Ranges) != 1 || g.Ranges[0].String() != want.rng {
 			t.Errorf("peer %s: %+v, want no address and range %s", want.name, g, want.rng)
 		}

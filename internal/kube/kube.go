@@ -1,6 +1,11 @@
 package kube
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // PodReady tells whether the pod's Ready condition is True.
 func PodReady(p *corev1.Pod) bool {
@@ -10,4 +15,35 @@ func PodReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// ActivePod chooses, among the pods labelled active of one gateway, the one
+// carrying its traffic, nil for none: Running on a node with an IP, Ready
+// ones first, then the newest (during a rollout the new pod takes over),
+// then by name so the choice is stable. The controller publishes this
+// choice and every node's fabric makes the same one.
+func ActivePod(pods []corev1.Pod) *corev1.Pod {
+	var running []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.Status.PodIP != "" {
+			running = append(running, p)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	slices.SortFunc(running, func(a, b *corev1.Pod) int {
+		if ra, rb := PodReady(a), PodReady(b); ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return running[0]
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/templates"
 )
 
 // Figures of TestGatewayHA.
@@ -24,6 +25,8 @@ const (
 	haProbeInterval = 50 * time.Millisecond
 	// haTrials is the number of active gateway pods deleted on each side.
 	haTrials = 5
+	// haStoppedTrials is that number with the controller stopped.
+	haStoppedTrials = 3
 	// maxNodeFailover bounds the outage when the active pod's node fails.
 	maxNodeFailover = 10 * time.Second
 	// haWatch is how long traffic is watched after a fault.
@@ -41,8 +44,12 @@ const (
 // wait for it to expire (the time a failover takes is a figure of make
 // bench, measured side by side there: a timed bound here would fail on a
 // busy machine).
-// Then the node of the client's active pod fails (kubelet and network
-// gone): the standby must take over within maxNodeFailover.
+// Then the controllers of both clusters stop, and the same deletions must
+// stay under the same bound: a failover needs no controller. Then the node
+// of the client's active pod fails (kubelet and network gone), the
+// controllers still stopped: the standby must take over within
+// maxNodeFailover. Last, the controllers start again and publish the pod
+// that took over.
 func TestGatewayHA(t *testing.T) {
 	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"ha-a", "ha-b"}, Nodes: 2})
 	a, b := l.Clusters[0], l.Clusters[1]
@@ -66,29 +73,14 @@ func TestGatewayHA(t *testing.T) {
 	}
 	waitAnswered(t, ctx, l, a, probe)
 
-	for _, side := range []struct {
-		n    *cluster.Cluster
-		role string
-	}{{a, "client"}, {b, "server"}} {
-		var outages []time.Duration
-		for i := range haTrials {
-			active, _ := waitReplicas(t, ctx, side.n)
-			lease := leaseDuration(t, ctx, side.n, active)
-			gap := outage(t, ctx, l, a, probe, haWatch, func() error {
-				_, err := l.Kubectl(ctx, side.n, "-n", active.Namespace, "delete", "pod", active.Name, "--wait=false")
-				return err
-			})
-			t.Logf("%s, trial %d: active gateway pod %s (node %s) deleted: longest time without an answer %.2fs",
-				side.role, i+1, active.Name, active.Spec.NodeName, gap.Seconds())
-			if gap >= lease {
-				t.Errorf("%s, trial %d: %.2fs without an answer, not under the Lease's duration (%v): the standby did not take the Lease the deleted pod released",
-					side.role, i+1, gap.Seconds(), lease)
-			}
-			outages = append(outages, gap)
-		}
-		slices.Sort(outages)
-		t.Logf("%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, outages[len(outages)/2].Seconds(), outages)
+	deleteActive(t, ctx, l, probe, a, b, "", haTrials)
+
+	// Without the controller: the replicas' Lease, their label and every
+	// node's fabric do the failover alone, as fast.
+	for _, n := range []*cluster.Cluster{a, b} {
+		scaleController(t, ctx, l, n, 0)
 	}
+	deleteActive(t, ctx, l, probe, a, b, ", the controller stopped", haStoppedTrials)
 
 	// The node that fails must not be the control plane's: move the
 	// client's active replica to the other node first.
@@ -118,19 +110,16 @@ func TestGatewayHA(t *testing.T) {
 	if node == nil {
 		t.Fatalf("active pod %s runs on %q, not a node of %s", active.Name, active.Spec.NodeName, a.ClusterID)
 	}
-	// The fabric follows the active pod the controller publishes: a node
-	// failure that also takes the controller's pod waits for the
-	// controller's own failover. That is another fault; keep the
-	// controller off the node that fails.
-	moveController(t, ctx, l, a, node.Name())
+	// The controller is still stopped: the node's failure is met by the
+	// standby and the fabric alone.
 	gap := outage(t, ctx, l, a, probe, nodeWatch, node.Fail)
 	if gap > maxNodeFailover {
-		t.Errorf("node %s of the active gateway pod failed: %.2fs without an answer, want at most %v", node.Name(), gap.Seconds(), maxNodeFailover)
+		t.Errorf("node %s of the active gateway pod failed, the controller stopped: %.2fs without an answer, want at most %v", node.Name(), gap.Seconds(), maxNodeFailover)
 		for _, n := range []*cluster.Cluster{a, b} {
 			logGateways(t, ctx, l, n)
 		}
 	} else {
-		t.Logf("node %s of the active gateway pod failed: longest time without an answer %.2fs", node.Name(), gap.Seconds())
+		t.Logf("node %s of the active gateway pod failed, the controller stopped: longest time without an answer %.2fs", node.Name(), gap.Seconds())
 	}
 	now, err := activeReplica(ctx, a)
 	if err != nil {
@@ -139,6 +128,87 @@ func TestGatewayHA(t *testing.T) {
 	if now.Spec.NodeName == node.Name() {
 		t.Errorf("after node %s failed, the active gateway pod is still %s on it", node.Name(), now.Name)
 	}
+
+	// The controller, back, publishes the pod the fabric already follows;
+	// the failed node, not yet NotReady to the API, must not get it.
+	if out, err := l.Kubectl(ctx, a, "cordon", node.Name()); err != nil {
+		t.Fatalf("cordon %s: %v\n%s", node.Name(), err, out)
+	}
+	for _, n := range []*cluster.Cluster{a, b} {
+		scaleController(t, ctx, l, n, 1)
+	}
+	eventually(t, ctx, "the controller of "+a.ClusterID+" publishes the active pod "+now.Name, func() error {
+		out, err := l.Kubectl(ctx, a, "-n", now.Namespace, "get", "gatewayclients", "-o", "jsonpath={.items[*].status.internalEndpoint.ip}")
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(out)); got != now.Status.PodIP {
+			return fmt.Errorf("status.internalEndpoint.ip %q, want %s", got, now.Status.PodIP)
+		}
+		return nil
+	})
+	waitAnswered(t, ctx, l, a, probe)
+}
+
+// deleteActive deletes the active gateway pod of the client's cluster a,
+// then of the server's b, trials times each, while probe of a runs: each
+// outage must stay under the Lease's duration. when says what else holds
+// (", the controller stopped"), for the log.
+func deleteActive(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, b *cluster.Cluster, when string, trials int) {
+	t.Helper()
+	for _, side := range []struct {
+		n    *cluster.Cluster
+		role string
+	}{{a, "client"}, {b, "server"}} {
+		var outages []time.Duration
+		for i := range trials {
+			active, _ := waitReplicas(t, ctx, side.n)
+			lease := leaseDuration(t, ctx, side.n, active)
+			gap := outage(t, ctx, l, a, probe, haWatch, func() error {
+				_, err := l.Kubectl(ctx, side.n, "-n", active.Namespace, "delete", "pod", active.Name, "--wait=false")
+				return err
+			})
+			t.Logf("%s%s, trial %d: active gateway pod %s (node %s) deleted: longest time without an answer %.2fs",
+				side.role, when, i+1, active.Name, active.Spec.NodeName, gap.Seconds())
+			if gap >= lease {
+				t.Errorf("%s%s, trial %d: %.2fs without an answer, not under the Lease's duration (%v): the standby did not take the Lease the deleted pod released",
+					side.role, when, i+1, gap.Seconds(), lease)
+				logGateways(t, ctx, l, side.n)
+			}
+			outages = append(outages, gap)
+		}
+		slices.Sort(outages)
+		t.Logf("%s%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, when, outages[len(outages)/2].Seconds(), outages)
+	}
+}
+
+// scaleController sets the replicas of peerlink's controller in cluster n
+// and waits until that many of its pods run Ready, and no other.
+func scaleController(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, replicas int) {
+	t.Helper()
+	if out, err := l.Kubectl(ctx, n, "-n", labctl.PeerlinkNamespace, "scale", "deployment/"+templates.ControllerDeployment, fmt.Sprintf("--replicas=%d", replicas)); err != nil {
+		t.Fatalf("%s: scale the controller to %d: %v\n%s", n.ClusterID, replicas, err, out)
+	}
+	eventually(t, ctx, fmt.Sprintf("%s runs %d controller pods", n.ClusterID, replicas), func() error {
+		cs, err := n.Clientset()
+		if err != nil {
+			return err
+		}
+		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && kube.PodReady(&p) {
+				ready++
+			}
+		}
+		if len(pods.Items) != replicas || ready != replicas {
+			return fmt.Errorf("%d pods, %d Ready", len(pods.Items), ready)
+		}
+		return nil
+	})
 }
 
 // outage waits until probe name of cluster n gets answers, does fault, and
@@ -184,45 +254,6 @@ func logGateways(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cl
 			t.Logf("%s: logs of %s before its last restart (%v):\n%s", n.ClusterID, p.Name, err, out)
 		}
 	}
-}
-
-// moveController makes sure no pod of peerlink's controller runs on node
-// of cluster n: it cordons the node, deletes those pods, waits until the
-// controller runs again elsewhere, and uncordons the node.
-func moveController(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, node string) {
-	t.Helper()
-	out, err := l.Kubectl(ctx, n, "-n", labctl.PeerlinkNamespace, "get", "pods", "-l", labctl.ControllerSelector, "-o", "jsonpath={.items[*].spec.nodeName}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(strings.Fields(string(out)), node) {
-		return
-	}
-	kubectl := func(args ...string) {
-		t.Helper()
-		if out, err := l.Kubectl(ctx, n, args...); err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-	}
-	kubectl("cordon", node)
-	kubectl("-n", labctl.PeerlinkNamespace, "delete", "pods", "-l", labctl.ControllerSelector)
-	eventually(t, ctx, "the controller of "+n.ClusterID+" runs again, off node "+node, func() error {
-		cs, err := n.Clientset()
-		if err != nil {
-			return err
-		}
-		pods, err := cs.CoreV1().Pods(labctl.PeerlinkNamespace).List(ctx, metav1.ListOptions{LabelSelector: labctl.ControllerSelector})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Spec.NodeName != node && kube.PodReady(&p) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no Ready controller pod off node %s", node)
-	})
-	kubectl("uncordon", node)
 }
 
 // gatewayPods lists the gateway pods of cluster n.

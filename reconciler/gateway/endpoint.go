@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -117,7 +116,7 @@ func activeGatewayPod(ctx context.Context, pods, reader client.Reader, ns, name 
 			ours = append(ours, p)
 		}
 	}
-	return pickActivePod(ours), nil
+	return kube.ActivePod(ours), nil
 }
 
 // controlledMeta reads the metadata of object ns/name of kind gvk and returns
@@ -135,35 +134,6 @@ func controlledMeta(ctx context.Context, reader client.Reader, gvk schema.GroupV
 		return nil, nil
 	}
 	return m, nil
-}
-
-// pickActivePod chooses among pods labelled active the one carrying traffic:
-// Running on a node with an IP, Ready ones first, then the newest (during a
-// rollout the new pod takes over), then by name so the choice is stable.
-func pickActivePod(pods []corev1.Pod) *corev1.Pod {
-	var running []*corev1.Pod
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.Status.PodIP != "" {
-			running = append(running, p)
-		}
-	}
-	if len(running) == 0 {
-		return nil
-	}
-	slices.SortFunc(running, func(a, b *corev1.Pod) int {
-		if ra, rb := kube.PodReady(a), kube.PodReady(b); ra != rb {
-			if ra {
-				return -1
-			}
-			return 1
-		}
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return running[0]
 }
 
 // internalEndpoint is the status form of the active gateway pod, nil for none.
