@@ -112,7 +112,8 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	hack/timed.sh "build the lab's components" hack/components.sh $(LAB_COMPONENTS)
 	hack/timed.sh "build Kubernetes (the lab's nodes)" hack/testbin.sh all
 	hack/timed.sh "build Kubernetes $(OLDEST_KUBERNETES) (TestSmokeOldestKubernetes)" hack/testbin.sh --minor $(OLDEST_KUBERNETES) all
-	hack/timed.sh "go test lab/e2e" $(GO) test -count=1 -timeout 60m $(E2E_PKG)
+	hack/timed.sh "go test lab/e2e" bash -o pipefail -c '$(GO) test -count=1 -timeout 60m $(E2E_PKG) 2>&1 | tee bin/e2e-output.log' \
+	  || { hack/failures.sh bin/e2e-output.log lab/e2e; exit 1; }
 	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
 	@hack/timed.sh --table
 
