@@ -430,3 +430,10 @@ const (
 // with it (value "true") gets the ServiceImports of the services exported
 // under its name, besides the namespaces the controller allows by flag.
 const ImportNamespaceLabel = "peerlink.io/service-imports"
+
+// PreferLocalAnnotation on a ServiceExport, set to "false", turns off the
+// preference for this cluster's own endpoints: by default, while the
+// exported Service has a ready endpoint here, the clusterset IP of its
+// import sends this cluster's calls to those endpoints only, and to the
+// peers' when none here is ready.
+const PreferLocalAnnotation = "peerlink.io/prefer-local-endpoints"

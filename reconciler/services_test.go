@@ -352,8 +352,46 @@ func TestServicesReconciler(t *testing.T) {
 	if err := c.Status().Update(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b's endpoint ready with the tunnel up", func(ctx context.Context) error {
+	// This cluster's own endpoints are ready: calls stay here, b's
+	// endpoint stands by, until none here is ready.
+	waitFor(t, "b's endpoint standing by with the tunnel up, while the local ones are ready", func(ctx context.Context) error {
+		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=false")
+	})
+	setLocalReady := func(ready bool) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(slice), slice); err != nil {
+			t.Fatal(err)
+		}
+		for i := range slice.Endpoints {
+			slice.Endpoints[i].Conditions.Ready = &ready
+		}
+		if err := c.Update(ctx, slice); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLocalReady(false)
+	waitFor(t, "b's endpoint ready with the tunnel up and no local endpoint ready", func(ctx context.Context) error {
 		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=true")
+	})
+	setLocalReady(true)
+	waitFor(t, "b's endpoint standing by again", func(ctx context.Context) error {
+		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=false")
+	})
+	// The local export turns the preference off: every cluster's ready
+	// endpoints take calls.
+	var export mcsv1beta1.ServiceExport
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, &export); err != nil {
+		t.Fatal(err)
+	}
+	export.Annotations = map[string]string{mcs.PreferLocalAnnotation: "false"}
+	if err := c.Update(ctx, &export); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's endpoint ready with the tunnel up, the preference off", func(ctx context.Context) error {
+		if err := checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=true"); err != nil {
+			return err
+		}
+		return checkImported(ctx, c, "local", importedEndpoints, "10.244.1.5 ready=true", "10.244.1.6 ready=true")
 	})
 
 	// Nothing changed, nothing written: a new version of the imports

@@ -203,7 +203,7 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err := r.setExportConditions(ctx, exports, imports, len(errs) == 0); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.applyImports(ctx, imports, views); err != nil {
+	if err := r.applyImports(ctx, imports, views, spreadKeys(exports)); err != nil {
 		errs = append(errs, err)
 	}
 	return reconcile.Result{}, errors.Join(errs...)
@@ -687,10 +687,23 @@ func (r *servicesReconciler) madeObjects(ctx context.Context) (madeObjects, erro
 	return m, nil
 }
 
+// spreadKeys are the services whose local ServiceExport turns the
+// preference for local endpoints off (mcs.PreferLocalAnnotation "false").
+func spreadKeys(exports []exportState) map[mcs.Key]bool {
+	out := map[mcs.Key]bool{}
+	for _, st := range exports {
+		if st.export.Annotations[mcs.PreferLocalAnnotation] == "false" {
+			out[mcs.Key{Namespace: st.export.Namespace, Name: st.export.Name}] = true
+		}
+	}
+	return out
+}
+
 // applyImports makes the imports in the namespaces that allow them and
-// removes every other import peerlink made. Only what differs from the
-// cache is written.
-func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import, views map[string][]netv1beta1.RemoteRange) error {
+// removes every other import peerlink made; spread names the imports that
+// do not prefer local endpoints. Only what differs from the cache is
+// written.
+func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.Key]*mcs.Import, views map[string][]netv1beta1.RemoteRange, spread map[mcs.Key]bool) error {
 	have, err := r.madeObjects(ctx)
 	if err != nil {
 		return err
@@ -729,7 +742,7 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	g.SetLimit(parallelWrites)
 	for _, imp := range apply {
 		g.Go(func() error {
-			names, err := r.applyImport(ctx, imp, have, views)
+			names, err := r.applyImport(ctx, imp, have, views, !spread[imp.Key])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -788,7 +801,9 @@ func DerivedName(k mcs.Key) string {
 // applyImport applies one EndpointSlice per member and endpoint group of
 // imp, for a ClusterSetIP import its derived Service, then its
 // ServiceImport, and returns the slices' names. Each is written only when
-// the cache holds something else.
+// the cache holds something else. With preferLocal, a ClusterSetIP import
+// whose local member has a ready endpoint marks the peers' endpoints not
+// ready (see localPreferred).
 //
 // The order is the order a caller needs them in, and makes each new import
 // cost one write of each object: the name resolves once the import has its
@@ -800,16 +815,17 @@ func DerivedName(k mcs.Key) string {
 // endpoints behind it. Neither the slices nor the derived Service have an
 // owner, as the ServiceImport does not exist yet when they are made:
 // applyImports removes them with their import.
-func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]netv1beta1.RemoteRange) ([]string, error) {
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]netv1beta1.RemoteRange, preferLocal bool) ([]string, error) {
 	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
 	derived := ""
 	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
 		derived = DerivedName(imp.Key)
 	}
+	local := preferLocal && localPreferred(imp)
 	var names []string
 	for _, m := range imp.Members {
 		for gi, g := range m.Service.Endpoints {
-			sl := desiredSlice(imp, m, gi, g, derived, endpointView(m, views))
+			sl := desiredSlice(imp, m, gi, g, derived, endpointView(m, views), local && !m.Local)
 			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
 				if err := api.Apply(ctx, r.client, sl, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
@@ -962,11 +978,38 @@ func sameDerived(have, want *corev1.Service) bool {
 		slices.Equal(mapSlice(have.Spec.Ports, port), mapSlice(want.Spec.Ports, port))
 }
 
+// localPreferred tells whether the calls of a ClusterSetIP import stay in
+// this cluster: its local member has a ready endpoint on a port the import
+// routes to it. A headless import is never narrowed: its DNS names every
+// cluster's pods, which is what a StatefulSet spread over clusters needs.
+func localPreferred(imp *mcs.Import) bool {
+	if imp.Winner.Type != mcsv1beta1.ClusterSetIP {
+		return false
+	}
+	for _, m := range imp.Members {
+		if !m.Local {
+			continue
+		}
+		for _, g := range m.Service.Endpoints {
+			if len(imp.RoutedPorts(m, g)) == 0 {
+				continue
+			}
+			for _, e := range g.Endpoints {
+				if e.Ready {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // desiredSlice is the EndpointSlice of one member's endpoint group, with
 // the ports the import routes to that member (see mcs.Import.RoutedPorts)
-// and its endpoints as view says this cluster reaches them.
+// and its endpoints as view says this cluster reaches them; standby marks
+// them all not ready (ready endpoints of this cluster take the calls).
 func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string,
-	view func(netip.Addr) (netip.Addr, bool)) *discoveryv1.EndpointSlice {
+	view func(netip.Addr) (netip.Addr, bool), standby bool) *discoveryv1.EndpointSlice {
 	base := derived
 	if base == "" {
 		base = DerivedName(imp.Key)
@@ -995,7 +1038,7 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 		if !ok || !ip.Is4() {
 			continue
 		}
-		ready := e.Ready && m.Live
+		ready := e.Ready && m.Live && !standby
 		ep := discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
 		if e.Hostname != "" {
 			ep.Hostname = &e.Hostname
