@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints, from the output of a failed `go test` run, the lines that failed
 # it: each `--- FAIL` line, each line a test logged from a call of Error,
-# Errorf, Fatal or Fatalf (told from its file:line), and the waits that
-# failed, which the lab tests say again after their diagnostics. A failed lab
+# Errorf, Fatal or Fatalf (told from its file:line), the last line a test
+# logged before its `--- FAIL` (a helper's Fatal reports its caller's
+# line), and the waits that failed, which the lab tests say again after
+# their diagnostics. A failed lab
 # test prints its diagnostics after its errors, hundreds of lines that would
 # push them out of the end of a log; this says them again, last.
 #
@@ -13,7 +15,13 @@ out=$1
 dir=$2
 echo "===== what failed (the errors of $out, again):"
 awk -v dir="$dir" '
-	/^[[:space:]]*--- FAIL/ || / ===== .* failed: / { print; next }
+	/^[[:space:]]*--- FAIL/ {
+		if (last != "" && !(last in said)) print last
+		last = ""
+		print
+		next
+	}
+	/ ===== .* failed: / { print; next }
 	match($0, /^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: /) {
 		split(substr($0, RSTART, RLENGTH), loc, ":")
 		file = loc[1]; gsub(/^[[:space:]]+/, "", file)
@@ -29,6 +37,10 @@ awk -v dir="$dir" '
 			}
 			close(dir "/" file)
 		}
-		if (failing[key]) print
+		if (failing[key]) {
+			print
+			said[$0] = 1
+		}
+		if (file != "lab_test.go") last = $0
 	}
 ' "$out"

@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/lab/internal/cluster"
+	"github.com/peerlink/peerlink/lab/internal/echoapi"
+	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/mcs"
+)
+
+// Figures of TestServiceFailover.
+const (
+	// maxWithdrawal bounds the time from a peer's gateway stopping to its
+	// endpoints leaving this cluster's import.
+	maxWithdrawal = 5 * time.Second
+	// sfWatch is how long the calls are watched in each state.
+	sfWatch = 5 * time.Second
+	// sfSync is the time kube-proxy takes to follow an EndpointSlice
+	// (it syncs at most once a second after a burst).
+	sfSync = 2 * time.Second
+)
+
+// TestServiceFailover exports Service web from both clusters of a peering
+// and calls it by its clusterset name from a pod of the first, every
+// 100 ms. With this cluster's endpoints ready, every call stays here (local
+// first). With the preference off (the ServiceExport's annotation), calls
+// reach both clusters. Then the peer's gateway stops (its controller
+// stopped first, so that nothing starts it again): the peer's endpoints
+// must leave the import within maxWithdrawal and the local ones keep
+// answering every call; when the gateway runs again, the peer's endpoints
+// come back and take calls again.
+func TestServiceFailover(t *testing.T) {
+	ctx, l := newPeeredLab(t, 15*time.Minute, "sf-a", "sf-b")
+	a, b := l.Clusters[0], l.Clusters[1]
+	const name = "web"
+	ns := labctl.EchoNamespace
+	for _, n := range []*cluster.Cluster{a, b} {
+		kubectlOut(t, ctx, l, n, "label", "--overwrite", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
+		echoService(t, ctx, l, n, ns, name, "")
+		export(t, ctx, l, n, ns, name)
+	}
+	podsA, podsB := echoPods(t, ctx, l, a), echoPods(t, ctx, l, b)
+	in := func(pods []corev1.Pod) func(echoapi.Probe) bool {
+		return func(p echoapi.Probe) bool {
+			return p.OK && slices.ContainsFunc(pods, func(q corev1.Pod) bool { return q.Name == p.Reply.Pod })
+		}
+	}
+	fromA, fromB := in(podsA), in(podsB)
+	// peerSlices selects, in a's namespace, the imported EndpointSlices of
+	// web that b's export makes.
+	peerSlices := fmt.Sprintf("%s=%s,%s=%s", mcsv1beta1.LabelServiceName, name, mcsv1beta1.LabelSourceCluster, b.ClusterID)
+
+	const probe = "sf-probe"
+	url := fmt.Sprintf("http://%s.%s.svc.%s:%d/", name, ns, cluster.ClustersetDomain, labctl.EchoPort)
+	if err := l.StartProbe(ctx, a, probe, url, 100*time.Millisecond, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// calls returns the calls sent since then.
+	calls := func(since time.Time) ([]echoapi.Probe, error) {
+		res, err := l.ProbeResults(ctx, a, probe)
+		return slices.DeleteFunc(res, func(p echoapi.Probe) bool { return p.UnixMilli < since.UnixMilli() }), err
+	}
+	// watch returns the calls of the next d.
+	watch := func(d time.Duration) []echoapi.Probe {
+		t.Helper()
+		start := time.Now()
+		time.Sleep(d)
+		res, err := calls(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	// Local first: both clusters export, a's endpoints are ready, b's are
+	// in the import but stand by.
+	eventually(t, ctx, "both clusters in the import of "+name+" in "+a.ClusterID, func() error {
+		out, err := l.Kubectl(ctx, a, "-n", ns, "get", "serviceimport", name, "-o", "jsonpath={.status.clusters[*].cluster}")
+		if err != nil {
+			return err
+		}
+		if got := strings.Fields(string(out)); len(got) != 2 {
+			return fmt.Errorf("clusters %v", got)
+		}
+		return nil
+	})
+	eventually(t, ctx, "calls answered by "+a.ClusterID+"'s pods", func() error {
+		res, err := calls(time.Now().Add(-2 * time.Second))
+		if err != nil {
+			return err
+		}
+		if len(res) == 0 || !allOf(res, fromA) {
+			return fmt.Errorf("last 2 s: %s", summary(res, fromA, fromB))
+		}
+		return nil
+	})
+	if res := watch(sfWatch); !allOf(res, fromA) {
+		t.Errorf("local first: %s, want every call answered by %s's pods", summary(res, fromA, fromB), a.ClusterID)
+	} else {
+		t.Logf("local first: %s", summary(res, fromA, fromB))
+	}
+
+	// The preference off: calls reach both clusters.
+	kubectlOut(t, ctx, l, a, "-n", ns, "annotate", "--overwrite", "serviceexport", name, mcs.PreferLocalAnnotation+"=false")
+	eventually(t, ctx, "calls answered by both clusters, the preference off", func() error {
+		res, err := calls(time.Now().Add(-3 * time.Second))
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(res, fromA) || !slices.ContainsFunc(res, fromB) {
+			return fmt.Errorf("last 3 s: %s", summary(res, fromA, fromB))
+		}
+		return nil
+	})
+
+	// b's gateway stops, and nothing starts it again.
+	scaleController(t, ctx, l, b, 0)
+	gw := gatewayDeployment(t, ctx, b, a)
+	kubectlOut(t, ctx, l, b, "-n", gw.Namespace, "scale", "deployment", gw.Name, "--replicas=0")
+	stopped := time.Now()
+	var withdrawn time.Duration
+	waitFor(t, ctx, time.Minute, b.ClusterID+"'s endpoints leave the import in "+a.ClusterID, func() error {
+		if n := readyEndpoints(t, ctx, a, ns, peerSlices); n > 0 {
+			return fmt.Errorf("%d ready", n)
+		}
+		withdrawn = time.Since(stopped)
+		return nil
+	})
+	lost, err := calls(stopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s's gateway stopped: its endpoints left the import after %.2fs; meanwhile %s", b.ClusterID, withdrawn.Seconds(), summary(lost, fromA, fromB))
+	if withdrawn > maxWithdrawal {
+		t.Errorf("%s's endpoints left the import %.2fs after its gateway stopped, want at most %v", b.ClusterID, withdrawn.Seconds(), maxWithdrawal)
+	}
+	time.Sleep(sfSync)
+	if res := watch(sfWatch); len(res) == 0 || !allOf(res, fromA) {
+		t.Errorf("%s's gateway stopped: %s, want every call answered by %s's pods", b.ClusterID, summary(res, fromA, fromB), a.ClusterID)
+	} else {
+		t.Logf("%s's gateway stopped: %s", b.ClusterID, summary(res, fromA, fromB))
+	}
+
+	// b's gateway runs again: its endpoints come back and take calls.
+	kubectlOut(t, ctx, l, b, "-n", gw.Namespace, "scale", "deployment", gw.Name, "--replicas=1")
+	back := time.Now()
+	scaleController(t, ctx, l, b, 1)
+	eventually(t, ctx, b.ClusterID+"'s endpoints back in the import in "+a.ClusterID, func() error {
+		if n := readyEndpoints(t, ctx, a, ns, peerSlices); n == 0 {
+			return fmt.Errorf("none ready")
+		}
+		return nil
+	})
+	t.Logf("%s's gateway started again: its endpoints ready in the import after %.2fs", b.ClusterID, time.Since(back).Seconds())
+	eventually(t, ctx, "calls answered by "+b.ClusterID+"'s pods again", func() error {
+		res, err := calls(time.Now().Add(-3 * time.Second))
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(res, fromB) {
+			return fmt.Errorf("last 3 s: %s", summary(res, fromA, fromB))
+		}
+		return nil
+	})
+}
+
+// allOf tells whether every call is answered and matches.
+func allOf(res []echoapi.Probe, match func(echoapi.Probe) bool) bool {
+	for _, p := range res {
+		if !match(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// summary counts calls by who answered: a's pods, b's pods, nobody.
+func summary(res []echoapi.Probe, fromA, fromB func(echoapi.Probe) bool) string {
+	var na, nb, failed int
+	var why string
+	for _, p := range res {
+		switch {
+		case fromA(p):
+			na++
+		case fromB(p):
+			nb++
+		default:
+			failed++
+			why = p.Error
+		}
+	}
+	s := fmt.Sprintf("%d calls: %d answered here, %d by the peer, %d not", len(res), na, nb, failed)
+	if why != "" {
+		s += " (last: " + why + ")"
+	}
+	return s
+}
+
+// gatewayDeployment returns the Deployment of the gateway of cluster n for
+// peer.
+func gatewayDeployment(t *testing.T, ctx context.Context, n, peer *cluster.Cluster) metav1.ObjectMeta {
+	t.Helper()
+	cs, err := n.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: netv1beta1.RemoteClusterIDLabel + "=" + peer.ClusterID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range list.Items {
+		if strings.HasPrefix(d.Name, netv1beta1.GatewayObjectPrefix) {
+			return d.ObjectMeta
+		}
+	}
+	t.Fatalf("%s: no gateway Deployment for %s", n.ClusterID, peer.ClusterID)
+	return metav1.ObjectMeta{}
+}
