@@ -1,8 +1,10 @@
 // Package bundles holds peerlink's kustomize bundles: install/, the base that
-// installs peerlink into a cluster, and examples/, peer bundles as two
+// installs peerlink into a cluster, monitoring/, its Prometheus Operator
+// monitors and Grafana dashboard, and examples/, peer bundles as two
 // administrators commit them; and helm/peerlink, the Helm chart generated
-// from install/. Its only code embeds install/ for `peerlink install`
-// (Install); its tests
+// from install/ (and monitoring/, off by default). Its code embeds install/
+// for `peerlink install` (Install) and reads the metrics the dashboard
+// queries (DashboardMetrics); its tests
 // build the bundles with kustomize and apply them to a real API server, and
 // check that the CRDs accept the manifests users write and reject malformed
 // ones with a message naming the field. They also run the Lua health checks

@@ -37,7 +37,17 @@ func TestHelmChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := helmchart.Generate(objs)
+	monitoring, err := kbuild.Build("monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := helmchart.Generate(objs, helmchart.Optional{
+		Key: "monitoring",
+		Comment: "The monitoring bundle (bundles/monitoring): a ServiceMonitor of the controller, PodMonitors\n" +
+			"# of the fabric and the gateways, the Grafana dashboard; it needs the Prometheus\n" +
+			"# Operator's CRDs.",
+		Objects: monitoring,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +328,13 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	if len(checksums) == 0 {
 		t.Error("no workload carries the checksum of the facts ConfigMap")
 	}
+}
+
+// With monitoring.enabled, the chart renders what kustomize builds of
+// bundles/install and bundles/monitoring.
+func TestHelmTemplateMonitoring(t *testing.T) {
+	want := withoutNamespace(append(mustBuild(t, "install"), mustBuild(t, "monitoring")...))
+	compareRendered(t, helmTemplate(t, "peerlink", "--set", "monitoring.enabled=true"), want)
 }
 
 // A change of the facts changes the checksum of every workload that reads

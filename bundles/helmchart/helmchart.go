@@ -40,14 +40,46 @@ const tokenMark = "zz-helm-value-"
 // Files are the generated files of the chart, by path in the chart.
 type Files map[string][]byte
 
+// Optional is a part of the chart off by default: the objects of another
+// bundle (as kbuild.Build returns them), rendered when the value
+// <Key>.enabled is true.
+type Optional struct {
+	// Key is where the part's values are, and the prefix of its
+	// templates' file names.
+	Key string
+	// Comment says, in values.yaml, what the part is.
+	Comment string
+	Objects []*unstructured.Unstructured
+}
+
 // Generate returns the generated files of the chart for objs, the objects
-// of the install bundle as kbuild.Build returns them.
-func Generate(objs []*unstructured.Unstructured) (Files, error) {
-	g := &generator{images: map[string]*image{}}
+// of the install bundle as kbuild.Build returns them, and its optional
+// parts.
+func Generate(objs []*unstructured.Unstructured, optional ...Optional) (Files, error) {
+	g := &generator{images: map[string]*image{}, optional: optional}
 	if err := g.scan(objs); err != nil {
 		return nil, err
 	}
 	files := Files{}
+	for _, o := range optional {
+		if g.takenKey(o.Key) {
+			return nil, fmt.Errorf("optional part %s: its values would be under a key the bundle's objects have", o.Key)
+		}
+		for _, u := range o.Objects {
+			if u.GetKind() == "Namespace" || u.GetKind() == "CustomResourceDefinition" {
+				return nil, fmt.Errorf("optional part %s: %s %s: a part holds no Namespace or CRD", o.Key, u.GetKind(), u.GetName())
+			}
+			b, err := g.template(u)
+			if err != nil {
+				return nil, fmt.Errorf("optional part %s: %s %s: %w", o.Key, u.GetKind(), u.GetName(), err)
+			}
+			body := append([]byte("{{- if .Values."+o.Key+".enabled }}\n"), b...)
+			body = append(body, "{{- end }}\n"...)
+			if err := files.add(path.Join(TemplatesDir, o.Key+"-"+g.fileName(u)), body); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, u := range objs {
 		switch {
 		case u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1":
@@ -87,8 +119,9 @@ func (f Files) add(name string, body []byte) error {
 	return nil
 }
 
-// generator holds what scan found in the bundle.
+// generator holds what scan found in the bundle, and the optional parts.
 type generator struct {
+	optional  []Optional
 	namespace string
 	configs   []*config
 	workloads []*workload
@@ -168,6 +201,24 @@ func (g *generator) scan(objs []*unstructured.Unstructured) error {
 		return fmt.Errorf("the bundle has no Namespace: the chart needs to know which namespace fields to give the release's")
 	}
 	return nil
+}
+
+// takenKey reports whether the values of the bundle's objects use key.
+func (g *generator) takenKey(key string) bool {
+	if key == "images" {
+		return true
+	}
+	for _, c := range g.configs {
+		if c.key == key {
+			return true
+		}
+	}
+	for _, w := range g.workloads {
+		if w.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // generatedConfig returns the ConfigMap u as a configMapGenerator made it,
@@ -521,6 +572,11 @@ func (g *generator) valuesFile() ([]byte, error) {
 			continue
 		}
 		if err := section(w.kind+" "+w.name+": "+strings.Join(what, " and ")+".", w.key, v); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range g.optional {
+		if err := section(o.Comment, o.Key, map[string]any{"enabled": false}); err != nil {
 			return nil, err
 		}
 	}

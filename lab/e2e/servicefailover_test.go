@@ -13,9 +13,11 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/bundles"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
+	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
 )
 
@@ -39,7 +41,9 @@ const (
 // stopped first, so that nothing starts it again): the peer's endpoints
 // must leave the import within maxWithdrawal and the local ones keep
 // answering every call; when the gateway runs again, the peer's endpoints
-// come back and take calls again.
+// come back and take calls again. Last, every metric the dashboard of
+// bundles/monitoring queries must be in a scrape of the first cluster's
+// controller, fabric agent and gateway.
 func TestServiceFailover(t *testing.T) {
 	ctx, l := newPeeredLab(t, 15*time.Minute, "sf-a", "sf-b")
 	a, b := l.Clusters[0], l.Clusters[1]
@@ -173,6 +177,11 @@ func TestServiceFailover(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The dashboard of bundles/monitoring queries nothing a real scrape
+	// of a's controller, fabric agent and gateway lacks.
+	checkDashboardMetrics(t, ctx, l, a, b)
+
 }
 
 // allOf tells whether every call is answered and matches.
@@ -226,4 +235,47 @@ func gatewayDeployment(t *testing.T, ctx context.Context, n, peer *cluster.Clust
 	}
 	t.Fatalf("%s: no gateway Deployment for %s", n.ClusterID, peer.ClusterID)
 	return metav1.ObjectMeta{}
+}
+
+// checkDashboardMetrics scrapes the controller, the fabric agent and the
+// gateway for peer of cluster n and fails for each metric the dashboard of
+// bundles/monitoring queries that none of them exposes.
+func checkDashboardMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n, peer *cluster.Cluster) {
+	t.Helper()
+	want, err := bundles.DashboardMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []struct{ ns, selector string }{
+		{labctl.PeerlinkNamespace, labctl.ControllerSelector},
+		{labctl.PeerlinkNamespace, "app.kubernetes.io/name=peerlink-fabric"},
+		{manifests.TenantNamespace(peer.ClusterID), netv1beta1.ActiveGatewayLabel + "=true"},
+	}
+	ports := []int{labctl.ControllerMetricsPort, labctl.FabricMetricsPort, labctl.GatewayMetricsPort}
+	have := map[string]bool{}
+	for i, tg := range targets {
+		pod := kubectlOut(t, ctx, l, n, "-n", tg.ns, "get", "pods", "-l", tg.selector, "-o", "jsonpath={.items[0].metadata.name}")
+		out, err := l.Kubectl(ctx, n, "get", "--raw", labctl.MetricsPath(tg.ns, pod, ports[i]))
+		if err != nil {
+			t.Fatalf("scrape %s/%s: %v", tg.ns, pod, err)
+		}
+		for series := range labctl.ParseMetrics(out) {
+			name, _, _ := strings.Cut(series, "{")
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				name = strings.TrimSuffix(name, suffix)
+			}
+			have[name] = true
+		}
+	}
+	var missing []string
+	for _, m := range want {
+		if !have[m] {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("the dashboard queries %v, which no scrape of %s's controller, fabric and gateway has", missing, n.ClusterID)
+	} else {
+		t.Logf("the dashboard's %d metrics are all in the scrapes of %s's controller, fabric and gateway", len(want), n.ClusterID)
+	}
 }

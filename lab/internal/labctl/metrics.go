@@ -6,10 +6,12 @@ import (
 	"strings"
 )
 
-// Metrics ports of peerlink's pods: the controller's as the install bundle
-// sets it, a gateway's as the default gateway templates set it.
+// Metrics ports of peerlink's pods: the controller's and the fabric
+// agent's as the install bundle sets them, a gateway's as the default
+// gateway templates set it.
 const (
 	ControllerMetricsPort = 8080
+	FabricMetricsPort     = 6093
 	GatewayMetricsPort    = 8082
 )
 
