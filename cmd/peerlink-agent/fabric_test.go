@@ -66,9 +66,15 @@ func TestFabricBundleArgs(t *testing.T) {
 	if opts.NodeName != "node-1" || opts.NodeIP.String() != "192.168.1.10" || opts.Namespace != "peerlink" || opts.GatewayNamespace != "" {
 		t.Errorf("options %+v", opts)
 	}
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		ports[p.Name] = ":" + strconv.Itoa(int(p.ContainerPort))
+	}
 	probe := c.ReadinessProbe
-	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Port.String() != "probes" || len(c.Ports) != 1 ||
-		f.probeAddr != ":"+strconv.Itoa(int(c.Ports[0].ContainerPort)) {
+	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Port.String() != "probes" || f.probeAddr != ports["probes"] {
 		t.Errorf("readiness probe %+v and ports %+v do not match --health-probe-bind-address=%s", probe, c.Ports, f.probeAddr)
+	}
+	if f.metricsAddr != ports["metrics"] {
+		t.Errorf("ports %+v do not match --metrics-bind-address=%s", c.Ports, f.metricsAddr)
 	}
 }
