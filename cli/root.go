@@ -88,6 +88,7 @@ Three ways to peer two clusters:
 		newGenerateCmd(g),
 		newInfoCmd(g),
 		newDiagnoseCmd(g),
+		newVerifyCmd(g),
 		newInstallCmd(g),
 		newExportCmd(g),
 		newUnexportCmd(g),

@@ -1,7 +1,8 @@
 // Command peerlink-agent is the one binary of every peerlink pod. Its
 // subcommands are the controller (reconcilers of the API), the gateway agent
-// (one per peering: WireGuard, NAT, routes, health) and the fabric agent (one
-// per node: the overlay that brings traffic to the gateways).
+// (one per peering: WireGuard, NAT, routes, health), the fabric agent (one
+// per node: the overlay that brings traffic to the gateways) and the probe
+// pods of `peerlink verify`.
 package main
 
 import (
@@ -54,6 +55,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newControllerCommand())
 	root.AddCommand(newGatewayCommand())
 	root.AddCommand(newFabricCommand())
+	root.AddCommand(newProbeCommand())
 	return root
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/peering"
 )
 
 // Figures of TestServiceFailover.
@@ -114,6 +116,11 @@ func TestServiceFailover(t *testing.T) {
 	} else {
 		t.Logf("local first: %s", summary(res, fromA, fromB))
 	}
+	// A healthy peering: peerlink verify finds every path of both
+	// directions.
+	if v, err := verify(t, ctx, l, a, b); err != nil || v.Failed() > 0 || len(v.Paths) != 6 {
+		t.Errorf("peerlink verify on a healthy peering: %v; paths %+v, want 6 ok", err, v.Paths)
+	}
 
 	// The preference off: calls reach both clusters.
 	kubectlOut(t, ctx, l, a, "-n", ns, "annotate", "--overwrite", "serviceexport", name, mcs.PreferLocalAnnotation+"=false")
@@ -154,6 +161,13 @@ func TestServiceFailover(t *testing.T) {
 		t.Errorf("%s's gateway stopped: %s, want every call answered by %s's pods", b.ClusterID, summary(res, fromA, fromB), a.ClusterID)
 	} else {
 		t.Logf("%s's gateway stopped: %s", b.ClusterID, summary(res, fromA, fromB))
+	}
+	// peerlink verify fails, and names every path as failed.
+	v, err := verify(t, ctx, l, a, b, "--attempts=3", "--timeout=60s")
+	if err == nil || len(v.Paths) != 6 || v.Failed() != len(v.Paths) {
+		t.Errorf("peerlink verify with %s's gateway stopped: %v; paths %+v, want all 6 failed", b.ClusterID, err, v.Paths)
+	} else if !strings.Contains(err.Error(), "6 of 6 paths failed") {
+		t.Errorf("peerlink verify with %s's gateway stopped: %v, want it to say 6 of 6 paths failed", b.ClusterID, err)
 	}
 
 	// b's gateway runs again: its endpoints come back and take calls.
@@ -278,4 +292,21 @@ func checkDashboardMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n, 
 	} else {
 		t.Logf("the dashboard's %d metrics are all in the scrapes of %s's controller, fabric and gateway", len(want), n.ClusterID)
 	}
+}
+
+// verify runs peerlink verify from a with b as the remote cluster, and
+// returns what it printed (-o json) and its error, which says how many
+// paths failed.
+func verify(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, flags ...string) (*peering.Verification, error) {
+	t.Helper()
+	args := append([]string{"verify", "--kubeconfig", a.Kubeconfig(), "--remote-kubeconfig", b.Kubeconfig(), "-o", "json"}, flags...)
+	out, err := l.Peerlink(ctx, args...)
+	v := &peering.Verification{}
+	if jerr := json.Unmarshal(out, v); jerr != nil {
+		t.Fatalf("peerlink verify printed no verification (%v): %v\n%s", jerr, err, out)
+	}
+	for _, p := range v.Paths {
+		t.Logf("verify: %s -> %s, %s: ok %v, %s%s", p.From, p.To, p.Path, p.OK, p.AnsweredBy, p.Error)
+	}
+	return v, err
 }
