@@ -96,8 +96,50 @@ func Diagnose(ctx context.Context, local, remote *Cluster, peerlinkNamespace str
 			return nil, err
 		}
 	}
+	if err := nameTunnelCause(ctx, remote.Client, doc, rdoc.ClusterID, d); err != nil {
+		return nil, err
+	}
 	checkClocks(ctx, local, remote, rdoc.ClusterID, d)
 	return d, nil
+}
+
+// nameTunnelCause tells, in the failed tunnel finding of the peering with
+// the remote cluster (remoteID), which of the two usual causes holds, from
+// the remote cluster's gateway pods for this one (doc's): none ready, the
+// peer's gateway is stopped; one ready, the UDP path between the two
+// clusters is blocked.
+func nameTunnelCause(ctx context.Context, remote client.Reader, doc *Description, remoteID string, d *Diagnosis) error {
+	i := slices.IndexFunc(d.Findings, func(f Finding) bool { return f.Peer == remoteID && f.Check == "tunnel" && !f.OK })
+	j := slices.IndexFunc(doc.Peers, func(p PeerInfo) bool { return p.ClusterID == remoteID })
+	if i < 0 || j < 0 || doc.Peers[j].Network.Gateway == nil {
+		return nil
+	}
+	localID, gw := doc.ClusterID, doc.Peers[j].Network.Gateway
+	var pods corev1.PodList
+	if err := remote.List(ctx, &pods, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: localID}, client.HasLabels{netv1beta1.GatewayNameLabel}); err != nil {
+		return fmt.Errorf("remote cluster: list the gateway pods for %s: %w", localID, err)
+	}
+	ready := 0
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && kube.PodReady(p) {
+			ready++
+		}
+	}
+	f := &d.Findings[i]
+	state, _, _ := strings.Cut(f.Message, ":")
+	if ready == 0 {
+		f.Message = fmt.Sprintf("%s: the peer's gateway is stopped: %s has %d gateway pods for this cluster, none ready; start it there "+
+			"(kubectl get deployments,pods -A -l %s=%s on %s; is its controller running?)",
+			state, remoteID, len(pods.Items), netv1beta1.RemoteClusterIDLabel, localID, remoteID)
+		return nil
+	}
+	server := "this cluster's server at UDP " + endpointString(gw)
+	if gw.Role == string(gatewayrole.Client) {
+		server = "the server at UDP " + endpointString(gw)
+	}
+	f.Message = fmt.Sprintf("%s: the peer's gateway runs (%d ready pods on %s), so the UDP path between the two clusters is blocked: "+
+		"open %s to the client's nodes in every firewall or security group on the way", state, ready, remoteID, server)
+	return nil
 }
 
 // checkWorkloads checks that the controller is available and that a ready

@@ -87,9 +87,21 @@ func TestDiagnose(t *testing.T) {
 		name, check, want string
 		breakIt, repair   func()
 	}{
-		{"the tunnel down", "tunnel", "UDP",
+		// The tunnel down: the peer's gateway runs (the test kubelet made
+		// its pod ready), so the UDP path between the clusters is cut; or
+		// it does not.
+		{"a blocked UDP port", "tunnel", "the UDP path between the two clusters is blocked",
 			func() { setStatus(func(s *netv1beta1.ConnectionStatus) { s.Value = netv1beta1.Connecting }) },
 			func() { setStatus(func(s *netv1beta1.ConnectionStatus) { s.Value = netv1beta1.Connected }) }},
+		{"the peer's gateway stopped", "tunnel", "the peer's gateway is stopped",
+			func() {
+				setGatewayReady(t, b, "cluster-a", false)
+				setStatus(func(s *netv1beta1.ConnectionStatus) { s.Value = netv1beta1.Connecting })
+			},
+			func() {
+				setGatewayReady(t, b, "cluster-a", true)
+				setStatus(func(s *netv1beta1.ConnectionStatus) { s.Value = netv1beta1.Connected })
+			}},
 		{"an MTU mismatch", "mtu", "same MTU",
 			func() {
 				setStatus(func(s *netv1beta1.ConnectionStatus) {
@@ -162,6 +174,34 @@ func runWorkloads(t *testing.T, c *peertest.Cluster) {
 		}
 		return nil
 	})
+}
+
+// setGatewayReady sets the Ready condition of the gateway pods of cluster
+// c for peer, as a kubelet does when they stop or start answering.
+func setGatewayReady(t *testing.T, c *peertest.Cluster, peer string, ready bool) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.C.List(t.Context(), &pods, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer}, client.HasLabels{netv1beta1.GatewayNameLabel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("cluster %s has no gateway pod for %s", c.ID, peer)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for j := range p.Status.Conditions {
+			if p.Status.Conditions[j].Type == corev1.PodReady {
+				p.Status.Conditions[j].Status = status
+			}
+		}
+		if err := c.C.Status().Update(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func deleteFabric(t *testing.T, c *peertest.Cluster) {
