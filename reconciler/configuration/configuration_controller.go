@@ -296,27 +296,13 @@ func (r *Reconciler) loadLedger(ctx context.Context) error {
 	return nil
 }
 
-// recordedEntries pairs the ranges in a Configuration's status.remote with
-// the CIDRs at the same position of its spec.remote.
+// recordedEntries are the ranges a Configuration's status.remote records,
+// as the ledger restores them (see Configuration.RecordedRanges).
 func recordedEntries(c *netv1beta1.Configuration) []ipam.Entry {
 	var out []ipam.Entry
-	pair := func(spec, status []netv1beta1.CIDR) {
-		for i, s := range status {
-			got, err := cidr.ParseNetwork(string(s))
-			if err != nil {
-				continue
-			}
-			var want netip.Prefix
-			if i < len(spec) {
-				if w, err := cidr.ParseNetwork(string(spec[i])); err == nil && w.Bits() == got.Bits() {
-					want = w
-				}
-			}
-			out = append(out, ipam.Entry{Want: want, Got: got})
-		}
+	for _, r := range c.RecordedRanges() {
+		out = append(out, ipam.Entry{Want: r.Real, Got: r.Remapped})
 	}
-	pair(c.Spec.Remote.CIDR.Pod, c.Status.Remote.CIDR.Pod)
-	pair(c.Spec.Remote.CIDR.External, c.Status.Remote.CIDR.External)
 	return out
 }
 

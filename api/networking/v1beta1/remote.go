@@ -56,6 +56,38 @@ func (c *Configuration) RemoteRanges() ([]RemoteRange, error) {
 	return out, nil
 }
 
+// RecordedRanges are the ranges status.remote.cidr records, every entry
+// that is a network, each with Real set to the entry at the same place of
+// spec.remote.cidr when that one is a network of the same size (the range
+// it was allocated for), invalid otherwise: unlike RemoteRanges it never
+// fails, so that what the controller allocated is remembered even when the
+// spec has changed or broken since. Pod ranges first, then external ones.
+func (c *Configuration) RecordedRanges() []RemoteRange {
+	if c.Status.Remote == nil {
+		return nil
+	}
+	var out []RemoteRange
+	for _, l := range []struct {
+		field          string
+		spec, remapped []CIDR
+	}{{"pod", c.Spec.Remote.CIDR.Pod, c.Status.Remote.CIDR.Pod}, {"external", c.Spec.Remote.CIDR.External, c.Status.Remote.CIDR.External}} {
+		for i, s := range l.remapped {
+			got, err := cidr.ParseNetwork(string(s))
+			if err != nil {
+				continue
+			}
+			r := RemoteRange{Field: l.field, Index: i, Remapped: got}
+			if i < len(l.spec) {
+				if want, err := cidr.ParseNetwork(string(l.spec[i])); err == nil && want.Bits() == got.Bits() {
+					r.Real = want
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // RemappedRanges are the RemoteRanges the controller has allocated, the
 // ones through which the peer is reached; nil while none is.
 func (c *Configuration) RemappedRanges() ([]RemoteRange, error) {

@@ -69,3 +69,29 @@ func TestRemappedAddr(t *testing.T) {
 		t.Errorf("outside: error %v, want one saying it is in none of the ranges", err)
 	}
 }
+
+func TestRecordedRanges(t *testing.T) {
+	p := netip.MustParsePrefix
+	c := &Configuration{}
+	if got := c.RecordedRanges(); got != nil {
+		t.Errorf("no status: %v, want none", got)
+	}
+	c.Spec.Remote.CIDR = ClusterConfigCIDR{Pod: []CIDR{"10.244.0.0/16", "bad", "10.246.0.0/16"}, External: []CIDR{"10.70.0.0/16"}}
+	c.Status.Remote = &ClusterConfig{CIDR: ClusterConfigCIDR{
+		// The second spec entry broke after it was allocated; the third
+		// changed size; a fourth is recorded beyond the spec; one status
+		// entry is not a network.
+		Pod:      []CIDR{"10.71.0.0/16", "10.72.0.0/24", "10.73.0.0/24", "10.74.0.0/16"},
+		External: []CIDR{"ten", "10.75.0.0/16"},
+	}}
+	want := []RemoteRange{
+		{Field: "pod", Real: p("10.244.0.0/16"), Remapped: p("10.71.0.0/16")},
+		{Field: "pod", Index: 1, Remapped: p("10.72.0.0/24")},
+		{Field: "pod", Index: 2, Remapped: p("10.73.0.0/24")},
+		{Field: "pod", Index: 3, Remapped: p("10.74.0.0/16")},
+		{Field: "external", Index: 1, Remapped: p("10.75.0.0/16")},
+	}
+	if got := c.RecordedRanges(); !slices.Equal(got, want) {
+		t.Errorf("RecordedRanges() = %+v, want %+v", got, want)
+	}
+}
