@@ -447,3 +447,40 @@ func TestMarkActive(t *testing.T) {
 		t.Errorf("patchActive of a missing pod: %v", err)
 	}
 }
+
+// TestDropActiveLabel: a stopping single replica takes its active label
+// off its own pod, so that its Service (selecting the label) drops it at
+// once; a standby replica, which never carried the tunnel, leaves the
+// labels alone.
+func TestDropActiveLabel(t *testing.T) {
+	c := tenantClient(t)
+	ctx := context.Background()
+	for _, name := range []string{"single", "standby", "active"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{netv1beta1.ActiveGatewayLabel: "true"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "gateway", Image: "gateway"}}},
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent := func(pod string, election *Election) *Agent {
+		a := &Agent{opts: Options{PodName: pod}, client: c, election: election, log: logr.Discard()}
+		a.opts.Namespace = "tenant"
+		return a
+	}
+	agent("single", nil).dropActiveLabel()
+	agent("standby", &Election{Pods: c, PodName: "standby"}).dropActiveLabel()
+	active := agent("active", &Election{Pods: c, PodName: "active"})
+	active.active.Store(true)
+	active.dropActiveLabel()
+	for name, want := range map[string]string{"single": "", "standby": "true", "active": ""} {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Labels[netv1beta1.ActiveGatewayLabel]; got != want {
+			t.Errorf("pod %s: label %s = %q, want %q", name, netv1beta1.ActiveGatewayLabel, got, want)
+		}
+	}
+}

@@ -91,8 +91,12 @@ func TestHostileServiceExchange(t *testing.T) {
 	start := time.Now()
 
 	kubectlOut(t, ctx, l, b, "label", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
-	// B's export comes first: B's own is the older as B sees them.
+	// B's export comes first: B's own is the older as B sees them. Its
+	// calls spread over both clusters (no preference for B's own
+	// endpoints), so that A's endpoints in B's import are ready while the
+	// peering serves.
 	export(t, ctx, l, b, ns, "echo")
+	kubectlOut(t, ctx, l, b, "-n", ns, "annotate", "serviceexport", "echo", mcs.PreferLocalAnnotation+"=false")
 	time.Sleep(2 * time.Second)
 	export(t, ctx, l, a, ns, "echo")
 	serving := func() error {
