@@ -124,7 +124,6 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		PingInterval:      f.pingInterval,
 		MaxMisses:         gatewayMaxMisses,
 		WireGuard:         impl,
-		PodName:           f.podName,
 	}
 	for _, s := range commaList(f.localCIDRs) {
 		p, err := cidr.ParseNetwork(s)

@@ -231,7 +231,6 @@ func (a *Agent) Start(ctx context.Context) error {
 			// through the tunnel before it goes, and the Connection writer
 			// stops, before the cleanup.
 			stopElection()
-			a.dropActiveLabel()
 			stopHealth()
 			wg.Wait()
 			a.cleanup()
@@ -284,16 +283,6 @@ func (a *Agent) Start(ctx context.Context) error {
 			wg.Wait()
 			a.cleanup()
 			return fmt.Errorf("lost the Lease of gateway %s/%s: stopped, to start again as a standby", a.opts.Namespace, a.opts.Name)
-		}
-		if !labelled && a.election == nil && a.opts.PodName != "" {
-			// A single replica has its active label from its template; a
-			// container started again in the same pod finds it taken off
-			// by the one before (dropActiveLabel) and puts it back.
-			if err := patchActive(ctx, a.client, a.opts.Namespace, a.opts.PodName, true); err != nil {
-				a.log.Error(err, "label the pod active; retrying")
-			} else {
-				labelled = true
-			}
 		}
 		var marked chan error
 		if !labelled && a.active.Load() && a.election != nil {
@@ -566,31 +555,6 @@ func freebindListenConfig() *net.ListenConfig {
 		return serr
 	}}
 }
-
-// dropActiveLabel takes the active label off the agent's own stopping
-// pod, when it carried the tunnel. A Service that selects the label (a
-// single replica's) then drops the pod from its endpoints at once: with
-// publishNotReadyAddresses the EndpointSlice keeps a terminating pod ready
-// until the pod is gone, and kube-proxy keeps the peer's UDP flow on it
-// (its connection tracking entry) all that time, a few seconds in which
-// the peer's handshakes never reach the replacement. Removing the endpoint
-// makes kube-proxy flush that entry.
-func (a *Agent) dropActiveLabel() {
-	if a.opts.PodName == "" || (a.election != nil && !a.active.Load()) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), dropLabelTimeout)
-	defer cancel()
-	if err := patchActive(ctx, a.client, a.opts.Namespace, a.opts.PodName, false); err != nil {
-		a.log.Error(err, "take the active label off this stopping pod; its Service keeps it until it is gone")
-		return
-	}
-	a.log.Info("took the active label off this stopping pod", "pod", a.opts.PodName)
-}
-
-// dropLabelTimeout bounds dropActiveLabel: a stopping pod whose API server
-// is away must not wait for it.
-const dropLabelTimeout = 2 * time.Second
 
 // onReport runs after each ping interval, and in between when a ping is
 // late.

@@ -58,9 +58,6 @@ type Options struct {
 	// its external CIDR: packets of the nodes themselves leave the gateway
 	// as it. Invalid: they are not translated (and the peer drops them).
 	UnknownSource netip.Addr
-	// PodName names the agent's own pod, which takes its active label off
-	// itself when it stops; empty: it leaves the label (outside a pod).
-	PodName string
 	// KeySwitchTimeout, KeySwitchRetry and KeyGrace time a key rotation;
 	// zero: DefaultKeySwitchTimeout, DefaultKeySwitchRetry and
 	// DefaultKeyGrace.

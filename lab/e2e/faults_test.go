@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -17,27 +18,37 @@ import (
 // maxOutage is the longest a fault may interrupt pod-to-pod traffic.
 const maxOutage = 5 * time.Second
 
+// maxRestartOutage is the longest the deletion of a gateway of one
+// replica may interrupt it: a new pod starts, and the peer's handshakes
+// reach it only once kube-proxy lets go of the flow it kept on the deleted
+// pod (measured: 1.1 to 2.3 s, and 5.2 to 7.0 s when the peering is only
+// seconds old). Two replicas fail over in under a second (TestGatewayHA).
+const maxRestartOutage = 10 * time.Second
+
 // fault is something that happens to a running peering.
 type fault struct {
 	name string
 	do   func(context.Context) error
 	// settle is how long to watch the traffic after the fault.
 	settle time.Duration
+	// outage bounds the time without an answer; zero: maxOutage.
+	outage time.Duration
 }
 
 // TestFaults breaks a running peering in the ways real clusters break:
 // gateway pods deleted, controllers restarted, API servers down for 30 s.
 // Probes in both clusters send a request every 200 ms to a pod of the
 // other; after each fault, traffic must keep flowing or resume within
-// maxOutage, and neither cluster's remapping may change.
+// maxOutage (maxRestartOutage for a gateway pod of one replica deleted),
+// and neither cluster's remapping may change.
 func TestFaults(t *testing.T) {
 	ctx, l := newPeeredLab(t, 15*time.Minute, "fault-a", "fault-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	before := remaps(t, ctx, l, a, b)
 
 	faults := []fault{
-		{name: "delete the gateway pod of " + b.ClusterID, do: deleteGatewayPods(l, b), settle: 15 * time.Second},
-		{name: "delete the gateway pod of " + a.ClusterID, do: deleteGatewayPods(l, a), settle: 15 * time.Second},
+		{name: "delete the gateway pod of " + b.ClusterID, do: deleteGatewayPods(l, b), settle: 15 * time.Second, outage: maxRestartOutage},
+		{name: "delete the gateway pod of " + a.ClusterID, do: deleteGatewayPods(l, a), settle: 15 * time.Second, outage: maxRestartOutage},
 		{name: "restart the controller pods", do: func(ctx context.Context) error {
 			if err := restartController(ctx, l, a); err != nil {
 				return err
@@ -126,8 +137,8 @@ func TestFaults(t *testing.T) {
 			}
 			gap := labctl.LongestGap(res, starts[i], until)
 			t.Logf("%s, %s: longest time without an answer %.1fs", name, f.name, gap.Seconds())
-			if gap > maxOutage {
-				t.Errorf("%s, %s: no answer for %.1fs, want at most %s", name, f.name, gap.Seconds(), maxOutage)
+			if bound := cmp.Or(f.outage, maxOutage); gap > bound {
+				t.Errorf("%s, %s: no answer for %.1fs, want at most %s", name, f.name, gap.Seconds(), bound)
 			}
 		}
 	}
