@@ -266,32 +266,40 @@ func checkDashboardMetrics(t *testing.T, ctx context.Context, l *labctl.Lab, n, 
 		{manifests.TenantNamespace(peer.ClusterID), netv1beta1.ActiveGatewayLabel + "=true"},
 	}
 	ports := []int{labctl.ControllerMetricsPort, labctl.FabricMetricsPort, labctl.GatewayMetricsPort}
-	have := map[string]bool{}
-	for i, tg := range targets {
-		pod := kubectlOut(t, ctx, l, n, "-n", tg.ns, "get", "pods", "-l", tg.selector, "-o", "jsonpath={.items[0].metadata.name}")
-		out, err := l.Kubectl(ctx, n, "get", "--raw", labctl.MetricsPath(tg.ns, pod, ports[i]))
-		if err != nil {
-			t.Fatalf("scrape %s/%s: %v", tg.ns, pod, err)
-		}
-		for series := range labctl.ParseMetrics(out) {
-			name, _, _ := strings.Cut(series, "{")
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				name = strings.TrimSuffix(name, suffix)
+	// Some metrics appear once there is something to say (the last
+	// handshake, after the tunnel's first since the peer's gateway came
+	// back): the scrapes are repeated until every one is there.
+	eventually(t, ctx, "every metric the dashboard queries in the scrapes of "+n.ClusterID, func() error {
+		have := map[string]bool{}
+		for i, tg := range targets {
+			pod, err := l.Kubectl(ctx, n, "-n", tg.ns, "get", "pods", "-l", tg.selector, "-o", "jsonpath={.items[0].metadata.name}")
+			if err != nil {
+				return err
 			}
-			have[name] = true
+			out, err := l.Kubectl(ctx, n, "get", "--raw", labctl.MetricsPath(tg.ns, strings.TrimSpace(string(pod)), ports[i]))
+			if err != nil {
+				return fmt.Errorf("scrape %s/%s: %w", tg.ns, pod, err)
+			}
+			for series := range labctl.ParseMetrics(out) {
+				name, _, _ := strings.Cut(series, "{")
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					name = strings.TrimSuffix(name, suffix)
+				}
+				have[name] = true
+			}
 		}
-	}
-	var missing []string
-	for _, m := range want {
-		if !have[m] {
-			missing = append(missing, m)
+		var missing []string
+		for _, m := range want {
+			if !have[m] {
+				missing = append(missing, m)
+			}
 		}
-	}
-	if len(missing) > 0 {
-		t.Errorf("the dashboard queries %v, which no scrape of %s's controller, fabric and gateway has", missing, n.ClusterID)
-	} else {
-		t.Logf("the dashboard's %d metrics are all in the scrapes of %s's controller, fabric and gateway", len(want), n.ClusterID)
-	}
+		if len(missing) > 0 {
+			return fmt.Errorf("the dashboard queries %v, which no scrape of the controller, fabric and gateway has", missing)
+		}
+		return nil
+	})
+	t.Logf("the dashboard's %d metrics are all in the scrapes of %s's controller, fabric and gateway", len(want), n.ClusterID)
 }
 
 // verify runs peerlink verify from a with b as the remote cluster, and
