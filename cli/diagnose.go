@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,13 +41,7 @@ The exit code is 1 when a check failed.`,
 			if err != nil {
 				return err
 			}
-			if err := f.print(out, d, d.WriteSummary); err != nil {
-				return err
-			}
-			if n := d.Failed(); n > 0 {
-				return fmt.Errorf("%d of %d checks failed", n, len(d.Findings))
-			}
-			return nil
+			return f.printChecks(out, d, d.WriteSummary, d.Failed(), len(d.Findings), "checks")
 		},
 	}
 	f.addFlags(cmd)

@@ -98,6 +98,18 @@ func (f *documentFlags) print(w io.Writer, doc any, human func(io.Writer)) error
 	return err
 }
 
+// printChecks prints a report of checks as print does, then fails when
+// some of its total checks (named what) failed, so the exit code says so.
+func (f *documentFlags) printChecks(w io.Writer, doc any, human func(io.Writer), failed, total int, what string) error {
+	if err := f.print(w, doc, human); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d %s failed", failed, total, what)
+	}
+	return nil
+}
+
 // describe reads what the cluster of the global flags knows of itself and
 // its peers.
 func describe(ctx context.Context, g *globalOptions) (*peering.Description, error) {

@@ -17,26 +17,26 @@ var infoForms = []string{"info", "configmap"}
 func writeClusterInfo(t *testing.T, form, allowed, routed string) string {
 	t.Helper()
 	var b strings.Builder
+	// list writes a comma-separated list in the form's own notation.
+	var list func(key, values string)
 	switch form {
 	case "info":
 		b.WriteString("clusterID: cluster-a\nnetwork:\n  podCIDRs: [10.245.0.0/24]\n")
-		if allowed != "" {
-			b.WriteString("  allowedPeerCIDRs: [" + allowed + "]\n")
-		}
-		if routed != "" {
-			b.WriteString("  routedPeerCIDRs: [" + routed + "]\n")
-		}
-		b.WriteString("peers: []\n")
+		list = func(key, values string) { b.WriteString("  " + key + ": [" + values + "]\n") }
 	case "configmap":
 		b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: peerlink-cluster-info\ndata:\n  clusterID: cluster-a\n  podCIDRs: 10.245.0.0/24\n")
-		if allowed != "" {
-			b.WriteString("  allowedPeerCIDRs: " + allowed + "\n")
-		}
-		if routed != "" {
-			b.WriteString("  routedPeerCIDRs: " + routed + "\n")
-		}
+		list = func(key, values string) { b.WriteString("  " + key + ": " + values + "\n") }
 	default:
 		t.Fatalf("unknown form %q", form)
+	}
+	if allowed != "" {
+		list("allowedPeerCIDRs", allowed)
+	}
+	if routed != "" {
+		list("routedPeerCIDRs", routed)
+	}
+	if form == "info" {
+		b.WriteString("peers: []\n")
 	}
 	path := filepath.Join(t.TempDir(), form+".yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {

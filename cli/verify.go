@@ -53,13 +53,7 @@ peer. The exit code is 1 when a path failed; the table says which, and why.`,
 			if err != nil {
 				return err
 			}
-			if err := f.print(out, v, v.WriteSummary); err != nil {
-				return err
-			}
-			if n := v.Failed(); n > 0 {
-				return fmt.Errorf("%d of %d paths failed", n, len(v.Paths))
-			}
-			return nil
+			return f.printChecks(out, v, v.WriteSummary, v.Failed(), len(v.Paths), "paths")
 		},
 	}
 	f.addFlags(cmd)

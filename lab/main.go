@@ -32,6 +32,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/lab/figures"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -103,13 +104,9 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--kube-proxy-mode: %w", err)
 			}
-			var installers []labctl.Installer
-			for _, s := range installs {
-				i, err := labctl.ParseInstaller(s)
-				if err != nil {
-					return fmt.Errorf("--install: %w", err)
-				}
-				installers = append(installers, i)
+			installers, err := choice.Each(installs, labctl.ParseInstaller)
+			if err != nil {
+				return fmt.Errorf("--install: %w", err)
 			}
 			lb, err := labctl.ParseLoadBalancer(loadBalancer)
 			if err != nil {

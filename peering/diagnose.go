@@ -44,9 +44,14 @@ type Diagnosis struct {
 
 // Failed counts the findings that failed.
 func (d *Diagnosis) Failed() int {
+	return countFailed(d.Findings, func(f Finding) bool { return f.OK })
+}
+
+// countFailed counts the results of a report that are not ok.
+func countFailed[T any](results []T, ok func(T) bool) int {
 	n := 0
-	for _, f := range d.Findings {
-		if !f.OK {
+	for _, r := range results {
+		if !ok(r) {
 			n++
 		}
 	}

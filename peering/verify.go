@@ -75,13 +75,7 @@ type Verification struct {
 
 // Failed counts the paths that failed.
 func (v *Verification) Failed() int {
-	n := 0
-	for _, p := range v.Paths {
-		if !p.OK {
-			n++
-		}
-	}
-	return n
+	return countFailed(v.Paths, func(p PathResult) bool { return p.OK })
 }
 
 // WriteSummary writes the paths as a table.

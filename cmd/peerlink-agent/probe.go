@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/peering/probe"
 )
 
@@ -49,13 +50,9 @@ func newProbeCommand() *cobra.Command {
 			if len(targets) == 0 || attempts < 1 || timeout <= 0 {
 				return errors.New("--target (at least one), --attempts (at least 1) and --timeout (positive) are required")
 			}
-			var ts []probe.Target
-			for _, s := range targets {
-				t, err := probe.ParseTarget(s)
-				if err != nil {
-					return fmt.Errorf("--target: %w", err)
-				}
-				ts = append(ts, t)
+			ts, err := choice.Each(targets, probe.ParseTarget)
+			if err != nil {
+				return fmt.Errorf("--target: %w", err)
 			}
 			return probe.Check(cmd.Context(), cmd.OutOrStdout(), ts, attempts, timeout)
 		},

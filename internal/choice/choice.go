@@ -22,3 +22,17 @@ func Parse[T ~string](what, s string, choices ...T) (T, error) {
 	}
 	return "", fmt.Errorf("unknown %s %q: use %s", what, s, list)
 }
+
+// Each parses every value of a list flag with parse, stopping at the first
+// error.
+func Each[T any](values []string, parse func(string) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(values))
+	for _, s := range values {
+		v, err := parse(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

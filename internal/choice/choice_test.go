@@ -21,3 +21,15 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestEach(t *testing.T) {
+	type mode string
+	parse := func(s string) (mode, error) { return Parse("mode", s, mode("a"), mode("b")) }
+	got, err := Each([]string{"b", "a"}, parse)
+	if err != nil || len(got) != 2 || got[0] != "b" || got[1] != "a" {
+		t.Errorf("Each(b, a) = %v, %v; want [b a]", got, err)
+	}
+	if got, err := Each([]string{"a", "x", "b"}, parse); err == nil || err.Error() != `unknown mode "x": use a or b` || got != nil {
+		t.Errorf("Each(a, x, b) = %v, %v; want the error of x and nothing", got, err)
+	}
+}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/httpjson"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
@@ -134,36 +134,25 @@ func checkNodeGet(t *testing.T, ctx context.Context, from string, want netip.Add
 // hostGet sends an HTTP GET to url from the host network of a node (its
 // network namespace) and returns the echo server's reply.
 func hostGet(ctx context.Context, ns *netns.NS, url string) (echoapi.Reply, error) {
-	var reply echoapi.Reply
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return reply, err
+	client := &http.Client{
+		Timeout: 4 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			// The socket is made in the node's namespace and stays there.
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var conn net.Conn
+				err := ns.Do(func() error {
+					var err error
+					conn, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+					return err
+				})
+				return conn, err
+			},
+		},
 	}
-	var conn net.Conn
-	// The socket is made in the node's namespace and stays there.
-	err = ns.Do(func() error {
-		var err error
-		conn, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", req.URL.Host)
-		return err
-	})
-	if err != nil {
-		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
-		return reply, err
-	}
-	req.Close = true
-	if err := req.Write(conn); err != nil {
-		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	reply, err := httpjson.Get[echoapi.Reply](ctx, client, url, 64<<10)
 	if err != nil {
 		return reply, fmt.Errorf("from %s: %w", ns.Name, err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
-		return reply, fmt.Errorf("from %s: %s: %w", ns.Name, url, err)
 	}
 	return reply, nil
 }

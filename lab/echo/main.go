@@ -36,34 +36,36 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/peerlink/peerlink/internal/httpjson"
 	"github.com/peerlink/peerlink/lab/internal/echoapi"
 )
+
+// maxReply bounds what a client reads of an echo server's reply.
+const maxReply = 64 << 10
+
+// commands are echo's subcommands by name.
+var commands = map[string]func(context.Context, []string) error{
+	"serve":    serve,
+	"get":      get,
+	"stream":   stream,
+	"transfer": transfer,
+	"rr":       requestResponse,
+	"probe":    probe,
+}
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: echo serve|get|stream|transfer|rr|probe ...")
 		os.Exit(2)
 	}
+	run, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "echo: unknown command %q (want serve, get, stream, transfer, rr or probe)\n", os.Args[1])
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve":
-		err = serve(ctx, args)
-	case "get":
-		err = get(ctx, args)
-	case "stream":
-		err = stream(ctx, args)
-	case "transfer":
-		err = transfer(ctx, args)
-	case "rr":
-		err = requestResponse(ctx, args)
-	case "probe":
-		err = probe(ctx, args)
-	default:
-		err = fmt.Errorf("unknown command %q (want serve, get, stream, transfer, rr or probe)", cmd)
-	}
-	if err != nil {
+	if err := run(ctx, os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
@@ -156,7 +158,7 @@ func get(ctx context.Context, args []string) error {
 			},
 		},
 	}
-	reply, err := fetch(ctx, client, url)
+	reply, err := httpjson.Get[echoapi.Reply](ctx, client, url, maxReply)
 	if err != nil {
 		return err
 	}
@@ -320,7 +322,7 @@ func probe(ctx context.Context, args []string) error {
 		wg.Add(1)
 		go func(line echoapi.Probe) {
 			defer wg.Done()
-			reply, err := fetch(ctx, client, url)
+			reply, err := httpjson.Get[echoapi.Reply](ctx, client, url, maxReply)
 			if err != nil {
 				line.Error = err.Error()
 			} else {
@@ -339,24 +341,4 @@ func probe(ctx context.Context, args []string) error {
 	}
 	wg.Wait()
 	return werr
-}
-
-func fetch(ctx context.Context, client *http.Client, url string) (echoapi.Reply, error) {
-	var reply echoapi.Reply
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return reply, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return reply, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return reply, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
-		return reply, fmt.Errorf("GET %s: %w", url, err)
-	}
-	return reply, nil
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/peerlink/peerlink/internal/httpjson"
 )
 
 // Answer is what the server answers to every request.
@@ -100,7 +102,7 @@ func Check(ctx context.Context, out io.Writer, targets []Target, attempts int, t
 			}
 			r.Attempts++
 			start := time.Now()
-			a, err := get(ctx, client, t.URL)
+			a, err := httpjson.Get[Answer](ctx, client, t.URL, maxAnswer)
 			if err != nil {
 				r.Error = err.Error()
 				continue
@@ -113,26 +115,6 @@ func Check(ctx context.Context, out io.Writer, targets []Target, attempts int, t
 		}
 	}
 	return nil
-}
-
-func get(ctx context.Context, c *http.Client, url string) (Answer, error) {
-	var a Answer
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return a, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return a, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&a); err != nil {
-		return a, fmt.Errorf("not a probe's answer: %w", err)
-	}
-	return a, nil
 }
 
 // ReadResults reads the JSON lines Check wrote, at most max of them; a

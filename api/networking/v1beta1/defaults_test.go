@@ -2,12 +2,7 @@ package v1beta1
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
-
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // TestDefaultsMatchCRDs holds the defaults of the Go code and those the
@@ -44,15 +39,7 @@ func TestDefaultsMatchCRDs(t *testing.T) {
 // at path under spec.
 func crdDefault(t *testing.T, plural string, path []string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "bundles", "install", "crds", GroupVersion.Group+"_"+plural+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		t.Fatalf("%s: %v", plural, err)
-	}
-	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	props := crdSchema(t, plural).Properties["spec"]
 	for _, p := range path {
 		props = props.Properties[p]
 	}

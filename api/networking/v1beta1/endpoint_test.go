@@ -21,15 +21,7 @@ func TestEndpointResolved(t *testing.T) {
 		{"a zero node port pins nothing", Endpoint{Port: 1, NodePort: ptr.To[int32](0), NodePorts: []int32{0}},
 			Endpoint{Port: 1, Ports: []int32{1}, NodePort: ptr.To[int32](0)}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			in := c.in
-			if diff := cmp.Diff(c.want, c.in.Resolved()); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(in, c.in); diff != "" {
-				t.Errorf("Resolved changed its receiver's lists:\n%s", diff)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkResolved(t, c.in, c.want) })
 	}
 }
 
@@ -43,14 +35,18 @@ func TestGatewayClientEndpointResolved(t *testing.T) {
 		{"both", GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}, GatewayClientEndpoint{Port: 32701, Ports: []int32{32701}}},
 		{"no port yet", GatewayClientEndpoint{Addresses: []string{"192.0.2.1"}}, GatewayClientEndpoint{Addresses: []string{"192.0.2.1"}}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			in := c.in
-			if diff := cmp.Diff(c.want, c.in.Resolved()); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(in, c.in); diff != "" {
-				t.Errorf("Resolved changed its receiver's lists:\n%s", diff)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkResolved(t, c.in, c.want) })
+	}
+}
+
+// checkResolved checks that in.Resolved() is want and leaves in as it was.
+func checkResolved[T interface{ Resolved() T }](t *testing.T, in, want T) {
+	t.Helper()
+	before := in
+	if diff := cmp.Diff(want, in.Resolved()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, in); diff != "" {
+		t.Errorf("Resolved changed its receiver's lists:\n%s", diff)
 	}
 }
