@@ -118,7 +118,7 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	@hack/timed.sh --table
 
 .PHONY: test-mesh
-test-mesh: testbin ## Run TestMesh (as root): five clusters peered in a full mesh, pods and Services between every pair; about 15 minutes, outside make test.
+test-mesh: testbin ## Run TestMesh (as root): five clusters peered in a full mesh, pods and Services between every pair; about 2 minutes, outside make test.
 	PEERLINK_MESH=1 $(GO) test -count=1 -v -timeout 60m -run '^TestMesh$$' $(E2E_PKG)
 
 .PHONY: fuzz
