@@ -20,6 +20,7 @@ func tables() []namedTable {
 	return []namedTable{
 		{"allocator", allocatorTable},
 		{"controlplane", controlPlaneTable},
+		{"peering", peeringTable},
 		{"dataplane", dataplaneTable},
 		{"lab", labTable},
 	}
@@ -53,7 +54,7 @@ func selectTables(all []namedTable, only string) ([]namedTable, error) {
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated names of the tables to print (allocator, controlplane, dataplane, lab); empty: all")
+	only := flag.String("only", "", "comma-separated names of the tables to print (allocator, controlplane, peering, dataplane, lab); empty: all")
 	flag.Parse()
 	// The test control planes log through controller-runtime; their errors
 	// reach the tables as returned errors.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -14,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -154,6 +157,118 @@ func TestServices(t *testing.T) {
 	t.Logf("unexport reached %s in %.2fs", a.Name, time.Since(start).Seconds())
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("unexport took %.2fs to reach %s, want at most 5 s", d.Seconds(), a.Name)
+	}
+
+	checkLargeExport(t, ctx, l, a, c)
+}
+
+// Figures of the large export of TestServices.
+const (
+	// largeExportBytes is the least JSON the large set must take on the
+	// exchange: more than one message of the old single-document design.
+	largeExportBytes = 1 << 20
+	// endpointChangeWithin bounds the median time an endpoint change in the
+	// large set takes to reach the importer's EndpointSlices.
+	endpointChangeWithin = time.Second
+	// endpointChanges is how many changes the median is taken of.
+	endpointChanges = 5
+)
+
+// largeSet is the large export set: 190 Services of 100 endpoints each,
+// with hostnames, as StatefulSets' pods have: 19,000 endpoints, within the
+// default limit of a peer's endpoints (20,000), and over 1 MiB of JSON.
+var largeSet = labctl.LargeSet{Namespace: "large", Services: 190, Endpoints: 100, Hostnames: true}
+
+// checkLargeExport exports largeSet from exporter to importer, which must
+// import every service with every endpoint ready, the set taking more than
+// largeExportBytes of JSON on the exchange; then an endpoint of one service
+// turns not ready and ready again in the exporter, endpointChanges times,
+// and the median time each change takes to reach the importer's
+// EndpointSlices must be within endpointChangeWithin.
+func checkLargeExport(t *testing.T, ctx context.Context, l *labctl.Lab, importer, exporter *cluster.Cluster) {
+	t.Helper()
+	for _, n := range []*cluster.Cluster{importer, exporter} {
+		kubectlOut(t, ctx, l, n, "create", "namespace", largeSet.Namespace)
+	}
+	kubectlOut(t, ctx, l, importer, "label", "namespace", largeSet.Namespace, mcs.ImportNamespaceLabel+"=true")
+	ce, err := l.Client(exporter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := largeSet.Create(ctx, ce, exporter.PodCIDR); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := largeSet.Export(ctx, ce); err != nil {
+		t.Fatal(err)
+	}
+	total := largeSet.Services * largeSet.Endpoints
+	from := mcsv1beta1.LabelSourceCluster + "=" + exporter.ClusterID
+	waitFor(t, ctx, 3*time.Minute, fmt.Sprintf("%s imports the %d endpoints of %s's large set", importer.Name, total, exporter.Name), func() error {
+		if n := readyEndpoints(t, ctx, importer, largeSet.Namespace, from); n != total {
+			return fmt.Errorf("%d ready", n)
+		}
+		return nil
+	})
+	took := time.Since(start)
+	stored, err := importsStored(ctx, l, importer, exporter.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, services := 0, 0
+	for k, svc := range stored {
+		if k.Namespace != largeSet.Namespace {
+			continue
+		}
+		// What crossed the exchange: the service as the peer sent it,
+		// without this side's first sight of it.
+		svc.Seen = time.Time{}
+		b, err := json.Marshal(&svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += len(b)
+		services++
+	}
+	t.Logf("%d services of %d endpoints, %d bytes of JSON on the exchange, imported with every endpoint ready in %.1fs", services, largeSet.Endpoints, size, took.Seconds())
+	if services != largeSet.Services || size <= largeExportBytes {
+		t.Errorf("the large set took %d bytes of JSON in %d services, want more than %d in %d", size, services, largeExportBytes, largeSet.Services)
+	}
+
+	// One endpoint of the first service turns not ready, then ready again.
+	name := largeSet.Name(0)
+	one := mcsv1beta1.LabelServiceName + "=" + name + "," + from
+	var lags []float64
+	for i := range endpointChanges {
+		ready := i%2 == 1
+		want := largeSet.Endpoints - 1
+		if ready {
+			want = largeSet.Endpoints
+		}
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: largeSet.Namespace, Name: name}}
+		patch := fmt.Sprintf(`[{"op":"replace","path":"/endpoints/0/conditions/ready","value":%t}]`, ready)
+		changed := time.Now()
+		if err := ce.Patch(ctx, slice, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+		// Polled every 50 ms: the figure is read against 1 s.
+		for {
+			n := readyEndpoints(t, ctx, importer, largeSet.Namespace, one)
+			if n == want {
+				break
+			}
+			if time.Since(changed) > time.Minute {
+				t.Fatalf("%s still imports %d ready endpoints of %s a minute after the change, want %d", importer.Name, n, name, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		lags = append(lags, time.Since(changed).Seconds())
+	}
+	slices.Sort(lags)
+	median := lags[len(lags)/2]
+	t.Logf("an endpoint change in the large set reached %s in %.2fs (median of %v)", importer.Name, median, lags)
+	if median > endpointChangeWithin.Seconds() {
+		t.Errorf("an endpoint change in the large set took %.2fs (median) to reach %s, want at most %v", median, importer.Name, endpointChangeWithin)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -24,23 +25,21 @@ import (
 const (
 	// exportTrials is how many exports the answer time is measured on.
 	exportTrials = 5
-	// largeServices and largeEndpoints size the large export set.
-	largeServices  = 1000
-	largeEndpoints = 10
-	// benchNamespace holds the large export set on both sides.
-	benchNamespace = "bench-mcs"
-	// exportWorkers is how many ServiceExports of the large set are
-	// created at once.
+	// exportWorkers is how many ServiceExports of a large set are created
+	// at once.
 	exportWorkers = 8
 	// answerProbeInterval is the resolution of the export-to-answer
 	// figures.
 	answerProbeInterval = 50 * time.Millisecond
 )
 
+// benchSet is the large export set of the bench.
+var benchSet = LargeSet{Namespace: "bench-mcs", Services: 1000, Endpoints: 10}
+
 // BenchServices measures the Multi-Cluster Services path from b (the
 // exporter) to a (the importer), which must be peered.
 func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (figures.Services, error) {
-	f := figures.Services{Services: largeServices, Endpoints: largeEndpoints, Memory: map[string]float64{}}
+	f := figures.Services{Services: benchSet.Services, Endpoints: benchSet.Endpoints, Memory: map[string]float64{}}
 	if _, err := l.Kubectl(ctx, a, "label", "namespace", EchoNamespace, mcs.ImportNamespaceLabel+"=true", "--overwrite"); err != nil {
 		return f, err
 	}
@@ -113,39 +112,39 @@ func (l *Lab) BenchServices(ctx context.Context, a, b *cluster.Cluster) (figures
 	// The large set: selector-less Services with hand-made EndpointSlices
 	// of addresses in b's pod range, exported in one go.
 	for _, n := range []*cluster.Cluster{a, b} {
-		if _, err := l.Kubectl(ctx, n, "create", "namespace", benchNamespace); err != nil {
+		if _, err := l.Kubectl(ctx, n, "create", "namespace", benchSet.Namespace); err != nil {
 			return f, err
 		}
 	}
-	if _, err := l.Kubectl(ctx, a, "label", "namespace", benchNamespace, mcs.ImportNamespaceLabel+"=true"); err != nil {
+	if _, err := l.Kubectl(ctx, a, "label", "namespace", benchSet.Namespace, mcs.ImportNamespaceLabel+"=true"); err != nil {
 		return f, err
 	}
 	made := time.Now()
-	if err := createLargeSet(ctx, cb, b.PodCIDR); err != nil {
+	if err := benchSet.Create(ctx, cb, b.PodCIDR); err != nil {
 		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
 	}
-	l.progress.Logf("%d Services and their EndpointSlices created in %s in %.1fs", largeServices, b.Name, time.Since(made).Seconds())
+	l.progress.Logf("%d Services and their EndpointSlices created in %s in %.1fs", benchSet.Services, b.Name, time.Since(made).Seconds())
 	start := time.Now()
-	if err := exportLargeSet(ctx, cb); err != nil {
+	if err := benchSet.Export(ctx, cb); err != nil {
 		return f, fmt.Errorf("cluster %s: %w", b.Name, err)
 	}
-	l.progress.Logf("%d ServiceExports created in %s in %.1fs", largeServices, b.Name, time.Since(start).Seconds())
+	l.progress.Logf("%d ServiceExports created in %s in %.1fs", benchSet.Services, b.Name, time.Since(start).Seconds())
 	ca, err := l.Client(a)
 	if err != nil {
 		return f, err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var sis mcsv1beta1.ServiceImportList
-		if err := ca.List(ctx, &sis, client.InNamespace(benchNamespace)); err != nil {
+		if err := ca.List(ctx, &sis, client.InNamespace(benchSet.Namespace)); err != nil {
 			return false, nil
 		}
-		return len(sis.Items) == largeServices, nil
+		return len(sis.Items) == benchSet.Services, nil
 	})
 	if err != nil {
-		return f, fmt.Errorf("cluster %s: the %d services of %s not all imported: %w", a.Name, largeServices, b.Name, err)
+		return f, fmt.Errorf("cluster %s: the %d services of %s not all imported: %w", a.Name, benchSet.Services, b.Name, err)
 	}
 	f.ImportSeconds = time.Since(start).Seconds()
-	l.progress.Logf("%d exported services of %d endpoints: all imported in %.1fs", largeServices, largeEndpoints, f.ImportSeconds)
+	l.progress.Logf("%d exported services of %d endpoints: all imported in %.1fs", benchSet.Services, benchSet.Endpoints, f.ImportSeconds)
 	for _, n := range []*cluster.Cluster{a, b} {
 		for what, pod := range map[string]func() (string, string, int, error){
 			"controller": func() (string, string, int, error) {
@@ -197,49 +196,73 @@ func waitReadyEndpoints(ctx context.Context, c client.Client, ns, selector strin
 	})
 }
 
-// createLargeSet creates the Services of the large export set in
-// benchNamespace, not exported yet: services with endpoints at addresses of
-// podCIDR that no pod holds.
-func createLargeSet(ctx context.Context, c client.Client, podCIDR netip.Prefix) error {
-	base := podCIDR.Addr().As4()
-	ready, port, name := true, int32(EchoPort), "http"
-	for i := range largeServices {
-		svcName := fmt.Sprintf("svc-%04d", i)
-		objs := []client.Object{
-			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName},
-				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: name, Port: port}}}},
-		}
+// LargeSet is an export set of many Services with many endpoints each:
+// selector-less Services with hand-made EndpointSlices at addresses of the
+// exporter's pod range that no pod holds, so that its size costs no pods.
+type LargeSet struct {
+	// Namespace holds the set, on both sides.
+	Namespace string
+	// Services is the number of Services, Endpoints the endpoints of each
+	// (in one EndpointSlice, so at most 1,000).
+	Services, Endpoints int
+	// Hostnames gives each endpoint a hostname, as a StatefulSet's pods
+	// have.
+	Hostnames bool
+}
+
+// Name is the name of Service i of the set.
+func (s LargeSet) Name(i int) string { return fmt.Sprintf("svc-%04d", i) }
+
+// Create creates the Services of the set and their EndpointSlices, every
+// endpoint ready, not exported yet. The endpoints' addresses are counted
+// from the 100th /24 of the first /16 of podCIDR, far above what nodes
+// hand out.
+func (s LargeSet) Create(ctx context.Context, c client.Client, podCIDR netip.Prefix) error {
+	const first = 100 * 256
+	if podCIDR.Bits() > 16 || first+s.Services*s.Endpoints > 1<<16 {
+		return fmt.Errorf("%d endpoints do not fit in %s past its 200th /24", s.Services*s.Endpoints, podCIDR)
+	}
+	base := podCIDR.Masked().Addr().As4()
+	ready, port, portName := true, int32(EchoPort), "http"
+	for i := range s.Services {
+		name := s.Name(i)
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: benchNamespace, Name: svcName, Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
+			ObjectMeta:  metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
 		}
-		for j := range largeEndpoints {
-			// Far above the addresses the nodes hand out.
-			n := 200*256 + i*largeEndpoints + j
+		for j := range s.Endpoints {
+			n := first + i*s.Endpoints + j
 			ip := netip.AddrFrom4([4]byte{base[0], base[1], byte(n >> 8), byte(n)})
-			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+			ep := discoveryv1.Endpoint{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+			if s.Hostnames {
+				ep.Hostname = ptr.To(fmt.Sprintf("ep-%05d", j))
+			}
+			slice.Endpoints = append(slice.Endpoints, ep)
 		}
-		objs = append(objs, slice)
-		for _, o := range objs {
+		for _, o := range []client.Object{
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: port}}}},
+			slice,
+		} {
 			if err := c.Create(ctx, o); err != nil {
-				return fmt.Errorf("create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, svcName, err)
+				return fmt.Errorf("create %T %s/%s: %w", o, s.Namespace, name, err)
 			}
 		}
 	}
 	return nil
 }
 
-// exportLargeSet exports the Services of createLargeSet, from a few
-// clients at once, as an apply of a directory of ServiceExports would.
-func exportLargeSet(ctx context.Context, c client.Client) error {
+// Export exports the Services of the set, from a few clients at once, as
+// an apply of a directory of ServiceExports would.
+func (s LargeSet) Export(ctx context.Context, c client.Client) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(exportWorkers)
-	for i := range largeServices {
+	for i := range s.Services {
 		g.Go(func() error {
-			se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: fmt.Sprintf("svc-%04d", i)}}
+			se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name(i)}}
 			if err := c.Create(gctx, se); err != nil {
-				return fmt.Errorf("create ServiceExport %s: %w", se.Name, err)
+				return fmt.Errorf("create ServiceExport %s/%s: %w", s.Namespace, se.Name, err)
 			}
 			return nil
 		})
