@@ -21,8 +21,8 @@ const (
 )
 
 // Header starts every generated file.
-const Header = "# Generated from bundles/install by package bundles/helmchart: edit the\n" +
-	"# bundle, then run `make generate`.\n"
+const Header = "# Generated from the bundles (bundles/install, bundles/monitoring) by package\n" +
+	"# bundles/helmchart: edit the bundle, then run `make generate`.\n"
 
 // namePrefix is left out of value keys: Deployment peerlink-controller has
 // the values under controller.

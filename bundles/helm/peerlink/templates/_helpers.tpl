@@ -1,6 +1,6 @@
 {{/*
-Generated from bundles/install by package bundles/helmchart: edit the
-bundle, then run `make generate`.
+Generated from the bundles (bundles/install, bundles/monitoring) by package
+bundles/helmchart: edit the bundle, then run `make generate`.
 */}}
 
 {{/* An image reference from its values: repository, tag and digest. */}}
