@@ -205,8 +205,10 @@
 // embedded (Defaults returns them); the controller applies them in its
 // namespace when it starts, and `peerlink render` uses them offline.
 //
-// They render a Deployment of one replica (strategy Recreate) whose pod,
-// labelled app.kubernetes.io/name: peerlink-gateway,
+// They render a Deployment of spec.replicas pods, one by default, rolled
+// one at a time when there are several (strategy RollingUpdate, surge 1,
+// none unavailable) and recreated when there is one (strategy Recreate).
+// Its pod, labelled app.kubernetes.io/name: peerlink-gateway,
 // networking.liqo.io/gateway-name: <name>, networking.liqo.io/active: "true"
 // and liqo.io/remote-cluster-id: <remote id>, runs with service account
 // gw-<name> the image ghcr.io/peerlink/peerlink-agent:latest, whose

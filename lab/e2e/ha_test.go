@@ -49,7 +49,8 @@ const (
 // of the client's active pod fails (kubelet and network gone), the
 // controllers still stopped: the standby must take over within
 // maxNodeFailover. Last, the controllers start again and publish the pod
-// that took over.
+// that took over. Between the first deletions and the controllers'
+// stop, each side's gateway Deployment is rolled out (rollOut).
 func TestGatewayHA(t *testing.T) {
 	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"ha-a", "ha-b"}, Nodes: 2})
 	a, b := l.Clusters[0], l.Clusters[1]
@@ -74,6 +75,7 @@ func TestGatewayHA(t *testing.T) {
 	waitAnswered(t, ctx, l, a, probe)
 
 	deleteActive(t, ctx, l, probe, a, b, "", haTrials)
+	rollOut(t, ctx, l, probe, a, b)
 
 	// Without the controller: the replicas' Lease, their label and every
 	// node's fabric do the failover alone, as fast.
@@ -179,6 +181,46 @@ func deleteActive(t *testing.T, ctx context.Context, l *labctl.Lab, probe string
 		}
 		slices.Sort(outages)
 		t.Logf("%s%s: median outage after deleting the active gateway pod: %.2fs (all: %v)", side.role, when, outages[len(outages)/2].Seconds(), outages)
+	}
+}
+
+// rollOut restarts the gateway Deployment of the client's cluster a, then
+// of the server's b, as an upgrade of peerlink does with a new image, while
+// probe of a runs: the replicas roll one at a time, a new pod standing by
+// before an old one goes, so the traffic misses at most one hand-over of
+// the Lease, and must stay under the Lease's duration.
+func rollOut(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, b *cluster.Cluster) {
+	t.Helper()
+	for _, side := range []struct {
+		n, peer *cluster.Cluster
+		role    string
+	}{{a, b, "client"}, {b, a, "server"}} {
+		active, _ := waitReplicas(t, ctx, side.n)
+		lease := leaseDuration(t, ctx, side.n, active)
+		gw := gatewayDeployment(t, ctx, side.n, side.peer)
+		waitAnswered(t, ctx, l, a, probe)
+		start := time.Now()
+		for _, args := range [][]string{
+			{"rollout", "restart", "deployment", gw.Name},
+			{"rollout", "status", "deployment", gw.Name, "--timeout=3m"},
+		} {
+			if out, err := l.Kubectl(ctx, side.n, append([]string{"-n", gw.Namespace}, args...)...); err != nil {
+				t.Fatalf("%s: kubectl %v: %v\n%s", side.n.ClusterID, args, err, out)
+			}
+		}
+		rolled := time.Since(start)
+		time.Sleep(haWatch)
+		res, err := l.ProbeResults(ctx, a, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gap := labctl.LongestGap(res, start, time.Now())
+		t.Logf("%s: gateway Deployment rolled out in %.1fs: longest time without an answer %.2fs", side.role, rolled.Seconds(), gap.Seconds())
+		if gap >= lease {
+			t.Errorf("%s: rolling the gateway's two replicas out cost %.2fs without an answer, not under the Lease's duration (%v): a new pod did not stand by before the active one went",
+				side.role, gap.Seconds(), lease)
+			logGateways(t, ctx, l, side.n)
+		}
 	}
 }
 

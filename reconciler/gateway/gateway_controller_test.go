@@ -8,12 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -249,6 +252,63 @@ func testGatewayServerLoadBalancer(t *testing.T, e *gatewayEnv) {
 	gatewayServerKind().waitReady(t, e, ns, "lb", metav1.ConditionTrue, outcome.ReasonReconciled, func(g *netv1beta1.GatewayServer) error {
 		return endpointIs(g.Status.Endpoint, netv1beta1.DefaultGatewayPort, "203.0.113.40", "lb.example.org")
 	})
+}
+
+// testGatewayReplicasStrategy checks how a gateway's pods roll out: one
+// pod is replaced (Recreate), since it carries the tunnel from its start;
+// of several, which stand by for the Lease, one at a time with a new pod up
+// before an old one goes (RollingUpdate, surge 1, none unavailable). Going
+// from one replica to several replaces the single pod too, which takes no
+// part in the election, and the replicas roll once that rollout has ended.
+// The strategy changes each way through the controller's apply, which the
+// API server refuses when a rollingUpdate is left behind a Recreate.
+func testGatewayReplicasStrategy(t *testing.T, e *gatewayEnv) {
+	ctx := t.Context()
+	ns := e.namespace(t, "gws-replicas")
+	gw := newGatewayServer(ns, "rolled", "remote-replicas", corev1.ServiceTypeClusterIP, nil)
+	gw.Spec.Replicas = 2
+	e.create(t, gw)
+	strategyIs := func(replicas int32, want appsv1.DeploymentStrategy) func(context.Context) error {
+		return func(ctx context.Context) error {
+			var dep appsv1.Deployment
+			if err := e.get(ctx, ns, "gw-rolled", &dep); err != nil {
+				return err
+			}
+			if got := ptr.Deref(dep.Spec.Replicas, 0); got != replicas {
+				return fmt.Errorf("%d replicas, want %d", got, replicas)
+			}
+			if diff := cmp.Diff(want, dep.Spec.Strategy); diff != "" {
+				return fmt.Errorf("strategy (-want +got):\n%s", diff)
+			}
+			return nil
+		}
+	}
+	rolling := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromString("0%"))}}
+	recreate := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	setReplicas := func(n int32) {
+		t.Helper()
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)))
+		if err := e.c.Patch(ctx, gatewayServerKind().named(ns, "rolled"), patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "two replicas roll one at a time", strategyIs(2, rolling))
+	setReplicas(1)
+	eventually(t, "one replica is recreated", strategyIs(1, recreate))
+	setReplicas(2)
+	eventually(t, "going from one replica to two recreates", strategyIs(2, recreate))
+	// No Deployment controller runs here: the rollout's end is written as
+	// that controller would.
+	var dep appsv1.Deployment
+	if err := e.get(ctx, ns, "gw-rolled", &dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2}
+	if err := e.c.Status().Update(ctx, &dep); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "two replicas roll again once they run", strategyIs(2, rolling))
 }
 
 func testGatewayServerTemplateChange(t *testing.T, e *gatewayEnv) {

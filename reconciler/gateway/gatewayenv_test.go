@@ -152,6 +152,7 @@ func TestGateways(t *testing.T) {
 		{"gateway server allocated node port", func(t *testing.T) { testGatewayServerAllocatedNodePort(t, e) }},
 		{"gateway server load balancer", func(t *testing.T) { testGatewayServerLoadBalancer(t, e) }},
 		{"gateway server template change", func(t *testing.T) { testGatewayServerTemplateChange(t, e) }},
+		{"gateway replicas roll out", func(t *testing.T) { testGatewayReplicasStrategy(t, e) }},
 		{"gateway client endpoint ports", func(t *testing.T) { testGatewayClientPorts(t, e) }},
 		{"gateway server bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwServer) }},
 		{"gateway client bad input", func(t *testing.T) { testGatewayBadInput(t, e, gwClient) }},

@@ -14,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
@@ -104,10 +106,41 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, wgtypes.Key{}, err
 	}
-	if err := apply.Typed(ctx, c, reader, gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)); err != nil {
+	dep := gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)
+	if err := recreateFromOne(ctx, reader, dep); err != nil {
+		return nil, wgtypes.Key{}, err
+	}
+	if err := apply.Typed(ctx, c, reader, dep); err != nil {
 		return nil, wgtypes.Key{}, err
 	}
 	return ref, pub, nil
+}
+
+// recreateFromOne makes dep replace its pods at once (Recreate), where its
+// template would roll them, while the Deployment in the cluster still runs,
+// or is still replacing, a single replica. That pod carries the tunnel
+// from its start and takes no part in the election of several replicas:
+// beside new ones it would carry the tunnel too, with the same key. Once
+// the replicas run, from a rollout that has ended, they roll.
+func recreateFromOne(ctx context.Context, reader client.Reader, dep *appsv1.Deployment) error {
+	if dep.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		return nil
+	}
+	var live appsv1.Deployment
+	err := reader.Get(ctx, client.ObjectKeyFromObject(dep), &live)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+	}
+	replicas := ptr.Deref(live.Spec.Replicas, 1)
+	rolledOut := live.Status.ObservedGeneration >= live.Generation &&
+		live.Status.UpdatedReplicas == replicas && live.Status.Replicas == replicas
+	if replicas <= 1 || (live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && !rolledOut) {
+		dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	return nil
 }
 
 // gatewayIdentity builds the ServiceAccount gw-<name> the gateway pod runs
