@@ -186,9 +186,9 @@ func deleteActive(t *testing.T, ctx context.Context, l *labctl.Lab, probe string
 
 // rollOut restarts the gateway Deployment of the client's cluster a, then
 // of the server's b, as an upgrade of peerlink does with a new image, while
-// probe of a runs: the replicas roll one at a time, a new pod standing by
-// before an old one goes, so the traffic misses at most one hand-over of
-// the Lease, and must stay under the Lease's duration.
+// probe of a runs: the replicas must roll one at a time, a Ready pod left
+// throughout, so the traffic misses at most one hand-over of the Lease,
+// and must stay under the Lease's duration.
 func rollOut(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, b *cluster.Cluster) {
 	t.Helper()
 	for _, side := range []struct {
@@ -199,16 +199,44 @@ func rollOut(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, 
 		lease := leaseDuration(t, ctx, side.n, active)
 		gw := gatewayDeployment(t, ctx, side.n, side.peer)
 		waitAnswered(t, ctx, l, a, probe)
+		// The fewest Ready gateway pods, not terminating, seen during the
+		// rollout: a pod replaced before its successor stands by leaves
+		// none.
+		fewest := make(chan int, 1)
+		sctx, stop := context.WithCancel(ctx)
+		go func() {
+			least := -1
+			for sctx.Err() == nil {
+				if pods, err := gatewayPods(sctx, side.n); err == nil {
+					ready := 0
+					for _, p := range pods {
+						if p.DeletionTimestamp == nil && kube.PodReady(&p) {
+							ready++
+						}
+					}
+					if least < 0 || ready < least {
+						least = ready
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			fewest <- least
+		}()
 		start := time.Now()
 		for _, args := range [][]string{
 			{"rollout", "restart", "deployment", gw.Name},
 			{"rollout", "status", "deployment", gw.Name, "--timeout=3m"},
 		} {
 			if out, err := l.Kubectl(ctx, side.n, append([]string{"-n", gw.Namespace}, args...)...); err != nil {
+				stop()
 				t.Fatalf("%s: kubectl %v: %v\n%s", side.n.ClusterID, args, err, out)
 			}
 		}
 		rolled := time.Since(start)
+		stop()
+		if least := <-fewest; least < 1 {
+			t.Errorf("%s: during the rollout the gateway had %d Ready pods: the replicas did not roll one at a time", side.role, least)
+		}
 		time.Sleep(haWatch)
 		res, err := l.ProbeResults(ctx, a, probe)
 		if err != nil {
