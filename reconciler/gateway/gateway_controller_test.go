@@ -300,12 +300,15 @@ func testGatewayReplicasStrategy(t *testing.T, e *gatewayEnv) {
 	eventually(t, "going from one replica to two recreates", strategyIs(2, recreate))
 	// No Deployment controller runs here: the rollout's end is written as
 	// that controller would.
-	var dep appsv1.Deployment
-	if err := e.get(ctx, ns, "gw-rolled", &dep); err != nil {
-		t.Fatal(err)
-	}
-	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2}
-	if err := e.c.Status().Update(ctx, &dep); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var dep appsv1.Deployment
+		if err := e.get(ctx, ns, "gw-rolled", &dep); err != nil {
+			return err
+		}
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2}
+		return e.c.Status().Update(ctx, &dep)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "two replicas roll again once they run", strategyIs(2, rolling))
