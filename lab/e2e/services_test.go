@@ -165,7 +165,7 @@ func TestServices(t *testing.T) {
 // Figures of the large export of TestServices.
 const (
 	// largeExportBytes is the least JSON the large set must take on the
-	// exchange: more than one message of the old single-document design.
+	// exchange: more than a ConfigMap holds (1 MiB).
 	largeExportBytes = 1 << 20
 	// endpointChangeWithin bounds the median time an endpoint change in the
 	// large set takes to reach the importer's EndpointSlices.
