@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"crypto/sha256"
 	"net"
 	"net/netip"
 )
@@ -35,9 +36,17 @@ func (k OverlayKind) Port() int {
 
 // OverlayMAC is the MAC address of the overlay link of the host whose
 // underlay address is ip: locally administered, unicast, 02:50 followed by
-// the four bytes of the address. Senders write it as a permanent neighbor,
-// so the overlay never needs ARP.
+// the four bytes of an IPv4 address (IPv4-mapped ones too), or 02:51
+// followed by the first four bytes of the SHA-256 of the sixteen bytes of
+// an IPv6 address: its low bytes, the host's own, recur across prefixes
+// (::1 of every subnet), its high bytes across the hosts of one. Senders
+// write it as a permanent neighbor, so the overlay never needs ARP nor
+// neighbor discovery.
 func OverlayMAC(ip netip.Addr) net.HardwareAddr {
+	if FamilyOf(ip) == IPv6 {
+		sum := sha256.Sum256(ip.AsSlice())
+		return net.HardwareAddr{0x02, 0x51, sum[0], sum[1], sum[2], sum[3]}
+	}
 	a := ip.Unmap().As4()
 	return net.HardwareAddr{0x02, 0x50, a[0], a[1], a[2], a[3]}
 }

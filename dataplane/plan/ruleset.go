@@ -9,8 +9,8 @@ import (
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
-// Ruleset is one nftables table of family ip, owned entirely by peerlink:
-// its sets and prefix maps and its chains of rules, each rule a few matches
+// Ruleset is one nftables table of family ip or ip6, owned entirely by
+// peerlink: its sets and prefix maps and its chains of rules, each rule a few matches
 // and one statement drawn from the small vocabulary peerlink needs (prefix
 // NAT through a map, identity SNAT, SNAT to an address, TCP MSS clamping, a
 // counted verdict). Every lookup goes through a set or an interval map, so
@@ -19,6 +19,9 @@ import (
 type Ruleset struct {
 	// Table is the table's name.
 	Table string
+	// Family is the table's family, which every address and prefix of the
+	// ruleset is of; the zero value means IPv4.
+	Family Family
 	// Sets are named interval sets of prefixes.
 	Sets []Set
 	// Maps are named interval maps from a prefix to a prefix of the same
@@ -30,13 +33,14 @@ type Ruleset struct {
 	Counters []string
 }
 
-// Set is an interval set of IPv4 prefixes.
+// Set is an interval set of prefixes of the ruleset's family.
 type Set struct {
 	Name     string
 	Prefixes []netip.Prefix
 }
 
-// Map is an interval map from IPv4 prefixes to IPv4 prefixes.
+// Map is an interval map from prefixes to prefixes, both of the ruleset's
+// family.
 type Map struct {
 	Name     string
 	Elements []MapElement
@@ -144,16 +148,36 @@ type Rule struct {
 	Counter string
 }
 
-// Validate reports a ruleset that cannot be written: a rule without exactly
-// one statement, a reference to a set or map the ruleset lacks, or a map
-// element whose prefixes differ in length.
+// EffectiveFamily is the ruleset's family, IPv4 when Family is unset.
+func (rs Ruleset) EffectiveFamily() Family {
+	if rs.Family == "" {
+		return IPv4
+	}
+	return rs.Family
+}
+
+// Empty reports whether the ruleset declares nothing (no chains, sets,
+// maps nor counters): it stands for no table at all, which the kernel
+// applier removes rather than writing an empty one.
+func (rs Ruleset) Empty() bool {
+	return len(rs.Chains) == 0 && len(rs.Sets) == 0 && len(rs.Maps) == 0 && len(rs.Counters) == 0
+}
+
+// Validate reports a ruleset that cannot be written: a family other than
+// ip and ip6, an address or prefix of another family than the ruleset's, a
+// rule without exactly one statement, a reference to a set or map the
+// ruleset lacks, or a map element whose prefixes differ in length.
 func (rs Ruleset) Validate() error {
+	fam := rs.EffectiveFamily()
+	if fam != IPv4 && fam != IPv6 {
+		return fmt.Errorf("table %s: family %q: want %q or %q", rs.Table, rs.Family, IPv4, IPv6)
+	}
 	sets := map[string]bool{}
 	for _, s := range rs.Sets {
 		sets[s.Name] = true
 		for _, p := range s.Prefixes {
-			if !p.Addr().Is4() {
-				return fmt.Errorf("table %s: set %s: %s is not IPv4", rs.Table, s.Name, p)
+			if err := fam.checkPrefix(p); err != nil {
+				return fmt.Errorf("table %s %s: set %s: %w", fam, rs.Table, s.Name, err)
 			}
 		}
 		if i, j, ok := cidr.FirstOverlap(s.Prefixes); ok {
@@ -164,8 +188,13 @@ func (rs Ruleset) Validate() error {
 	for _, m := range rs.Maps {
 		maps[m.Name] = true
 		for _, e := range m.Elements {
-			if !e.From.Addr().Is4() || !e.To.Addr().Is4() || e.From.Bits() != e.To.Bits() {
-				return fmt.Errorf("table %s: map %s: element %s : %s must map IPv4 prefixes of the same length", rs.Table, m.Name, e.From, e.To)
+			for _, p := range []netip.Prefix{e.From, e.To} {
+				if err := fam.checkPrefix(p); err != nil {
+					return fmt.Errorf("table %s %s: map %s: element %s : %s: %w", fam, rs.Table, m.Name, e.From, e.To, err)
+				}
+			}
+			if e.From.Bits() != e.To.Bits() {
+				return fmt.Errorf("table %s: map %s: element %s : %s must map prefixes of the same length", rs.Table, m.Name, e.From, e.To)
 			}
 		}
 		keys := make([]netip.Prefix, len(m.Elements))
@@ -210,9 +239,15 @@ func (rs Ruleset) Validate() error {
 			if r.Counter != "" && (r.Verdict == "" || !slices.Contains(rs.Counters, r.Counter)) {
 				return fmt.Errorf("%s: counter %s needs a verdict and a counter of the ruleset", where, r.Counter)
 			}
-			for _, a := range []netip.Addr{r.Src, r.Dst} {
-				if a.IsValid() && !a.Is4() {
-					return fmt.Errorf("%s: address %s is not IPv4", where, a)
+			for _, a := range []struct {
+				field string
+				addr  netip.Addr
+			}{{"source", r.Src}, {"destination", r.Dst}, {"snat to", r.SNATTo}} {
+				if !a.addr.IsValid() {
+					continue
+				}
+				if err := fam.checkAddr(a.addr); err != nil {
+					return fmt.Errorf("table %s %s: chain %s: rule %d: %s address: %w", fam, rs.Table, c.Name, i, a.field, err)
 				}
 			}
 		}
@@ -223,12 +258,13 @@ func (rs Ruleset) Validate() error {
 // String renders the ruleset in nft syntax.
 func (rs Ruleset) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table ip %s {\n", rs.Table)
+	fam := rs.EffectiveFamily()
+	fmt.Fprintf(&b, "table %s %s {\n", fam, rs.Table)
 	for _, c := range rs.Counters {
 		fmt.Fprintf(&b, "\tcounter %s {\n\t}\n", c)
 	}
 	for _, s := range rs.Sets {
-		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags interval\n", s.Name)
+		fmt.Fprintf(&b, "\tset %s {\n\t\ttype %s\n\t\tflags interval\n", s.Name, fam.addrType())
 		var elems []string
 		for _, p := range s.Prefixes {
 			elems = append(elems, p.String())
@@ -237,7 +273,7 @@ func (rs Ruleset) String() string {
 		b.WriteString("\t}\n")
 	}
 	for _, m := range rs.Maps {
-		fmt.Fprintf(&b, "\tmap %s {\n\t\ttype ipv4_addr : interval ipv4_addr\n\t\tflags interval\n", m.Name)
+		fmt.Fprintf(&b, "\tmap %s {\n\t\ttype %s : interval %[2]s\n\t\tflags interval\n", m.Name, fam.addrType())
 		var elems []string
 		for _, e := range m.Elements {
 			elems = append(elems, e.From.String()+" : "+e.To.String())
@@ -249,9 +285,9 @@ func (rs Ruleset) String() string {
 		fmt.Fprintf(&b, "\tchain %s {\n\t\ttype %s hook %s priority %d; policy accept;\n", c.Name, c.Type, c.Hook, c.Priority)
 		for _, r := range c.Rules {
 			if r.Comment != "" {
-				fmt.Fprintf(&b, "\t\t%s comment %q\n", r, r.Comment)
+				fmt.Fprintf(&b, "\t\t%s comment %q\n", r.Syntax(fam), r.Comment)
 			} else {
-				fmt.Fprintf(&b, "\t\t%s\n", r)
+				fmt.Fprintf(&b, "\t\t%s\n", r.Syntax(fam))
 			}
 		}
 		b.WriteString("\t}\n")
@@ -267,8 +303,19 @@ func writeElements(b *strings.Builder, elems []string) {
 	fmt.Fprintf(b, "\t\telements = { %s }\n", strings.Join(elems, ",\n\t\t\t     "))
 }
 
-// String renders the rule in nft syntax, without its comment.
-func (r Rule) String() string {
+// String renders the rule in nft syntax for a table of family ip, without
+// its comment.
+func (r Rule) String() string { return r.Syntax(IPv4) }
+
+// Syntax renders the rule in nft syntax for a table of family f, without
+// its comment.
+func (r Rule) Syntax(f Family) string {
+	// nft names the IPv4 header "ip" and the IPv6 header "ip6", as it
+	// names the families.
+	h := string(f)
+	if f == "" {
+		h = string(IPv4)
+	}
 	var parts []string
 	if r.IIF != "" {
 		parts = append(parts, fmt.Sprintf("iifname %q", r.IIF))
@@ -280,22 +327,22 @@ func (r Rule) String() string {
 		parts = append(parts, fmt.Sprintf("oifname %q", r.OIF))
 	}
 	if r.SrcIn != "" {
-		parts = append(parts, "ip saddr @"+r.SrcIn)
+		parts = append(parts, h+" saddr @"+r.SrcIn)
 	}
 	if r.SrcNotIn != "" {
-		parts = append(parts, "ip saddr != @"+r.SrcNotIn)
+		parts = append(parts, h+" saddr != @"+r.SrcNotIn)
 	}
 	if r.DstIn != "" {
-		parts = append(parts, "ip daddr @"+r.DstIn)
+		parts = append(parts, h+" daddr @"+r.DstIn)
 	}
 	if r.DstNotIn != "" {
-		parts = append(parts, "ip daddr != @"+r.DstNotIn)
+		parts = append(parts, h+" daddr != @"+r.DstNotIn)
 	}
 	if r.Src.IsValid() {
-		parts = append(parts, "ip saddr "+r.Src.String())
+		parts = append(parts, h+" saddr "+r.Src.String())
 	}
 	if r.Dst.IsValid() {
-		parts = append(parts, "ip daddr "+r.Dst.String())
+		parts = append(parts, h+" daddr "+r.Dst.String())
 	}
 	if r.DstLocal {
 		parts = append(parts, "fib daddr type local")
@@ -314,11 +361,11 @@ func (r Rule) String() string {
 	}
 	switch {
 	case r.DNATMap != "":
-		parts = append(parts, "dnat ip prefix to ip daddr map @"+r.DNATMap)
+		parts = append(parts, fmt.Sprintf("dnat %s prefix to %[1]s daddr map @%s", h, r.DNATMap))
 	case r.SNATMap != "":
-		parts = append(parts, "snat ip prefix to ip saddr map @"+r.SNATMap)
+		parts = append(parts, fmt.Sprintf("snat %s prefix to %[1]s saddr map @%s", h, r.SNATMap))
 	case r.SNATKeepSource:
-		parts = append(parts, "snat to ip saddr")
+		parts = append(parts, "snat to "+h+" saddr")
 	case r.SNATTo.IsValid():
 		parts = append(parts, "snat to "+r.SNATTo.String())
 	case r.ClampMSS != 0:
