@@ -17,9 +17,11 @@ const (
 	LegacyTunnelLink = "liqo-tunnel"
 	// OverlayLink is the overlay link of a gateway pod and of a node.
 	OverlayLink = "peerlink-ovl"
-	// GatewayNFTable is the nftables table (family ip) of a gateway.
+	// GatewayNFTable is the nftables table of a gateway, in family ip and,
+	// with IPv6 ranges, in family ip6.
 	GatewayNFTable = "peerlink-gw"
-	// FabricNFTable is the nftables table (family ip) of a node.
+	// FabricNFTable is the nftables table of a node, in family ip and, with
+	// IPv6 ranges, in family ip6.
 	FabricNFTable = "peerlink-fabric"
 
 	// TableToPeer holds, in a gateway, the peer's real ranges via the
@@ -61,12 +63,14 @@ const (
 )
 
 // owned is what a plan owns whatever its facts: the overlay link, the
-// nftables table nft, the routing tables and the rule priorities.
+// nftables tables nft of both families, the routing tables and the rule
+// priorities.
 func owned(nft string, tables, priorities []int) plan.NetNS {
 	return plan.NetNS{
 		Overlay: plan.Overlay{Name: OverlayLink},
 		Routes:  plan.Routing{Tables: tables, RulePriorities: priorities},
 		NAT:     plan.Ruleset{Table: nft},
+		NAT6:    plan.Ruleset{Table: nft, Family: plan.IPv6},
 	}
 }
 

@@ -93,7 +93,8 @@ func TestPlanGolden(t *testing.T) {
 func TestPlansOwnWhatTheyWrite(t *testing.T) {
 	for _, dir := range goldenCases(t) {
 		_, n, o := planCase(t, dir)
-		if n.Overlay.Name != o.Overlay.Name || n.NAT.Table != o.NAT.Table || n.Routes.LocalExceptIIF != o.Routes.LocalExceptIIF ||
+		if n.Overlay.Name != o.Overlay.Name || n.NAT.Table != o.NAT.Table || n.NAT6.Table != "" && n.NAT6.Table != o.NAT6.Table ||
+			n.Routes.LocalExceptIIF != o.Routes.LocalExceptIIF ||
 			!slices.Equal(n.Routes.Tables, o.Routes.Tables) || !slices.Equal(n.Routes.RulePriorities, o.Routes.RulePriorities) {
 			t.Errorf("%s: the plan writes %+v, its planner owns %+v", dir, n, o)
 		}

@@ -418,7 +418,7 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 	if err := a.kernel.Apply(p.NetNS, tunnel); err != nil {
 		return err
 	}
-	if drops, err := a.kernel.Counters(p.NAT.Table); err == nil {
+	if drops, err := a.kernel.Counters(p.NAT.Table, plan.IPv4); err == nil {
 		a.metrics.observeDrops(drops)
 	} else {
 		a.log.Error(err, "read the ingress filter's counters")

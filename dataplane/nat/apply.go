@@ -34,7 +34,8 @@ func NewApplier(ns netns.NsHandle) (*Applier, error) {
 	return &Applier{conn: c, ns: ns}, nil
 }
 
-// Apply makes the kernel's table rs.Table equal to rs. When the table
+// Apply makes the kernel's table rs.Table, of the ruleset's family, equal
+// to rs. When the table
 // differs in anything (missing, flushed, a rule edited by hand, other set
 // elements) it is deleted and written anew in a single transaction, so
 // packets see either the old or the new ruleset; when it matches nothing is
@@ -43,15 +44,15 @@ func (a *Applier) Apply(rs plan.Ruleset) (bool, error) {
 	if err := rs.Validate(); err != nil {
 		return false, err
 	}
-	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyIPv4}
-	cur, err := a.conn.ListTableOfFamily(rs.Table, nftables.TableFamilyIPv4)
-	exists := err == nil && cur != nil
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return false, fmt.Errorf("look up table ip %s: %w", rs.Table, err)
+	f := familyOf(rs.Family)
+	table := &nftables.Table{Name: rs.Table, Family: f.table}
+	exists, err := a.exists(rs.Table, f)
+	if err != nil {
+		return false, err
 	}
 	b := &batch{}
 	if exists {
-		same, err := a.matches(table, rs)
+		same, err := a.matches(table, f, rs)
 		if err != nil {
 			return false, err
 		}
@@ -60,30 +61,43 @@ func (a *Applier) Apply(rs plan.Ruleset) (bool, error) {
 		}
 		b.delTable(table)
 	}
-	if err := write(b, table, rs); err != nil {
+	if err := write(b, table, f, rs); err != nil {
 		return false, err
 	}
 	if err := b.commit(a.ns); err != nil {
-		return false, fmt.Errorf("write table ip %s: %w", rs.Table, err)
+		return false, fmt.Errorf("write table %s %s: %w", f.plan, rs.Table, err)
 	}
 	return true, nil
 }
 
-// write adds to b the messages that create rs as table. It returns the
-// errors of compiling rules; b keeps those of encoding messages.
-func write(b *batch, table *nftables.Table, rs plan.Ruleset) error {
+// exists reports whether the kernel has the table name of family f.
+func (a *Applier) exists(name string, f family) (bool, error) {
+	_, err := a.conn.ListTableOfFamily(name, f.table)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up table %s %s: %w", f.plan, name, err)
+	}
+	return true, nil
+}
+
+// write adds to b the messages that create rs as table, of family f. It
+// returns the errors of compiling rules; b keeps those of encoding
+// messages.
+func write(b *batch, table *nftables.Table, f family, rs plan.Ruleset) error {
 	b.addTable(table)
 	for _, name := range rs.Counters {
 		b.addCounter(&nftables.CounterObj{Table: table, Name: name})
 	}
 	sets := map[string]*nftables.Set{}
 	for _, s := range rs.Sets {
-		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, Interval: true}
+		set := &nftables.Set{Table: table, Name: s.Name, KeyType: f.addrType, Interval: true}
 		b.addSet(set, setElements(s.Prefixes), false)
 		sets[s.Name] = set
 	}
 	for _, m := range rs.Maps {
-		set := &nftables.Set{Table: table, Name: m.Name, KeyType: nftables.TypeIPAddr, DataType: prefixRangeType, IsMap: true, Interval: true}
+		set := &nftables.Set{Table: table, Name: m.Name, KeyType: f.addrType, DataType: f.rangeType, IsMap: true, Interval: true}
 		b.addSet(set, mapElements(m.Elements), true)
 		sets[m.Name] = set
 	}
@@ -100,11 +114,11 @@ func write(b *batch, table *nftables.Table, rs plan.Ruleset) error {
 		}
 		b.addChain(chain)
 		for i, r := range ch.Rules {
-			ex, err := compileRule(r, sets)
+			ex, err := compileRule(r, f, sets)
 			if err != nil {
-				return fmt.Errorf("table ip %s: chain %s: rule %d: %w", rs.Table, ch.Name, i, err)
+				return fmt.Errorf("table %s %s: chain %s: rule %d: %w", f.plan, rs.Table, ch.Name, i, err)
 			}
-			b.addRule(&nftables.Rule{Table: table, Chain: chain, Exprs: ex, UserData: ruleUserData(r)})
+			b.addRule(&nftables.Rule{Table: table, Chain: chain, Exprs: ex, UserData: ruleUserData(r, f)})
 		}
 	}
 	return nil
@@ -124,10 +138,10 @@ func hookNum(h plan.Hook) *nftables.ChainHook {
 // matches compares the kernel's table with rs: chains with their hooks and
 // priorities, each rule by the fingerprint in its comment, each set and map
 // element by element.
-func (a *Applier) matches(table *nftables.Table, rs plan.Ruleset) (bool, error) {
-	chains, err := a.conn.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+func (a *Applier) matches(table *nftables.Table, f family, rs plan.Ruleset) (bool, error) {
+	chains, err := a.conn.ListChainsOfTableFamily(f.table)
 	if err != nil {
-		return false, fmt.Errorf("list chains of table ip %s: %w", rs.Table, err)
+		return false, fmt.Errorf("list chains of table %s %s: %w", f.plan, rs.Table, err)
 	}
 	var have []*nftables.Chain
 	for _, c := range chains {
@@ -150,18 +164,18 @@ func (a *Applier) matches(table *nftables.Table, rs plan.Ruleset) (bool, error) 
 		}
 		rules, err := a.conn.GetRules(table, c)
 		if err != nil {
-			return false, fmt.Errorf("list rules of chain %s in table ip %s: %w", c.Name, rs.Table, err)
+			return false, fmt.Errorf("list rules of chain %s in table %s %s: %w", c.Name, f.plan, rs.Table, err)
 		}
 		if len(rules) != len(want.Rules) {
 			return false, nil
 		}
 		for j, r := range rules {
-			if !bytes.Equal(r.UserData, ruleUserData(want.Rules[j])) {
+			if !bytes.Equal(r.UserData, ruleUserData(want.Rules[j], f)) {
 				return false, nil
 			}
 		}
 	}
-	counters, err := a.Counters(rs.Table)
+	counters, err := a.Counters(rs.Table, f.plan)
 	if err != nil {
 		return false, err
 	}
@@ -175,7 +189,7 @@ func (a *Applier) matches(table *nftables.Table, rs plan.Ruleset) (bool, error) 
 	}
 	sets, err := a.conn.GetSets(table)
 	if err != nil {
-		return false, fmt.Errorf("list sets of table ip %s: %w", rs.Table, err)
+		return false, fmt.Errorf("list sets of table %s %s: %w", f.plan, rs.Table, err)
 	}
 	if len(sets) != len(rs.Sets)+len(rs.Maps) {
 		return false, nil
@@ -194,7 +208,7 @@ func (a *Applier) matches(table *nftables.Table, rs plan.Ruleset) (bool, error) 
 		}
 		got, err := a.conn.GetSetElements(s)
 		if err != nil {
-			return false, fmt.Errorf("list elements of set %s in table ip %s: %w", s.Name, rs.Table, err)
+			return false, fmt.Errorf("list elements of set %s in table %s %s: %w", s.Name, f.plan, rs.Table, err)
 		}
 		if !sameElements(got, want) {
 			return false, nil
@@ -225,12 +239,13 @@ func sameElements(got, want []nftables.SetElement) bool {
 }
 
 // Counters returns the packets counted so far in each named counter of
-// the table, which must exist. A table written anew starts its counters
-// from zero.
-func (a *Applier) Counters(table string) (map[string]uint64, error) {
-	objs, err := a.conn.GetObjects(&nftables.Table{Name: table, Family: nftables.TableFamilyIPv4})
+// the table of family fam (IPv4 when unset), which must exist. A table
+// written anew starts its counters from zero.
+func (a *Applier) Counters(table string, fam plan.Family) (map[string]uint64, error) {
+	f := familyOf(fam)
+	objs, err := a.conn.GetObjects(&nftables.Table{Name: table, Family: f.table})
 	if err != nil {
-		return nil, fmt.Errorf("list counters of table ip %s: %w", table, err)
+		return nil, fmt.Errorf("list counters of table %s %s: %w", f.plan, table, err)
 	}
 	out := map[string]uint64{}
 	for _, o := range objs {
@@ -241,18 +256,18 @@ func (a *Applier) Counters(table string) (map[string]uint64, error) {
 	return out, nil
 }
 
-// Remove deletes the table name if it exists.
-func (a *Applier) Remove(name string) error {
-	if _, err := a.conn.ListTableOfFamily(name, nftables.TableFamilyIPv4); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return fmt.Errorf("look up table ip %s: %w", name, err)
+// Remove deletes the table name of family fam (IPv4 when unset) if it
+// exists; a table of the same name in the other family stays.
+func (a *Applier) Remove(name string, fam plan.Family) error {
+	f := familyOf(fam)
+	exists, err := a.exists(name, f)
+	if err != nil || !exists {
+		return err
 	}
 	b := &batch{}
-	b.delTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
+	b.delTable(&nftables.Table{Name: name, Family: f.table})
 	if err := b.commit(a.ns); err != nil {
-		return fmt.Errorf("delete table ip %s: %w", name, err)
+		return fmt.Errorf("delete table %s %s: %w", f.plan, name, err)
 	}
 	return nil
 }

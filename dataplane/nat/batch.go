@@ -14,8 +14,8 @@ import (
 
 // The nftables library reads the kernel's tables; writes are encoded here.
 // The library cannot write what nft declares for a map whose values are
-// address ranges ("type ipv4_addr : interval ipv4_addr", what prefix NAT
-// needs): two userdata flags on the set. The kernel does not read them, but
+// address ranges ("type ipv4_addr : interval ipv4_addr", and the same of
+// ipv6_addr: what prefix NAT needs): two userdata flags on the set. The kernel does not read them, but
 // without them `nft list ruleset` cannot print the map nor the NAT rules
 // that use it. The model stays the library's (Table, Chain, Set, SetElement,
 // Rule, and the expressions of package expr, which encode themselves);
@@ -105,7 +105,7 @@ func (b *batch) addCounter(o *nftables.CounterObj) {
 // addSet creates the set s, numbering it when it has no ID yet, and adds
 // elems to it. Of s it encodes the name, the flags Interval and IsMap, and
 // the key and data types. rangeValues declares a map's values intervals of
-// its data type, as the values of prefixRangeType are.
+// its data type, as the values of a family's rangeType are.
 func (b *batch) addSet(s *nftables.Set, elems []nftables.SetElement, rangeValues bool) {
 	if s.ID == 0 {
 		b.lastSetID++

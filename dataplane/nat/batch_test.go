@@ -88,7 +88,7 @@ func TestBatchMessages(t *testing.T) {
 	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyIPv4}
 	b := &batch{}
 	b.delTable(table)
-	if err := write(b, table, rs); err != nil {
+	if err := write(b, table, ipv4, rs); err != nil {
 		t.Fatal(err)
 	}
 	if b.err != nil {

@@ -16,32 +16,70 @@ import (
 	"github.com/peerlink/peerlink/dataplane/plan"
 )
 
-// Offsets in the IPv4 and TCP headers, and the TCP MSS option.
+// Offsets in the TCP header, and the TCP MSS option.
 const (
-	ipSrcOffset    = 12
-	ipDstOffset    = 16
 	tcpFlagsOffset = 13
 	dstPortOffset  = 2 // of UDP and TCP alike
 	tcpFlagSYN     = 0x02
 	tcpOptMaxseg   = 2
 )
 
-// Registers: a 16-byte register for lookups, and the second 4-byte word of
-// it, where an interval map's value (start, end) puts the range's end.
-const (
-	reg1      = unix.NFT_REG_1
-	reg1Word2 = unix.NFT_REG32_01
+// reg1 is the 16-byte register rules load and compare in.
+const reg1 = unix.NFT_REG_1
+
+// family is what the nftables encoding of a ruleset takes from its address
+// family.
+type family struct {
+	plan  plan.Family
+	table nftables.TableFamily
+	// nfproto is the family NAT expressions translate in.
+	nfproto uint32
+	// src and dst are the offsets of the addresses in the network header,
+	// addrLen their length.
+	src, dst, addrLen uint32
+	// addrType is the key type of sets and maps; rangeType the data type
+	// of a prefix map's values: a range of addresses stored as its first and
+	// last address, which nft calls "interval ipv4_addr" or "interval
+	// ipv6_addr" (see setUserData for the rest of that declaration).
+	addrType, rangeType nftables.SetDatatype
+	// rangeEnd is the register where a map lookup into reg1 puts the end
+	// of the range: right after its start, the second 32-bit word of reg1
+	// for IPv4, the next 16-byte register for IPv6 (as nft writes it).
+	rangeEnd uint32
+}
+
+// addrRange is the data type of address ranges of a family, with the key
+// type addr: twice its bytes, and its magic number, which is what nft reads
+// (with the set's userdata) to print the type.
+func addrRange(addr nftables.SetDatatype) nftables.SetDatatype {
+	t := nftables.SetDatatype{Name: addr.Name, Bytes: 2 * addr.Bytes}
+	t.SetNFTMagic(addr.GetNFTMagic())
+	return t
+}
+
+// The families, by their IPv4 and IPv6 header layouts.
+var (
+	ipv4 = family{
+		plan: plan.IPv4, table: nftables.TableFamilyIPv4, nfproto: unix.NFPROTO_IPV4,
+		src: 12, dst: 16, addrLen: 4,
+		addrType: nftables.TypeIPAddr, rangeType: addrRange(nftables.TypeIPAddr),
+		rangeEnd: unix.NFT_REG32_01,
+	}
+	ipv6 = family{
+		plan: plan.IPv6, table: nftables.TableFamilyIPv6, nfproto: unix.NFPROTO_IPV6,
+		src: 8, dst: 24, addrLen: 16,
+		addrType: nftables.TypeIP6Addr, rangeType: addrRange(nftables.TypeIP6Addr),
+		rangeEnd: unix.NFT_REG_2,
+	}
 )
 
-// prefixRangeType is the data type of an interval map's values: a range of
-// IPv4 addresses stored as its first and last address, which nft calls
-// "interval ipv4_addr" (see setUserData for the rest of that
-// declaration).
-var prefixRangeType = func() nftables.SetDatatype {
-	t := nftables.SetDatatype{Name: "ipv4_addr", Bytes: 8}
-	t.SetNFTMagic(nftables.TypeIPAddr.GetNFTMagic())
-	return t
-}()
+// familyOf is the encoding of the family f, IPv4 when f is unset.
+func familyOf(f plan.Family) family {
+	if f == plan.IPv6 {
+		return ipv6
+	}
+	return ipv4
+}
 
 // ifname is an interface name as nftables compares it: NUL-padded to
 // IFNAMSIZ.
@@ -52,23 +90,25 @@ func ifname(name string) []byte {
 }
 
 // fingerprint is stored in each rule's comment, so that a rule changed by
-// hand is told apart from the one peerlink wrote.
-func fingerprint(r plan.Rule) string {
-	sum := sha256.Sum256([]byte(r.String()))
+// hand is told apart from the one peerlink wrote. It is taken of the rule's
+// syntax in its table's family, which for family ip is what it always was.
+func fingerprint(r plan.Rule, f family) string {
+	sum := sha256.Sum256([]byte(r.Syntax(f.plan)))
 	return hex.EncodeToString(sum[:4])
 }
 
-// ruleUserData is the comment stored with a rule.
-func ruleUserData(r plan.Rule) []byte {
-	c := fmt.Sprintf("peerlink %s", fingerprint(r))
+// ruleUserData is the comment stored with a rule of a table of family f.
+func ruleUserData(r plan.Rule, f family) []byte {
+	c := fmt.Sprintf("peerlink %s", fingerprint(r, f))
 	if r.Comment != "" {
-		c = r.Comment + " [" + fingerprint(r) + "]"
+		c = r.Comment + " [" + fingerprint(r, f) + "]"
 	}
 	return userdata.AppendString(nil, userdata.TypeComment, c)
 }
 
-// compileRule returns the expressions of r. sets resolves set and map names.
-func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
+// compileRule returns the expressions of r in a table of family f. sets
+// resolves set and map names.
+func compileRule(r plan.Rule, f family, sets map[string]*nftables.Set) ([]expr.Any, error) {
 	var ex []expr.Any
 	lookupSet := func(name string) (*nftables.Set, error) {
 		s, ok := sets[name]
@@ -76,6 +116,9 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			return nil, fmt.Errorf("set %s is not in the ruleset", name)
 		}
 		return s, nil
+	}
+	loadAddr := func(offset uint32) *expr.Payload {
+		return &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: f.addrLen}
 	}
 	iface := func(key expr.MetaKey, name string, op expr.CmpOp) {
 		ex = append(ex,
@@ -96,8 +139,8 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 		set    string
 		invert bool
 	}{
-		{ipSrcOffset, r.SrcIn, false}, {ipSrcOffset, r.SrcNotIn, true},
-		{ipDstOffset, r.DstIn, false}, {ipDstOffset, r.DstNotIn, true},
+		{f.src, r.SrcIn, false}, {f.src, r.SrcNotIn, true},
+		{f.dst, r.DstIn, false}, {f.dst, r.DstNotIn, true},
 	} {
 		if m.set == "" {
 			continue
@@ -107,20 +150,14 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			return nil, err
 		}
 		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: m.offset, Len: 4},
+			loadAddr(m.offset),
 			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, Invert: m.invert})
 	}
-	addrIs := func(offset uint32, a netip.Addr) {
-		b := a.As4()
-		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: b[:]})
-	}
 	if r.Src.IsValid() {
-		addrIs(ipSrcOffset, r.Src)
+		ex = append(ex, loadAddr(f.src), &expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: r.Src.AsSlice()})
 	}
 	if r.Dst.IsValid() {
-		addrIs(ipDstOffset, r.Dst)
+		ex = append(ex, loadAddr(f.dst), &expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: r.Dst.AsSlice()})
 	}
 	if r.DstLocal {
 		// The fib expression writes the address type as a host-order
@@ -171,29 +208,28 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 			return err
 		}
 		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+			loadAddr(offset),
 			&expr.Lookup{SourceRegister: reg1, DestRegister: reg1, IsDestRegSet: true, SetName: s.Name, SetID: s.ID},
-			&expr.NAT{Type: typ, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegAddrMax: reg1Word2, Prefix: true})
+			&expr.NAT{Type: typ, Family: f.nfproto, RegAddrMin: reg1, RegAddrMax: f.rangeEnd, Prefix: true})
 		return nil
 	}
 	switch {
 	case r.DNATMap != "":
-		if err := prefixNAT(expr.NATTypeDestNAT, ipDstOffset, r.DNATMap); err != nil {
+		if err := prefixNAT(expr.NATTypeDestNAT, f.dst, r.DNATMap); err != nil {
 			return nil, err
 		}
 	case r.SNATMap != "":
-		if err := prefixNAT(expr.NATTypeSourceNAT, ipSrcOffset, r.SNATMap); err != nil {
+		if err := prefixNAT(expr.NATTypeSourceNAT, f.src, r.SNATMap); err != nil {
 			return nil, err
 		}
 	case r.SNATKeepSource:
 		ex = append(ex,
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: ipSrcOffset, Len: 4},
-			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1})
+			loadAddr(f.src),
+			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: f.nfproto, RegAddrMin: reg1})
 	case r.SNATTo.IsValid():
-		a := r.SNATTo.As4()
 		ex = append(ex,
-			&expr.Immediate{Register: reg1, Data: a[:]},
-			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1})
+			&expr.Immediate{Register: reg1, Data: r.SNATTo.AsSlice()},
+			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: f.nfproto, RegAddrMin: reg1})
 	case r.ClampMSS != 0:
 		var mss [2]byte
 		binary.BigEndian.PutUint16(mss[:], r.ClampMSS)
@@ -214,22 +250,21 @@ func compileRule(r plan.Rule, sets map[string]*nftables.Set) ([]expr.Any, error)
 		}
 		ex = append(ex, &expr.Verdict{Kind: kind})
 	default:
-		return nil, fmt.Errorf("rule %q has no statement", r)
+		return nil, fmt.Errorf("rule %q has no statement", r.Syntax(f.plan))
 	}
 	return ex, nil
 }
 
 // setElements returns the interval elements of a set: each prefix as its
-// first address, and the address after its last as an interval end.
+// first address, and the address after its last as an interval end (none
+// after the family's last address).
 func setElements(ps []netip.Prefix) []nftables.SetElement {
 	var out []nftables.SetElement
 	for _, p := range slices.SortedFunc(slices.Values(ps), netip.Prefix.Compare) {
 		first, last := bounds(p)
-		a := first.As4()
-		out = append(out, nftables.SetElement{Key: a[:]})
+		out = append(out, nftables.SetElement{Key: first.AsSlice()})
 		if end := last.Next(); end.IsValid() {
-			e := end.As4()
-			out = append(out, nftables.SetElement{Key: e[:], IntervalEnd: true})
+			out = append(out, nftables.SetElement{Key: end.AsSlice(), IntervalEnd: true})
 		}
 	}
 	return out
@@ -248,24 +283,21 @@ func mapElements(elems []plan.MapElement) []nftables.SetElement {
 	for _, k := range slices.SortedFunc(slices.Values(keys), netip.Prefix.Compare) {
 		first, last := bounds(k)
 		tFirst, tLast := bounds(byKey[k])
-		a, tf, tl := first.As4(), tFirst.As4(), tLast.As4()
-		out = append(out, nftables.SetElement{Key: a[:], Val: append(tf[:], tl[:]...)})
+		out = append(out, nftables.SetElement{Key: first.AsSlice(), Val: append(tFirst.AsSlice(), tLast.AsSlice()...)})
 		if end := last.Next(); end.IsValid() {
-			e := end.As4()
-			out = append(out, nftables.SetElement{Key: e[:], IntervalEnd: true})
+			out = append(out, nftables.SetElement{Key: end.AsSlice(), IntervalEnd: true})
 		}
 	}
 	return out
 }
 
-// bounds returns the first and last address of a prefix.
+// bounds returns the first and last address of a prefix of either family.
 func bounds(p netip.Prefix) (netip.Addr, netip.Addr) {
 	p = p.Masked()
-	first := p.Addr().As4()
-	v := binary.BigEndian.Uint32(first[:])
-	// For /0 the shift yields 0 and the subtraction wraps to all ones.
-	v |= uint32(1)<<(32-p.Bits()) - 1
-	var last [4]byte
-	binary.BigEndian.PutUint32(last[:], v)
-	return p.Addr(), netip.AddrFrom4(last)
+	last := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(last)*8; i++ {
+		last[i/8] |= 0x80 >> (i % 8)
+	}
+	l, _ := netip.AddrFromSlice(last)
+	return p.Addr(), l
 }

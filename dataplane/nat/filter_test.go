@@ -58,7 +58,7 @@ func TestFilterInKernel(t *testing.T) {
 	}
 	counters := func() map[string]uint64 {
 		t.Helper()
-		c, err := a.Counters(rs.Table)
+		c, err := a.Counters(rs.Table, rs.Family)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestRemappedHostInKernel(t *testing.T) {
 	if out, err := src.Run("ping", "-c", "1", "-W", "1", "10.70.0.3"); err == nil {
 		t.Errorf("an address without a host answered:\n%s", out)
 	}
-	got, err := a.Counters(rs.Table)
+	got, err := a.Counters(rs.Table, rs.Family)
 	if err != nil {
 		t.Fatal(err)
 	}

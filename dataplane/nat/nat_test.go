@@ -172,10 +172,10 @@ func TestApplyIdempotentAndRestoring(t *testing.T) {
 	}
 
 	ns.MustRun(t, "nft", "add", "table", "ip", "other")
-	if err := a.Remove(rs.Table); err != nil {
+	if err := a.Remove(rs.Table, rs.Family); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Remove(rs.Table); err != nil {
+	if err := a.Remove(rs.Table, rs.Family); err != nil {
 		t.Fatalf("second Remove: %v", err)
 	}
 	tables := ns.MustRun(t, "nft", "list", "tables")
