@@ -109,13 +109,28 @@ func applyOnce(t *testing.T, ns *netns.NS, rs plan.Ruleset) *Applier {
 // for it on listen in dst; it returns the sender's address as dst saw it.
 func sendUDP(t *testing.T, src, dst *netns.NS, to, listen string) (net.Addr, error) {
 	t.Helper()
+	return sendUDPFrom(t, src, dst, "", to, listen)
+}
+
+// sendUDPFrom is sendUDP from the address local in src (any when empty).
+// The addresses are of either family.
+func sendUDPFrom(t *testing.T, src, dst *netns.NS, local, to, listen string) (net.Addr, error) {
+	t.Helper()
 	var l net.PacketConn
-	if err := dst.Do(func() (err error) { l, err = net.ListenPacket("udp4", listen); return err }); err != nil {
+	if err := dst.Do(func() (err error) { l, err = net.ListenPacket("udp", listen); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	if err := src.Do(func() error {
-		c, err := net.Dial("udp4", to)
+		var d net.Dialer
+		if local != "" {
+			a, err := net.ResolveUDPAddr("udp", local)
+			if err != nil {
+				return err
+			}
+			d.LocalAddr = a
+		}
+		c, err := d.Dial("udp", to)
 		if err != nil {
 			return err
 		}
