@@ -91,7 +91,8 @@ func ifname(name string) []byte {
 
 // fingerprint is stored in each rule's comment, so that a rule changed by
 // hand is told apart from the one peerlink wrote. It is taken of the rule's
-// syntax in its table's family, which for family ip is what it always was.
+// syntax in its table's family; for family ip that is Rule.String, as in
+// releases without ip6, so their tables match and are not rewritten.
 func fingerprint(r plan.Rule, f family) string {
 	sum := sha256.Sum256([]byte(r.Syntax(f.plan)))
 	return hex.EncodeToString(sum[:4])
