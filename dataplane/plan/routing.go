@@ -40,22 +40,27 @@ type Link struct {
 	MTU int
 	// Router enables IPv4 forwarding of packets arriving on the link and
 	// disables the reverse-path filter and ICMP redirects on it: the link
-	// carries traffic whose sources are routed elsewhere by design.
+	// carries traffic whose sources are routed elsewhere by design. When
+	// the routing carries IPv6 (an address, a neighbor or a route that is
+	// not unreachable), it also enables IPv6 forwarding on the link.
 	Router bool
 	// AcceptLocal accepts packets arriving on the link whose source is an
 	// address of this namespace, which the kernel otherwise drops as
-	// martians.
+	// martians. It concerns IPv4 only: IPv6 has no such check, and
+	// forwards and delivers those packets as any other.
 	AcceptLocal bool
 }
 
-// Address is an address on an owned link.
+// Address is an address on an owned link, of either family; an IPv6
+// address is usable at once (no duplicate address detection).
 type Address struct {
 	Link   string
 	Prefix netip.Prefix
 }
 
-// Neighbor is a permanent neighbor entry: the link-layer address behind a
-// next hop that is never resolved by ARP.
+// Neighbor is a permanent neighbor entry, of either family: the link-layer
+// address behind a next hop that is never resolved by ARP or neighbor
+// discovery.
 type Neighbor struct {
 	Link string
 	IP   netip.Addr
@@ -66,22 +71,30 @@ type Neighbor struct {
 type Route struct {
 	// Table is the routing table.
 	Table int
-	// Dst is the destination prefix.
+	// Dst is the destination prefix, of either family.
 	Dst netip.Prefix
 	// Unreachable makes the route reject packets (no link, no next hop).
 	Unreachable bool
 	// Link is the outgoing link.
 	Link string
 	// Via is an on-link next hop; invalid for a directly connected route.
+	// An IPv4 route's is IPv4. An IPv6 route's may be of either family
+	// (an IPv6 route over an IPv4 underlay names the IPv4 address of the
+	// node or gateway behind the overlay) and needs a Neighbor of the same
+	// link and address: Linux routes IPv6 only through IPv6 next hops, so
+	// the applier routes through the link-local address derived from that
+	// neighbor's MAC.
 	Via netip.Addr
 	// Encap, when valid, is the outer destination of an overlay tunnel in
 	// metadata mode: the link encapsulates each packet towards it with VNI.
+	// It is of the underlay's family, whatever the family of Dst.
 	Encap netip.Addr
 	// VNI is the tunnel identifier written with Encap.
 	VNI uint32
 }
 
-// PolicyRule is a policy routing rule.
+// PolicyRule is a policy routing rule. A rule without Src is installed in
+// both families; one with Src in the family of Src.
 type PolicyRule struct {
 	// Priority orders the rule among all rules; peerlink owns it.
 	Priority int
@@ -93,6 +106,73 @@ type PolicyRule struct {
 	Table int
 }
 
+// maxVNI is the largest VXLAN network identifier (24 bits).
+const maxVNI = 1<<24 - 1
+
+// Validate checks the families of the addresses against one another and
+// that every IPv6 route's next hop has a neighbor entry to route through.
+// IPv4-mapped IPv6 addresses are refused everywhere: their family is
+// ambiguous.
+func (s Routing) Validate() error {
+	for _, a := range s.Addresses {
+		if !a.Prefix.IsValid() || a.Prefix.Addr().Is4In6() {
+			return fmt.Errorf("address on link %s: Prefix %s is not an IPv4 or IPv6 prefix", a.Link, a.Prefix)
+		}
+	}
+	type onLink struct {
+		link string
+		ip   netip.Addr
+	}
+	neighbors := map[onLink]bool{}
+	for _, n := range s.Neighbors {
+		if !n.IP.IsValid() || n.IP.Is4In6() {
+			return fmt.Errorf("neighbor on link %s: IP %s is not an IPv4 or IPv6 address", n.Link, n.IP)
+		}
+		if len(n.MAC) != 6 {
+			return fmt.Errorf("neighbor %s on link %s: MAC %s is not a 6-byte Ethernet address", n.IP, n.Link, n.MAC)
+		}
+		neighbors[onLink{n.Link, n.IP}] = true
+	}
+	for _, r := range s.Routes {
+		if !r.Dst.IsValid() || r.Dst.Addr().Is4In6() {
+			return fmt.Errorf("route in table %d: Dst %s is not an IPv4 or IPv6 prefix", r.Table, r.Dst)
+		}
+		if r.Unreachable {
+			if r.Link != "" || r.Via.IsValid() || r.Encap.IsValid() {
+				return fmt.Errorf("route %s: an unreachable route has no Link, Via or Encap", r)
+			}
+			continue
+		}
+		if r.Link == "" {
+			return fmt.Errorf("route %s: Link is empty", r)
+		}
+		if r.Via.IsValid() {
+			switch {
+			case r.Via.Is4In6():
+				return fmt.Errorf("route %s: Via %s is IPv4-mapped", r, r.Via)
+			case r.Dst.Addr().Is4() && r.Via.Is6():
+				return fmt.Errorf("route %s: Via %s is IPv6, an IPv4 route's next hop is IPv4", r, r.Via)
+			case r.Dst.Addr().Is6() && !neighbors[onLink{r.Link, r.Via}]:
+				return fmt.Errorf("route %s: Via %s has no neighbor entry on link %s, which an IPv6 route's next hop needs", r, r.Via, r.Link)
+			}
+		}
+		if r.Encap.IsValid() {
+			if r.Encap.Is4In6() {
+				return fmt.Errorf("route %s: Encap %s is IPv4-mapped", r, r.Encap)
+			}
+			if r.VNI > maxVNI {
+				return fmt.Errorf("route %s: VNI %d is above %d", r, r.VNI, maxVNI)
+			}
+		}
+	}
+	for _, r := range s.Rules {
+		if r.Src.IsValid() && r.Src.Addr().Is4In6() {
+			return fmt.Errorf("rule %s: Src %s is IPv4-mapped", r, r.Src)
+		}
+	}
+	return nil
+}
+
 // String renders a route as `ip route` would.
 func (r Route) String() string {
 	var b strings.Builder
@@ -101,7 +181,11 @@ func (r Route) String() string {
 	}
 	b.WriteString(r.Dst.String())
 	if r.Encap.IsValid() {
-		fmt.Fprintf(&b, " encap ip id %d dst %s", r.VNI, r.Encap)
+		encap := "ip"
+		if r.Encap.Is6() {
+			encap = "ip6"
+		}
+		fmt.Fprintf(&b, " encap %s id %d dst %s", encap, r.VNI, r.Encap)
 	}
 	if r.Via.IsValid() {
 		fmt.Fprintf(&b, " via %s", r.Via)

@@ -29,6 +29,10 @@ type Applier struct {
 	// route the kernel has is trusted to carry the encapsulation this
 	// applier gave it, and rewritten once after a restart.
 	encaps map[routeKey]ipEncap
+	// families are the address families the applier writes: IPv4 and
+	// IPv6, or IPv4 alone on a kernel booted without IPv6, so that a
+	// routing of IPv4 still applies there.
+	families []int
 }
 
 type routeKey struct {
@@ -43,7 +47,10 @@ func NewApplier(ns netns.NsHandle) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle: %w", err)
 	}
-	a := &Applier{h: h, ns: ns, cur: netns.None(), encaps: map[routeKey]ipEncap{}}
+	a := &Applier{h: h, ns: ns, cur: netns.None(), encaps: map[routeKey]ipEncap{}, families: []int{netlink.FAMILY_V4, netlink.FAMILY_V6}}
+	if _, err := h.RuleList(netlink.FAMILY_V6); errors.Is(err, unix.EAFNOSUPPORT) {
+		a.families = a.families[:1]
+	}
 	if ns.IsOpen() {
 		// Sockets for raw requests are opened in ns from a thread that then
 		// returns to the namespace the process started in.
@@ -72,8 +79,13 @@ func (a *Applier) Handle() *netlink.Handle { return a.h }
 // Apply brings the namespace to want and returns a description of each
 // change it made; nothing is written when the kernel already matches.
 func (a *Applier) Apply(want plan.Routing) ([]string, error) {
+	if err := want.Validate(); err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
 	var changes []string
 	note := func(format string, args ...any) { changes = append(changes, fmt.Sprintf(format, args...)) }
+	hops := nextHops(want)
+	ipv6 := carriesIPv6(want)
 
 	links := map[string]netlink.Link{}
 	link := func(name string) (netlink.Link, error) {
@@ -131,7 +143,23 @@ func (a *Applier) Apply(want plan.Routing) ([]string, error) {
 				}
 			}
 		}
+		if l.Router && ipv6 {
+			changed, err := a.forward6(l.Name)
+			if err != nil {
+				return changes, fmt.Errorf("turn on IPv6 forwarding of link %s: %w", l.Name, err)
+			}
+			if changed {
+				note("link %s: IPv6 forwarding on", l.Name)
+			}
+		}
 	}
+
+	neighbors := slices.Clone(want.Neighbors)
+	for _, n := range hops {
+		neighbors = append(neighbors, n)
+	}
+	// In a stable order, so that the changes read alike from run to run.
+	slices.SortStableFunc(neighbors[len(want.Neighbors):], func(x, y plan.Neighbor) int { return x.IP.Compare(y.IP) })
 
 	for _, l := range want.Links {
 		nl, err := link(l.Name)
@@ -143,14 +171,14 @@ func (a *Applier) Apply(want plan.Routing) ([]string, error) {
 		if err != nil {
 			return changes, err
 		}
-		c, err = a.syncNeighbors(nl, want.Neighbors)
+		c, err = a.syncNeighbors(nl, neighbors)
 		changes = append(changes, c...)
 		if err != nil {
 			return changes, err
 		}
 	}
 
-	c, err := a.syncRoutes(want, link)
+	c, err := a.syncRoutes(want, link, hops)
 	changes = append(changes, c...)
 	if err != nil {
 		return changes, err
@@ -160,16 +188,56 @@ func (a *Applier) Apply(want plan.Routing) ([]string, error) {
 	if err != nil {
 		return changes, err
 	}
-	c, err = a.syncLocalRule(want.LocalExceptIIF)
-	changes = append(changes, c...)
-	return changes, err
+	for _, family := range a.families {
+		c, err = a.syncLocalRule(family, want.LocalExceptIIF)
+		changes = append(changes, c...)
+		if err != nil {
+			return changes, err
+		}
+	}
+	return changes, nil
+}
+
+// familyOf is the netlink address family of a.
+func familyOf(a netip.Addr) int {
+	if a.Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}
+
+// ruleFamilies are the families a rule is installed in: a rule matching a
+// source in that source's, a rule without address in both.
+func (a *Applier) ruleFamilies(r plan.PolicyRule) []int {
+	if r.Src.IsValid() {
+		return []int{familyOf(r.Src.Addr())}
+	}
+	return a.families
+}
+
+// tag starts the description of a change of a rule of family, as ip(8)
+// names the family: IPv4 is implied, IPv6 is named.
+func tag(family int) string {
+	if family == netlink.FAMILY_V6 {
+		return "ipv6 "
+	}
+	return ""
+}
+
+// carriesIPv6 reports whether want routes any IPv6: IPv6 forwarding is
+// written only then, so that a namespace that carries only IPv4 needs no
+// IPv6 setting (a pod's /proc/sys cannot be written, and IPv6 may be off).
+func carriesIPv6(want plan.Routing) bool {
+	return slices.ContainsFunc(want.Addresses, func(a plan.Address) bool { return a.Prefix.Addr().Is6() }) ||
+		slices.ContainsFunc(want.Neighbors, func(n plan.Neighbor) bool { return n.IP.Is6() }) ||
+		slices.ContainsFunc(want.Routes, func(r plan.Route) bool { return !r.Unreachable && r.Dst.Addr().Is6() })
 }
 
 // localRule is the kernel's rule that looks up the local table; with iif
 // set, the rule that replaces it and skips packets arriving on iif.
-func localRule(iif string) *netlink.Rule {
+func localRule(family int, iif string) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = netlink.FAMILY_V4
+	r.Family = family
 	r.Priority = 0
 	r.Table = unix.RT_TABLE_LOCAL
 	if iif != "" {
@@ -181,10 +249,10 @@ func localRule(iif string) *netlink.Rule {
 
 // localRules finds, among the rules at priority 0 that look up the local
 // table, the kernel's own and the one skipping iif.
-func (a *Applier) localRules(iif string) (plain, except bool, err error) {
-	have, err := a.h.RuleList(netlink.FAMILY_V4)
+func (a *Applier) localRules(family int, iif string) (plain, except bool, err error) {
+	have, err := a.h.RuleList(family)
 	if err != nil {
-		return false, false, fmt.Errorf("list rules: %w", err)
+		return false, false, fmt.Errorf("list %srules: %w", tag(family), err)
 	}
 	for _, h := range have {
 		if h.Priority != 0 || h.Table != unix.RT_TABLE_LOCAL || h.Src != nil || h.Dst != nil || h.OifName != "" || h.Mark != 0 {
@@ -200,55 +268,56 @@ func (a *Applier) localRules(iif string) (plain, except bool, err error) {
 	return plain, except, nil
 }
 
-// syncLocalRule replaces the kernel's local-table rule with one that skips
-// packets arriving on iif. The replacement is added before the original
-// goes, so that local delivery never stops. A deletion that names no link
-// removes the first priority-0 local rule, which may be the replacement
-// when an interrupted run left them in the other order: hence the loop.
-func (a *Applier) syncLocalRule(iif string) ([]string, error) {
+// syncLocalRule replaces the kernel's local-table rule of family with one
+// that skips packets arriving on iif. The replacement is added before the
+// original goes, so that local delivery never stops. A deletion that names
+// no link removes the first priority-0 local rule, which may be the
+// replacement when an interrupted run left them in the other order: hence
+// the loop.
+func (a *Applier) syncLocalRule(family int, iif string) ([]string, error) {
 	if iif == "" {
 		return nil, nil
 	}
 	var changes []string
 	for range 3 {
-		plain, except, err := a.localRules(iif)
+		plain, except, err := a.localRules(family, iif)
 		if err != nil {
 			return changes, err
 		}
 		if !except {
-			if err := a.h.RuleAdd(localRule(iif)); err != nil {
-				return changes, fmt.Errorf("add rule 0: not iif %s lookup local: %w", iif, err)
+			if err := a.h.RuleAdd(localRule(family, iif)); err != nil {
+				return changes, fmt.Errorf("add %srule 0: not iif %s lookup local: %w", tag(family), iif, err)
 			}
-			changes = append(changes, fmt.Sprintf("rule 0: not from all iif %s lookup local: added", iif))
+			changes = append(changes, fmt.Sprintf("%srule 0: not from all iif %s lookup local: added", tag(family), iif))
 			continue
 		}
 		if !plain {
 			return changes, nil
 		}
-		if err := a.h.RuleDel(localRule("")); err != nil {
-			return changes, fmt.Errorf("delete rule 0: from all lookup local: %w", err)
+		if err := a.h.RuleDel(localRule(family, "")); err != nil {
+			return changes, fmt.Errorf("delete %srule 0: from all lookup local: %w", tag(family), err)
 		}
-		changes = append(changes, "rule 0: from all lookup local: deleted")
+		changes = append(changes, tag(family)+"rule 0: from all lookup local: deleted")
 	}
-	return changes, fmt.Errorf("rule 0: the local table rule does not settle to skipping iif %s", iif)
+	return changes, fmt.Errorf("%srule 0: the local table rule does not settle to skipping iif %s", tag(family), iif)
 }
 
-// restoreLocalRule puts the kernel's local-table rule back in place of the
-// one skipping iif, adding it before the replacement goes.
-func (a *Applier) restoreLocalRule(iif string) error {
-	plain, except, err := a.localRules(iif)
+// restoreLocalRule puts the kernel's local-table rule of family back in
+// place of the one skipping iif, adding it before the replacement goes.
+func (a *Applier) restoreLocalRule(family int, iif string) error {
+	plain, except, err := a.localRules(family, iif)
 	if err != nil {
 		return err
 	}
 	if !plain {
-		if err := a.h.RuleAdd(localRule("")); err != nil {
-			return fmt.Errorf("add rule 0: from all lookup local: %w", err)
+		if err := a.h.RuleAdd(localRule(family, "")); err != nil {
+			return fmt.Errorf("add %srule 0: from all lookup local: %w", tag(family), err)
 		}
 	}
 	if except {
 		// Naming the link matches only the replacement.
-		if err := a.h.RuleDel(localRule(iif)); err != nil {
-			return fmt.Errorf("delete rule 0: not iif %s lookup local: %w", iif, err)
+		if err := a.h.RuleDel(localRule(family, iif)); err != nil {
+			return fmt.Errorf("delete %srule 0: not iif %s lookup local: %w", tag(family), iif, err)
 		}
 	}
 	return nil
@@ -257,7 +326,7 @@ func (a *Applier) restoreLocalRule(iif string) error {
 func (a *Applier) syncAddresses(l netlink.Link, want []plan.Address) ([]string, error) {
 	var changes []string
 	name := l.Attrs().Name
-	have, err := a.h.AddrList(l, netlink.FAMILY_V4)
+	have, err := a.h.AddrList(l, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of link %s: %w", name, err)
 	}
@@ -273,6 +342,11 @@ func (a *Applier) syncAddresses(l netlink.Link, want []plan.Address) ([]string, 
 			delete(wanted, p)
 			continue
 		}
+		if ok && p.Addr().Is6() && p.Addr().IsLinkLocalUnicast() {
+			// The kernel's own IPv6 link-local address, which neighbor
+			// discovery needs; peerlink never plans one.
+			continue
+		}
 		if err := a.h.AddrDel(l, &h); err != nil {
 			return changes, fmt.Errorf("delete address %s of link %s: %w", h.IPNet, name, err)
 		}
@@ -282,7 +356,13 @@ func (a *Applier) syncAddresses(l netlink.Link, want []plan.Address) ([]string, 
 		if w.Link != name || !wanted[w.Prefix] {
 			continue
 		}
-		if err := a.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(w.Prefix)}); err != nil {
+		addr := &netlink.Addr{IPNet: ipNet(w.Prefix)}
+		if w.Prefix.Addr().Is6() {
+			// Usable at once: duplicate address detection would hold it
+			// tentative, unusable as a source, for a second or more.
+			addr.Flags = unix.IFA_F_NODAD
+		}
+		if err := a.h.AddrAdd(l, addr); err != nil {
 			return changes, fmt.Errorf("add address %s to link %s: %w", w.Prefix, name, err)
 		}
 		changes = append(changes, fmt.Sprintf("address %s: added", w))
@@ -293,14 +373,19 @@ func (a *Applier) syncAddresses(l netlink.Link, want []plan.Address) ([]string, 
 func (a *Applier) syncNeighbors(l netlink.Link, want []plan.Neighbor) ([]string, error) {
 	var changes []string
 	name, index := l.Attrs().Name, l.Attrs().Index
-	have, err := a.h.NeighList(index, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, fmt.Errorf("list neighbors of link %s: %w", name, err)
-	}
 	haveByIP := map[netip.Addr]netlink.Neigh{}
-	for _, n := range have {
-		if ip, ok := netip.AddrFromSlice(n.IP); ok {
-			haveByIP[ip.Unmap()] = n
+	for _, family := range a.families {
+		have, err := a.h.NeighList(index, family)
+		if err != nil {
+			return nil, fmt.Errorf("list %sneighbors of link %s: %w", tag(family), name, err)
+		}
+		for _, n := range have {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				if family == netlink.FAMILY_V4 {
+					ip = ip.Unmap()
+				}
+				haveByIP[ip] = n
+			}
 		}
 	}
 	wanted := map[netip.Addr]bool{}
@@ -314,7 +399,7 @@ func (a *Applier) syncNeighbors(l netlink.Link, want []plan.Neighbor) ([]string,
 		}
 		err := a.h.NeighSet(&netlink.Neigh{
 			LinkIndex:    index,
-			Family:       netlink.FAMILY_V4,
+			Family:       familyOf(w.IP),
 			State:        netlink.NUD_PERMANENT,
 			IP:           w.IP.AsSlice(),
 			HardwareAddr: w.MAC,
@@ -336,7 +421,7 @@ func (a *Applier) syncNeighbors(l netlink.Link, want []plan.Neighbor) ([]string,
 	return changes, nil
 }
 
-func (a *Applier) syncRoutes(want plan.Routing, link func(string) (netlink.Link, error)) ([]string, error) {
+func (a *Applier) syncRoutes(want plan.Routing, link func(string) (netlink.Link, error), hops map[onLink]plan.Neighbor) ([]string, error) {
 	var changes []string
 	byTable := map[int][]plan.Route{}
 	for _, r := range want.Routes {
@@ -350,7 +435,7 @@ func (a *Applier) syncRoutes(want plan.Routing, link func(string) (netlink.Link,
 		wanted := map[netip.Prefix]bool{}
 		for _, r := range byTable[table] {
 			wanted[r.Dst] = true
-			nr, err := toNetlinkRoute(r, link)
+			nr, err := toNetlinkRoute(r, link, hops)
 			if err != nil {
 				return changes, err
 			}
@@ -382,28 +467,36 @@ func (a *Applier) syncRoutes(want plan.Routing, link func(string) (netlink.Link,
 	return changes, nil
 }
 
+// listTable returns the routes of both families in table, by destination.
 func (a *Applier) listTable(table int) (map[netip.Prefix]netlink.Route, error) {
-	routes, err := a.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
-	}
 	out := map[netip.Prefix]netlink.Route{}
-	for _, r := range routes {
-		dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-		if r.Dst != nil {
-			p, ok := prefixOf(r.Dst)
-			if !ok {
-				continue
-			}
-			dst = p
+	for _, family := range a.families {
+		routes, err := a.h.RouteListFiltered(family, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return nil, fmt.Errorf("list %sroutes of table %d: %w", tag(family), table, err)
 		}
-		out[dst] = r
+		for _, r := range routes {
+			dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+			if family == netlink.FAMILY_V6 {
+				dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+			}
+			if r.Dst != nil {
+				p, ok := prefixOf(r.Dst)
+				if !ok {
+					continue
+				}
+				dst = p
+			}
+			out[dst] = r
+		}
 	}
 	return out, nil
 }
 
-func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error)) (*netlink.Route, error) {
-	nr := &netlink.Route{Table: r.Table, Dst: ipNet(r.Dst), Family: netlink.FAMILY_V4}
+// toNetlinkRoute is the kernel's form of r; an IPv6 route's next hop is
+// the link-local address hops gives for it (see nexthop.go).
+func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error), hops map[onLink]plan.Neighbor) (*netlink.Route, error) {
+	nr := &netlink.Route{Table: r.Table, Dst: ipNet(r.Dst), Family: familyOf(r.Dst.Addr())}
 	if r.Unreachable {
 		nr.Type = unix.RTN_UNREACHABLE
 		return nr, nil
@@ -415,7 +508,12 @@ func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error)) (*net
 	}
 	nr.LinkIndex = l.Attrs().Index
 	nr.Scope = netlink.SCOPE_LINK
-	if r.Via.IsValid() {
+	switch {
+	case r.Via.IsValid() && r.Dst.Addr().Is6():
+		// A link-local next hop is on-link by definition.
+		nr.Gw = hops[onLink{r.Link, r.Via}].IP.AsSlice()
+		nr.Scope = netlink.SCOPE_UNIVERSE
+	case r.Via.IsValid():
 		nr.Gw = r.Via.AsSlice()
 		nr.Flags = int(netlink.FLAG_ONLINK)
 		nr.Scope = netlink.SCOPE_UNIVERSE
@@ -447,35 +545,51 @@ func (a *Applier) sameEncap(key routeKey, want *netlink.Route) bool {
 
 func (a *Applier) syncRules(want plan.Routing) ([]string, error) {
 	var changes []string
-	have, err := a.h.RuleList(netlink.FAMILY_V4)
+	for _, family := range a.families {
+		c, err := a.syncFamilyRules(family, want)
+		changes = append(changes, c...)
+		if err != nil {
+			return changes, err
+		}
+	}
+	return changes, nil
+}
+
+// syncFamilyRules brings the rules of family at the owned priorities to
+// those of want that belong to family.
+func (a *Applier) syncFamilyRules(family int, want plan.Routing) ([]string, error) {
+	var changes []string
+	have, err := a.h.RuleList(family)
 	if err != nil {
-		return nil, fmt.Errorf("list rules: %w", err)
+		return nil, fmt.Errorf("list %srules: %w", tag(family), err)
 	}
-	owned := map[int]bool{}
-	for _, p := range want.RulePriorities {
-		owned[p] = true
+	var rules []plan.PolicyRule
+	for _, w := range want.Rules {
+		if slices.Contains(a.ruleFamilies(w), family) {
+			rules = append(rules, w)
+		}
 	}
-	matched := make([]bool, len(want.Rules))
+	matched := make([]bool, len(rules))
 	for _, h := range have {
-		if !owned[h.Priority] {
+		if !slices.Contains(want.RulePriorities, h.Priority) {
 			continue
 		}
-		i := slices.IndexFunc(want.Rules, func(w plan.PolicyRule) bool { return sameRule(h, w) })
+		i := slices.IndexFunc(rules, func(w plan.PolicyRule) bool { return sameRule(h, w) })
 		if i >= 0 && !matched[i] {
 			matched[i] = true
 			continue
 		}
-		if err := a.h.RuleDel(&h); err != nil {
-			return changes, fmt.Errorf("delete rule %d lookup %d: %w", h.Priority, h.Table, err)
+		if err := a.delRule(family, h); err != nil {
+			return changes, err
 		}
-		changes = append(changes, fmt.Sprintf("rule %s: deleted", h))
+		changes = append(changes, fmt.Sprintf("%srule %s: deleted", tag(family), h))
 	}
-	for i, w := range want.Rules {
+	for i, w := range rules {
 		if matched[i] {
 			continue
 		}
 		r := netlink.NewRule()
-		r.Family = netlink.FAMILY_V4
+		r.Family = family
 		r.Priority = w.Priority
 		r.Table = w.Table
 		r.IifName = w.IIF
@@ -483,11 +597,22 @@ func (a *Applier) syncRules(want plan.Routing) ([]string, error) {
 			r.Src = ipNet(w.Src)
 		}
 		if err := a.h.RuleAdd(r); err != nil {
-			return changes, fmt.Errorf("add rule %s: %w", w, err)
+			return changes, fmt.Errorf("add %srule %s: %w", tag(family), w, err)
 		}
-		changes = append(changes, fmt.Sprintf("rule %s: added", w))
+		changes = append(changes, fmt.Sprintf("%srule %s: added", tag(family), w))
 	}
 	return changes, nil
+}
+
+// delRule deletes a rule the kernel listed in family; the listing does not
+// fill in the family, which the deletion needs when the rule has no
+// address.
+func (a *Applier) delRule(family int, h netlink.Rule) error {
+	h.Family = family
+	if err := a.h.RuleDel(&h); err != nil {
+		return fmt.Errorf("delete %srule %d lookup %d: %w", tag(family), h.Priority, h.Table, err)
+	}
+	return nil
 }
 
 func sameRule(h netlink.Rule, w plan.PolicyRule) bool {
@@ -505,24 +630,26 @@ func sameRule(h netlink.Rule, w plan.PolicyRule) bool {
 }
 
 // Remove deletes every route of the owned tables and every rule at the
-// owned priorities of s, and restores the kernel's local-table rule when s
-// replaced it. Addresses and neighbors go with the links, which their
+// owned priorities of s, in both families, and restores the kernel's
+// local-table rules when s replaced them. Addresses and neighbors go with the links, which their
 // owners delete.
 func (a *Applier) Remove(s plan.Routing) error {
 	var errs []error
-	if s.LocalExceptIIF != "" {
-		if err := a.restoreLocalRule(s.LocalExceptIIF); err != nil {
-			errs = append(errs, err)
+	for _, family := range a.families {
+		if s.LocalExceptIIF != "" {
+			if err := a.restoreLocalRule(family, s.LocalExceptIIF); err != nil {
+				errs = append(errs, err)
+			}
 		}
-	}
-	have, err := a.h.RuleList(netlink.FAMILY_V4)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("list rules: %w", err))
-	}
-	for _, h := range have {
-		if slices.Contains(s.RulePriorities, h.Priority) {
-			if err := a.h.RuleDel(&h); err != nil {
-				errs = append(errs, fmt.Errorf("delete rule %d lookup %d: %w", h.Priority, h.Table, err))
+		have, err := a.h.RuleList(family)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %srules: %w", tag(family), err))
+		}
+		for _, h := range have {
+			if slices.Contains(s.RulePriorities, h.Priority) {
+				if err := a.delRule(family, h); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

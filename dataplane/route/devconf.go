@@ -2,11 +2,17 @@ package route
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
@@ -151,4 +157,75 @@ func (a *Applier) exchange(req *nl.NetlinkRequest) ([]syscall.NetlinkMessage, er
 			}
 		}
 	}
+}
+
+// IPv6 per-link settings cannot be written over netlink: in IFLA_AF_SPEC
+// for AF_INET6 the kernel accepts only the address token and the address
+// generation mode, and answers IFLA_INET6_CONF with EINVAL. They are read
+// and written under /proc/sys/net/ipv6/conf/, from a thread in the
+// applier's namespace (/proc/sys/net shows the namespace of the thread
+// that opens a file). In a container that is not privileged /proc/sys is
+// read-only: the write fails there, and the namespace's IPv6 forwarding
+// has to be set before, for instance through the pod's sysctls.
+//
+// The link's own forwarding setting does not make the kernel forward
+// IPv6 (ip6_forward looks at net.ipv6.conf.all.forwarding); it makes the
+// link act as a router in neighbor discovery. What forwards the packets
+// arriving on one link is force_forwarding (Linux 6.17); without it, only
+// all.forwarding, which turns every link into a router, so the applier
+// leaves that one to whoever configures the namespace.
+const ipv6Conf = "/proc/sys/net/ipv6/conf/"
+
+// forward6 turns on IPv6 forwarding of packets arriving on link and
+// reports whether it wrote anything.
+func (a *Applier) forward6(link string) (bool, error) {
+	changed := false
+	err := a.inNamespace(func() error {
+		set := func(key string) error {
+			v, err := os.ReadFile(ipv6Conf + key)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(string(v)) == "1" {
+				return nil
+			}
+			if err := os.WriteFile(ipv6Conf+key, []byte("1"), 0o644); err != nil {
+				return fmt.Errorf("write net.ipv6.conf.%s: %w", strings.ReplaceAll(key, "/", "."), err)
+			}
+			changed = true
+			return nil
+		}
+		if err := set(link + "/forwarding"); err != nil {
+			return err
+		}
+		all, err := os.ReadFile(ipv6Conf + "all/forwarding")
+		if err != nil || strings.TrimSpace(string(all)) == "1" {
+			return err
+		}
+		err = set(link + "/force_forwarding")
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("this kernel has no net.ipv6.conf.%s.force_forwarding (Linux 6.17) and net.ipv6.conf.all.forwarding is 0", link)
+		}
+		return err
+	})
+	return changed, err
+}
+
+// inNamespace runs f on a thread in the applier's namespace.
+func (a *Applier) inNamespace(f func() error) error {
+	if !a.ns.IsOpen() {
+		return f()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is never unlocked: it ends with the goroutine, so
+		// that no other goroutine runs in the wrong namespace.
+		runtime.LockOSThread()
+		if err := netns.Set(a.ns); err != nil {
+			errc <- fmt.Errorf("enter network namespace: %w", err)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }

@@ -9,16 +9,22 @@ import (
 	"github.com/vishvananda/netlink/nl"
 )
 
-// Attributes of an LWTUNNEL_ENCAP_IP route encapsulation
-// (include/uapi/linux/lwtunnel.h).
+// Attributes of an LWTUNNEL_ENCAP_IP or LWTUNNEL_ENCAP_IP6 route
+// encapsulation (include/uapi/linux/lwtunnel.h); both families number
+// them alike.
 const (
-	lwtunnelIPID  = 1
-	lwtunnelIPDst = 2
+	lwtunnelIPID    = 1
+	lwtunnelIPDst   = 2
+	lwtunnelIPFlags = 6
 )
 
-// ipEncap is the IPv4 tunnel encapsulation of a route to a link in
-// metadata mode (`ip route ... encap ip id VNI dst ADDR`). The netlink
-// library has no type for it.
+// tunnelCsum is TUNNEL_CSUM (include/uapi/linux/if_tunnel.h): the outer
+// UDP header carries a checksum.
+const tunnelCsum = 0x01
+
+// ipEncap is the tunnel encapsulation of a route to a link in metadata
+// mode (`ip route ... encap ip id VNI dst ADDR`, or `encap ip6 ... csum`
+// when ADDR is IPv6). The netlink library has no type for it.
 type ipEncap struct {
 	id  uint64
 	dst netip.Addr
@@ -26,18 +32,30 @@ type ipEncap struct {
 
 var _ netlink.Encap = (*ipEncap)(nil)
 
-func (e *ipEncap) Type() int { return nl.LWTUNNEL_ENCAP_IP }
+func (e *ipEncap) Type() int {
+	if e.dst.Is6() {
+		return nl.LWTUNNEL_ENCAP_IP6
+	}
+	return nl.LWTUNNEL_ENCAP_IP
+}
 
 func (e *ipEncap) Encode() ([]byte, error) {
-	if !e.dst.Is4() {
-		return nil, fmt.Errorf("encap destination %s is not IPv4", e.dst)
+	if !e.dst.IsValid() || e.dst.Is4In6() {
+		return nil, fmt.Errorf("encap destination %s is not IPv4 or IPv6", e.dst)
 	}
 	var id [8]byte
 	binary.BigEndian.PutUint64(id[:], e.id)
-	dst := e.dst.As4()
 	var b []byte
 	b = append(b, nl.NewRtAttr(lwtunnelIPID, id[:]).Serialize()...)
-	b = append(b, nl.NewRtAttr(lwtunnelIPDst, dst[:]).Serialize()...)
+	b = append(b, nl.NewRtAttr(lwtunnelIPDst, e.dst.AsSlice()).Serialize()...)
+	if e.dst.Is6() {
+		// A VXLAN link drops IPv6 datagrams with a zero UDP checksum
+		// unless it was created with udp6zerocsumrx; the tunnel metadata
+		// decides whether the sender computes one.
+		var flags [2]byte
+		binary.BigEndian.PutUint16(flags[:], tunnelCsum)
+		b = append(b, nl.NewRtAttr(lwtunnelIPFlags, flags[:]).Serialize()...)
+	}
 	return b, nil
 }
 
@@ -61,7 +79,12 @@ func (e *ipEncap) Decode(buf []byte) error {
 	return nil
 }
 
-func (e *ipEncap) String() string { return fmt.Sprintf("ip id %d dst %s", e.id, e.dst) }
+func (e *ipEncap) String() string {
+	if e.dst.Is6() {
+		return fmt.Sprintf("ip6 id %d dst %s csum", e.id, e.dst)
+	}
+	return fmt.Sprintf("ip id %d dst %s", e.id, e.dst)
+}
 
 func (e *ipEncap) Equal(o netlink.Encap) bool {
 	x, ok := o.(*ipEncap)
