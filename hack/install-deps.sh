@@ -2,7 +2,8 @@
 # Installs the Debian packages the tests and the lab need. Idempotent; run as root.
 set -euo pipefail
 packages=(
-  iproute2 nftables iptables iputils-ping ca-certificates git make
+  iproute2 nftables iputils-ping ca-certificates git make
+  iptables # with ip6tables, which kube-proxy and the lab's masquerade use on IPv6 clusters
   containerd runc containernetworking-plugins conntrack util-linux
   iperf3 wireguard-tools
   socat netcat-openbsd busybox-static # the lab's tool images (lab/internal/images/tools.go)

@@ -27,6 +27,10 @@ type Params struct {
 	// DNSIP is the ClusterIP of the kube-dns Service, the address the
 	// kubelets give pods as their resolver.
 	DNSIP netip.Addr
+	// DNSIPs are all the kube-dns Service's ClusterIPs, DNSIP first, one
+	// per family of the cluster: a dual-stack cluster's DNS Service has
+	// both families.
+	DNSIPs []netip.Addr
 	// ClusterDomain is the DNS domain of the cluster's Services.
 	ClusterDomain string
 	// ClustersetDomain is the DNS zone of the Multi-Cluster Services

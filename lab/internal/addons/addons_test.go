@@ -141,6 +141,35 @@ func TestRender(t *testing.T) {
 	if _, err := Render("weave", p); err == nil {
 		t.Error("an unknown add-on rendered")
 	}
+	if out, _ := Render(CoreDNS, p); strings.Contains(string(out), "clusterIPs") {
+		t.Errorf("a single-stack DNS Service lists clusterIPs:\n%s", out)
+	}
+}
+
+// A dual-stack cluster's DNS Service has an address of each family, the
+// one pods are given first.
+func TestRenderDualStackDNS(t *testing.T) {
+	p := Params{
+		Registry: "172.30.1.1:5000", ClusterDomain: "cluster.local", ClustersetDomain: "clusterset.local",
+		DNSIP:  netip.MustParseAddr("10.96.0.10"),
+		DNSIPs: []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("fd96:1::a")},
+	}
+	out, err := Render(CoreDNS, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range decodeAll(t, CoreDNS, out) {
+		if obj.GetKind() != "Service" {
+			continue
+		}
+		ips, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "clusterIPs")
+		policy, _, _ := unstructured.NestedString(obj.Object, "spec", "ipFamilyPolicy")
+		if !slices.Equal(ips, []string{"10.96.0.10", "fd96:1::a"}) || policy != "RequireDualStack" {
+			t.Errorf("DNS Service clusterIPs %q, ipFamilyPolicy %q", ips, policy)
+		}
+		return
+	}
+	t.Fatalf("no Service in\n%s", out)
 }
 
 // TestMetalLB builds MetalLB's install manifests from the module the

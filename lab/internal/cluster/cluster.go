@@ -18,7 +18,88 @@ import (
 var (
 	DefaultPodCIDR     = netip.MustParsePrefix("10.244.0.0/16")
 	DefaultServiceCIDR = netip.MustParsePrefix("10.96.0.0/16")
+	// DefaultPodCIDR6 is the IPv6 twin of DefaultPodCIDR: the pod range of
+	// every IPv6 or dual-stack cluster when the clusters share one IPv4
+	// layout (PodCIDR6Of gives the distinct ones).
+	DefaultPodCIDR6 = netip.MustParsePrefix("fd44::/48")
 )
+
+// NodeNetworks6 holds every cluster's IPv6 node network,
+// fd30:0:<index>::/64, and ServiceNetworks6 every cluster's IPv6 service
+// range, fd96:<index>::/112: a pod range must stay out of both.
+const (
+	NodeNetworks6    = "fd30:0::/32"
+	ServiceNetworks6 = "fd96::/16"
+)
+
+// NodeMaskSize6 is the prefix length of each node's part of an IPv6 pod
+// range, the usual /64; kube-controller-manager splits a range into at most
+// 2^16 parts, so a pod range is /48 or longer.
+const NodeMaskSize6 = 64
+
+// indexed is an IPv6 address of the lab's plan whose 16-bit group at
+// position group is the cluster index i written in decimal digits, so that
+// fd30:0:11:: belongs to cluster 11 as 172.30.11.0/24 does (an index of
+// at most 254 is valid hex as written). rest is the low 64 bits.
+func indexed(prefix [2]uint16, group int, i int, rest uint64) netip.Addr {
+	groups := [8]uint16{prefix[0], prefix[1]}
+	var v uint16
+	for _, d := range fmt.Sprint(i) {
+		v = v<<4 | uint16(d-'0')
+	}
+	groups[group] = v
+	var b [16]byte
+	for k, g := range groups[:4] {
+		b[2*k], b[2*k+1] = byte(g>>8), byte(g)
+	}
+	for k := range 8 {
+		b[8+k] = byte(rest >> (56 - 8*k))
+	}
+	return netip.AddrFrom16(b)
+}
+
+// PodCIDR6Of is the distinct IPv6 pod range of cluster index i,
+// fd44:<i>::/48, for clusters whose pod ranges do not collide.
+func PodCIDR6Of(i int) netip.Prefix {
+	return netip.PrefixFrom(indexed([2]uint16{0xfd44}, 1, i, 0), 48)
+}
+
+// ServiceCIDR6Of is the IPv6 service range of cluster index i,
+// fd96:<i>::/112.
+func ServiceCIDR6Of(i int) netip.Prefix {
+	return netip.PrefixFrom(indexed([2]uint16{0xfd96}, 1, i, 0), 112)
+}
+
+// HostIP6 is the host's IPv6 address on the node network of cluster
+// index i, fd30:0:<i>::1, beside HostIP.
+func HostIP6(i int) netip.Addr { return indexed([2]uint16{0xfd30, 0}, 2, i, 1) }
+
+// IPFamily is the address family of a cluster's Kubernetes objects: its
+// Nodes' InternalIPs, its pods and its Services. The node network keeps its
+// IPv4 addresses in every family: the lab's registry is reached over it.
+type IPFamily string
+
+// The families a cluster can have.
+const (
+	// IPv4 is the default.
+	IPv4 IPFamily = "ipv4"
+	// IPv6 is an IPv6-only cluster.
+	IPv6 IPFamily = "ipv6"
+	// DualStack is a dual-stack cluster, IPv4 first (its primary family).
+	DualStack IPFamily = "dual"
+)
+
+// ParseIPFamily accepts the names of the IP families.
+func ParseIPFamily(s string) (IPFamily, error) {
+	return choice.Parse("IP family", s, IPv4, IPv6, DualStack)
+}
+
+// HasIPv4 tells whether the family's objects have IPv4 addresses; empty
+// means IPv4.
+func (f IPFamily) HasIPv4() bool { return f != IPv6 }
+
+// HasIPv6 tells whether the family's objects have IPv6 addresses.
+func (f IPFamily) HasIPv6() bool { return f == IPv6 || f == DualStack }
 
 // NodeNetwork holds every cluster's node network, 172.30.<index>.0/24.
 const NodeNetwork = "172.30.0.0/16"
@@ -107,10 +188,21 @@ type Cluster struct {
 	ClusterID string
 	// NodeCount is the number of nodes, 1 to MaxNodes.
 	NodeCount int
-	// PodCIDR is the cluster's pod range, of which each node gets a part.
+	// IPFamily is the family of the cluster's Nodes, pods and Services;
+	// empty means IPv4.
+	IPFamily IPFamily
+	// PodCIDR is the cluster's IPv4 pod range, of which each node gets a
+	// part; unset in an IPv6-only cluster.
 	PodCIDR netip.Prefix
-	// ServiceCIDR is the range of the Services' ClusterIPs.
+	// PodCIDR6 is the cluster's IPv6 pod range, set in IPv6-only and
+	// dual-stack clusters.
+	PodCIDR6 netip.Prefix
+	// ServiceCIDR is the IPv4 range of the Services' ClusterIPs; unset in an
+	// IPv6-only cluster.
 	ServiceCIDR netip.Prefix
+	// ServiceCIDR6 is the IPv6 range of the Services' ClusterIPs, set in
+	// IPv6-only and dual-stack clusters.
+	ServiceCIDR6 netip.Prefix
 	// CNI is the pod network.
 	CNI CNI
 	// ProxyMode is kube-proxy's mode on every node; empty means iptables.
@@ -204,6 +296,26 @@ func (n *Node) IP() netip.Addr {
 	return netip.AddrFrom4([4]byte{172, 30, byte(n.Cluster.Index), byte(1 + n.Ordinal)})
 }
 
+// IP6 is the node's IPv6 address on the node network, fd30:0:<index>::<k>
+// beside 172.30.<index>.<k>; it is on the node in IPv6 and dual-stack
+// clusters only.
+func (n *Node) IP6() netip.Addr {
+	return indexed([2]uint16{0xfd30, 0}, 2, n.Cluster.Index, uint64(1+n.Ordinal))
+}
+
+// IPs are the node's addresses in Kubernetes (its InternalIPs), of the
+// cluster's families, the primary first.
+func (n *Node) IPs() []netip.Addr {
+	var out []netip.Addr
+	if n.Cluster.IPFamily.HasIPv4() {
+		out = append(out, n.IP())
+	}
+	if n.Cluster.IPFamily.HasIPv6() {
+		out = append(out, n.IP6())
+	}
+	return out
+}
+
 // HostIf is the host end of the node's veth, enslaved to the bridge.
 func (n *Node) HostIf() string {
 	return fmt.Sprintf("%s%dn%d", HostIfPrefix, n.Cluster.Index, n.Ordinal)
@@ -232,6 +344,30 @@ func HostIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{172, 30, byte(i),
 // NodeNetwork is the cluster's node network.
 func (c *Cluster) NodeNetwork() netip.Prefix { return netip.PrefixFrom(HostIP(c.Index), 24).Masked() }
 
+// NodeNetwork6 is the cluster's IPv6 node network, fd30:0:<index>::/64.
+func (c *Cluster) NodeNetwork6() netip.Prefix { return netip.PrefixFrom(HostIP6(c.Index), 64).Masked() }
+
+// PodCIDRs are the cluster's pod ranges, one per family, the primary
+// first.
+func (c *Cluster) PodCIDRs() []netip.Prefix { return c.ofFamilies(c.PodCIDR, c.PodCIDR6) }
+
+// ServiceCIDRs are the cluster's service ranges, one per family, the
+// primary first.
+func (c *Cluster) ServiceCIDRs() []netip.Prefix { return c.ofFamilies(c.ServiceCIDR, c.ServiceCIDR6) }
+
+// ofFamilies keeps of an IPv4 and an IPv6 value those of the cluster's
+// families, IPv4 first.
+func (c *Cluster) ofFamilies(v4, v6 netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	if c.IPFamily.HasIPv4() {
+		out = append(out, v4)
+	}
+	if c.IPFamily.HasIPv6() {
+		out = append(out, v6)
+	}
+	return out
+}
+
 // LoadBalancerRange is the part of the cluster's node network the lab sets
 // aside for a load balancer to announce on it (MetalLB in L2 mode): .240 to
 // .254, above every node's address.
@@ -246,25 +382,49 @@ func (c *Cluster) NetworkName() string { return NetworkName(c.Index) }
 // NetworkName is the CNI network name of cluster index i.
 func NetworkName(i int) string { return fmt.Sprintf("peerlink-lab-c%d", i) }
 
-// DNSIP is the ClusterIP of the kube-dns Service: the tenth address of the
-// service range, as kubeadm gives it.
-func (c *Cluster) DNSIP() netip.Addr {
-	a := c.ServiceCIDR.Masked().Addr()
-	for range 10 {
-		a = a.Next()
+// DNSIP is the ClusterIP of the kube-dns Service, the one pods are given:
+// the tenth address of the primary service range, as kubeadm gives it.
+func (c *Cluster) DNSIP() netip.Addr { return c.DNSIPs()[0] }
+
+// DNSIPs are the kube-dns Service's ClusterIPs, the tenth address of each
+// service range, the primary first.
+func (c *Cluster) DNSIPs() []netip.Addr {
+	var out []netip.Addr
+	for _, r := range c.ServiceCIDRs() {
+		a := r.Masked().Addr()
+		for range 10 {
+			a = a.Next()
+		}
+		out = append(out, a)
 	}
-	return a
+	return out
 }
 
-// NodeIP is the control-plane node's address, where the API server listens.
+// NodeIP is the control-plane node's IPv4 address, where the host reaches
+// the API server in every family.
 func (c *Cluster) NodeIP() netip.Addr { return c.ControlPlane().IP() }
+
+// AdvertiseIP is the address the API server advertises, the endpoint of
+// the kubernetes Service: the control-plane node's address of the primary
+// family.
+func (c *Cluster) AdvertiseIP() netip.Addr { return c.ControlPlane().IPs()[0] }
 
 // APIServerURL is the API server's address as seen from the host.
 func (c *Cluster) APIServerURL() string { return fmt.Sprintf("https://%s:6443", c.NodeIP()) }
 
 // APIServiceIP is the ClusterIP of the kubernetes Service, the first
-// address of the service range.
-func (c *Cluster) APIServiceIP() netip.Addr { return c.ServiceCIDR.Masked().Addr().Next() }
+// address of the primary service range.
+func (c *Cluster) APIServiceIP() netip.Addr { return c.APIServiceIPs()[0] }
+
+// APIServiceIPs are the first addresses of the service ranges: the
+// kubernetes Service's ClusterIP is the primary one.
+func (c *Cluster) APIServiceIPs() []netip.Addr {
+	var out []netip.Addr
+	for _, r := range c.ServiceCIDRs() {
+		out = append(out, r.Masked().Addr().Next())
+	}
+	return out
+}
 
 // NodeMaskSize is the prefix length of each node's part of the pod range:
 // /24 where the range has room for a /24 per node, smaller parts otherwise.
@@ -276,6 +436,7 @@ func (c *Cluster) NodeMaskSize() int {
 // NodeRanges are the parts of PodCIDR the nodes get, in the order of
 // Nodes, as kube-controller-manager hands them out to nodes registering in
 // that order: consecutive blocks of NodeMaskSize from the start of the range.
+// The lab hands them out itself on IPv4 clusters only (NoNodePodCIDRs).
 func (c *Cluster) NodeRanges() map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
 	block := netip.PrefixFrom(c.PodCIDR.Masked().Addr(), c.NodeMaskSize())

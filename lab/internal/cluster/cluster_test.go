@@ -93,3 +93,101 @@ func TestReadEnvFile(t *testing.T) {
 		t.Errorf("readEnvFile = %v, %v", env, err)
 	}
 }
+
+// TestIPFamilies checks the addresses and ranges of each family and the
+// flags that make the components single-stack IPv4 (as before families
+// existed), IPv6-only or dual-stack.
+func TestIPFamilies(t *testing.T) {
+	if got := PodCIDR6Of(11).String() + " " + ServiceCIDR6Of(11).String() + " " + HostIP6(254).String(); got != "fd44:11::/48 fd96:11::/112 fd30:0:254::1" {
+		t.Errorf("IPv6 plan of clusters 11 and 254: %s", got)
+	}
+	v4 := netip.MustParsePrefix("10.244.0.0/16")
+	v6 := netip.MustParsePrefix("fd44::/48")
+	for _, tc := range []struct {
+		family                            IPFamily
+		pods, services, nodeIPs, kcmFlags string
+	}{
+		{IPv4, "10.244.0.0/16", "10.96.0.0/16", "172.30.11.3", "--cluster-cidr=10.244.0.0/16 --node-cidr-mask-size=24"},
+		{IPv6, "fd44::/48", "fd96:11::/112", "fd30:0:11::3", "--cluster-cidr=fd44::/48 --node-cidr-mask-size-ipv6=64"},
+		{DualStack, "10.244.0.0/16,fd44::/48", "10.96.0.0/16,fd96:11::/112", "172.30.11.3,fd30:0:11::3",
+			"--cluster-cidr=10.244.0.0/16,fd44::/48 --node-cidr-mask-size-ipv4=24 --node-cidr-mask-size-ipv6=64"},
+	} {
+		c := &Cluster{Index: 11, Name: "f", NodeCount: 2, Dir: t.TempDir(), IPFamily: tc.family}
+		if tc.family.HasIPv4() {
+			c.PodCIDR, c.ServiceCIDR = v4, DefaultServiceCIDR
+		}
+		if tc.family.HasIPv6() {
+			c.PodCIDR6, c.ServiceCIDR6 = v6, ServiceCIDR6Of(11)
+		}
+		node := c.Nodes()[1]
+		if got := Join(c.PodCIDRs()) + " " + Join(c.ServiceCIDRs()) + " " + Join(node.IPs()); got != tc.pods+" "+tc.services+" "+tc.nodeIPs {
+			t.Errorf("%s: pods, services, node IPs %s", tc.family, got)
+		}
+		kcm := strings.Join(c.commands()["kube-controller-manager"], " ")
+		if !strings.Contains(kcm, tc.kcmFlags) || !strings.Contains(kcm, "--service-cluster-ip-range="+tc.services) {
+			t.Errorf("%s: kube-controller-manager %s, want %s", tc.family, kcm, tc.kcmFlags)
+		}
+		api := strings.Join(c.commands()["kube-apiserver"], " ")
+		if !strings.Contains(api, "--service-cluster-ip-range="+tc.services+" ") || !strings.Contains(api, "--advertise-address="+c.ControlPlane().IPs()[0].String()+" ") {
+			t.Errorf("%s: kube-apiserver %s", tc.family, api)
+		}
+		if kubelet := strings.Join(node.commands()["kubelet"], " "); !strings.Contains(kubelet, "--node-ip="+tc.nodeIPs+" ") {
+			t.Errorf("%s: kubelet %s", tc.family, kubelet)
+		}
+		proxy, err := node.kubeProxyConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(proxy), "clusterCIDR: "+tc.pods+"\n") {
+			t.Errorf("%s: kube-proxy configuration\n%s", tc.family, proxy)
+		}
+	}
+}
+
+// TestCNIConfig checks the bridge's host-local ranges and routes: one of
+// each per family of the node's pod ranges, in their order.
+func TestCNIConfig(t *testing.T) {
+	c := &Cluster{Index: 11, Name: "f", NodeCount: 1, Dir: t.TempDir()}
+	n := c.Nodes()[0]
+	if err := os.MkdirAll(n.path(cniConfDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		subnets []netip.Prefix
+		want    []string
+	}{
+		{[]netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}, []string{`"ranges": [
+          [
+            {
+              "subnet": "10.244.1.0/24"
+            }
+          ]
+        ],`, `"routes": [
+          {
+            "dst": "0.0.0.0/0"
+          }
+        ]`}},
+		{[]netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd44:0:0:1::/64")}, []string{`"subnet": "10.244.1.0/24"
+            }
+          ],
+          [
+            {
+              "subnet": "fd44:0:0:1::/64"`, `"dst": "0.0.0.0/0"
+          },
+          {
+            "dst": "::/0"`}},
+	} {
+		if err := n.writeCNIConfig(tc.subnets, 0); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(n.path(cniConfDir, "10-lab.conflist"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%v: no\n%s\nin\n%s", tc.subnets, w, b)
+			}
+		}
+	}
+}

@@ -195,9 +195,9 @@ func (n *Node) kubeProxyConfig() ([]byte, error) {
 		"kind":               "KubeProxyConfiguration",
 		"clientConnection":   map[string]string{"kubeconfig": n.Cluster.componentKubeconfig("kube-proxy")},
 		"mode":               cmp.Or(n.Cluster.ProxyMode, IPTables),
-		"clusterCIDR":        n.Cluster.PodCIDR.String(),
+		"clusterCIDR":        Join(n.Cluster.PodCIDRs()),
 		"hostnameOverride":   n.Name(),
-		"bindAddress":        n.IP().String(),
+		"bindAddress":        n.IPs()[0].String(),
 		"healthzBindAddress": "127.0.0.1:10256",
 		"metricsBindAddress": "127.0.0.1:10249",
 		// Zero leaves the host-wide conntrack table size alone, which a

@@ -22,11 +22,15 @@ import (
 // veth. The namespaces must not exist yet.
 func (c *Cluster) CreateNetwork() error {
 	br := c.BridgeName()
-	for _, argv := range [][]string{
+	cmds := [][]string{
 		{"ip", "link", "add", br, "type", "bridge"},
 		{"ip", "addr", "add", netip.PrefixFrom(HostIP(c.Index), 24).String(), "dev", br},
-		{"ip", "link", "set", br, "up"},
-	} {
+	}
+	if c.IPFamily.HasIPv6() {
+		// nodad: see netns.Pair.
+		cmds = append(cmds, []string{"ip", "-6", "addr", "add", netip.PrefixFrom(HostIP6(c.Index), 64).String(), "dev", br, "nodad"})
+	}
+	for _, argv := range append(cmds, []string{"ip", "link", "set", br, "up"}) {
 		if out, err := runHost(argv...); err != nil {
 			return fmt.Errorf("cluster %s node network: %w: %s", c.Name, err, out)
 		}
@@ -130,13 +134,17 @@ func hostIfExists(name string) bool {
 }
 
 func (n *Node) pair() netns.Pair {
-	return netns.Pair{
+	p := netns.Pair{
 		Namespace: n.Namespace(),
 		HostIf:    n.HostIf(),
 		HostAddr:  netip.PrefixFrom(HostIP(n.Cluster.Index), 24),
 		NodeAddr:  netip.PrefixFrom(n.IP(), 24),
 		Bridge:    n.Cluster.BridgeName(),
 	}
+	if n.Cluster.IPFamily.HasIPv6() {
+		p.HostAddr6, p.NodeAddr6 = netip.PrefixFrom(HostIP6(n.Cluster.Index), 64), netip.PrefixFrom(n.IP6(), 64)
+	}
+	return p
 }
 
 // configureNamespace sets the sysctls of the node's network namespace: it
@@ -144,22 +152,26 @@ func (n *Node) pair() netns.Pair {
 // bridge netfilter switch makes pod-to-service traffic between pods of the
 // same bridge go through kube-proxy's rules; and reverse-path filtering is
 // strict, as on common cloud images, so that a route missing for a source
-// shows up as a drop.
+// shows up as a drop. A cluster with IPv6 forwards IPv6 too.
 func (n *Node) configureNamespace() error {
 	ns, err := netns.Open(n.Namespace())
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	defer ns.Close()
+	sysctls := [][2]string{
+		{"net/ipv4/ip_forward", "1"},
+		{"net/bridge/bridge-nf-call-iptables", "1"},
+		{"net/bridge/bridge-nf-call-ip6tables", "1"},
+		{"net/ipv4/conf/all/rp_filter", "1"},
+		{"net/ipv4/conf/default/rp_filter", "1"},
+		{"net/ipv4/conf/eth0/rp_filter", "1"},
+	}
+	if n.Cluster.IPFamily.HasIPv6() {
+		sysctls = append(sysctls, [2]string{"net/ipv6/conf/all/forwarding", "1"})
+	}
 	return ns.Do(func() error {
-		for _, kv := range [][2]string{
-			{"net/ipv4/ip_forward", "1"},
-			{"net/bridge/bridge-nf-call-iptables", "1"},
-			{"net/bridge/bridge-nf-call-ip6tables", "1"},
-			{"net/ipv4/conf/all/rp_filter", "1"},
-			{"net/ipv4/conf/default/rp_filter", "1"},
-			{"net/ipv4/conf/eth0/rp_filter", "1"},
-		} {
+		for _, kv := range sysctls {
 			if err := netns.WriteSysctl(kv[0], kv[1]); err != nil {
 				return fmt.Errorf("node %s: network namespace %s: %w", n.Name(), ns.Name, err)
 			}
@@ -168,34 +180,42 @@ func (n *Node) configureNamespace() error {
 	})
 }
 
-// podCIDRs waits until every node is registered and has its part of the
-// pod range, and returns the parts by node name.
-func (c *Cluster) podCIDRs(ctx context.Context, watch watcher) (map[string]netip.Prefix, error) {
+// podCIDRs waits until every node is registered and has its part of each
+// pod range, and returns the parts by node name, in the order of PodCIDRs.
+func (c *Cluster) podCIDRs(ctx context.Context, watch watcher) (map[string][]netip.Prefix, error) {
 	cs, err := c.Clientset()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]netip.Prefix{}
-	err = watch(ctx, "every node registered with a pod range", func(ctx context.Context) (bool, error) {
+	want := len(c.PodCIDRs())
+	out := map[string][]netip.Prefix{}
+	err = watch(ctx, "every node registered with its pod ranges", func(ctx context.Context) (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, node := range nodes.Items {
-			if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err == nil {
-				out[node.Name] = p
+			var ranges []netip.Prefix
+			for _, s := range node.Spec.PodCIDRs {
+				if p, err := netip.ParsePrefix(s); err == nil {
+					ranges = append(ranges, p)
+				}
+			}
+			if len(ranges) == want {
+				out[node.Name] = ranges
 			}
 		}
-		return len(out) == c.NodeCount, fmt.Errorf("%d of %d nodes have a pod range", len(out), c.NodeCount)
+		return len(out) == c.NodeCount, fmt.Errorf("%d of %d nodes have their %d pod ranges", len(out), c.NodeCount, want)
 	})
 	return out, err
 }
 
 // setUpBridge gives every node the CNI bridge configuration of its pod
-// range, a route to every other node's pod range through that node, and
-// the masquerade of traffic leaving the cluster's pod range, which the
-// bridge plugin's own ipMasq would apply to pods of other nodes too.
-func (c *Cluster) setUpBridge(podCIDRs map[string]netip.Prefix) error {
+// ranges, a route to every other node's pod ranges through that node (each
+// family through the node's address of that family), and the masquerade
+// of traffic leaving the cluster's pod ranges, which the bridge plugin's
+// own ipMasq would apply to pods of other nodes too.
+func (c *Cluster) setUpBridge(podCIDRs map[string][]netip.Prefix) error {
 	for _, n := range c.Nodes() {
 		own, ok := podCIDRs[n.Name()]
 		if !ok {
@@ -208,11 +228,21 @@ func (c *Cluster) setUpBridge(podCIDRs map[string]netip.Prefix) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.Name(), err)
 		}
-		cmds := [][]string{{"iptables", "-t", "nat", "-A", "POSTROUTING", "-s", c.PodCIDR.String(), "!", "-d", c.PodCIDR.String(),
-			"-m", "comment", "--comment", "lab: pods leaving the cluster", "-j", "MASQUERADE"}}
+		var cmds [][]string
+		for _, r := range c.PodCIDRs() {
+			tables := "iptables"
+			if r.Addr().Is6() {
+				tables = "ip6tables"
+			}
+			cmds = append(cmds, []string{tables, "-t", "nat", "-A", "POSTROUTING", "-s", r.String(), "!", "-d", r.String(),
+				"-m", "comment", "--comment", "lab: pods leaving the cluster", "-j", "MASQUERADE"})
+		}
 		for _, other := range c.Nodes() {
-			if other.Ordinal != n.Ordinal {
-				cmds = append(cmds, []string{"ip", "route", "replace", podCIDRs[other.Name()].String(), "via", other.IP().String()})
+			if other.Ordinal == n.Ordinal {
+				continue
+			}
+			for i, r := range podCIDRs[other.Name()] {
+				cmds = append(cmds, []string{"ip", "route", "replace", r.String(), "via", other.IPs()[i].String()})
 			}
 		}
 		for _, argv := range cmds {
@@ -256,7 +286,7 @@ func (c *Cluster) setUpFromFlannel(ctx context.Context, watch watcher) error {
 		}
 		// The lease names the gateway's address (.1), the subnet itself is
 		// the node's part of the pod range.
-		if err := n.writeCNIConfig(subnet.Masked(), mtu); err != nil {
+		if err := n.writeCNIConfig([]netip.Prefix{subnet.Masked()}, mtu); err != nil {
 			return err
 		}
 	}
@@ -284,9 +314,21 @@ func readEnvFile(path string) (map[string]string, error) {
 }
 
 // writeCNIConfig writes the node's CNI configuration: a bridge whose pods
-// take addresses from subnet and route everything through the bridge, with
-// the given MTU (0: the default of the bridge plugin).
-func (n *Node) writeCNIConfig(subnet netip.Prefix, mtu int) error {
+// take an address from each of subnets (one per family, the primary first,
+// as the Node's podCIDRs list them) and route everything of each family
+// through the bridge, with the given MTU (0: the default of the bridge
+// plugin).
+func (n *Node) writeCNIConfig(subnets []netip.Prefix, mtu int) error {
+	var ranges [][]map[string]string
+	var routes []map[string]string
+	for _, s := range subnets {
+		ranges = append(ranges, []map[string]string{{"subnet": s.String()}})
+		dst := "0.0.0.0/0"
+		if s.Addr().Is6() {
+			dst = "::/0"
+		}
+		routes = append(routes, map[string]string{"dst": dst})
+	}
 	bridge := map[string]any{
 		"type":        "bridge",
 		"bridge":      "cni0",
@@ -295,8 +337,8 @@ func (n *Node) writeCNIConfig(subnet netip.Prefix, mtu int) error {
 		"hairpinMode": true,
 		"ipam": map[string]any{
 			"type":    "host-local",
-			"ranges":  [][]map[string]string{{{"subnet": subnet.String()}}},
-			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+			"ranges":  ranges,
+			"routes":  routes,
 			"dataDir": n.path("cni", "ipam"),
 		},
 	}

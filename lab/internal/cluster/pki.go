@@ -78,17 +78,22 @@ func (n *Cluster) writePKI() error {
 		return fmt.Errorf("cluster %s: %w", n.Name, err)
 	}
 
+	// Pods reach the API server at the kubernetes Service's addresses, and
+	// the nodes of an IPv6 cluster at the control-plane node's IPv6 address.
+	ips := []net.IP{net.IP(n.NodeIP().AsSlice())}
+	for _, a := range n.APIServiceIPs() {
+		ips = append(ips, net.IP(a.AsSlice()))
+	}
+	if n.IPFamily.HasIPv6() {
+		ips = append(ips, net.IP(n.ControlPlane().IP6().AsSlice()))
+	}
 	serving := cert.Config{
 		CommonName: "kube-apiserver",
 		Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		AltNames: cert.AltNames{
 			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default",
 				"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-			IPs: []net.IP{
-				net.IP(n.NodeIP().AsSlice()),
-				net.IP(n.APIServiceIP().AsSlice()),
-				net.IPv4(127, 0, 0, 1),
-			},
+			IPs: append(ips, net.IPv4(127, 0, 0, 1)),
 		},
 	}
 	if _, _, err := signer.issue(dir, "apiserver", serving); err != nil {

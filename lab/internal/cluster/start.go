@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,28 @@ func (n *Cluster) commands() map[string][]string {
 			"--v=1",
 		}, flags...)
 	}
+	controllerManager := []string{
+		"--cert-dir=" + n.path("pki"),
+		"--root-ca-file=" + pki("ca.crt"),
+		"--service-account-private-key-file=" + pki("sa.key"),
+		"--use-service-account-credentials=true",
+		"--service-cluster-ip-range=" + Join(n.ServiceCIDRs()),
+		// The node's spec.podCIDR is what node-local agents read;
+		// a cluster that simulates a CNI with its own IPAM has none.
+		"--allocate-node-cidrs=" + strconv.FormatBool(!n.NoNodePodCIDRs),
+		"--cluster-cidr=" + Join(n.PodCIDRs()),
+	}
+	// kube-controller-manager refuses --node-cidr-mask-size beside a
+	// second range, and the IPv4 size in an IPv6-only cluster.
+	switch n.IPFamily {
+	case DualStack:
+		controllerManager = append(controllerManager, "--node-cidr-mask-size-ipv4="+strconv.Itoa(n.NodeMaskSize()),
+			"--node-cidr-mask-size-ipv6="+strconv.Itoa(NodeMaskSize6))
+	case IPv6:
+		controllerManager = append(controllerManager, "--node-cidr-mask-size-ipv6="+strconv.Itoa(NodeMaskSize6))
+	default:
+		controllerManager = append(controllerManager, "--node-cidr-mask-size="+strconv.Itoa(n.NodeMaskSize()))
+	}
 	return map[string][]string{
 		// A lab cluster's data is disposable; skipping fsync keeps two
 		// clusters from stalling on a shared disk.
@@ -68,13 +91,13 @@ func (n *Cluster) commands() map[string][]string {
 		},
 		"kube-apiserver": {bin("kube-apiserver"),
 			"--etcd-servers=http://127.0.0.1:2379",
-			"--advertise-address=" + n.NodeIP().String(),
+			"--advertise-address=" + n.AdvertiseIP().String(),
 			"--secure-port=6443",
 			"--tls-cert-file=" + pki("apiserver.crt"),
 			"--tls-private-key-file=" + pki("apiserver.key"),
 			"--client-ca-file=" + pki("ca.crt"),
 			"--cert-dir=" + n.path("pki"),
-			"--service-cluster-ip-range=" + n.ServiceCIDR.String(),
+			"--service-cluster-ip-range=" + Join(n.ServiceCIDRs()),
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + pki("sa.pub"),
 			"--service-account-signing-key-file=" + pki("sa.key"),
@@ -89,19 +112,8 @@ func (n *Cluster) commands() map[string][]string {
 			"--profiling=false",
 			"--v=1",
 		},
-		"kube-controller-manager": controller("kube-controller-manager",
-			"--cert-dir="+n.path("pki"),
-			"--root-ca-file="+pki("ca.crt"),
-			"--service-account-private-key-file="+pki("sa.key"),
-			"--use-service-account-credentials=true",
-			"--service-cluster-ip-range="+n.ServiceCIDR.String(),
-			// The node's spec.podCIDR is what node-local agents read;
-			// a cluster that simulates a CNI with its own IPAM has none.
-			"--allocate-node-cidrs="+strconv.FormatBool(!n.NoNodePodCIDRs),
-			"--cluster-cidr="+n.PodCIDR.String(),
-			"--node-cidr-mask-size="+strconv.Itoa(n.NodeMaskSize()),
-		),
-		"kube-scheduler": controller("kube-scheduler"),
+		"kube-controller-manager": controller("kube-controller-manager", controllerManager...),
+		"kube-scheduler":          controller("kube-scheduler"),
 	}
 }
 
@@ -116,11 +128,21 @@ func (n *Node) commands() map[string][]string {
 			"--root-dir=" + n.path(kubeletRoot),
 			"--cert-dir=" + n.path(kubeletRoot, "pki"),
 			"--hostname-override=" + n.Name(),
-			"--node-ip=" + n.IP().String(),
+			"--node-ip=" + Join(n.IPs()),
 			"--v=1",
 		},
 		"kube-proxy": {bin("kube-proxy"), "--config=" + n.path("kube-proxy-config.yaml"), "--v=1"},
 	}
+}
+
+// Join lists addresses or ranges as the components' flags take them:
+// comma-separated, the primary family first.
+func Join[T fmt.Stringer](list []T) string {
+	s := make([]string, len(list))
+	for i, v := range list {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // watcher waits until ready reports true, failing fast with the log of a
@@ -187,15 +209,20 @@ func (n *Cluster) Up(ctx context.Context) error {
 	if err := n.startOnNodes(rest); err != nil {
 		return err
 	}
-	podCIDRs := n.NodeRanges()
-	if !n.NoNodePodCIDRs {
+	var podCIDRs map[string][]netip.Prefix
+	if n.NoNodePodCIDRs {
+		podCIDRs = map[string][]netip.Prefix{}
+		for name, r := range n.NodeRanges() {
+			podCIDRs[name] = []netip.Prefix{r}
+		}
+	} else {
 		var err error
 		if podCIDRs, err = n.podCIDRs(ctx, n.watch); err != nil {
 			return err
 		}
 	}
 	for _, node := range nodes {
-		n.Logf("%s: node %s at %s, pods %s", n.Name, node.Name(), node.IP(), podCIDRs[node.Name()])
+		n.Logf("%s: node %s at %s, pods %s", n.Name, node.Name(), Join(node.IPs()), Join(podCIDRs[node.Name()]))
 	}
 	if n.CNI == Bridge {
 		return n.setUpBridge(podCIDRs)

@@ -117,10 +117,14 @@ func (l *Lab) printTopology(p *Progress) {
 	for _, c := range l.Clusters {
 		var nodes []string
 		for _, n := range c.Nodes() {
-			nodes = append(nodes, fmt.Sprintf("%s %s", n.Name(), n.IP()))
+			nodes = append(nodes, fmt.Sprintf("%s %s", n.Name(), cluster.Join(n.IPs())))
 		}
-		p.Logf("%s: CNI %s, kube-proxy in %s mode, pods %s, services %s, node network %s; nodes %s",
-			c.Name, c.CNI, c.ProxyMode, c.PodCIDR, c.ServiceCIDR, c.NodeNetwork(), strings.Join(nodes, ", "))
+		network := c.NodeNetwork().String()
+		if c.IPFamily.HasIPv6() {
+			network += "," + c.NodeNetwork6().String()
+		}
+		p.Logf("%s: CNI %s, kube-proxy in %s mode, IP family %s, pods %s, services %s, node network %s; nodes %s",
+			c.Name, c.CNI, c.ProxyMode, c.IPFamily, cluster.Join(c.PodCIDRs()), cluster.Join(c.ServiceCIDRs()), network, strings.Join(nodes, ", "))
 	}
 }
 
@@ -134,6 +138,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 		Registry:         l.State.Registry,
 		PodCIDR:          c.PodCIDR,
 		DNSIP:            c.DNSIP(),
+		DNSIPs:           c.DNSIPs(),
 		ClusterDomain:    cluster.ClusterDomain,
 		ClustersetDomain: cluster.ClustersetDomain,
 		FlannelRunDir:    c.FlannelRunDir(),
@@ -169,7 +174,7 @@ func (l *Lab) bringUp(ctx context.Context, c *cluster.Cluster) error {
 	if err := l.waitRollout(ctx, c, "kube-system", "deployment/coredns"); err != nil {
 		return err
 	}
-	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, c.DNSIP())
+	l.progress.Logf("%s: CoreDNS serves %s and %s at %s", c.Name, cluster.ClusterDomain, cluster.ClustersetDomain, cluster.Join(c.DNSIPs()))
 	if l.flux {
 		if err := l.installFlux(ctx, c); err != nil {
 			return err

@@ -25,6 +25,10 @@ const hostStateDir = "/run/peerlink-lab"
 type hostState struct {
 	// Forwarding is net.ipv4.ip_forward before the first lab.
 	Forwarding string `json:"forwarding"`
+	// Forwarding6 is net.ipv6.conf.all.forwarding before the first lab,
+	// which labs with IPv6 turn on; empty in a record written before the
+	// labs had IPv6.
+	Forwarding6 string `json:"forwarding6,omitempty"`
 	// CreatedDirs are the directories of sweep.HostDirs that did not
 	// exist, or were empty, before the first lab.
 	CreatedDirs []string `json:"createdDirs"`
@@ -118,7 +122,11 @@ func claimHost() error {
 	if err != nil {
 		return err
 	}
-	h := hostState{Forwarding: forwarding}
+	forwarding6, err := netns.ReadSysctl("net/ipv6/conf/all/forwarding")
+	if err != nil {
+		return err
+	}
+	h := hostState{Forwarding: forwarding, Forwarding6: forwarding6}
 	recorded := map[string]bool{}
 	// Children come before parents: a directory holding nothing but
 	// recorded ones holds nothing of anyone either (a previous lab's).
@@ -171,8 +179,11 @@ func releaseHost() error {
 		return fmt.Errorf("host state %s: %w", hostStateFile(), err)
 	}
 	var errs []error
-	if h.Forwarding != "" {
-		if err := netns.WriteSysctl("net/ipv4/ip_forward", h.Forwarding); err != nil {
+	for key, was := range map[string]string{"net/ipv4/ip_forward": h.Forwarding, "net/ipv6/conf/all/forwarding": h.Forwarding6} {
+		if was == "" {
+			continue
+		}
+		if err := netns.WriteSysctl(key, was); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -69,6 +69,15 @@ type Options struct {
 	PodCIDRs []netip.Prefix
 	// ServiceCIDRs are the clusters' service ranges, given like PodCIDRs.
 	ServiceCIDRs []netip.Prefix
+	// IPFamily is the family of every cluster's Nodes, pods and Services;
+	// empty means IPv4.
+	IPFamily cluster.IPFamily
+	// PodCIDRs6 are the clusters' IPv6 pod ranges (IPv6 and dual-stack
+	// clusters), given like PodCIDRs. None follows the layout of the IPv4
+	// ones: clusters that share an IPv4 range (PodCIDRs none or one) share
+	// cluster.DefaultPodCIDR6, clusters with one each get distinct ones
+	// (cluster.PodCIDR6Of).
+	PodCIDRs6 []netip.Prefix
 	// Flux installs Flux's source-controller and kustomize-controller in
 	// every cluster.
 	Flux bool
@@ -281,14 +290,21 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 			Index:          first + k,
 			Name:           name,
 			NodeCount:      max(o.Nodes, 1),
-			PodCIDR:        pick(o.PodCIDRs, k, cluster.DefaultPodCIDR),
-			ServiceCIDR:    pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR),
+			IPFamily:       cmp.Or(o.IPFamily, cluster.IPv4),
 			CNI:            cmp.Or(o.CNI, cluster.Bridge),
 			ProxyMode:      cmp.Or(o.ProxyMode, cluster.IPTables),
 			NoNodePodCIDRs: o.NoNodePodCIDRs,
 			Registry:       l.State.Registry,
 			Mirrored:       images.Mirrored(),
 			Logf:           p.Logf,
+		}
+		if n.IPFamily.HasIPv4() {
+			n.PodCIDR = pick(o.PodCIDRs, k, cluster.DefaultPodCIDR)
+			n.ServiceCIDR = pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR)
+		}
+		if n.IPFamily.HasIPv6() {
+			n.PodCIDR6 = pick(o.PodCIDRs6, k, o.defaultPodCIDR6(n.Index))
+			n.ServiceCIDR6 = cluster.ServiceCIDR6Of(n.Index)
 		}
 		n.Dir = filepath.Join(o.Dir, n.Namespace())
 		l.Clusters = append(l.Clusters, n)
@@ -311,7 +327,21 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	if err := netns.WriteSysctl("net/ipv4/ip_forward", "1"); err != nil {
 		return nil, err
 	}
+	if cmp.Or(o.IPFamily, cluster.IPv4).HasIPv6() {
+		if err := netns.WriteSysctl("net/ipv6/conf/all/forwarding", "1"); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
+}
+
+// defaultPodCIDR6 is the IPv6 pod range of cluster index i when none is
+// given: the IPv6 layout follows the IPv4 one (see Options.PodCIDRs6).
+func (o *Options) defaultPodCIDR6(i int) netip.Prefix {
+	if len(o.PodCIDRs) > 1 {
+		return cluster.PodCIDR6Of(i)
+	}
+	return cluster.DefaultPodCIDR6
 }
 
 // pick returns the value for cluster k of a list given once for every
@@ -358,14 +388,51 @@ func (o *Options) validate() error {
 	if o.NoNodePodCIDRs && cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
 		return fmt.Errorf("--node-pod-cidrs=false: only with --cni %s: %s reads the Nodes' pod ranges", cluster.Bridge, o.CNI)
 	}
+	family := cmp.Or(o.IPFamily, cluster.IPv4)
+	if _, err := cluster.ParseIPFamily(string(family)); err != nil {
+		return fmt.Errorf("--ip-family: %w", err)
+	}
+	if family.HasIPv6() {
+		// The lab runs flanneld with an IPv4 network only, and hands out
+		// the IPv4 blocks alone when the Nodes have no ranges.
+		if cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
+			return fmt.Errorf("--ip-family %s: only with --cni %s: the lab's %s pod network is IPv4-only", family, cluster.Bridge, o.CNI)
+		}
+		if o.NoNodePodCIDRs {
+			return fmt.Errorf("--ip-family %s: not with --node-pod-cidrs=false, which the lab simulates for IPv4 only", family)
+		}
+	}
+	if family == cluster.IPv6 && o.LoadBalancer != NoLoadBalancer {
+		return fmt.Errorf("--load-balancer %s: not with --ip-family %s: its pool is of the IPv4 node network", o.LoadBalancer, family)
+	}
+	if family == cluster.IPv6 && (len(o.PodCIDRs) > 0 || len(o.ServiceCIDRs) > 0) {
+		return fmt.Errorf("--pod-cidrs, --service-cidrs: not with --ip-family %s, whose clusters have no IPv4 ranges (--pod-cidrs-v6 gives the IPv6 ones)", family)
+	}
+	if len(o.PodCIDRs6) > 0 && !family.HasIPv6() {
+		return fmt.Errorf("--pod-cidrs-v6: only with --ip-family %s or %s", cluster.IPv6, cluster.DualStack)
+	}
 	for _, l := range []struct {
 		flag string
 		list []netip.Prefix
-	}{{"--pod-cidrs", o.PodCIDRs}, {"--service-cidrs", o.ServiceCIDRs}} {
+		v6   bool
+	}{{"--pod-cidrs", o.PodCIDRs, false}, {"--service-cidrs", o.ServiceCIDRs, false}, {"--pod-cidrs-v6", o.PodCIDRs6, true}} {
 		if len(l.list) > 1 && len(l.list) != len(o.Names) {
 			return fmt.Errorf("%s: %d ranges for %d clusters: give one for all or one per cluster", l.flag, len(l.list), len(o.Names))
 		}
 		for _, p := range l.list {
+			if l.v6 {
+				// kube-controller-manager splits a range into at most 2^16
+				// node ranges of /64, and every node needs one.
+				if !p.Addr().Is6() || p.Addr().Is4In6() || p != p.Masked() || p.Bits() < 64-16 || p.Bits() > 64-4 {
+					return fmt.Errorf("%s %s: must be an IPv6 network of /%d to /%d", l.flag, p, 64-16, 64-4)
+				}
+				for _, taken := range []string{cluster.NodeNetworks6, cluster.ServiceNetworks6} {
+					if p.Overlaps(netip.MustParsePrefix(taken)) {
+						return fmt.Errorf("%s %s: overlaps the lab's %s", l.flag, p, taken)
+					}
+				}
+				continue
+			}
 			if !p.Addr().Is4() || p != p.Masked() || p.Bits() > 28 {
 				return fmt.Errorf("%s %s: must be an IPv4 network of at most /28", l.flag, p)
 			}
@@ -505,12 +572,13 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		if down := notRunning(cluster.ControlPlaneComponents(), n.PidFile); len(down) > 0 {
 			procs = "control plane not running: " + strings.Join(down, ", ")
 		}
-		pods := n.PodCIDR.String()
+		pods := cluster.Join(n.PodCIDRs())
 		if n.NoNodePodCIDRs {
 			pods += " (not on the Nodes)"
 		}
-		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  kube-proxy %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
-			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.ProxyMode, pods, n.ServiceCIDR, n.APIServerURL(), n.Kubeconfig(), procs)
+		fmt.Fprintf(out, "%s  cluster ID %s  CNI %s  kube-proxy %s  IP family %s  pods %s  services %s  api %s\n    kubeconfig %s\n    %s\n",
+			n.Name, cmp.Or(n.ClusterID, "(peerlink not installed)"), n.CNI, n.ProxyMode, cmp.Or(n.IPFamily, cluster.IPv4), pods,
+			cluster.Join(n.ServiceCIDRs()), n.APIServerURL(), n.Kubeconfig(), procs)
 		for _, node := range n.Nodes() {
 			ready := "not Ready"
 			if ok, why := node.Ready(ctx); ok {
@@ -522,7 +590,7 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 			if down := notRunning(cluster.NodeComponents(), node.PidFile); len(down) > 0 {
 				procs = ", not running: " + strings.Join(down, ", ")
 			}
-			fmt.Fprintf(out, "    node %s  %s  namespace %s  %s%s\n", node.Name(), node.IP(), node.Namespace(), ready, procs)
+			fmt.Fprintf(out, "    node %s  %s  namespace %s  %s%s\n", node.Name(), cluster.Join(node.IPs()), node.Namespace(), ready, procs)
 		}
 		for _, peer := range l.Clusters {
 			if peer == n {

@@ -1,6 +1,7 @@
 package labctl
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,23 +43,32 @@ type Cluster struct {
 	Nodes      int               `json:"nodes"`
 	CNI        cluster.CNI       `json:"cni"`
 	ProxyMode  cluster.ProxyMode `json:"proxyMode,omitempty"`
+	// IPFamily is the family of the cluster's Kubernetes objects; a lab
+	// recorded before there was a choice is IPv4.
+	IPFamily cluster.IPFamily `json:"ipFamily,omitempty"`
 	// NoNodePodCIDRs: the Nodes have no spec.podCIDRs.
-	NoNodePodCIDRs bool         `json:"noNodePodCIDRs,omitempty"`
-	PodCIDR        netip.Prefix `json:"podCIDR"`
-	ServiceCIDR    netip.Prefix `json:"serviceCIDR"`
+	NoNodePodCIDRs bool `json:"noNodePodCIDRs,omitempty"`
+	// PodCIDR and ServiceCIDR are the IPv4 ranges (none in an IPv6-only
+	// cluster), PodCIDR6 and ServiceCIDR6 the IPv6 ones.
+	PodCIDR      netip.Prefix `json:"podCIDR,omitzero"`
+	ServiceCIDR  netip.Prefix `json:"serviceCIDR,omitzero"`
+	PodCIDR6     netip.Prefix `json:"podCIDR6,omitzero"`
+	ServiceCIDR6 netip.Prefix `json:"serviceCIDR6,omitzero"`
 }
 
 // recordOf is the record of a cluster.
 func recordOf(c *cluster.Cluster) Cluster {
 	return Cluster{Index: c.Index, Name: c.Name, ID: c.ClusterID, Kubeconfig: c.Kubeconfig(), Nodes: c.NodeCount,
-		CNI: c.CNI, ProxyMode: c.ProxyMode, NoNodePodCIDRs: c.NoNodePodCIDRs, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}
+		CNI: c.CNI, ProxyMode: c.ProxyMode, IPFamily: c.IPFamily, NoNodePodCIDRs: c.NoNodePodCIDRs,
+		PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR, PodCIDR6: c.PodCIDR6, ServiceCIDR6: c.ServiceCIDR6}
 }
 
 // cluster is the cluster a record describes, without what the lab adds
 // (directories, binaries, registry).
 func (r Cluster) cluster() *cluster.Cluster {
 	return &cluster.Cluster{Index: r.Index, Name: r.Name, ClusterID: r.ID, NodeCount: r.Nodes, CNI: r.CNI, ProxyMode: r.ProxyMode,
-		NoNodePodCIDRs: r.NoNodePodCIDRs, PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR}
+		IPFamily: cmp.Or(r.IPFamily, cluster.IPv4), NoNodePodCIDRs: r.NoNodePodCIDRs,
+		PodCIDR: r.PodCIDR, ServiceCIDR: r.ServiceCIDR, PodCIDR6: r.PodCIDR6, ServiceCIDR6: r.ServiceCIDR6}
 }
 
 func writeState(dir string, s State) error {

@@ -20,6 +20,8 @@ func TestPair(t *testing.T) {
 		HostIf:    "pltest" + probe.Name[len(probe.Name)-4:],
 		HostAddr:  netip.MustParsePrefix("198.18.250.1/30"),
 		NodeAddr:  netip.MustParsePrefix("198.18.250.2/30"),
+		HostAddr6: netip.MustParsePrefix("fd30:ffff:250::1/64"),
+		NodeAddr6: netip.MustParsePrefix("fd30:ffff:250::2/64"),
 	}
 	t.Cleanup(func() { _ = p.Delete() })
 	if err := p.Create(); err != nil {
@@ -31,8 +33,10 @@ func TestPair(t *testing.T) {
 	if err := p.Create(); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("second Create: %v, want already exists", err)
 	}
-	if out, err := exec.Command("ping", "-c", "1", "-W", "2", p.NodeAddr.Addr().String()).CombinedOutput(); err != nil {
-		t.Errorf("the host does not reach the namespace: %v\n%s", err, out)
+	for _, a := range []netip.Addr{p.NodeAddr.Addr(), p.NodeAddr6.Addr()} {
+		if out, err := exec.Command("ping", "-c", "1", "-W", "2", a.String()).CombinedOutput(); err != nil {
+			t.Errorf("the host does not reach the namespace at %s: %v\n%s", a, err, out)
+		}
 	}
 	ns, err := Open(p.Namespace)
 	if err != nil {
@@ -40,6 +44,9 @@ func TestPair(t *testing.T) {
 	}
 	if out := ns.MustRun(t, "ip", "route", "show", "default"); !strings.Contains(out, "via "+p.HostAddr.Addr().String()) {
 		t.Errorf("default route in the namespace: %q", out)
+	}
+	if out := ns.MustRun(t, "ip", "-6", "route", "show", "default"); !strings.Contains(out, "via "+p.HostAddr6.Addr().String()) {
+		t.Errorf("IPv6 default route in the namespace: %q", out)
 	}
 	if out := ns.MustRun(t, "ip", "-o", "link", "show", "lo"); !strings.Contains(out, "UP") {
 		t.Errorf("lo is not up: %q", out)
