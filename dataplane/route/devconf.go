@@ -190,16 +190,22 @@ func (a *Applier) forward6(link string) (bool, error) {
 				return nil
 			}
 			if err := os.WriteFile(ipv6Conf+key, []byte("1"), 0o644); err != nil {
+				if errors.Is(err, syscall.EROFS) {
+					return fmt.Errorf("IPv6 forwarding is off and /proc/sys is read-only here: set the sysctl net.ipv6.conf.all.forwarding=1 for this namespace (a pod's securityContext.sysctls, which the kubelet must allow): %w", err)
+				}
 				return fmt.Errorf("write net.ipv6.conf.%s: %w", strings.ReplaceAll(key, "/", "."), err)
 			}
 			changed = true
 			return nil
 		}
-		if err := set(link + "/forwarding"); err != nil {
-			return err
-		}
+		// Forwarding for the whole namespace, set by whoever made it (a
+		// pod's sysctls, a node's configuration), is all it takes: then
+		// nothing is written, which an unprivileged pod could not.
 		all, err := os.ReadFile(ipv6Conf + "all/forwarding")
 		if err != nil || strings.TrimSpace(string(all)) == "1" {
+			return err
+		}
+		if err := set(link + "/forwarding"); err != nil {
 			return err
 		}
 		err = set(link + "/force_forwarding")
