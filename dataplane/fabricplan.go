@@ -78,7 +78,8 @@ type SkippedGateway struct {
 // FabricPlan is the desired state of a node.
 type FabricPlan struct {
 	// Skipped are the gateways left out of the plan: one peer's bad facts
-	// (an IPv6 range, a range on this cluster's pods or on another peer's)
+	// (a range on this cluster's pods or on another peer's, a special-use
+	// range)
 	// cost that peer its routes, never the other peers theirs.
 	Skipped []SkippedGateway
 	plan.NetNS
@@ -209,8 +210,7 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	for _, n := range otherPods {
 		otherPrefixes = append(otherPrefixes, n.pods)
 	}
-
-	p.NAT.Sets = []plan.Set{
+	sets := []plan.Set{
 		{Name: setPodCIDRs, Prefixes: f.PodCIDRs},
 		{Name: setRemoteRanges, Prefixes: remote},
 		{Name: setHomeRanges, Prefixes: home},
@@ -218,7 +218,44 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		{Name: setOtherNodes, Prefixes: otherNodes},
 		{Name: setMasquerade, Prefixes: f.masquerade()},
 	}
-	p.NAT.Chains = []plan.Chain{{
+	p.NAT = f.ruleset(plan.IPv4, sets)
+	// The IPv6 table exists when a peer has IPv6 ranges: it is all about
+	// the traffic to and from peers.
+	p.NAT6 = plan.Ruleset{Table: FabricNFTable, Family: plan.IPv6}
+	if len(ofFamily(remote, plan.IPv6)) > 0 {
+		p.NAT6 = f.ruleset(plan.IPv6, sets)
+	}
+	return p, nil
+}
+
+// ruleset plans the node's nftables table of family fam over the part of
+// sets of that family. The rules that translate to one of the node's own
+// addresses are in the table of that address's family only.
+func (f FabricFacts) ruleset(fam plan.Family, sets []plan.Set) plan.Ruleset {
+	rs := plan.Ruleset{Table: FabricNFTable, Family: fam}
+	for _, s := range sets {
+		rs.Sets = append(rs.Sets, plan.Set{Name: s.Name, Prefixes: ofFamily(s.Prefixes, fam)})
+	}
+	var postrouting []plan.Rule
+	if plan.FamilyOf(f.Node) == fam {
+		// Only the gateway's node sees these: its gateway pod sends what
+		// comes out of the tunnel to it.
+		postrouting = append(postrouting, plan.Rule{
+			Comment: "peers' packets to a masqueraded remapped host, as this node",
+			IIF:     OverlayLink, DstIn: setMasquerade, SNATTo: f.Node,
+		})
+	}
+	if plan.FamilyOf(f.UnknownSource) == fam {
+		postrouting = append(postrouting, plan.Rule{
+			Comment:  "other sources leave through this node's gateway as the unknown source",
+			SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
+		})
+	}
+	postrouting = append(postrouting, plan.Rule{
+		Comment: "keep sources towards peers, bypassing the CNI's masquerade",
+		DstIn:   setRemoteRanges, SNATKeepSource: true,
+	})
+	rs.Chains = []plan.Chain{{
 		Name: "prerouting", Type: plan.Filter, Hook: plan.Prerouting, Priority: FabricRawPriority,
 		Rules: []plan.Rule{{
 			// This node saw such a connection only as overlay packets
@@ -232,29 +269,15 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 		}},
 	}, {
 		Name: "postrouting", Type: plan.NAT, Hook: plan.Postrouting, Priority: FabricNATPriority,
-		Rules: []plan.Rule{
-			{
-				// Only the gateway's node sees these: its gateway pod
-				// sends what comes out of the tunnel to it.
-				Comment: "peers' packets to a masqueraded remapped host, as this node",
-				IIF:     OverlayLink, DstIn: setMasquerade, SNATTo: f.Node,
-			},
-			{
-				Comment:  "other sources leave through this node's gateway as the unknown source",
-				SrcNotIn: setPodCIDRs, DstIn: setHomeRanges, SNATTo: f.UnknownSource,
-			},
-			{
-				Comment: "keep sources towards peers, bypassing the CNI's masquerade",
-				DstIn:   setRemoteRanges, SNATKeepSource: true,
-			},
-		},
+		Rules: postrouting,
 	}}
-	return p, nil
+	return rs
 }
 
-// masquerade are the hosts to masquerade towards as /32 prefixes: IPv4
-// addresses outside the pod CIDRs, at most MaxIPs, the lowest. Others can
-// only be an IP gone wrong, which its gateway does not translate either.
+// masquerade are the hosts to masquerade towards as host prefixes:
+// addresses of the node's family outside the pod CIDRs, at most MaxIPs, the
+// lowest. Others can only be an IP gone wrong, which its gateway does not
+// translate either, or a host this node cannot masquerade towards.
 func (f FabricFacts) masquerade() []netip.Prefix {
 	hosts := slices.Clone(f.Masquerade)
 	slices.SortFunc(hosts, netip.Addr.Compare)
@@ -264,8 +287,8 @@ func (f FabricFacts) masquerade() []netip.Prefix {
 		if len(out) == MaxIPs {
 			break
 		}
-		if h.Is4() && !slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(h) }) {
-			out = append(out, netip.PrefixFrom(h, 32))
+		if plan.FamilyOf(h) == plan.FamilyOf(f.Node) && !slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(h) }) {
+			out = append(out, host(h))
 		}
 	}
 	return out
@@ -277,8 +300,9 @@ type nodePods struct {
 	pods netip.Prefix
 }
 
-// otherNodePods are the pod ranges of the nodes other than this one. A range
-// that is no IPv4 network, lies outside the cluster's pod CIDRs or overlaps
+// otherNodePods are the pod ranges, of either family, of the nodes other
+// than this one whose address is of this node's family (the overlay's). A
+// range that is no network, lies outside the cluster's pod CIDRs or overlaps
 // one taken before is left out: it can only be a node's record gone wrong,
 // and the overlay is not where to repair it.
 func (f FabricFacts) otherNodePods() []nodePods {
@@ -287,12 +311,12 @@ func (f FabricFacts) otherNodePods() []nodePods {
 	var out []nodePods
 	var taken []netip.Prefix
 	for _, n := range nodes {
-		if !n.Address.Is4() || n.Address == f.Node {
+		if plan.FamilyOf(n.Address) != plan.FamilyOf(f.Node) || n.Address == f.Node {
 			continue
 		}
 		for _, p := range n.PodCIDRs {
 			inside := slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Bits() <= p.Bits() && c.Contains(p.Addr()) })
-			if !p.Addr().Is4() || p != p.Masked() || !inside || slices.ContainsFunc(taken, p.Overlaps) {
+			if !p.IsValid() || p != p.Masked() || !inside || slices.ContainsFunc(taken, p.Overlaps) {
 				continue
 			}
 			taken = append(taken, p)
@@ -302,18 +326,18 @@ func (f FabricFacts) otherNodePods() []nodePods {
 	return out
 }
 
-// otherNodes are the addresses of the nodes other than this one, as /32
-// prefixes. An address that is no IPv4 address, or lies in the cluster's
-// pod CIDRs, is left out, as otherNodePods leaves out what can only be a
-// record gone wrong.
+// otherNodes are the addresses of the nodes other than this one, as host
+// prefixes. An address of another family than this node's, or in the
+// cluster's pod CIDRs, is left out, as otherNodePods leaves out what can
+// only be a record gone wrong.
 func (f FabricFacts) otherNodes() []netip.Prefix {
 	var out []netip.Prefix
 	for _, n := range f.Nodes {
 		a := n.Address
-		if !a.Is4() || a == f.Node || slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(a) }) {
+		if plan.FamilyOf(a) != plan.FamilyOf(f.Node) || a == f.Node || slices.ContainsFunc(f.PodCIDRs, func(c netip.Prefix) bool { return c.Contains(a) }) {
 			continue
 		}
-		if p := netip.PrefixFrom(a, 32); !slices.Contains(out, p) {
+		if p := host(a); !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -323,8 +347,8 @@ func (f FabricFacts) otherNodes() []netip.Prefix {
 
 func (f FabricFacts) validate() error {
 	var errs []error
-	if !f.Node.Is4() {
-		errs = append(errs, fmt.Errorf("node address %v: must be an IPv4 address", f.Node))
+	if !f.Node.IsValid() {
+		errs = append(errs, errors.New("node address: missing"))
 	}
 	if f.OverlayKind != plan.Geneve && f.OverlayKind != plan.VXLAN {
 		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.OverlayKind))
@@ -336,12 +360,12 @@ func (f FabricFacts) validate() error {
 		errs = append(errs, errors.New("pod CIDRs: at least one is required"))
 	}
 	for _, p := range f.PodCIDRs {
-		if !p.Addr().Is4() || p != p.Masked() {
-			errs = append(errs, fmt.Errorf("pod CIDR %s: must be an IPv4 network", p))
+		if !p.IsValid() || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("pod CIDR %s: must be a network", p))
 		}
 	}
-	if !f.UnknownSource.Is4() {
-		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address", f.UnknownSource))
+	if !f.UnknownSource.IsValid() {
+		errs = append(errs, errors.New("unknown-source address: missing"))
 	}
 	return errors.Join(errs...)
 }
@@ -350,16 +374,20 @@ func (f FabricFacts) validate() error {
 // ranges of the gateways planned before it.
 func (f FabricFacts) checkGateway(g FabricGateway, planned []netip.Prefix) error {
 	var errs []error
-	if g.Address.IsValid() && !g.Address.Is4() {
-		errs = append(errs, fmt.Errorf("address %v must be IPv4", g.Address))
+	underlay := plan.FamilyOf(f.Node)
+	if g.Address.IsValid() && plan.FamilyOf(g.Address) != underlay {
+		errs = append(errs, fmt.Errorf("address %v must be of the family of the node's address %v", g.Address, f.Node))
 	}
-	if g.Address.IsValid() && !g.Local && !g.Node.Is4() {
-		errs = append(errs, fmt.Errorf("node address %v must be IPv4", g.Node))
+	if g.Address.IsValid() && !g.Local && (!g.Node.IsValid() || plan.FamilyOf(g.Node) != underlay) {
+		errs = append(errs, fmt.Errorf("node address %v must be of the family of this node's address %v", g.Node, f.Node))
 	}
 	for _, r := range g.Ranges {
-		if !r.IsValid() || !r.Addr().Is4() || r != r.Masked() {
-			errs = append(errs, fmt.Errorf("range %s must be an IPv4 network", r))
+		if !r.IsValid() || r != r.Masked() {
+			errs = append(errs, fmt.Errorf("range %s must be a network", r))
 			continue
+		}
+		if plan.FamilyOf(r.Addr()) == plan.IPv6 && f.OverlayMTU < minIPv6MTU {
+			errs = append(errs, fmt.Errorf("range %s: the overlay's MTU %d is below IPv6's %d", r, f.OverlayMTU, minIPv6MTU))
 		}
 		if err := rangepolicy.CheckRoutable(r); err != nil {
 			errs = append(errs, err)

@@ -93,16 +93,16 @@ func TestPlanFabricSkipsBadGateways(t *testing.T) {
 		bad  FabricGateway
 		want string
 	}{
-		"two peers, one range": {gw("b", "10.71.0.0/24"), "range 10.71.0.0/24 overlaps 10.71.0.0/16 of another gateway"},
-		"range in pod CIDR":    {gw("b", "10.244.5.0/24"), "range 10.244.5.0/24 overlaps pod CIDR 10.244.0.0/16"},
-		"IPv6 range":           {gw("b", "fd00::/64"), "range fd00::/64 must be an IPv4 network"},
-		"link-local range":     {gw("b", "169.254.0.0/16"), "169.254.0.0/16 refused (SpecialUse)"},
-		"default route":        {gw("b", "0.0.0.0/0"), "0.0.0.0/0 refused (SpecialUse)"},
-		"host bits":            {gw("b", "10.72.0.1/16"), "range 10.72.0.1/16 must be an IPv4 network"},
-		"own ranges overlap":   {gw("b", "10.72.0.0/16", "10.72.3.0/24"), "ranges 10.72.0.0/16 and 10.72.3.0/24 overlap"},
-		"IPv6 address":         {FabricGateway{Name: "b", Address: netip.MustParseAddr("fd00::1"), Local: true}, "address fd00::1 must be IPv4"},
+		"two peers, one range":  {gw("b", "10.71.0.0/24"), "range 10.71.0.0/24 overlaps 10.71.0.0/16 of another gateway"},
+		"range in pod CIDR":     {gw("b", "10.244.5.0/24"), "range 10.244.5.0/24 overlaps pod CIDR 10.244.0.0/16"},
+		"IPv6 link-local range": {gw("b", "fe80::/64"), "fe80::/64 refused"},
+		"link-local range":      {gw("b", "169.254.0.0/16"), "169.254.0.0/16 refused (SpecialUse)"},
+		"default route":         {gw("b", "0.0.0.0/0"), "0.0.0.0/0 refused (SpecialUse)"},
+		"host bits":             {gw("b", "10.72.0.1/16"), "range 10.72.0.1/16 must be a network"},
+		"own ranges overlap":    {gw("b", "10.72.0.0/16", "10.72.3.0/24"), "ranges 10.72.0.0/16 and 10.72.3.0/24 overlap"},
+		"IPv6 address":          {FabricGateway{Name: "b", Address: netip.MustParseAddr("fd00::1"), Local: true}, "address fd00::1 must be of the family of the node's address 172.18.0.2"},
 		"remote gateway, no node": {FabricGateway{Name: "b", Address: netip.MustParseAddr("10.244.3.9"),
-			Ranges: []netip.Prefix{netip.MustParsePrefix("10.73.0.0/16")}}, "node address invalid IP must be IPv4"},
+			Ranges: []netip.Prefix{netip.MustParsePrefix("10.73.0.0/16")}}, "node address invalid IP must be of the family"},
 	} {
 		f := base
 		f.Gateways = []FabricGateway{tc.bad, good}

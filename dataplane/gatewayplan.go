@@ -127,10 +127,6 @@ func IngressDropReasons() []string {
 	return []string{DropSource, DropGateway, DropDestination}
 }
 
-// tcpIPHeaders is what an MSS leaves out of an IPv4 packet: IPv4 and TCP
-// headers without options.
-const tcpIPHeaders = 40
-
 // PlanGateway computes the desired state of a gateway from its facts. It
 // fails, naming the fact, when the facts cannot make a working tunnel.
 func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
@@ -139,7 +135,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	}
 	p := GatewayPlan{NetNS: GatewayOwned()}
 
-	peerRanges := []netip.Prefix{netip.PrefixFrom(PeerTunnelAddress(f.Role), 32)}
+	peerRanges := []netip.Prefix{host(PeerTunnelAddress(f.Role))}
 	for _, m := range f.Remote {
 		peerRanges = append(peerRanges, m.Real)
 	}
@@ -163,7 +159,20 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	}
 	p.TunnelMTU = f.MTU
 	p.Overlay.Kind, p.Overlay.Underlay = f.Overlay.Kind, f.Overlay.Address
+	p.Routes = f.routing()
+	p.NAT = f.ruleset(plan.IPv4)
+	// The IPv6 table exists when the peer has IPv6 ranges: without them
+	// WireGuard lets no IPv6 packet out of the tunnel in the first place.
+	p.NAT6 = plan.Ruleset{Table: GatewayNFTable, Family: plan.IPv6}
+	if f.hasRemote(plan.IPv6) {
+		p.NAT6 = f.ruleset(plan.IPv6)
+	}
+	return p, nil
+}
 
+// routing plans the gateway's links, addresses, routes and rules, of both
+// families alike.
+func (f GatewayFacts) routing() plan.Routing {
 	// The peer's pod range is often this cluster's own, so a peer pod may
 	// have the very address of this gateway pod. Its packets must not be
 	// dropped as martians on the way in (AcceptLocal), and the replies to
@@ -171,58 +180,81 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	// go back into the tunnel rather than to this pod (LocalExceptIIF, in
 	// GatewayOwned): nothing arriving on the overlay is for the gateway
 	// itself.
-	rs := p.Routes
+	rs := GatewayOwned().Routes
 	rs.Links = []plan.Link{
 		{Name: TunnelLink, MTU: f.MTU, Router: true, AcceptLocal: true},
 		{Name: OverlayLink, MTU: f.Overlay.MTU, Router: true},
 	}
 	rs.Addresses = []plan.Address{{Link: TunnelLink, Prefix: netip.PrefixFrom(TunnelAddress(f.Role), TunnelPrefix.Bits())}}
 	// Whatever arrives from the overlay is for the peer: after the DNAT its
-	// destination is in the peer's real ranges, and anything else is
-	// rejected rather than leaked through the pod's default route.
+	// destination is in the peer's real ranges, and anything else, of
+	// either family, is rejected rather than leaked through the pod's
+	// default route.
 	for _, m := range f.Remote {
 		rs.Routes = append(rs.Routes, plan.Route{Table: TableToPeer, Dst: m.Real, Link: TunnelLink})
 	}
-	rs.Routes = append(rs.Routes, plan.Route{Table: TableToPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true})
+	for _, fam := range families {
+		rs.Routes = append(rs.Routes, plan.Route{Table: TableToPeer, Dst: everything(fam), Unreachable: true})
+	}
 	rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityToPeer, IIF: OverlayLink, Table: TableToPeer})
 	if n := f.Overlay.Node; n.IsValid() {
+		// Both families go back to the node by the overlay, whatever the
+		// family of the node's address: a route may have a next hop of
+		// the other family.
 		rs.Neighbors = append(rs.Neighbors, plan.Neighbor{Link: OverlayLink, IP: n, MAC: plan.OverlayMAC(n)})
-		rs.Routes = append(rs.Routes, plan.Route{
-			Table: TableFromPeer, Dst: netip.MustParsePrefix("0.0.0.0/0"),
-			Link: OverlayLink, Via: n, Encap: n, VNI: plan.VNI,
-		})
+		for _, fam := range families {
+			rs.Routes = append(rs.Routes, plan.Route{
+				Table: TableFromPeer, Dst: everything(fam),
+				Link: OverlayLink, Via: n, Encap: n, VNI: plan.VNI,
+			})
+		}
 		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
 	}
-	p.Routes = rs.Sorted()
+	return rs.Sorted()
+}
 
+// hasRemote tells whether the peer has a range of family fam.
+func (f GatewayFacts) hasRemote(fam plan.Family) bool {
+	return slices.ContainsFunc(f.Remote, func(m RangeMapping) bool { return plan.FamilyOf(m.Real.Addr()) == fam })
+}
+
+// ruleset plans the gateway's nftables table of family fam: the same
+// chains in both families, over the ranges and hosts of that family. The
+// tunnel's own addresses, and so the rules of the health probe and the
+// service exchange, are IPv4 only.
+func (f GatewayFacts) ruleset(fam plan.Family) plan.Ruleset {
+	rs := plan.Ruleset{Table: GatewayNFTable, Family: fam}
 	toReal := plan.Map{Name: mapRemappedToReal}
 	toRemapped := plan.Map{Name: mapRealToRemapped}
+	var real []netip.Prefix
 	for _, m := range f.Remote {
+		if plan.FamilyOf(m.Real.Addr()) != fam {
+			continue
+		}
+		real = append(real, m.Real)
 		if m.Real == m.Remapped {
 			continue
 		}
 		toReal.Elements = append(toReal.Elements, plan.MapElement{From: m.Remapped, To: m.Real})
 		toRemapped.Elements = append(toRemapped.Elements, plan.MapElement{From: m.Real, To: m.Remapped})
 	}
-	mss := uint16(f.clampMTU() - tcpIPHeaders)
-	var real []netip.Prefix
-	for _, m := range f.Remote {
-		real = append(real, m.Real)
-	}
 	toLocal := plan.Map{Name: mapIPToLocal}
 	toIP := plan.Map{Name: mapLocalToIP}
 	for _, m := range f.IPs {
-		local, remapped := netip.PrefixFrom(m.Local, 32), netip.PrefixFrom(m.Remapped, 32)
+		if plan.FamilyOf(m.Local) != fam {
+			continue
+		}
+		local, remapped := host(m.Local), host(m.Remapped)
 		toLocal.Elements = append(toLocal.Elements, plan.MapElement{From: remapped, To: local})
 		toIP.Elements = append(toIP.Elements, plan.MapElement{From: local, To: remapped})
 	}
-	p.NAT.Sets = []plan.Set{
+	rs.Sets = []plan.Set{
 		{Name: setPeerRanges, Prefixes: real},
-		{Name: setLocalRanges, Prefixes: f.LocalRanges},
-		{Name: setReachable, Prefixes: f.reachable()},
+		{Name: setLocalRanges, Prefixes: ofFamily(f.LocalRanges, fam)},
+		{Name: setReachable, Prefixes: ofFamily(f.reachable(), fam)},
 	}
-	p.NAT.Maps = []plan.Map{toReal, toRemapped, toLocal, toIP}
-	p.NAT.Counters = IngressDropReasons()
+	rs.Maps = []plan.Map{toReal, toRemapped, toLocal, toIP}
+	rs.Counters = IngressDropReasons()
 	postrouting := []plan.Rule{{
 		Comment: "from the peer: real source to its remapped range",
 		IIF:     TunnelLink, SNATMap: mapRealToRemapped,
@@ -230,7 +262,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		Comment: "from this cluster: a remapped host as its address of the external range",
 		IIF:     OverlayLink, SNATMap: mapLocalToIP,
 	}}
-	if f.UnknownSource.IsValid() {
+	if u := f.UnknownSource; u.IsValid() && plan.FamilyOf(u) == fam {
 		// A node's own packets come with the node's address, which no
 		// peer knows. They are translated here, whichever node sent them,
 		// so that the answers come back to this gateway, which sends them
@@ -242,45 +274,43 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 		// another node's address.
 		postrouting = append(postrouting, plan.Rule{
 			Comment: "from this cluster: other sources (nodes, host-network pods) as the unknown source",
-			IIF:     OverlayLink, SrcNotIn: setLocalRanges, SNATTo: f.UnknownSource,
+			IIF:     OverlayLink, SrcNotIn: setLocalRanges, SNATTo: u,
 		})
 	}
-	p.NAT.Chains = []plan.Chain{
-		// The tunnel is a narrow door: before routing and before the
-		// source is remapped, a packet from the peer must come from
-		// the peer's declared ranges and go to this cluster's pods or
-		// external range. Nothing else of this cluster (its nodes,
-		// Services, other peers, the gateway pod itself but for the
-		// health probe) is reachable from the tunnel.
-		{Name: "ingress", Type: plan.Filter, Hook: plan.Prerouting, Priority: -150, Rules: []plan.Rule{
-			{
-				Comment: "from the peer: its health probe to this gateway",
-				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), UDPDstPort: HealthPort,
-				Verdict: plan.Accept,
-			},
-			{
-				Comment: "from the peer: the service exchange with this gateway",
-				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), TCPDstPort: ServicesPort,
-				Verdict: plan.Accept,
-			},
-			{
-				Comment: "from the peer: answers to what this gateway opened",
-				IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), Established: true,
-				Verdict: plan.Accept,
-			},
-			{
-				Comment: "from the peer: only from its declared ranges",
-				IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: plan.Drop,
-			},
-			{
-				Comment: "from the peer: nothing for the gateway itself",
-				IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: plan.Drop,
-			},
-			{
-				Comment: "from the peer: only to this cluster's pods, remapped hosts and unknown source",
-				IIF:     TunnelLink, DstNotIn: setReachable, Counter: DropDestination, Verdict: plan.Drop,
-			},
-		}},
+	// The tunnel is a narrow door: before routing and before the source is
+	// remapped, a packet from the peer must come from the peer's declared
+	// ranges and go to this cluster's pods or external range. Nothing else
+	// of this cluster (its nodes, Services, other peers, the gateway pod
+	// itself but for the health probe) is reachable from the tunnel.
+	var ingress []plan.Rule
+	if fam == plan.FamilyOf(TunnelAddress(f.Role)) {
+		ingress = []plan.Rule{{
+			Comment: "from the peer: its health probe to this gateway",
+			IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), UDPDstPort: HealthPort,
+			Verdict: plan.Accept,
+		}, {
+			Comment: "from the peer: the service exchange with this gateway",
+			IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), TCPDstPort: ServicesPort,
+			Verdict: plan.Accept,
+		}, {
+			Comment: "from the peer: answers to what this gateway opened",
+			IIF:     TunnelLink, Src: PeerTunnelAddress(f.Role), Dst: TunnelAddress(f.Role), Established: true,
+			Verdict: plan.Accept,
+		}}
+	}
+	ingress = append(ingress, plan.Rule{
+		Comment: "from the peer: only from its declared ranges",
+		IIF:     TunnelLink, SrcNotIn: setPeerRanges, Counter: DropSource, Verdict: plan.Drop,
+	}, plan.Rule{
+		Comment: "from the peer: nothing for the gateway itself",
+		IIF:     TunnelLink, DstLocal: true, Counter: DropGateway, Verdict: plan.Drop,
+	}, plan.Rule{
+		Comment: "from the peer: only to this cluster's pods, remapped hosts and unknown source",
+		IIF:     TunnelLink, DstNotIn: setReachable, Counter: DropDestination, Verdict: plan.Drop,
+	})
+	mss := uint16(f.clampMTU() - tcpIPHeaders(fam))
+	rs.Chains = []plan.Chain{
+		{Name: "ingress", Type: plan.Filter, Hook: plan.Prerouting, Priority: -150, Rules: ingress},
 		{Name: "prerouting", Type: plan.NAT, Hook: plan.Prerouting, Priority: -100, Rules: []plan.Rule{{
 			Comment: "to the peer: remapped destination to its real range",
 			IIF:     OverlayLink, DNATMap: mapRemappedToReal,
@@ -294,7 +324,7 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 			{Comment: "clamp MSS out of the tunnel", IIF: TunnelLink, TCPSYN: true, ClampMSS: mss},
 		}},
 	}
-	return p, nil
+	return rs
 }
 
 // reachable are the destinations a packet from the tunnel may have: the
@@ -308,14 +338,14 @@ func (f GatewayFacts) reachable() []netip.Prefix {
 	if !ok {
 		return f.LocalRanges
 	}
-	out := []netip.Prefix{netip.PrefixFrom(f.UnknownSource, 32)}
+	out := []netip.Prefix{host(f.UnknownSource)}
 	for _, p := range f.LocalRanges {
 		if p != ext {
 			out = append(out, p)
 		}
 	}
 	for _, m := range f.IPs {
-		out = append(out, netip.PrefixFrom(m.Remapped, 32))
+		out = append(out, host(m.Remapped))
 	}
 	return out
 }
@@ -381,19 +411,22 @@ func (f GatewayFacts) validate() error {
 	if f.Overlay.Kind != plan.Geneve && f.Overlay.Kind != plan.VXLAN {
 		errs = append(errs, fmt.Errorf("overlay kind %q: must be geneve or vxlan", f.Overlay.Kind))
 	}
-	if !f.Overlay.Address.Is4() {
-		errs = append(errs, fmt.Errorf("overlay address %v: must be an IPv4 address", f.Overlay.Address))
+	if !f.Overlay.Address.IsValid() {
+		errs = append(errs, errors.New("overlay address: missing"))
 	}
-	if f.Overlay.Node.IsValid() && !f.Overlay.Node.Is4() {
-		errs = append(errs, fmt.Errorf("overlay node address %v: must be an IPv4 address", f.Overlay.Node))
+	if n := f.Overlay.Node; n.IsValid() && plan.FamilyOf(n) != plan.FamilyOf(f.Overlay.Address) {
+		errs = append(errs, fmt.Errorf("overlay node address %v: must be of the family of the overlay address %v", n, f.Overlay.Address))
 	}
 	if f.Overlay.MTU < minMTU {
 		errs = append(errs, fmt.Errorf("overlay MTU %d: must be at least %d", f.Overlay.MTU, minMTU))
 	}
+	if f.hasRemote(plan.IPv6) && (f.MTU < minIPv6MTU || f.Overlay.MTU < minIPv6MTU) {
+		errs = append(errs, fmt.Errorf("tunnel MTU %d, overlay MTU %d: the peer has IPv6 ranges, which need links of at least %d", f.MTU, f.Overlay.MTU, minIPv6MTU))
+	}
 	errs = append(errs, validateRemote(f.Remote)...)
 	errs = append(errs, validateLocal(f.LocalRanges)...)
-	if u := f.UnknownSource; u.IsValid() && (!u.Is4() || !slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) })) {
-		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an IPv4 address of the local ranges", u))
+	if u := f.UnknownSource; u.IsValid() && !slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) }) {
+		errs = append(errs, fmt.Errorf("unknown-source address %v: must be an address of the local ranges", u))
 	}
 	errs = append(errs, f.validateIPs()...)
 	return errors.Join(errs...)
@@ -401,7 +434,7 @@ func (f GatewayFacts) validate() error {
 
 // validateIPs checks the remapped hosts: at most MaxIPs, each remapped to
 // its own address of the external range but the unknown source, from an
-// IPv4 address outside the local ranges.
+// address outside the local ranges.
 func (f GatewayFacts) validateIPs() []error {
 	if len(f.IPs) == 0 {
 		return nil
@@ -418,9 +451,9 @@ func (f GatewayFacts) validateIPs() []error {
 	for i, m := range f.IPs {
 		where := fmt.Sprintf("remapped host %d (%s -> %s)", i, m.Local, m.Remapped)
 		switch {
-		case !m.Local.Is4() || slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(m.Local) }):
-			errs = append(errs, fmt.Errorf("%s: the local address must be IPv4, outside the local ranges", where))
-		case !m.Remapped.Is4() || !ext.Contains(m.Remapped) || m.Remapped == f.UnknownSource:
+		case !m.Local.IsValid() || slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p.Contains(m.Local) }):
+			errs = append(errs, fmt.Errorf("%s: the local address must lie outside the local ranges", where))
+		case !ext.Contains(m.Remapped) || m.Remapped == f.UnknownSource:
 			errs = append(errs, fmt.Errorf("%s: the remapped address must be in the external range %s, not the unknown source", where, ext))
 		case seen[m.Remapped]:
 			errs = append(errs, fmt.Errorf("%s: the remapped address is another host's", where))
@@ -438,8 +471,8 @@ func validateLocal(local []netip.Prefix) []error {
 	}
 	var errs []error
 	for i, p := range local {
-		if !p.IsValid() || !p.Addr().Is4() || p != p.Masked() {
-			errs = append(errs, fmt.Errorf("local range %d (%s): must be an IPv4 network", i, p))
+		if !p.IsValid() || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("local range %d (%s): must be a network", i, p))
 		}
 	}
 	if i, j, ok := cidr.FirstOverlap(local); ok {
@@ -456,8 +489,8 @@ func validateRemote(remote []RangeMapping) []error {
 		switch {
 		case !m.Real.IsValid() || !m.Remapped.IsValid():
 			errs = append(errs, fmt.Errorf("%s: real and remapped ranges are both required", where))
-		case !m.Real.Addr().Is4() || !m.Remapped.Addr().Is4():
-			errs = append(errs, fmt.Errorf("%s: only IPv4 ranges are supported", where))
+		case plan.FamilyOf(m.Real.Addr()) != plan.FamilyOf(m.Remapped.Addr()):
+			errs = append(errs, fmt.Errorf("%s: a range is remapped within its family", where))
 		case m.Real != m.Real.Masked() || m.Remapped != m.Remapped.Masked():
 			errs = append(errs, fmt.Errorf("%s: host bits set", where))
 		case m.Real.Bits() != m.Remapped.Bits():

@@ -115,10 +115,15 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 		"overlap": {func(f *GatewayFacts) {
 			f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix("10.244.7.0/24"), Remapped: netip.MustParsePrefix("10.80.7.0/24")})
 		}, "remote ranges 10.244.0.0/16 and 10.244.7.0/24 overlap"},
-		"IPv6": {func(f *GatewayFacts) {
-			f.Remote[0] = RangeMapping{Real: netip.MustParsePrefix("fd00::/64"), Remapped: netip.MustParsePrefix("fd01::/64")}
-		}, "only IPv4"},
-		"no overlay kind": {func(f *GatewayFacts) { f.Overlay.Kind = "auto" }, `overlay kind "auto"`},
+		"family changed": {func(f *GatewayFacts) {
+			f.Remote[0] = RangeMapping{Real: netip.MustParsePrefix("fd00::/112"), Remapped: netip.MustParsePrefix("10.71.0.0/16")}
+		}, "remapped within its family"},
+		"IPv6 narrow MTU": {func(f *GatewayFacts) {
+			f.MTU = 1200
+			f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix("fd00::/64"), Remapped: netip.MustParsePrefix("fd01::/64")})
+		}, "need links of at least 1280"},
+		"overlay families": {func(f *GatewayFacts) { f.Overlay.Node = netip.MustParseAddr("fd30::2") }, "overlay node address fd30::2"},
+		"no overlay kind":  {func(f *GatewayFacts) { f.Overlay.Kind = "auto" }, `overlay kind "auto"`},
 		"unknown source outside": {func(f *GatewayFacts) { f.UnknownSource = netip.MustParseAddr("10.71.0.0") },
 			"unknown-source address 10.71.0.0"},
 	} {
