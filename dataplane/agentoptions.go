@@ -33,9 +33,6 @@ type AgentOptions struct {
 // adds what its own options need.
 func (o AgentOptions) Check() []error {
 	errs := []error{field.Required("Namespace", o.Namespace != "")}
-	if o.NodeIP.IsValid() && !o.NodeIP.Is4() {
-		errs = append(errs, field.Invalid("NodeIP", o.NodeIP, "must be an IPv4 address"))
-	}
 	if o.MTU < 0 {
 		errs = append(errs, field.Invalid("MTU", o.MTU, "must not be negative"))
 	}

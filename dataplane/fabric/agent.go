@@ -23,6 +23,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/kernel"
 	"github.com/peerlink/peerlink/dataplane/overlay"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/field"
@@ -151,7 +152,7 @@ func linkMTU(h *netlink.Handle, addr netip.Addr) (int, error) {
 		return 0, fmt.Errorf("list links: %w", err)
 	}
 	for _, l := range links {
-		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+		addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
 		if err != nil {
 			continue
 		}
@@ -256,7 +257,7 @@ func (a *Agent) gatherFacts(ctx context.Context) (dataplane.FabricFacts, error) 
 		cni, err = clusterinfo.NodePodCIDRs(ctx, a.reader, missing)
 		a.reportCNIError(err, missing)
 	}
-	f.Nodes = fabricNodes(nodes.Items, cni)
+	f.Nodes = fabricNodes(nodes.Items, cni, plan.FamilyOf(a.opts.NodeIP))
 	var ips ipamv1alpha1.IPList
 	if err := a.client.List(ctx, &ips); err != nil {
 		return f, fmt.Errorf("list IPs: %w", err)
@@ -280,16 +281,17 @@ func masqueraded(ips []ipamv1alpha1.IP) []netip.Addr {
 	return out
 }
 
-// fabricNodes are the nodes with their InternalIP and pod ranges: their
+// fabricNodes are the nodes with their InternalIP of family fam (the
+// overlay's, this node's address's) and their pod ranges: their
 // spec.podCIDRs or, for a node without them, the ranges its CNI keeps for
 // it (cni, by node name). A node without either has no pods this node
 // could route to.
-func fabricNodes(nodes []corev1.Node, cni map[string][]netip.Prefix) []dataplane.FabricNode {
+func fabricNodes(nodes []corev1.Node, cni map[string][]netip.Prefix, fam plan.Family) []dataplane.FabricNode {
 	var out []dataplane.FabricNode
 	for _, n := range nodes {
 		var fn dataplane.FabricNode
 		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is4() {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && plan.FamilyOf(ip) == fam {
 				fn.Address = ip
 				break
 			}

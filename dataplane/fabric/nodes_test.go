@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/cidr"
 )
 
@@ -33,7 +34,7 @@ func TestFabricNodes(t *testing.T) {
 		"cilium": cidr.MustPrefixes("10.0.3.0/24"),
 		"calico": cidr.MustPrefixes("192.168.7.0/26", "192.168.7.64/26"),
 	}
-	got := fabricNodes(nodes, cni)
+	got := fabricNodes(nodes, cni, plan.IPv4)
 	want := []dataplane.FabricNode{
 		{Address: netip.MustParseAddr("172.18.0.2"), PodCIDRs: cidr.MustPrefixes("10.244.0.0/24")},
 		{Address: netip.MustParseAddr("172.18.0.3"), PodCIDRs: cidr.MustPrefixes("10.0.3.0/24")},

@@ -357,30 +357,34 @@ func (a *Agent) initKernel() error {
 }
 
 // podUnderlay returns the pod's address and the MTU of its link: those of
-// the link of the default route.
+// the link of the IPv4 default route, or of the IPv6 one in a pod without
+// IPv4 (an IPv6-only cluster). The overlay runs over that family, whichever
+// families it carries.
 func podUnderlay(h *netlink.Handle) (netip.Addr, int, error) {
-	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		return netip.Addr{}, 0, fmt.Errorf("list routes of the main table: %w", err)
-	}
-	for _, r := range routes {
-		if r.Dst != nil && r.Dst.String() != "0.0.0.0/0" {
-			continue
-		}
-		link, err := h.LinkByIndex(r.LinkIndex)
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 		if err != nil {
-			return netip.Addr{}, 0, fmt.Errorf("look up the link of the default route: %w", err)
+			return netip.Addr{}, 0, fmt.Errorf("list routes of the main table: %w", err)
 		}
-		addrs, err := h.AddrList(link, netlink.FAMILY_V4)
-		if err != nil {
-			return netip.Addr{}, 0, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
-		}
-		for _, ad := range addrs {
-			if ip, ok := netip.AddrFromSlice(ad.IP); ok && ip.Unmap().IsGlobalUnicast() {
-				return ip.Unmap(), link.Attrs().MTU, nil
+		for _, r := range routes {
+			if ones, _ := r.Dst.Mask.Size(); r.Dst != nil && ones != 0 {
+				continue
 			}
+			link, err := h.LinkByIndex(r.LinkIndex)
+			if err != nil {
+				return netip.Addr{}, 0, fmt.Errorf("look up the link of the default route: %w", err)
+			}
+			addrs, err := h.AddrList(link, family)
+			if err != nil {
+				return netip.Addr{}, 0, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
+			}
+			for _, ad := range addrs {
+				if ip, ok := netip.AddrFromSlice(ad.IP); ok && ip.Unmap().IsGlobalUnicast() {
+					return ip.Unmap(), link.Attrs().MTU, nil
+				}
+			}
+			return netip.Addr{}, 0, fmt.Errorf("link %s of the default route has no global address", link.Attrs().Name)
 		}
-		return netip.Addr{}, 0, fmt.Errorf("link %s of the default route has no IPv4 address", link.Attrs().Name)
 	}
 	return netip.Addr{}, 0, errors.New("the pod has no default route: cannot tell its own address")
 }

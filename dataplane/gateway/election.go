@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -139,7 +140,7 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID, Controller: ptr.To(true),
 			}},
 		},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: addressType(a.overlayFacts.Address),
 		Endpoints: []discoveryv1.Endpoint{{
 			Addresses:  []string{a.overlayFacts.Address.String()},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
@@ -258,4 +259,12 @@ func (a *Agent) takeOver(ctx context.Context) {
 	if ep.IsValid() {
 		a.peerEndpoint = ep
 	}
+}
+
+// addressType is the EndpointSlice address type of a.
+func addressType(a netip.Addr) discoveryv1.AddressType {
+	if a.Unmap().Is4() {
+		return discoveryv1.AddressTypeIPv4
+	}
+	return discoveryv1.AddressTypeIPv6
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -214,7 +215,7 @@ func rotate(addresses []string, turn int) []string {
 }
 
 // resolveEndpoint returns the first of a client's server addresses that is
-// an IPv4 address or resolves to one. An address the peer may not name
+// an address, or a name that resolves to one (its IPv4 addresses first). An address the peer may not name
 // (loopback, link-local, unspecified, multicast, broadcast: see
 // rangepolicy.CheckServerAddr) is skipped, written or resolved: a name
 // the peer chose can resolve anywhere.
@@ -232,17 +233,14 @@ func resolveEndpoint(ctx context.Context, addresses []string, port int) (netip.A
 				errs = append(errs, fmt.Errorf("server address %s: %w", host, err))
 				continue
 			}
-			if ip.Unmap().Is4() {
-				return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
-			}
-			errs = append(errs, fmt.Errorf("server address %s: not IPv4", host))
-			continue
+			return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
 		}
-		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		if err != nil || len(ips) == 0 {
 			errs = append(errs, fmt.Errorf("resolve server address %s: %w", host, err))
 			continue
 		}
+		slices.SortStableFunc(ips, func(a, b netip.Addr) int { return cmp.Compare(a.Unmap().BitLen(), b.Unmap().BitLen()) })
 		for _, ip := range ips {
 			ip = ip.Unmap()
 			if err := rangepolicy.CheckServerAddr(ip); err != nil {

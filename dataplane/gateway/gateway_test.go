@@ -67,8 +67,8 @@ func TestRangeMappings(t *testing.T) {
 
 func TestResolveEndpoint(t *testing.T) {
 	ctx := context.Background()
-	if ep, err := resolveEndpoint(ctx, []string{"2001:db8::1", "192.0.2.2"}, 51840); err != nil || ep.String() != "192.0.2.2:51840" {
-		t.Errorf("resolveEndpoint = %v, %v; want the IPv4 address", ep, err)
+	if ep, err := resolveEndpoint(ctx, []string{"::1", "fd30:0:2::2", "192.0.2.2"}, 51840); err != nil || ep.String() != "[fd30:0:2::2]:51840" {
+		t.Errorf("resolveEndpoint = %v, %v; want the first usable address, of either family", ep, err)
 	}
 	if _, err := resolveEndpoint(ctx, nil, 51840); !resync.IsWaiting(err) {
 		t.Errorf("no address: %v, want waiting", err)
@@ -169,12 +169,23 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := ok
-	bad.ListenPort, bad.NodeIP, bad.LocalRanges = 0, netip.MustParseAddr("2001:db8::1"), nil
+	bad.ListenPort, bad.LocalRanges = 0, nil
 	err := bad.Validate()
-	for _, want := range []string{"ListenPort 0", "NodeIP 2001:db8::1", "LocalRanges: required"} {
+	for _, want := range []string{"ListenPort 0", "LocalRanges: required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}
+	}
+	bad = ok
+	bad.LocalRanges = []netip.Prefix{netip.MustParsePrefix("fd44::1/48")}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "LocalRanges fd44::1/48: must be a network") {
+		t.Errorf("Validate() with host bits = %v", err)
+	}
+	dual := ok
+	dual.LocalRanges = append(dual.LocalRanges, netip.MustParsePrefix("fd44::/48"))
+	dual.UnknownSource = netip.MustParseAddr("fd44::")
+	if err := dual.Validate(); err != nil {
+		t.Errorf("Validate() of dual-stack ranges = %v", err)
 	}
 }
 

@@ -103,12 +103,12 @@ func (o Options) Validate() error {
 		errs = append(errs, field.Invalid("LocalRanges", nil, "required (this cluster's pod and external CIDRs; the controller sets %s)", netv1beta1.LocalCIDRsEnv))
 	}
 	for _, p := range o.LocalRanges {
-		if !p.Addr().Is4() {
-			errs = append(errs, field.Invalid("LocalRanges", p, "must be an IPv4 network"))
+		if !p.IsValid() || p != p.Masked() {
+			errs = append(errs, field.Invalid("LocalRanges", p, "must be a network"))
 		}
 	}
-	if u := o.UnknownSource; u.IsValid() && (!u.Is4() || !slices.ContainsFunc(o.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) })) {
-		errs = append(errs, field.Invalid("UnknownSource", u, "must be an IPv4 address of LocalRanges"))
+	if u := o.UnknownSource; u.IsValid() && !slices.ContainsFunc(o.LocalRanges, func(p netip.Prefix) bool { return p.Contains(u) }) {
+		errs = append(errs, field.Invalid("UnknownSource", u, "must be an address of LocalRanges"))
 	}
 	return errors.Join(append(errs, o.AgentOptions.Check()...)...)
 }
