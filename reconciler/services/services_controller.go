@@ -845,7 +845,8 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 			}
 			cur = svc
 		}
-		si.Spec.IPs = cur.Spec.ClusterIPs
+		// The families follow the clusterset IPs the Service was given.
+		si.Spec.IPs, si.Spec.IPFamilies = cur.Spec.ClusterIPs, cur.Spec.IPFamilies
 	}
 	if current == nil || !sameImport(current, si) {
 		if err := api.Apply(ctx, r.client, si, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
@@ -934,7 +935,16 @@ func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, 
 // desiredDerived is the selector-less ClusterIP Service that kube-proxy
 // routes the import's clusterset IP through. It has no owner (it is made
 // before its ServiceImport): applyImports removes it with the import.
+//
+// It asks for the exported Service's families, primary first: a dual-stack
+// export prefers both, and gets what this cluster has (its IPv4 address
+// alone in an IPv4 cluster); a single-stack one gets its own family or is
+// refused by the API server where this cluster lacks it.
 func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
+	policy := corev1.IPFamilyPolicySingleStack
+	if len(imp.Winner.IPFamilies) > 1 {
+		policy = corev1.IPFamilyPolicyPreferDualStack
+	}
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -947,6 +957,8 @@ func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
 			SessionAffinityConfig: imp.Winner.SessionAffinityConfig,
 			InternalTrafficPolicy: imp.Winner.InternalTrafficPolicy,
 			TrafficDistribution:   imp.Winner.TrafficDistribution,
+			IPFamilyPolicy:        &policy,
+			IPFamilies:            imp.Winner.IPFamilies,
 		},
 	}
 	for _, p := range imp.Ports {
@@ -970,7 +982,11 @@ func sameDerived(have, want *corev1.Service) bool {
 		}
 		return fmt.Sprintf("%s/%s/%d/%s", p.Name, p.Protocol, p.Port, app)
 	}
-	return hasLabels(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type &&
+	// The API server keeps only the families this cluster has: the
+	// primary one tells whether the families asked for are those given.
+	sameFamilies := equality.Semantic.DeepEqual(have.Spec.IPFamilyPolicy, want.Spec.IPFamilyPolicy) &&
+		len(have.Spec.IPFamilies) > 0 && len(want.Spec.IPFamilies) > 0 && have.Spec.IPFamilies[0] == want.Spec.IPFamilies[0]
+	return hasLabels(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type && sameFamilies &&
 		have.Spec.SessionAffinity == want.Spec.SessionAffinity &&
 		equality.Semantic.DeepEqual(have.Spec.SessionAffinityConfig, wantAffinity) &&
 		equality.Semantic.DeepEqual(have.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy) &&
@@ -1008,6 +1024,11 @@ func localPreferred(imp *mcs.Import) bool {
 // the ports the import routes to that member (see mcs.Import.RoutedPorts)
 // and its endpoints as view says this cluster reaches them; standby marks
 // them all not ready (ready endpoints of this cluster take the calls).
+//
+// A group comes from one EndpointSlice of its cluster, so its endpoints are
+// of one family: that of its first endpoint, which the slice's address type
+// follows (endpoints of the other family are dropped). An IPv6 slice has a
+// name of its own, as a slice's address type cannot change.
 func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup, derived string,
 	view func(netip.Addr) (netip.Addr, bool), standby bool) *discoveryv1.EndpointSlice {
 	base := derived
@@ -1016,6 +1037,12 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 	}
 	sum := sha256.Sum256([]byte(m.Cluster))
 	name := fmt.Sprintf("%s-%s-%d", base, strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:8], group)
+	ipv6 := len(g.Endpoints) > 0 && !g.Endpoints[0].IP.Unmap().Is4()
+	addressType := discoveryv1.AddressTypeIPv4
+	if ipv6 {
+		addressType = discoveryv1.AddressTypeIPv6
+		name += "-v6"
+	}
 	lbl := map[string]string{
 		mcsv1beta1.LabelServiceName:   imp.Name,
 		mcsv1beta1.LabelSourceCluster: m.Cluster,
@@ -1027,7 +1054,7 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 	sl := &discoveryv1.EndpointSlice{
 		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta:  metav1.ObjectMeta{Namespace: imp.Namespace, Name: name, Labels: lbl},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: addressType,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
 	for _, p := range imp.RoutedPorts(m, g) {
@@ -1035,7 +1062,7 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 	}
 	for _, e := range g.Endpoints {
 		ip, ok := view(e.IP)
-		if !ok || !ip.Is4() {
+		if !ok || ip.Unmap().Is4() == ipv6 {
 			continue
 		}
 		ready := e.Ready && m.Live && !standby
