@@ -38,8 +38,8 @@ func TestServicesFamilies(t *testing.T) {
 	}
 	e.create(t, newConf("liqo-tenant-b", "b", "b", []string{"10.244.0.0/16", "fd44::/48"}))
 	conf := e.waitConf(t, "liqo-tenant-b", "b", "remapped", func(conf *netv1beta1.Configuration) error {
-		if len(conf.Status.Remote.CIDR.Pod) != 2 {
-			return fmt.Errorf("status.remote.cidr.pod %v", conf.Status.Remote.CIDR.Pod)
+		if conf.Status.Remote == nil || len(conf.Status.Remote.CIDR.Pod) != 2 {
+			return fmt.Errorf("status.remote %+v, conditions %+v", conf.Status.Remote, conf.Status.Conditions)
 		}
 		return nil
 	})
