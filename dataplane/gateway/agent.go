@@ -422,7 +422,9 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 	if err := a.kernel.Apply(p.NetNS, tunnel); err != nil {
 		return err
 	}
-	if drops, err := a.kernel.Counters(p.NAT.Table, plan.IPv4); err == nil {
+	// The ingress filter counts in each family's table; a metric counts
+	// the drops of both.
+	if drops, err := a.drops(p); err == nil {
 		a.metrics.observeDrops(drops)
 	} else {
 		a.log.Error(err, "read the ingress filter's counters")
@@ -435,6 +437,25 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 	a.applied = &p
 	a.tunnelMTU.Store(int64(p.TunnelMTU))
 	return nil
+}
+
+// drops reads the ingress filter's counters of the tables of p, both
+// families' added up.
+func (a *Agent) drops(p dataplane.GatewayPlan) (map[string]uint64, error) {
+	drops := map[string]uint64{}
+	for _, rs := range []plan.Ruleset{p.NAT, p.NAT6} {
+		if rs.Empty() {
+			continue
+		}
+		counts, err := a.kernel.Counters(rs.Table, rs.Family)
+		if err != nil {
+			return nil, fmt.Errorf("table %s %s: %w", rs.Family, rs.Table, err)
+		}
+		for reason, n := range counts {
+			drops[reason] += n
+		}
+	}
+	return drops, nil
 }
 
 // withKnownEndpoint gives a server's device that knows no endpoint for its
