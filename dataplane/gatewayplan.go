@@ -198,15 +198,20 @@ func (f GatewayFacts) routing() plan.Routing {
 	}
 	rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityToPeer, IIF: OverlayLink, Table: TableToPeer})
 	if n := f.Overlay.Node; n.IsValid() {
-		// Both families go back to the node by the overlay, whatever the
-		// family of the node's address: a route may have a next hop of
-		// the other family.
+		// Each family the peer sends goes back to the node by the
+		// overlay, whatever the family of the node's address (the route
+		// applier finds a next hop of the route's family). A family the
+		// peer has no range of is not routed at all, so that a gateway of
+		// an IPv4 peering has nothing IPv6 to forward (which would need
+		// IPv6 forwarding in its pod).
 		rs.Neighbors = append(rs.Neighbors, plan.Neighbor{Link: OverlayLink, IP: n, MAC: plan.OverlayMAC(n)})
 		for _, fam := range families {
-			rs.Routes = append(rs.Routes, plan.Route{
-				Table: TableFromPeer, Dst: everything(fam),
-				Link: OverlayLink, Via: n, Encap: n, VNI: plan.VNI,
-			})
+			if f.hasRemote(fam) {
+				rs.Routes = append(rs.Routes, plan.Route{
+					Table: TableFromPeer, Dst: everything(fam),
+					Link: OverlayLink, Via: n, Encap: n, VNI: plan.VNI,
+				})
+			}
 		}
 		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
 	}
