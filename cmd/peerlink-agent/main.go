@@ -1,8 +1,9 @@
 // Command peerlink-agent is the one binary of every peerlink pod. Its
 // subcommands are the controller (reconcilers of the API), the gateway agent
 // (one per peering: WireGuard, NAT, routes, health), the fabric agent (one
-// per node: the overlay that brings traffic to the gateways) and the probe
-// pods of `peerlink verify`.
+// per node: the overlay that brings traffic to the gateways), the probe
+// pods of `peerlink verify`, and the init container that turns on IPv6
+// forwarding in the gateway pods of a cluster with IPv6 ranges.
 package main
 
 import (
@@ -56,6 +57,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newGatewayCommand())
 	root.AddCommand(newFabricCommand())
 	root.AddCommand(newProbeCommand())
+	root.AddCommand(newIPv6ForwardingCommand())
 	return root
 }
 

@@ -176,6 +176,26 @@ func (a *Applier) exchange(req *nl.NetlinkRequest) ([]syscall.NetlinkMessage, er
 // leaves that one to whoever configures the namespace.
 const ipv6Conf = "/proc/sys/net/ipv6/conf/"
 
+// EnableIPv6Forwarding turns on IPv6 forwarding for the whole network
+// namespace of the caller (net.ipv6.conf.all.forwarding), unless it is on
+// already, and reports whether it wrote. It is what a privileged init
+// container of a gateway pod runs, so that the gateway, which may not write
+// /proc/sys, forwards IPv6.
+func EnableIPv6Forwarding() (bool, error) {
+	const key = ipv6Conf + "all/forwarding"
+	v, err := os.ReadFile(key)
+	if err != nil {
+		return false, fmt.Errorf("read net.ipv6.conf.all.forwarding (is IPv6 on in this kernel?): %w", err)
+	}
+	if strings.TrimSpace(string(v)) == "1" {
+		return false, nil
+	}
+	if err := os.WriteFile(key, []byte("1"), 0o644); err != nil {
+		return false, fmt.Errorf("write net.ipv6.conf.all.forwarding: %w", err)
+	}
+	return true, nil
+}
+
 // forward6 turns on IPv6 forwarding of packets arriving on link and
 // reports whether it wrote anything.
 func (a *Applier) forward6(link string) (bool, error) {

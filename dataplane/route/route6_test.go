@@ -337,3 +337,28 @@ func isInner(f []byte, mac net.HardwareAddr, dst netip.Addr) bool {
 	return len(f) >= 54 && bytes.Equal(f[:6], mac) && binary.BigEndian.Uint16(f[12:14]) == unix.ETH_P_IPV6 &&
 		netip.AddrFrom16([16]byte(f[38:54])) == dst
 }
+
+// TestEnableIPv6Forwarding turns IPv6 forwarding on in a fresh namespace,
+// whose default is off, and finds nothing to do the second time.
+func TestEnableIPv6Forwarding(t *testing.T) {
+	ns := netns.New(t, "fwd6")
+	var first, second bool
+	var after string
+	err := ns.Do(func() error {
+		var err error
+		if first, err = EnableIPv6Forwarding(); err != nil {
+			return err
+		}
+		if second, err = EnableIPv6Forwarding(); err != nil {
+			return err
+		}
+		after, err = netns.ReadSysctl("net/ipv6/conf/all/forwarding")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first || second || strings.TrimSpace(after) != "1" {
+		t.Errorf("wrote %t then %t, all.forwarding %q; want a write, none, and 1", first, second, after)
+	}
+}

@@ -246,7 +246,47 @@ func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels 
 			c.Env = append(slices.DeleteFunc(c.Env, func(x corev1.EnvVar) bool { return x.Name == e.Name }), e)
 		}
 	}
+	if slices.ContainsFunc(local, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
+		addIPv6Forwarding(pod)
+	}
 	return d
+}
+
+// ipv6ForwardingSysctl is what a gateway pod needs set to forward IPv6.
+const ipv6ForwardingSysctl = "net.ipv6.conf.all.forwarding"
+
+// IPv6ForwardingContainer names the init container that turns on IPv6
+// forwarding in a gateway pod.
+const IPv6ForwardingContainer = "ipv6-forwarding"
+
+// addIPv6Forwarding gives the pod of a cluster with IPv6 ranges a first
+// init container that turns on IPv6 forwarding in the pod's network
+// namespace, unless the pod's sysctls set it already (a template may,
+// where the kubelets allow that sysctl). The gateway agent cannot do it:
+// an unprivileged container sees /proc/sys read-only, and Kubernetes counts
+// the sysctl among the unsafe ones, which kubelets refuse unless told
+// otherwise. The init container runs the agent's own image, privileged,
+// for that one write, and ends before the gateway starts.
+func addIPv6Forwarding(pod *corev1.PodSpec) {
+	if pod.SecurityContext != nil && slices.ContainsFunc(pod.SecurityContext.Sysctls, func(s corev1.Sysctl) bool { return s.Name == ipv6ForwardingSysctl }) {
+		return
+	}
+	if len(pod.Containers) == 0 || slices.ContainsFunc(pod.InitContainers, func(c corev1.Container) bool { return c.Name == IPv6ForwardingContainer }) {
+		return
+	}
+	gw := pod.Containers[0]
+	init := corev1.Container{
+		Name:            IPv6ForwardingContainer,
+		Image:           gw.Image,
+		ImagePullPolicy: gw.ImagePullPolicy,
+		Args:            []string{IPv6ForwardingContainer},
+		SecurityContext: &corev1.SecurityContext{
+			Privileged:             ptr.To(true),
+			RunAsUser:              ptr.To[int64](0),
+			ReadOnlyRootFilesystem: ptr.To(true),
+		},
+	}
+	pod.InitContainers = append([]corev1.Container{init}, pod.InitContainers...)
 }
 
 // gatewayService builds Service gw-<name> from the rendered template.

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,5 +85,50 @@ func TestRemoveStaleSlices(t *testing.T) {
 	// Nothing left to remove is no error.
 	if err := removeStaleSlices(ctx, c, svc); err != nil {
 		t.Errorf("second pass: %v", err)
+	}
+}
+
+// TestGatewayDeploymentIPv6Forwarding checks the init container that turns
+// on IPv6 forwarding: in the pods of a cluster with an IPv6 range, first
+// among the init containers, privileged, with the gateway's image; never in
+// an IPv4 cluster's, nor where the template sets the sysctl itself.
+func TestGatewayDeploymentIPv6Forwarding(t *testing.T) {
+	tmpl := func() netv1beta1.DeploymentTemplate {
+		var d netv1beta1.DeploymentTemplate
+		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "gateway", Image: "registry.example/peerlink-agent:v1", ImagePullPolicy: corev1.PullIfNotPresent}}
+		d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "user-init", Image: "busybox"}}
+		return d
+	}
+	owner := metav1.OwnerReference{APIVersion: "networking.liqo.io/v1beta1", Kind: "WgGatewayServer", Name: "b", UID: "u"}
+	v4 := []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.70.0.0/16")}
+	dual := append(slices.Clone(v4), netip.MustParsePrefix("fd44::/48"))
+
+	inits := func(d *appsv1.Deployment) []string {
+		var names []string
+		for _, c := range d.Spec.Template.Spec.InitContainers {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	if got := inits(gatewayDeployment(tmpl(), "b", "tenant", nil, owner, v4, netip.Addr{})); !slices.Equal(got, []string{"user-init"}) {
+		t.Errorf("IPv4 cluster: init containers %v, want only the template's", got)
+	}
+	d := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, dual, netip.Addr{})
+	if got := inits(d); !slices.Equal(got, []string{IPv6ForwardingContainer, "user-init"}) {
+		t.Fatalf("dual-stack cluster: init containers %v, want %s first", got, IPv6ForwardingContainer)
+	}
+	c := d.Spec.Template.Spec.InitContainers[0]
+	if c.Image != "registry.example/peerlink-agent:v1" || !slices.Equal(c.Args, []string{"ipv6-forwarding"}) ||
+		c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Errorf("init container %+v, want the gateway's image running ipv6-forwarding, privileged", c)
+	}
+	again := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, dual, netip.Addr{})
+	if !equality.Semantic.DeepEqual(again, d) {
+		t.Error("two renders of the same gateway differ")
+	}
+	withSysctl := tmpl()
+	withSysctl.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv6.conf.all.forwarding", Value: "1"}}}
+	if got := inits(gatewayDeployment(withSysctl, "b", "tenant", nil, owner, dual, netip.Addr{})); !slices.Equal(got, []string{"user-init"}) {
+		t.Errorf("template with the sysctl: init containers %v, want only the template's", got)
 	}
 }
