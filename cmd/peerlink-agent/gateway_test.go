@@ -135,8 +135,8 @@ func TestGatewayFlagValidation(t *testing.T) {
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--node-ip=node-1"}, "--node-ip"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client"}, "--local-cidr: required"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.1/16"}, "--local-cidr: \"10.244.0.1/16\": host bits set"},
-		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=fd00::/64"}, "--local-cidr fd00::/64: must be an IPv4 network"},
-		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.0/16", "--unknown-source=10.70.0.0"}, "--unknown-source 10.70.0.0: must be an IPv4 address of LocalRanges"},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=fd00::1/64"}, `--local-cidr: "fd00::1/64": host bits set`},
+		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.0/16", "--unknown-source=10.70.0.0"}, "--unknown-source 10.70.0.0: must be an address of LocalRanges"},
 		{[]string{"--name=x", "--namespace=y", "--remote-cluster-id=z", "--mode=client", "--local-cidr=10.244.0.0/16", "--unknown-source=ten"}, "--unknown-source"},
 	} {
 		cmd := newGatewayCommand()
