@@ -115,7 +115,7 @@ func NewPlanned(pools, plan, taken []netip.Prefix) (*Allocator, error) {
 		if err := checkNetwork(p); err != nil {
 			return nil, fmt.Errorf("taken range %d (%s): %w", i, p, err)
 		}
-		a.take(spanOf(p))
+		a.takeRange(p)
 	}
 	for _, p := range rangepolicy.ServiceAddresses() {
 		a.take(spanOf(p))
@@ -211,6 +211,26 @@ func (a *Allocator) Release(p netip.Prefix) error {
 	}
 	a.used = slices.Replace(a.used, i, i+1, rest...)
 	return nil
+}
+
+// takeRange marks the taken range p as used. An IPv6 range that holds the
+// IPv4-mapped addresses (::/64 around a node's odd address, say) is taken
+// without them: the allocator keeps IPv4 addresses there, and an IPv6
+// range holds no IPv4 one.
+func (a *Allocator) takeRange(p netip.Prefix) {
+	s := spanOf(p)
+	if !p.Addr().Is6() || p.Bits() >= ipv4Mapped.Bits() || !p.Contains(ipv4Mapped.Addr()) {
+		a.take(s)
+		return
+	}
+	m := spanOf(ipv4Mapped)
+	if s.first.cmp(m.first) < 0 {
+		a.take(span{s.first, m.first.sub(u128{lo: 1})})
+	}
+	if m.last.cmp(s.last) < 0 {
+		next, _ := m.last.add(u128{lo: 1})
+		a.take(span{next, s.last})
+	}
 }
 
 // firstUsedFrom returns the index of the first used span that ends at or after x.

@@ -164,6 +164,13 @@ func TestAllocate(t *testing.T) {
 			// Outside the plan (a GUA an allowlist let in): remapped.
 			{"2a01:4f8::/48", "fd00:0:3::/48"},
 		}},
+		// An IPv6 range holding the IPv4-mapped addresses, where the
+		// allocator keeps IPv4 ones, takes none of the IPv4 pools.
+		{name: "an IPv6 range takes no IPv4 range", noPlan: true, taken: cidr.MustPrefixes("::/64", "::/0"),
+			pools: cidr.MustPrefixes("10.0.0.0/8", "fd00::/8"), steps: []step{
+				{"10.244.0.0/16", "10.0.0.0/16"},
+				{"fd44::/48", exhausted},
+			}},
 		{name: "IPv6 pool exhausted", pools: cidr.MustPrefixes("10.0.0.0/8", "fd00::/47"), noPlan: true, taken: localRanges6(), steps: []step{
 			{"fd44:1::/48", "fd00::/48"},
 			{"fd44:1::/48", "fd00:0:1::/48"},
