@@ -107,8 +107,11 @@ func newCreateConfigurationCmd(g *globalOptions) *cobra.Command {
 		Long: `Create the Configuration that declares the network of a peer cluster: its
 pod CIDRs and external CIDRs, as the peer has them.
 
-Each range is held to the rules the controller applies: IPv4 only, never a
-special-use range, at most 64 per list, inside the allowlist.
+Each range, IPv4 or IPv6, is held to the rules the controller applies: never
+a special-use range, at most 64 per list, inside the allowlist (by default
+the private IPv4 ranges and the IPv6 unique local addresses fc00::/7). A
+dual-stack peer lists a range of each family; the controller remaps each
+within its own family.
 
 ` + peerFactsHelp + `
 
@@ -123,6 +126,10 @@ to the manifest.`,
   peerlink info -o yaml > cluster-a.yaml
   peerlink create configuration --remote-cluster-id cluster-b \
     --pod-cidr 10.244.0.0/16 --cluster-info cluster-a.yaml -o yaml
+
+  # A dual-stack peer: one range of each family
+  peerlink create configuration --remote-cluster-id cluster-b \
+    --pod-cidr 10.244.0.0/16,fd44:2::/48 --external-cidr 10.70.0.0/16 -o yaml
 
   # Apply it and wait until the controller has mapped the peer's CIDRs
   peerlink create configuration --remote-cluster-id cluster-b --pod-cidr 10.244.0.0/16 --wait`,

@@ -137,6 +137,12 @@ func TestCreateConfigurationPeerFacts(t *testing.T) {
 				"INFO   peer range spec.remote.cidr.pod[0] 10.244.0.0/24: routed as it is (in plan 10.244.0.0/16)",
 				"INFO   peer range spec.remote.cidr.external[0] 10.70.0.0/16: remapped",
 			}},
+			{"an IPv6 pod range beside the IPv4 one", []string{"--pod-cidr", "fd44:2::/48", "--routed-peer-cidr", "fd44::/16"}, "", []string{
+				"INFO   peer range spec.remote.cidr.pod[0] 10.244.0.0/24: remapped",
+				"INFO   peer range spec.remote.cidr.pod[1] fd44:2::/48: routed as it is (in plan fd44::/16)",
+				"INFO   peer range spec.remote.cidr.external[0] 10.70.0.0/16: remapped",
+			}},
+			{"an IPv6 range outside the allowlist", []string{"--pod-cidr", "2a01:4f8::/48"}, "--pod-cidr: 2a01:4f8::/48 refused (NotAllowed): outside the allowed peer ranges 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7 (--allowed-peer-cidr)", nil},
 			{"plan of the flag over the file's", []string{"--cluster-info", narrow, "--allowed-peer-cidr", "10.0.0.0/8", "--routed-peer-cidr", "10.70.0.0/16"}, "", []string{
 				"INFO   peer range spec.remote.cidr.pod[0] 10.244.0.0/24: remapped",
 				"INFO   peer range spec.remote.cidr.external[0] 10.70.0.0/16: routed as it is (in plan 10.70.0.0/16)",

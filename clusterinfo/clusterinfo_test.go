@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	// The default allowlist is written out, so a reader needs no default.
 	def := Info{ClusterID: "b", PodCIDRs: cidr.MustPrefixes("10.244.0.0/16")}
 	data := def.Data()
-	if data[KeyAllowedPeerCIDRs] != "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10" {
+	if data[KeyAllowedPeerCIDRs] != "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7" {
 		t.Errorf("data.%s = %q, want the default allowlist", KeyAllowedPeerCIDRs, data[KeyAllowedPeerCIDRs])
 	}
 	// The default plan is empty: every peer range is remapped.

@@ -2,8 +2,10 @@
 // seen. A peer's range is kept as is only when it lies inside the address
 // plan this cluster's admin declared for peers and collides with nothing
 // this cluster already uses; otherwise it is remapped to the first free
-// block of the same prefix length in the pools (by default 10.0.0.0/8,
-// 172.16.0.0/12 and 192.168.0.0/16, searched in that order). No range, kept
+// block of the same prefix length in the pools of its family (by default
+// 10.0.0.0/8, 172.16.0.0/12 and 192.168.0.0/16, searched in that order, for
+// IPv4, and fd00::/8 for IPv6). The families are independent: an IPv4 and
+// an IPv6 range of one peer are placed each in its own. No range, kept
 // or remapped, lands on a taken range or a well-known cloud service address
 // (rangepolicy.ServiceAddresses).
 //

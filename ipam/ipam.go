@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
@@ -26,6 +27,9 @@ var (
 	ErrOutside = errors.New("outside the pools and the plan")
 )
 
+// ipv4Mapped are the IPv6 addresses that stand for IPv4 ones.
+var ipv4Mapped = netip.MustParsePrefix("::ffff:0:0/96")
+
 // within reports whether p lies inside one of ps.
 func within(ps []netip.Prefix, p netip.Prefix) bool {
 	for _, q := range ps {
@@ -37,17 +41,25 @@ func within(ps []netip.Prefix, p netip.Prefix) bool {
 }
 
 // DefaultPools returns the ranges remapped peer CIDRs are taken from when none
-// are configured: the private IPv4 ranges of RFC 1918, in search order.
+// are configured, in search order: the private IPv4 ranges of RFC 1918, and
+// for IPv6 the locally assigned half of the unique local addresses of RFC
+// 4193, fd00::/8 (fc00::/8 is set aside for a registry that may assign it).
 func DefaultPools() []netip.Prefix {
-	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fd00::/8")
 }
 
-// PoolsOrDefault returns pools, or DefaultPools when none are given.
+// PoolsOrDefault returns pools followed by the DefaultPools of each family
+// pools hold none of: a range is remapped only into a pool of its own
+// family, so an installer that lists IPv4 pools alone still has IPv6
+// ranges remapped into fd00::/8, and the reverse.
 func PoolsOrDefault(pools []netip.Prefix) []netip.Prefix {
-	if len(pools) == 0 {
-		return DefaultPools()
+	out := slices.Clone(pools)
+	for _, d := range DefaultPools() {
+		if !slices.ContainsFunc(pools, func(p netip.Prefix) bool { return p.Addr().Is4() == d.Addr().Is4() }) {
+			out = append(out, d)
+		}
 	}
-	return pools
+	return out
 }
 
 // Allocator hands out ranges for peer CIDRs. The zero value is not usable;
@@ -88,6 +100,12 @@ func NewPlanned(pools, plan, taken []netip.Prefix) (*Allocator, error) {
 		if err := checkNetwork(p); err != nil {
 			return nil, fmt.Errorf("pool %d (%s): %w", i, p, err)
 		}
+		// Ranges of both families share the allocator's 128-bit space,
+		// IPv4 in its IPv4-mapped form: an IPv6 pool there would hand out
+		// IPv4 addresses under another name.
+		if p.Addr().Is6() && p.Overlaps(ipv4Mapped) {
+			return nil, fmt.Errorf("pool %d (%s): overlaps %s, the IPv4-mapped IPv6 addresses", i, p, ipv4Mapped)
+		}
 	}
 	if i, j, ok := cidr.FirstOverlap(pools); ok {
 		return nil, fmt.Errorf("pool %d (%s) overlaps pool %d (%s)", i, pools[i], j, pools[j])
@@ -97,7 +115,7 @@ func NewPlanned(pools, plan, taken []netip.Prefix) (*Allocator, error) {
 		if err := checkNetwork(p); err != nil {
 			return nil, fmt.Errorf("taken range %d (%s): %w", i, p, err)
 		}
-		a.take(spanOf(p))
+		a.takeRange(p)
 	}
 	for _, p := range rangepolicy.ServiceAddresses() {
 		a.take(spanOf(p))
@@ -114,8 +132,9 @@ func checkNetwork(p netip.Prefix) error {
 
 // Allocate takes a range for a peer's CIDR want: want itself when it lies
 // inside the plan and overlaps nothing taken, otherwise the first free block
-// of the same length in the pools (a block of the same family, aligned to
-// its length).
+// of the same length in the pools of its family (aligned to its length):
+// an IPv4 and an IPv6 range of one peer are placed independently. The
+// ErrExhausted error names the pools of the family it searched.
 func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
 	if err := checkNetwork(want); err != nil {
 		return netip.Prefix{}, fmt.Errorf("allocate for %s: %w", want, err)
@@ -125,8 +144,13 @@ func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
 		a.given[want] = struct{}{}
 		return want, nil
 	}
+	var searched []string
 	for _, pool := range a.pools {
-		if pool.Addr().BitLen() != want.Addr().BitLen() || pool.Bits() > want.Bits() {
+		if pool.Addr().BitLen() != want.Addr().BitLen() {
+			continue
+		}
+		searched = append(searched, pool.String())
+		if pool.Bits() > want.Bits() {
 			continue
 		}
 		if got, ok := a.firstFree(pool, want.Bits()); ok {
@@ -135,7 +159,14 @@ func (a *Allocator) Allocate(want netip.Prefix) (netip.Prefix, error) {
 			return got, nil
 		}
 	}
-	return netip.Prefix{}, fmt.Errorf("allocate for %s: %w", want, ErrExhausted)
+	family := "IPv4"
+	if want.Addr().Is6() {
+		family = "IPv6"
+	}
+	if len(searched) == 0 {
+		return netip.Prefix{}, fmt.Errorf("allocate for %s: %w (no %s pool)", want, ErrExhausted, family)
+	}
+	return netip.Prefix{}, fmt.Errorf("allocate for %s: %w (%s pools: %s)", want, ErrExhausted, family, strings.Join(searched, ","))
 }
 
 // Claim takes exactly p as an allocation, as Allocate once did: it rebuilds the
@@ -180,6 +211,26 @@ func (a *Allocator) Release(p netip.Prefix) error {
 	}
 	a.used = slices.Replace(a.used, i, i+1, rest...)
 	return nil
+}
+
+// takeRange marks the taken range p as used. An IPv6 range that holds the
+// IPv4-mapped addresses (::/64 around a node's odd address, say) is taken
+// without them: the allocator keeps IPv4 addresses there, and an IPv6
+// range holds no IPv4 one.
+func (a *Allocator) takeRange(p netip.Prefix) {
+	s := spanOf(p)
+	if !p.Addr().Is6() || p.Bits() >= ipv4Mapped.Bits() || !p.Contains(ipv4Mapped.Addr()) {
+		a.take(s)
+		return
+	}
+	m := spanOf(ipv4Mapped)
+	if s.first.cmp(m.first) < 0 {
+		a.take(span{s.first, m.first.sub(u128{lo: 1})})
+	}
+	if m.last.cmp(s.last) < 0 {
+		next, _ := m.last.add(u128{lo: 1})
+		a.take(span{next, s.last})
+	}
 }
 
 // firstUsedFrom returns the index of the first used span that ends at or after x.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -17,6 +18,12 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // internal CIDRs.
 func localRanges() []netip.Prefix {
 	return cidr.MustPrefixes("10.244.0.0/16", "10.96.0.0/12", "10.70.0.0/16", "10.80.0.0/16")
+}
+
+// localRanges6 are the IPv6 ranges of a dual-stack cluster: pod and
+// service CIDRs.
+func localRanges6() []netip.Prefix {
+	return cidr.MustPrefixes("fd44:1::/48", "fd96:1::/112")
 }
 
 // testPlan is the address plan of most tests: the private and shared ranges
@@ -130,7 +137,47 @@ func TestAllocate(t *testing.T) {
 			// The pools' first blocks are free: remapping may give a
 			// range its own address, a block of the pools all the same.
 			{"10.5.0.0/16", "10.5.0.0/16"},
-			{"fd00::/64", exhausted},
+			{"fd00::/64", "fd00::/64"},
+			{"fd00::/64", "fd00:0:0:1::/64"},
+		}},
+		// IPv6: the local pod range of the lab's cluster 1 (fd44:1::/48)
+		// and an IPv6 service range, taken beside the IPv4 ones.
+		{name: "IPv6 collisions are remapped into fd00::/8", noPlan: true, taken: slices.Concat(localRanges(), localRanges6()), steps: []step{
+			// The peer's pod range is ours: the first free /48 of fd00::/8.
+			{"fd44:1::/48", "fd00::/48"},
+			{"fd44:1::/48", "fd00:0:1::/48"},
+			// A smaller block after them, then a larger one aligned to
+			// its length, and one the size of the whole service range.
+			{"fd44:1:5::/64", "fd00:0:2::/64"},
+			{"fd44::/32", "fd00:1::/32"},
+			{"fd96:1::/112", "fd00:0:2:1::/112"},
+			// The IPv4 ranges are not disturbed by the IPv6 ones.
+			{"10.244.0.0/16", "10.0.0.0/16"},
+		}},
+		{name: "IPv6 free ranges are kept inside the plan", taken: slices.Concat(localRanges(), localRanges6()), steps: []step{
+			{"fd44:2::/48", "fd44:2::/48"},
+			{"fd00::/48", "fd00::/48"},
+			// Colliding with the local pod range, then with the range
+			// just kept: remapped to the next free blocks.
+			{"fd44:1::/48", "fd00:0:1::/48"},
+			{"fd44:2::/56", "fd00:0:2::/56"},
+			// Outside the plan (a GUA an allowlist let in): remapped.
+			{"2a01:4f8::/48", "fd00:0:3::/48"},
+		}},
+		// An IPv6 range holding the IPv4-mapped addresses, where the
+		// allocator keeps IPv4 ones, takes none of the IPv4 pools.
+		{name: "an IPv6 range takes no IPv4 range", noPlan: true, taken: cidr.MustPrefixes("::/64", "::/0"),
+			pools: cidr.MustPrefixes("10.0.0.0/8", "fd00::/8"), steps: []step{
+				{"10.244.0.0/16", "10.0.0.0/16"},
+				{"fd44::/48", exhausted},
+			}},
+		{name: "IPv6 pool exhausted", pools: cidr.MustPrefixes("10.0.0.0/8", "fd00::/47"), noPlan: true, taken: localRanges6(), steps: []step{
+			{"fd44:1::/48", "fd00::/48"},
+			{"fd44:1::/48", "fd00:0:1::/48"},
+			{"fd44:1::/48", exhausted},
+			{"fd44::/46", exhausted},
+			// The other family is not affected.
+			{"10.244.0.0/16", "10.0.0.0/16"},
 		}},
 		{name: "kept only inside the plan", plan: cidr.MustPrefixes("172.20.0.0/14", "10.200.0.0/16"), taken: localRanges(), steps: []step{
 			{"172.20.0.0/16", "172.20.0.0/16"},
@@ -260,6 +307,46 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+// TestExhaustedNamesThePools checks that running out says which pools of
+// which family were searched, or that the family has none.
+func TestExhaustedNamesThePools(t *testing.T) {
+	a := newPlanned(t, cidr.MustPrefixes("10.0.0.0/24", "fd00::/64", "fd01::/64"), nil, nil)
+	for _, tc := range []struct{ want, msg string }{
+		{"fd44::/48", "allocate for fd44::/48: no free block of that length in the pools (IPv6 pools: fd00::/64,fd01::/64)"},
+		{"10.244.0.0/16", "allocate for 10.244.0.0/16: no free block of that length in the pools (IPv4 pools: 10.0.0.0/24)"},
+	} {
+		if _, err := a.Allocate(pfx(tc.want)); !errors.Is(err, ErrExhausted) || err.Error() != tc.msg {
+			t.Errorf("Allocate(%s) = %v, want ErrExhausted saying %q", tc.want, err, tc.msg)
+		}
+	}
+	v4 := newPlanned(t, cidr.MustPrefixes("10.0.0.0/8"), nil, nil)
+	if _, err := v4.Allocate(pfx("fd44::/48")); !errors.Is(err, ErrExhausted) || !strings.HasSuffix(err.Error(), "(no IPv6 pool)") {
+		t.Errorf("Allocate of an IPv6 range without an IPv6 pool = %v, want ErrExhausted saying there is none", err)
+	}
+}
+
+func TestPoolsOrDefault(t *testing.T) {
+	for _, tc := range []struct{ pools, want string }{
+		{"", "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fd00::/8"},
+		{"10.128.0.0/9", "10.128.0.0/9,fd00::/8"},
+		{"fd12::/16", "fd12::/16,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"},
+		{"fd12::/16,172.16.0.0/12", "fd12::/16,172.16.0.0/12"},
+	} {
+		var pools []netip.Prefix
+		if tc.pools != "" {
+			pools = cidr.MustPrefixes(strings.Split(tc.pools, ",")...)
+		}
+		got := PoolsOrDefault(pools)
+		var s []string
+		for _, p := range got {
+			s = append(s, p.String())
+		}
+		if strings.Join(s, ",") != tc.want {
+			t.Errorf("PoolsOrDefault(%s) = %v, want %s", tc.pools, got, tc.want)
+		}
+	}
+}
+
 func TestInvalidInput(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -270,6 +357,10 @@ func TestInvalidInput(t *testing.T) {
 		{name: "zero pool", pools: []netip.Prefix{{}}, invalid: true},
 		{name: "taken with host bits", pools: DefaultPools(), taken: cidr.MustPrefixes("10.244.1.0/16"), invalid: true},
 		{name: "overlapping pools", pools: cidr.MustPrefixes("10.0.0.0/8", "10.1.0.0/16")},
+		{name: "overlapping IPv6 pools", pools: cidr.MustPrefixes("10.0.0.0/8", "fd00::/8", "fd00:1::/32")},
+		// The IPv6 form of IPv4 addresses, which would alias 10.0.0.0/8.
+		{name: "IPv4-mapped pool", pools: cidr.MustPrefixes("::ffff:0:0/96")},
+		{name: "pool holding the IPv4-mapped range", pools: cidr.MustPrefixes("::/64")},
 	} {
 		_, err := New(tc.pools, tc.taken)
 		if err == nil || errors.Is(err, ErrInvalid) != tc.invalid {

@@ -45,6 +45,24 @@ func TestLedgerAssignKeepsUnchangedEntries(t *testing.T) {
 	checkAssign(t, l, "b", []string{"10.244.0.0/16"}, []string{"10.2.0.0/16"})
 }
 
+// TestLedgerDualStack: the IPv4 and IPv6 ranges of one peer are remapped
+// each in its own family, independently: one family's collision, change or
+// exhaustion does not move the other's range.
+func TestLedgerDualStack(t *testing.T) {
+	l := NewLedger(newPlanned(t, PoolsOrDefault(nil), testPlan(), slices.Concat(localRanges(), localRanges6())))
+	// Both collide with the local pod ranges.
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "fd44:1::/48"}, []string{"10.0.0.0/16", "fd00::/48"})
+	// Only the IPv6 one collides: the IPv4 one is kept.
+	checkAssign(t, l, "b", []string{"10.245.0.0/16", "fd44:1::/48"}, []string{"10.245.0.0/16", "fd00:0:1::/48"})
+	// Only the IPv4 one collides, with a's range and the IPv6 one is free.
+	checkAssign(t, l, "c", []string{"10.0.0.0/16", "fd44:3::/48"}, []string{"10.1.0.0/16", "fd44:3::/48"})
+	// a changes its IPv6 range only: its IPv4 range stays, and the /56 gets
+	// the start of the /48 a held before.
+	checkAssign(t, l, "a", []string{"10.244.0.0/16", "fd44:1::/56"}, []string{"10.0.0.0/16", "fd00::/56"})
+	// IPv6-only; the /64 goes after a's /56.
+	checkAssign(t, l, "d", []string{"fd44:1::/48", "fd44:3::/64"}, []string{"fd00:0:2::/48", "fd00:0:0:100::/64"})
+}
+
 func TestLedgerReleaseAndFailure(t *testing.T) {
 	l := NewLedger(newAllocator(t, cidr.MustPrefixes("10.0.0.0/15"), localRanges()))
 	assign(t, l, "a", "10.244.0.0/16")

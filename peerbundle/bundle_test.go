@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 	"github.com/peerlink/peerlink/manifests"
 )
@@ -135,6 +136,37 @@ func TestAddToBundle(t *testing.T) {
 	}
 }
 
+// TestAddToBundleDualStack: a peer's IPv6 ranges beside its IPv4 ones are
+// accepted as the controller accepts them: ULA by default, a global
+// unicast range with an allowlist entry.
+func TestAddToBundleDualStack(t *testing.T) {
+	dual := strings.Replace(strings.Replace(readFromServer(t),
+		"pod: [10.244.0.0/24]", `pod: [10.244.0.0/24, "fd44:2::/48"]`, 1),
+		"external: [10.70.0.0/16]", `external: [10.70.0.0/16, "2a01:4f8:1::/48"]`, 1)
+	policy := rangepolicy.Policy{Allowed: cidr.MustPrefixes("10.0.0.0/8", "fd00::/8", "2a01:4f8::/32")}
+	k, files := initClientBundle(t)
+	res, err := AddToBundle(k, files, mustParse(t, dual), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf string
+	for _, f := range res.Files {
+		if f.Name == "configuration.yaml" {
+			conf = string(f.Data)
+		}
+	}
+	for _, want := range []string{"fd44:2::/48", "2a01:4f8:1::/48", "10.244.0.0/24"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("configuration.yaml lacks %s:\n%s", want, conf)
+		}
+	}
+	// Without the allowlist entry, the global unicast range is refused.
+	k, files = initClientBundle(t)
+	if _, err := AddToBundle(k, files, mustParse(t, dual), rangepolicy.Policy{}); err == nil || !strings.Contains(err.Error(), "spec.remote.cidr.external[1]: 2a01:4f8:1::/48 refused (NotAllowed)") {
+		t.Errorf("AddToBundle with the default allowlist = %v, want the global unicast range refused", err)
+	}
+}
+
 func TestAddToBundleRefuses(t *testing.T) {
 	fromServer := readFromServer(t)
 	server, err := manifests.GatewayServer(manifests.GatewayServerOptions{Peer: manifests.Peer{RemoteClusterID: "cluster-b"}, ServiceType: "NodePort", Port: 51840, MTU: 1340})
@@ -202,7 +234,9 @@ func TestAddToBundleRefuses(t *testing.T) {
 			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses[0]", []string{"link-local"}},
 		{"17 addresses", false, strings.Replace(fromServer, "addresses: [172.18.0.3]", "addresses: ["+strings.TrimSuffix(strings.Repeat("172.18.0.3, ", 17), ", ")+"]", 1),
 			"document 3 (GatewayClient cluster-b): spec.endpoint.addresses: Too many: 17", nil},
-		{"an IPv6 range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [\"fd00::/64\"]", 1), "spec.remote.cidr.external[0]", []string{"UnsupportedFamily"}},
+		{"an IPv6 link-local range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [\"fe80::/64\"]", 1), "spec.remote.cidr.external[0]", []string{"refused (SpecialUse): is in fe80::/10 (link-local)"}},
+		{"an IPv6 multicast range", false, strings.Replace(fromServer, "pod: [10.244.0.0/24]", "pod: [10.244.0.0/24, \"ff02::/16\"]", 1), "spec.remote.cidr.pod[1]", []string{"refused (SpecialUse)"}},
+		{"an IPv6 global unicast range", false, strings.Replace(fromServer, "external: [10.70.0.0/16]", "external: [\"2a01:4f8::/32\"]", 1), "spec.remote.cidr.external[0]", []string{"refused (NotAllowed)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -308,7 +308,7 @@ func TestConfigurationReconciler(t *testing.T) {
 		want := map[string]string{
 			"clusterID": "local", "podCIDRs": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12",
 			"externalCIDR": "10.70.0.0/16", "internalCIDR": "10.80.0.0/16",
-			"allowedPeerCIDRs":  "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
+			"allowedPeerCIDRs":  "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7",
 			"routedPeerCIDRs":   "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
 			"controllerVersion": "v0.3.0",
 		}

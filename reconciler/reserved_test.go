@@ -14,9 +14,9 @@ import (
 )
 
 // TestConfigurationPeerRanges checks what the controller makes of a peer's
-// ranges that it must never route as they are: special-use, outside the
-// allowlist, of another family (refused: that Configuration stalls, the
-// others stay Ready), or holding a node address, a node's subnet or a
+// ranges that it must never route as they are: special-use or outside
+// the allowlist (refused: that Configuration stalls, the others stay
+// Ready; TestConfigurationIPv6 has the IPv6 ones), or holding a node address, a node's subnet or a
 // gateway endpoint of this cluster (remapped away, also when the node or
 // gateway comes later).
 func TestConfigurationPeerRanges(t *testing.T) {
@@ -45,7 +45,6 @@ func TestConfigurationPeerRanges(t *testing.T) {
 			{"default-route", []string{"0.0.0.0/0"}, nil, configuration.ReasonRefusedCIDR, "spec.remote.cidr.pod[0]: 0.0.0.0/0 refused (SpecialUse): a default route"},
 			{"half", []string{"128.0.0.0/1"}, nil, configuration.ReasonRefusedCIDR, "holds 169.254.0.0/16 (link-local)"},
 			{"public", []string{"10.246.0.0/16"}, []string{"8.8.8.0/24"}, configuration.ReasonRefusedCIDR, "spec.remote.cidr.external[0]: 8.8.8.0/24 refused (NotAllowed)"},
-			{"ipv6", []string{"fd00:10::/64"}, nil, configuration.ReasonUnsupportedAddressFamily, "spec.remote.cidr.pod[0]: fd00:10::/64 refused (UnsupportedFamily)"},
 		} {
 			e.create(t, newConf(ns, tc.name, tc.name, tc.pod, tc.external...))
 			e.waitStalled(t, ns, tc.name, tc.reason, tc.msg)

@@ -15,7 +15,8 @@ type Rule string
 
 // The rules of a Policy.
 const (
-	// RuleFamily: the range is not IPv4, the only family peerlink routes.
+	// RuleFamily: the value is no network of a family peerlink routes
+	// (the zero prefix, say).
 	RuleFamily Rule = "UnsupportedFamily"
 	// RuleSpecialUse: the range is, holds or lies in a special-use range.
 	RuleSpecialUse Rule = "SpecialUse"
@@ -37,9 +38,11 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("%s refused (%s): %s", r.Range, r.Rule, r.Detail)
 }
 
-// specialUse are the IPv4 ranges of RFC 6890 that are never a peer's pods:
-// routing one of them to a peer would hand it this cluster's loopback, its
-// metadata service (169.254.169.254), the tunnel addresses or multicast.
+// specialUse are the ranges of the IANA special-purpose registries (RFC
+// 6890 and its updates) that are never a peer's pods: routing one of them
+// to a peer would hand it this cluster's loopback, its metadata service
+// (169.254.169.254), the tunnel addresses, multicast, or addresses that
+// stand for other hosts (IPv4-mapped, NAT64, documentation).
 var specialUse = []struct {
 	prefix netip.Prefix
 	name   string
@@ -49,12 +52,28 @@ var specialUse = []struct {
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
 	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (and broadcast)"},
+	{netip.MustParsePrefix("::/128"), "unspecified"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	// IPv4 hosts in IPv6 form: a peer's range here would stand for the
+	// IPv4 addresses they map, outside the IPv4 rules.
+	{netip.MustParsePrefix("::ffff:0:0/96"), "IPv4-mapped"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (well-known prefix)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64 (local-use)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignments"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local (deprecated)"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 }
 
 // DefaultAllowed returns the allowlist used when the installer sets none: the
-// private ranges of RFC 1918 and the shared address space of RFC 6598.
+// private ranges of RFC 1918, the shared address space of RFC 6598 and the
+// IPv6 unique local addresses of RFC 4193. Global unicast IPv6 ranges, like
+// public IPv4 ones, take an entry of the installer's allowlist.
 func DefaultAllowed() []netip.Prefix {
-	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+	return cidr.MustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
 }
 
 // ServiceAddresses returns the well-known addresses of cloud services that
@@ -144,12 +163,12 @@ func (p Policy) Check(r netip.Prefix) error {
 		Detail: fmt.Sprintf("outside the allowed peer ranges %s", Format(p.AllowedRanges()))}
 }
 
-// CheckRoutable applies the rules no allowlist lifts: r is IPv4 and holds
-// no special-use range, nor lies in one. It is what tools that do not know
-// the installer's allowlist can check.
+// CheckRoutable applies the rules no allowlist lifts: r is a network of
+// either family that holds no special-use range, nor lies in one. It is
+// what tools that do not know the installer's allowlist can check.
 func CheckRoutable(r netip.Prefix) error {
-	if !r.IsValid() || !r.Addr().Is4() {
-		return &Refusal{Range: r, Rule: RuleFamily, Detail: "only IPv4 ranges can be peered"}
+	if !r.IsValid() {
+		return &Refusal{Range: r, Rule: RuleFamily, Detail: "not an IPv4 or IPv6 network"}
 	}
 	if s, ok := specialOverlap(r); ok {
 		return &Refusal{Range: r, Rule: RuleSpecialUse, Detail: s}
@@ -175,8 +194,8 @@ func specialOverlap(r netip.Prefix) (string, bool) {
 	return "", false
 }
 
-// Validate checks an allowlist an installer gives: IPv4 networks, none of
-// them special-use. The error names each bad entry by its position.
+// Validate checks an allowlist an installer gives: networks of either
+// family, none of them special-use nor holding one. The error names each bad entry by its position.
 func Validate(allowed []netip.Prefix) error { return validateList("allowed range", allowed) }
 
 // ValidateRouted checks an address plan an installer gives (Policy.Routed)
@@ -187,8 +206,8 @@ func validateList(what string, ps []netip.Prefix) error {
 	var errs []error
 	for i, a := range ps {
 		switch {
-		case !a.IsValid() || !a.Addr().Is4():
-			errs = append(errs, fmt.Errorf("%s %d (%s): only IPv4 ranges can be peered", what, i, a))
+		case !a.IsValid():
+			errs = append(errs, fmt.Errorf("%s %d (%s): not an IPv4 or IPv6 network", what, i, a))
 		case a != a.Masked():
 			errs = append(errs, fmt.Errorf("%s %d (%s): %w (the network is %s)", what, i, a, cidr.ErrHostBits, a.Masked()))
 		default:

@@ -43,11 +43,13 @@ const (
 	// be remapped. Retried every poolExhaustedRetry, as another peer's
 	// deletion may free one.
 	ReasonPoolExhausted = "PoolExhausted"
-	// ReasonUnsupportedAddressFamily: a CIDR of spec.remote is not IPv4.
+	// ReasonUnsupportedAddressFamily: a CIDR of spec.remote is of no
+	// family peerlink routes (rangepolicy.RuleFamily). IPv4 and IPv6
+	// ranges are both routed, each remapped within its own family.
 	ReasonUnsupportedAddressFamily = "UnsupportedAddressFamily"
 	// ReasonRefusedCIDR: a CIDR of spec.remote is one this cluster never
-	// routes to a peer: special-use, or outside the allowlist
-	// (--allowed-peer-cidr).
+	// routes to a peer: special-use (IPv4 or IPv6), or outside the
+	// allowlist (--allowed-peer-cidr; IPv6 global unicast needs an entry).
 	ReasonRefusedCIDR = "RefusedCIDR"
 )
 
@@ -181,8 +183,8 @@ func compareAge(a, b *netv1beta1.Configuration) int {
 }
 
 // parseRemoteCIDRs parses the peer's pod and external CIDRs, which must be
-// networks (no host bits) that the policy accepts, and must not overlap
-// each other. Errors name the field and the rule.
+// networks (no host bits) of either family that the policy accepts, and
+// must not overlap each other. Errors name the field and the rule.
 func parseRemoteCIDRs(c netv1beta1.ClusterConfigCIDR, policy rangepolicy.Policy) ([]netip.Prefix, error) {
 	var (
 		out   []netip.Prefix

@@ -40,10 +40,10 @@ func (r *Reconciler) allocator(reserved []netip.Prefix) (*ipam.Allocator, error)
 }
 
 // listReserved returns, sorted and without duplicates, the addresses of
-// this cluster that a peer range must not hold: the subnets of every Node
-// (reservedNodeAddresses), the server addresses GatewayClients connect to
-// and the addresses GatewayServers are reached at. Host names and IPv6
-// addresses are left out: peers' ranges are IPv4.
+// this cluster that a peer range must not hold, in both families: the
+// subnets and pod ranges of every Node (reservedNodeAddresses), the server
+// addresses GatewayClients connect to and the addresses GatewayServers are
+// reached at. Host names are left out.
 func (r *Reconciler) listReserved(ctx context.Context) ([]netip.Prefix, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
@@ -108,36 +108,57 @@ func (r *Reconciler) refreshReserved(ctx context.Context) error {
 // it.
 const nodeSubnetBits = 24
 
+// nodeSubnetBits6 is the IPv6 counterpart of nodeSubnetBits: an IPv6
+// subnet is a /64 (RFC 4291 interface identifiers are 64 bits), whatever
+// hands out the node's address.
+const nodeSubnetBits6 = 64
+
 // reservedNodeAddresses returns the subnets of a node: the /24 holding
-// each of its IPv4 InternalIP and ExternalIP addresses, and the networks
-// its fabric agent publishes it reaches (clusterinfo.NodeSubnets).
+// each of its IPv4 InternalIP and ExternalIP addresses and the /64 holding
+// each IPv6 one, the networks its fabric agent publishes it reaches
+// (clusterinfo.NodeSubnets), and its pod ranges (spec.podCIDRs). The pod
+// ranges are in the local facts when they are IPv4; an IPv6 one may not be
+// (the facts detect the IPv4 family), and the node names it either way.
 func reservedNodeAddresses(n *corev1.Node) []netip.Prefix {
 	out := clusterinfo.NodeSubnets(n)
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 			continue
 		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
-			out = append(out, netip.PrefixFrom(ip.Unmap(), nodeSubnetBits).Masked())
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		bits := nodeSubnetBits
+		if ip = ip.Unmap(); ip.Is6() {
+			bits = nodeSubnetBits6
+		}
+		out = append(out, netip.PrefixFrom(ip.WithZone(""), bits).Masked())
+	}
+	for _, s := range n.Spec.PodCIDRs {
+		if p, err := cidr.ParseNetwork(s); err == nil {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// endpointAddresses returns the IPv4 addresses among a gateway endpoint's
-// addresses, as /32 prefixes; host names are skipped.
+// endpointAddresses returns the addresses among a gateway endpoint's
+// addresses, IPv4 and IPv6, each as a prefix of its one address; host
+// names are skipped.
 func endpointAddresses(addrs []string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range addrs {
-		if ip, err := netip.ParseAddr(s); err == nil && ip.Unmap().Is4() {
-			out = append(out, netip.PrefixFrom(ip.Unmap(), 32))
+		if ip, err := netip.ParseAddr(s); err == nil {
+			ip = ip.Unmap().WithZone("")
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
 		}
 	}
 	return out
 }
 
-// serverAddresses returns the IPv4 addresses a GatewayServer is reached at,
-// as /32 prefixes; none while its endpoint is not known.
+// serverAddresses returns the addresses a GatewayServer is reached at, as
+// prefixes of one address; none while its endpoint is not known.
 func serverAddresses(s *netv1beta1.GatewayServer) []netip.Prefix {
 	if s.Status.Endpoint == nil {
 		return nil
@@ -198,8 +219,8 @@ func holdsAny(c netv1beta1.ClusterConfigCIDR, addrs []netip.Prefix) bool {
 }
 
 // nodeAddressesChanged lets through the Node events that may bring a new
-// address: creations, and updates that change the addresses or the
-// published subnets. Nodes update
+// address: creations, and updates that change the addresses, the pod
+// ranges or the published subnets. Nodes update
 // their status every few seconds; those updates are not worth a reconcile.
 // A deleted node's address frees nothing: ranges stay where they are.
 func nodeAddressesChanged() predicate.Predicate {
@@ -208,6 +229,7 @@ func nodeAddressesChanged() predicate.Predicate {
 			o, ok1 := e.ObjectOld.(*corev1.Node)
 			n, ok2 := e.ObjectNew.(*corev1.Node)
 			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses) ||
+				!slices.Equal(o.Spec.PodCIDRs, n.Spec.PodCIDRs) ||
 				o.Annotations[clusterinfo.NodeSubnetsAnnotation] != n.Annotations[clusterinfo.NodeSubnetsAnnotation]
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
