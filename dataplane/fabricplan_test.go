@@ -137,10 +137,11 @@ func TestPlanFabricSkipsBadGateways(t *testing.T) {
 }
 
 // FuzzPlanFabric plans a node with gateways of arbitrary ranges: it never
-// fails on them, and never routes a range that is not IPv4, overlaps the
+// fails on them, and never routes a range that is no network, overlaps the
 // pod CIDRs or a special-use range, or overlaps another routed range.
 func FuzzPlanFabric(f *testing.F) {
 	f.Add("10.71.0.0/16", "10.72.0.0/16", "fd00::/64")
+	f.Add("fd00:71::/48", "fe80::/64,fd00:71:1::/64", "::ffff:10.0.0.0/104")
 	f.Add("10.244.0.0/24", "0.0.0.0/0", "169.254.169.254/32")
 	f.Add("10.71.0.0/16", "10.71.3.0/24", "10.73.0.1/16")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
@@ -163,7 +164,7 @@ func FuzzPlanFabric(f *testing.F) {
 			if r.Table != TablePodSources {
 				continue
 			}
-			if !r.Dst.Addr().Is4() || r.Dst.Overlaps(facts.PodCIDRs[0]) || rangepolicy.CheckRoutable(r.Dst) != nil {
+			if r.Dst != r.Dst.Masked() || r.Dst.Overlaps(facts.PodCIDRs[0]) || rangepolicy.CheckRoutable(r.Dst) != nil {
 				t.Fatalf("routes %s", r.Dst)
 			}
 			routed = append(routed, r.Dst)
