@@ -318,19 +318,20 @@ const serviceCIDRProbe = "192.0.2.1"
 // outside it ("... The range of valid IPs is 10.96.0.0/12").
 var allocatorRange = regexp.MustCompile(`range of valid IPs is ([0-9A-Fa-f.:/]+)`)
 
-// DetectServiceCIDR finds the IPv4 service CIDR (the IPv6 one where the
-// cluster has no IPv4 range): from the ServiceCIDR objects where the API
-// server serves them, otherwise by asking the API server, in a dry run
-// that creates nothing, for a Service in namespace with a ClusterIP outside
-// any range, and reading the range from its refusal. It returns the source
-// it used.
-func DetectServiceCIDR(ctx context.Context, c client.Client, namespace string) (netip.Prefix, string, error) {
-	p, err := serviceCIDRFromAPI(ctx, c)
+// DetectServiceCIDRs finds the service CIDRs, the IPv4 one first (the
+// one a single service CIDR names, where there is one), then those of the
+// other family of a dual-stack cluster: from the ServiceCIDR objects where
+// the API server serves them, otherwise by asking the API server, in a dry
+// run that creates nothing, for a Service in namespace with a ClusterIP
+// outside any range, and reading the range from its refusal (which names
+// the primary range alone). It returns the source it used.
+func DetectServiceCIDRs(ctx context.Context, c client.Client, namespace string) ([]netip.Prefix, string, error) {
+	ps, err := serviceCIDRsFromAPI(ctx, c)
 	if err == nil {
-		return p, SourceServiceCIDRAPI, nil
+		return ps, SourceServiceCIDRAPI, nil
 	}
 	if !errors.Is(err, ErrNotDetected) {
-		return netip.Prefix{}, "", err
+		return nil, "", err
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "peerlink-service-cidr-"},
@@ -341,24 +342,24 @@ func DetectServiceCIDR(ctx context.Context, c client.Client, namespace string) (
 	}
 	err = c.Create(ctx, svc, client.DryRunAll)
 	if err == nil {
-		return netip.Prefix{}, "", fmt.Errorf("service CIDR: the API server accepted ClusterIP %s and named no range: %w", serviceCIDRProbe, ErrNotDetected)
+		return nil, "", fmt.Errorf("service CIDR: the API server accepted ClusterIP %s and named no range: %w", serviceCIDRProbe, ErrNotDetected)
 	}
 	m := allocatorRange.FindStringSubmatch(err.Error())
 	if m == nil {
-		return netip.Prefix{}, "", fmt.Errorf("service CIDR: a dry-run Service with ClusterIP %s: %w (%v)", serviceCIDRProbe, ErrNotDetected, err)
+		return nil, "", fmt.Errorf("service CIDR: a dry-run Service with ClusterIP %s: %w (%v)", serviceCIDRProbe, ErrNotDetected, err)
 	}
 	p, perr := cidr.ParseNetwork(m[1])
 	if perr != nil {
-		return netip.Prefix{}, "", fmt.Errorf("service CIDR: the API server named the range %q: %w", m[1], perr)
+		return nil, "", fmt.Errorf("service CIDR: the API server named the range %q: %w", m[1], perr)
 	}
-	return p, SourceServiceAllocator, nil
+	return []netip.Prefix{p}, SourceServiceAllocator, nil
 }
 
-// serviceCIDRFromAPI reads the ranges of the ServiceCIDR objects and
-// returns the IPv4 one, or the IPv6 one if there is no IPv4 range.
+// serviceCIDRsFromAPI reads the ranges of the ServiceCIDR objects, the
+// IPv4 ones first, each family in the order of the objects.
 // ErrNotDetected means the API server serves no ServiceCIDR kind or has no
 // such object.
-func serviceCIDRFromAPI(ctx context.Context, r client.Reader) (netip.Prefix, error) {
+func serviceCIDRsFromAPI(ctx context.Context, r client.Reader) ([]netip.Prefix, error) {
 	for _, gvk := range serviceCIDRKinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk)
@@ -366,7 +367,7 @@ func serviceCIDRFromAPI(ctx context.Context, r client.Reader) (netip.Prefix, err
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue
 			}
-			return netip.Prefix{}, fmt.Errorf("service CIDR: list %s: %w", gvk.GroupVersion(), err)
+			return nil, fmt.Errorf("service CIDR: list %s: %w", gvk.GroupVersion(), err)
 		}
 		// The range the API server was started with first: the
 		// ServiceCIDR it keeps under this name.
@@ -379,7 +380,7 @@ func serviceCIDRFromAPI(ctx context.Context, r client.Reader) (netip.Prefix, err
 			for _, s := range ranges {
 				p, err := cidr.ParseNetwork(s)
 				if err != nil {
-					return netip.Prefix{}, fmt.Errorf("service CIDR: ServiceCIDR %s spec.cidrs: %w", item.GetName(), err)
+					return nil, fmt.Errorf("service CIDR: ServiceCIDR %s spec.cidrs: %w", item.GetName(), err)
 				}
 				found = append(found, p)
 			}
@@ -387,10 +388,8 @@ func serviceCIDRFromAPI(ctx context.Context, r client.Reader) (netip.Prefix, err
 		if len(found) == 0 {
 			continue
 		}
-		if i := slices.IndexFunc(found, func(p netip.Prefix) bool { return p.Addr().Is4() }); i >= 0 {
-			return found[i], nil
-		}
-		return found[0], nil
+		slices.SortStableFunc(found, func(a, b netip.Prefix) int { return boolOrder(!a.Addr().Is4(), !b.Addr().Is4()) })
+		return slices.Compact(found), nil
 	}
-	return netip.Prefix{}, ErrNotDetected
+	return nil, ErrNotDetected
 }

@@ -99,12 +99,12 @@ func TestDetect(t *testing.T) {
 	if _, err := c.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}); err == nil {
 		wantSrc = SourceServiceCIDRAPI
 	}
-	svc, src, err := DetectServiceCIDR(ctx, c.Client, metav1.NamespaceDefault)
+	svc, src, err := DetectServiceCIDRs(ctx, c.Client, metav1.NamespaceDefault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if svc != netip.MustParsePrefix("10.43.0.0/16") || src != wantSrc {
-		t.Errorf("service CIDR %s from %q, want 10.43.0.0/16 from %q", svc, src, wantSrc)
+	if want := cidr.MustPrefixes("10.43.0.0/16"); !slices.Equal(svc, want) || src != wantSrc {
+		t.Errorf("service CIDRs %v from %q, want %v from %q", svc, src, want, wantSrc)
 	}
 	var list corev1.ServiceList
 	if err := c.Client.List(ctx, &list); err != nil {
@@ -117,27 +117,27 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestDetectServiceCIDRAPI reads the service CIDR from the ServiceCIDR
-// objects of an API server that serves them.
+// TestDetectServiceCIDRAPI reads the service CIDRs from the ServiceCIDR
+// objects of a dual-stack API server: both, IPv4 first.
 func TestDetectServiceCIDRAPI(t *testing.T) {
 	c := testcluster.Start(t,
-		testcluster.WithAPIServerFlag("service-cluster-ip-range", "10.44.0.0/16"),
+		testcluster.WithAPIServerFlag("service-cluster-ip-range", "10.44.0.0/16,fd96::/112"),
 		testcluster.WithAPIServerFlag("feature-gates", "MultiCIDRServiceAllocator=true"),
 		testcluster.WithAPIServerFlag("runtime-config", "networking.k8s.io/v1beta1=true"))
 	var (
-		svc netip.Prefix
+		svc []netip.Prefix
 		src string
 		err error
 	)
 	// The API server makes its ServiceCIDR just after it starts serving.
 	for range 50 {
-		if svc, src, err = DetectServiceCIDR(t.Context(), c.Client, metav1.NamespaceDefault); err == nil && src == SourceServiceCIDRAPI {
+		if svc, src, err = DetectServiceCIDRs(t.Context(), c.Client, metav1.NamespaceDefault); err == nil && src == SourceServiceCIDRAPI {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err != nil || svc != netip.MustParsePrefix("10.44.0.0/16") || src != SourceServiceCIDRAPI {
-		t.Errorf("service CIDR %s from %q (%v), want 10.44.0.0/16 from %q", svc, src, err, SourceServiceCIDRAPI)
+	if want := cidr.MustPrefixes("10.44.0.0/16", "fd96::/112"); err != nil || !slices.Equal(svc, want) || src != SourceServiceCIDRAPI {
+		t.Errorf("service CIDRs %v from %q (%v), want %v from %q", svc, src, err, want, SourceServiceCIDRAPI)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -103,11 +102,22 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 		f.ClusterID, f.Sources[clusterinfo.KeyClusterID] = id, clusterinfo.SourceNamespaceUID
 	}
 	if !f.ServiceCIDR.IsValid() {
-		p, src, err := clusterinfo.DetectServiceCIDR(ctx, c, f.Namespace)
+		ps, src, err := clusterinfo.DetectServiceCIDRs(ctx, c, f.Namespace)
 		if err != nil {
 			errs = append(errs, field.Invalid("ServiceCIDR", nil, "not given: %w", err))
 		}
-		f.ServiceCIDR, f.Sources[clusterinfo.KeyServiceCIDR] = p, src
+		if len(ps) > 0 {
+			// The service CIDR of the other family, in a dual-stack
+			// cluster, is no less local: a peer's range must not be
+			// remapped onto it.
+			f.ServiceCIDR = ps[0]
+			for _, p := range ps[1:] {
+				if !slices.Contains(f.ReservedCIDRs, p) {
+					f.ReservedCIDRs = append(f.ReservedCIDRs, p)
+				}
+			}
+		}
+		f.Sources[clusterinfo.KeyServiceCIDR] = src
 	}
 	// After the service CIDR: the pod CIDRs are widened up to the other
 	// local ranges, never over them.
@@ -116,17 +126,9 @@ func (f *ClusterFacts) Detect(ctx context.Context, c client.Client, r client.Rea
 		if err != nil {
 			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given: %w", err))
 		}
-		// peerlink routes the IPv4 family: a dual-stack cluster peers its
-		// IPv4 pods, an IPv6-only one must say which IPv4 range it has.
-		v4 := slices.DeleteFunc(slices.Clone(ps), func(p netip.Prefix) bool { return !p.Addr().Is4() })
-		switch other := slices.DeleteFunc(ps, func(p netip.Prefix) bool { return p.Addr().Is4() }); {
-		case len(other) > 0 && len(v4) == 0:
-			errs = append(errs, field.Invalid("PodCIDRs", nil, "not given, and the detected ones (%s, from %s) are all IPv6: peerlink peers IPv4 ranges; give the cluster's IPv4 pod ranges, if it has any: %w",
-				rangepolicy.Format(other), src, clusterinfo.ErrNotDetected))
-		case len(other) > 0:
-			log.FromContext(ctx).Info("IPv6 pod ranges detected, not peered: peerlink peers the IPv4 family", "ipv6", rangepolicy.Format(other), "peered", rangepolicy.Format(v4))
-		}
-		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = v4, src
+		// Both families are peered: a dual-stack cluster publishes its
+		// IPv4 and its IPv6 pod ranges, an IPv6-only cluster its IPv6 ones.
+		f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs] = ps, src
 	}
 	return errors.Join(errs...)
 }

@@ -1,9 +1,8 @@
 package reconciler
 
 import (
-	"errors"
+	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +14,10 @@ import (
 )
 
 // TestDetectPodCIDRsFamilies checks the controller's pod CIDRs on clusters
-// of either family: a dual-stack cluster peers its IPv4 family, and an
-// IPv6-only one stops with an error saying what to give.
+// of either family: an IPv6-only cluster peers its IPv6 range, a
+// dual-stack one both families, with the IPv6 service range reserved.
 func TestDetectPodCIDRsFamilies(t *testing.T) {
-	c := testcluster.Start(t, testcluster.WithAPIServerFlag("service-cluster-ip-range", "10.43.0.0/16"))
+	c := testcluster.Start(t, testcluster.WithAPIServerFlag("service-cluster-ip-range", "10.43.0.0/16,fd00:10:96::/112"))
 	ctx := t.Context()
 	detect := func() (ClusterFacts, error) {
 		f := ClusterFacts{Namespace: metav1.NamespaceDefault}
@@ -35,9 +34,9 @@ func TestDetectPodCIDRsFamilies(t *testing.T) {
 	}
 
 	v6 := node("v6", "fd00:10:244::/64")
-	_, err := detect()
-	if !errors.Is(err, clusterinfo.ErrNotDetected) || !strings.Contains(err.Error(), "fd00:10:244::/48") || !strings.Contains(err.Error(), "IPv4") {
-		t.Errorf("IPv6-only cluster: %v, want ErrNotDetected naming the IPv6 range and asking for IPv4 ranges", err)
+	f, err := detect()
+	if want := cidr.MustPrefixes("fd00:10:244::/48"); err != nil || !slices.Equal(f.PodCIDRs, want) {
+		t.Errorf("IPv6-only cluster: pod CIDRs %v (%v), want %v", f.PodCIDRs, err, want)
 	}
 	if err := c.Client.Delete(ctx, v6); err != nil {
 		t.Fatal(err)
@@ -45,11 +44,14 @@ func TestDetectPodCIDRsFamilies(t *testing.T) {
 
 	node("n1", "10.244.0.0/24", "fd00:10:244::/64")
 	node("n2", "10.244.1.0/24", "fd00:10:244:1::/64")
-	f, err := detect()
+	f, err = detect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cidr.MustPrefixes("10.244.0.0/16"); !slices.Equal(f.PodCIDRs, want) || f.Sources[clusterinfo.KeyPodCIDRs] != clusterinfo.SourceNodes {
+	if want := cidr.MustPrefixes("10.244.0.0/16", "fd00:10:244::/48"); !slices.Equal(f.PodCIDRs, want) || f.Sources[clusterinfo.KeyPodCIDRs] != clusterinfo.SourceNodes {
 		t.Errorf("dual-stack cluster: pod CIDRs %v from %q, want %v from %q", f.PodCIDRs, f.Sources[clusterinfo.KeyPodCIDRs], want, clusterinfo.SourceNodes)
+	}
+	if f.ServiceCIDR != netip.MustParsePrefix("10.43.0.0/16") || !slices.Contains(f.ReservedCIDRs, netip.MustParsePrefix("fd00:10:96::/112")) {
+		t.Errorf("dual-stack cluster: service CIDR %s, reserved %v; want 10.43.0.0/16 and the IPv6 service range reserved", f.ServiceCIDR, f.ReservedCIDRs)
 	}
 }

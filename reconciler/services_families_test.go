@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -23,6 +25,8 @@ import (
 // Configuration remapped them to, and the derived Service of a dual-stack
 // export asks for both families and gets what this cluster has (the test
 // API server is IPv4 only): the ServiceImport's IPs and families follow.
+// An IPv6-only export, which this cluster cannot serve, is imported
+// without a clusterset IP and not ready, with IPFamilyNotSupported.
 func TestServicesFamilies(t *testing.T) {
 	e := newConfEnv(t, "peerlink", "demo", "liqo-tenant-b")
 	e.facts.PodCIDRs = append(e.facts.PodCIDRs, netip.MustParsePrefix("fd44::/48"))
@@ -62,7 +66,11 @@ func TestServicesFamilies(t *testing.T) {
 			{IP: netip.MustParseAddr("10.244.2.8"), Ready: true},
 		},
 	})
-	receive(t, c, "liqo-tenant-b", web)
+	six := peerWeb(80)
+	six.Key.Name = "six"
+	six.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	six.Endpoints = web.Endpoints[1:]
+	receive(t, c, "liqo-tenant-b", web, six)
 
 	waitFor(t, "an EndpointSlice per family", func(ctx context.Context) error {
 		list, err := importedSlices(ctx, c, "b")
@@ -96,6 +104,18 @@ func TestServicesFamilies(t *testing.T) {
 		}
 		if p := svc.Spec.IPFamilyPolicy; p == nil || *p != corev1.IPFamilyPolicyPreferDualStack {
 			return fmt.Errorf("derived Service's family policy %v, want PreferDualStack", p)
+		}
+		return nil
+	})
+	// An IPv6 Service cannot be had here: the import says so.
+	waitFor(t, "the IPv6-only import not ready, for its family", func(ctx context.Context) error {
+		var si mcsv1beta1.ServiceImport
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "six"}, &si); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != string(mcsv1beta1.ServiceImportReasonIPFamilyNotSupported) || len(si.Spec.IPs) != 0 {
+			return fmt.Errorf("ips %v, Ready %+v", si.Spec.IPs, cond)
 		}
 		return nil
 	})

@@ -836,17 +836,28 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 	}
 	current := have.imports[key]
 	si := desiredImport(imp, derived)
+	var unsupported error
 	if derived != "" {
 		svc := desiredDerived(imp, derived)
 		cur := have.derived[client.ObjectKeyFromObject(svc)]
 		if cur == nil || !sameDerived(cur, svc) {
-			if err := api.Apply(ctx, r.client, svc, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+			err := api.Apply(ctx, r.client, svc, client.FieldOwner(api.FieldManager), client.ForceOwnership)
+			switch {
+			case familyNotConfigured(err):
+				// An export of a family this cluster has no Services
+				// of: the import stands without a clusterset IP, and
+				// says why.
+				unsupported, cur = err, nil
+			case err != nil:
 				return names, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, derived, imp.Key, err)
+			default:
+				cur = svc
 			}
-			cur = svc
 		}
 		// The families follow the clusterset IPs the Service was given.
-		si.Spec.IPs, si.Spec.IPFamilies = cur.Spec.ClusterIPs, cur.Spec.IPFamilies
+		if cur != nil {
+			si.Spec.IPs, si.Spec.IPFamilies = cur.Spec.ClusterIPs, cur.Spec.IPFamilies
+		}
 	}
 	if current == nil || !sameImport(current, si) {
 		if err := api.Apply(ctx, r.client, si, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
@@ -854,7 +865,13 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 		}
 		current = si
 	}
-	return names, r.importStatus(ctx, imp, current)
+	return names, r.importStatus(ctx, imp, current, unsupported)
+}
+
+// familyNotConfigured tells whether err is the API server's refusal of a
+// Service of an IP family the cluster is not configured for.
+func familyNotConfigured(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "not configured on this cluster")
 }
 
 // appliedImport reports whether this controller applied ServiceImport si
@@ -907,8 +924,9 @@ func sameImport(have, want *mcsv1beta1.ServiceImport) bool {
 }
 
 // importStatus writes the import's status when it changes: the exporting
-// clusters and Ready.
-func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, current *mcsv1beta1.ServiceImport) error {
+// clusters and Ready, which is False with IPFamilyNotSupported when
+// unsupported says why the import has no clusterset IP.
+func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, current *mcsv1beta1.ServiceImport, unsupported error) error {
 	si := current.DeepCopy()
 	si.Status.Clusters = nil
 	for _, m := range imp.Members {
@@ -916,11 +934,16 @@ func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, 
 	}
 	slices.SortFunc(si.Status.Clusters, func(a, b mcsv1beta1.ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
 	si.Status.EndpointSliceObjects = mcsv1beta1.EndpointSliceObjectsPresent
-	meta.SetStatusCondition(&si.Status.Conditions, metav1.Condition{
+	ready := metav1.Condition{
 		Type: string(mcsv1beta1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
 		Reason: string(mcsv1beta1.ServiceImportReasonReady), Message: fmt.Sprintf("exported by %d clusters", len(imp.Members)),
 		LastTransitionTime: metav1.NewTime(time.Now()),
-	})
+	}
+	if unsupported != nil {
+		ready.Status, ready.Reason = metav1.ConditionFalse, string(mcsv1beta1.ServiceImportReasonIPFamilyNotSupported)
+		ready.Message = fmt.Sprintf("exported as %v, which this cluster has no Services of: %v", imp.Winner.IPFamilies, unsupported)
+	}
+	meta.SetStatusCondition(&si.Status.Conditions, ready)
 	if slices.Equal(current.Status.Clusters, si.Status.Clusters) && conditionsEqual(current.Status.Conditions, si.Status.Conditions) &&
 		current.Status.EndpointSliceObjects == si.Status.EndpointSliceObjects {
 		return nil
@@ -936,14 +959,16 @@ func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, 
 // routes the import's clusterset IP through. It has no owner (it is made
 // before its ServiceImport): applyImports removes it with the import.
 //
-// It asks for the exported Service's families, primary first: a dual-stack
-// export prefers both, and gets what this cluster has (its IPv4 address
-// alone in an IPv4 cluster); a single-stack one gets its own family or is
-// refused by the API server where this cluster lacks it.
+// A single-stack export asks for its own family, which the API server
+// refuses where this cluster lacks it (the import then says so). A
+// dual-stack one prefers both families and names none: the API server
+// gives it those this cluster has, in this cluster's order (asking for a
+// family the cluster lacks is refused even then).
 func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
 	policy := corev1.IPFamilyPolicySingleStack
-	if len(imp.Winner.IPFamilies) > 1 {
-		policy = corev1.IPFamilyPolicyPreferDualStack
+	families := imp.Winner.IPFamilies
+	if len(families) > 1 {
+		policy, families = corev1.IPFamilyPolicyPreferDualStack, nil
 	}
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -958,7 +983,7 @@ func desiredDerived(imp *mcs.Import, name string) *corev1.Service {
 			InternalTrafficPolicy: imp.Winner.InternalTrafficPolicy,
 			TrafficDistribution:   imp.Winner.TrafficDistribution,
 			IPFamilyPolicy:        &policy,
-			IPFamilies:            imp.Winner.IPFamilies,
+			IPFamilies:            families,
 		},
 	}
 	for _, p := range imp.Ports {
@@ -982,10 +1007,9 @@ func sameDerived(have, want *corev1.Service) bool {
 		}
 		return fmt.Sprintf("%s/%s/%d/%s", p.Name, p.Protocol, p.Port, app)
 	}
-	// The API server keeps only the families this cluster has: the
-	// primary one tells whether the families asked for are those given.
+	// The API server fills in the families a dual-stack Service gets.
 	sameFamilies := equality.Semantic.DeepEqual(have.Spec.IPFamilyPolicy, want.Spec.IPFamilyPolicy) &&
-		len(have.Spec.IPFamilies) > 0 && len(want.Spec.IPFamilies) > 0 && have.Spec.IPFamilies[0] == want.Spec.IPFamilies[0]
+		(len(want.Spec.IPFamilies) == 0 || slices.Equal(have.Spec.IPFamilies, want.Spec.IPFamilies))
 	return hasLabels(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type && sameFamilies &&
 		have.Spec.SessionAffinity == want.Spec.SessionAffinity &&
 		equality.Semantic.DeepEqual(have.Spec.SessionAffinityConfig, wantAffinity) &&
