@@ -98,8 +98,8 @@ func (s *serverFlags) options(mtu int, tmplName, tmplNS string) (manifests.Gatew
 		TemplateName: tmplName, TemplateNamespace: tmplNS}
 	if s.loadBalancerIP != "" {
 		addr, err := netip.ParseAddr(s.loadBalancerIP)
-		if err != nil || !addr.Is4() {
-			return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IPv4 address", names.loadBalancerIP, s.loadBalancerIP)
+		if err != nil || addr.Zone() != "" {
+			return manifests.GatewayServerOptions{}, fmt.Errorf("--%s: %q is not an IP address", names.loadBalancerIP, s.loadBalancerIP)
 		}
 		o.LoadBalancerIP = addr
 	}

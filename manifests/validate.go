@@ -279,8 +279,8 @@ func validateServerEndpoint(ep netv1beta1.Endpoint, path *field.Path) field.Erro
 	}
 	if ep.LoadBalancerIP != nil {
 		lb := path.Child("loadBalancerIP")
-		if addr, err := netip.ParseAddr(*ep.LoadBalancerIP); err != nil || !addr.Is4() {
-			errs = append(errs, field.Invalid(lb, *ep.LoadBalancerIP, "must be an IPv4 address"))
+		if addr, err := netip.ParseAddr(*ep.LoadBalancerIP); err != nil || addr.Zone() != "" {
+			errs = append(errs, field.Invalid(lb, *ep.LoadBalancerIP, "must be an IP address"))
 		}
 		if typ != corev1.ServiceTypeLoadBalancer {
 			errs = append(errs, field.Forbidden(lb, "only allowed with serviceType LoadBalancer"))

@@ -47,6 +47,12 @@ func TestValidate(t *testing.T) {
 		{"missing label", func(o validObjects) { o.server.Labels = nil }, "metadata.labels[liqo.io/remote-cluster-id]: Required"},
 		{"node port on ClusterIP", func(o validObjects) { o.server.Spec.Endpoint.ServiceType = corev1.ServiceTypeClusterIP }, "spec.endpoint.nodePort: Forbidden"},
 		{"load balancer IP on NodePort", func(o validObjects) { o.server.Spec.Endpoint.LoadBalancerIP = ptr.To("192.0.2.1") }, "spec.endpoint.loadBalancerIP: Forbidden"},
+		{"IPv6 load balancer IP", func(o validObjects) {
+			o.server.Spec.Endpoint.ServiceType, o.server.Spec.Endpoint.LoadBalancerIP = corev1.ServiceTypeLoadBalancer, ptr.To("fd30:0:1::100")
+		}, ""},
+		{"load balancer name", func(o validObjects) {
+			o.server.Spec.Endpoint.ServiceType, o.server.Spec.Endpoint.LoadBalancerIP = corev1.ServiceTypeLoadBalancer, ptr.To("lb.example")
+		}, "spec.endpoint.loadBalancerIP: Invalid value: \"lb.example\": must be an IP address"},
 		{"port out of range", func(o validObjects) { o.server.Spec.Endpoint.Port = 70000 }, "spec.endpoint.port: Invalid value: 70000"},
 		{"unknown service type", func(o validObjects) { o.server.Spec.Endpoint.ServiceType = "External" }, "spec.endpoint.serviceType: Unsupported value"},
 		{"template kind", func(o validObjects) { o.server.Spec.ServerTemplateRef.Kind = "WgGatewayClientTemplate" }, "spec.serverTemplateRef.kind: Unsupported value"},
