@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -32,7 +33,14 @@ type Remaps struct {
 	AOfB [2]netip.Prefix
 	// BOfA is how side B sees A.
 	BOfA [2]netip.Prefix
+	// AOfB6 and BOfA6 are how each side sees the other's IPv6 pod range,
+	// PodCIDR6. Set, they make both sides dual-stack; zero, both are
+	// IPv4-only.
+	AOfB6, BOfA6 netip.Prefix
 }
+
+// DualStack tells whether the sides are dual-stack.
+func (r Remaps) DualStack() bool { return r.AOfB6.IsValid() }
 
 // ServerPort is the WireGuard port of side B's gateway server.
 const ServerPort = 51840
@@ -60,7 +68,10 @@ type Running struct {
 // Up builds the topology, writes both sides' objects and starts their agents
 // (bin, built by BuildAgent), with logs and kubeconfigs under dir.
 func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps) (*Bed, error) {
-	top, err := Build()
+	if remaps.AOfB6.IsValid() != remaps.BOfA6.IsValid() {
+		return nil, errors.New("remaps: AOfB6 and BOfA6 are set together (dual-stack sides) or not at all")
+	}
+	top, err := Build(remaps.DualStack())
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +83,10 @@ func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps) (*Bed
 	}
 	server := netip.AddrPortFrom(top.B.WAN, ServerPort)
 	pa := Peering{LocalID: "cluster-a", PeerID: "cluster-b", Role: gatewayrole.Client,
-		RemappedPod: remaps.AOfB[0], RemappedExternal: remaps.AOfB[1],
+		RemappedPod: remaps.AOfB[0], RemappedExternal: remaps.AOfB[1], RemappedPod6: remaps.AOfB6,
 		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP, GatewayIP: top.A.GatewayIP}
 	pb := Peering{LocalID: "cluster-b", PeerID: "cluster-a", Role: gatewayrole.Server,
-		RemappedPod: remaps.BOfA[0], RemappedExternal: remaps.BOfA[1],
+		RemappedPod: remaps.BOfA[0], RemappedExternal: remaps.BOfA[1], RemappedPod6: remaps.BOfA6,
 		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP, GatewayIP: top.B.GatewayIP}
 	if bed.A, err = bed.start(ctx, top.A, a, pa); err != nil {
 		return nil, errors.Join(err, bed.Close())
@@ -140,7 +151,7 @@ func (bed *Bed) start(ctx context.Context, side *Side, c Cluster, p Peering) (*R
 		"--name=" + p.GatewayName(), "--namespace=" + p.Namespace(), "--remote-cluster-id=" + p.PeerID,
 		"--mode=" + string(p.Role), "--gateway-uid=" + uid, "--mtu=1340",
 		"--key-dir=" + keys, "--keepalive=25s", "--ping-interval=2s", "--node-ip=" + p.NodeIP.String(),
-		"--local-cidr=" + PodCIDR.String() + "," + ExternalCIDR.String(),
+		"--local-cidr=" + strings.Join(p.localCIDRs(), ","),
 	}
 	if p.Role == gatewayrole.Server {
 		r.gatewayArgs = append(r.gatewayArgs, "--listen-port="+strconv.Itoa(int(p.Server.Port())))

@@ -103,11 +103,15 @@ func up(t *testing.T, remaps Remaps) *Bed {
 	return bed
 }
 
-// seen translates an address of one side's pod CIDR into the range the
-// other side sees it under.
+// seen translates an address of one side's pod CIDR of its family into the
+// range the other side sees it under.
 func seen(t *testing.T, addr netip.Addr, remapped netip.Prefix) netip.Addr {
 	t.Helper()
-	a, err := cidr.Translate(addr, PodCIDR, remapped)
+	pods := PodCIDR
+	if addr.Is6() {
+		pods = PodCIDR6
+	}
+	a, err := cidr.Translate(addr, pods, remapped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,20 +131,52 @@ var (
 	}
 )
 
-// checkBothWays pings and connects over TCP in both directions and checks
-// the source address each server observes.
+// plane is one address family of a bed: the addresses of the pods and how
+// each side sees the other's pod range.
+type plane struct {
+	name string
+	// pods are the addresses of a side's first pods (PodIPs or PodIPs6),
+	// far its far pod's, gatewayA the address of A's gateway pod, which
+	// B's last pod has too.
+	pods          []netip.Addr
+	far, gatewayA netip.Addr
+	// aOfB is how side A sees B's pod range, bOfA how B sees A's.
+	aOfB, bOfA netip.Prefix
+}
+
+// planes are the address families of a bed: IPv4, and IPv6 when remaps
+// make the sides dual-stack.
+func planes(bed *Bed, remaps Remaps) []plane {
+	out := []plane{{name: "IPv4", pods: PodIPs, far: FarPodIP, gatewayA: bed.A.Side.GatewayIP, aOfB: remaps.AOfB[0], bOfA: remaps.BOfA[0]}}
+	if remaps.DualStack() {
+		out = append(out, plane{name: "IPv6", pods: PodIPs6, far: FarPodIP6, gatewayA: bed.A.Side.GatewayIP6, aOfB: remaps.AOfB6, bOfA: remaps.BOfA6})
+	}
+	return out
+}
+
+// checkBothWays pings and connects over TCP in both directions, in every
+// address family of the bed, and checks the source address each server
+// observes.
 func checkBothWays(t *testing.T, bed *Bed, remaps Remaps) {
+	t.Helper()
+	for _, pl := range planes(bed, remaps) {
+		checkPlane(t, bed, pl)
+	}
+}
+
+// checkPlane is checkBothWays in one address family.
+func checkPlane(t *testing.T, bed *Bed, pl plane) {
 	t.Helper()
 	ctx := context.Background()
 	a1, b2 := bed.A.Side.Pods[0], bed.B.Side.Pods[1]
-	bFromA := seen(t, PodIPs[1], remaps.AOfB[0])
-	aFromB := seen(t, PodIPs[0], remaps.BOfA[0])
+	bFromA := seen(t, pl.pods[1], pl.aOfB)
+	aFromB := seen(t, pl.pods[0], pl.bOfA)
 
 	took, err := WaitPing(ctx, a1, bFromA, 90*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("first ping from A's pod %s to B's pod %s (seen as %s) after %v", PodIPs[0], PodIPs[1], bFromA, took.Round(time.Millisecond))
+	t.Logf("%s: first ping from A's pod %s to B's pod %s (seen as %s) after %v", pl.name, pl.pods[0], pl.pods[1], bFromA, took.Round(time.Millisecond))
 	if _, err := WaitPing(ctx, b2, aFromB, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -150,34 +186,72 @@ func checkBothWays(t *testing.T, bed *Bed, remaps Remaps) {
 		t.Fatal(err)
 	}
 	if got != aFromB {
-		t.Errorf("B's pod saw A's connection from %s, want %s (A's pod %s as B sees it)", got, aFromB, PodIPs[0])
+		t.Errorf("%s: B's pod saw A's connection from %s, want %s (A's pod %s as B sees it)", pl.name, got, aFromB, pl.pods[0])
 	}
 	got, err = ObserveTCP(a1, b2, aFromB, 8081)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != bFromA {
-		t.Errorf("A's pod saw B's connection from %s, want %s (B's pod %s as A sees it)", got, bFromA, PodIPs[1])
+		t.Errorf("%s: A's pod saw B's connection from %s, want %s (B's pod %s as A sees it)", pl.name, got, bFromA, pl.pods[1])
 	}
 
 	// B's last pod has the address of A's gateway pod: A's gateway must
 	// send the translated packet into the tunnel rather than take it for
 	// itself, and accept the replies whose source is its own address.
 	b3 := bed.B.Side.Pods[len(bed.B.Side.Pods)-1]
-	b3FromA := seen(t, bed.A.Side.GatewayIP, remaps.AOfB[0])
+	b3FromA := seen(t, pl.gatewayA, pl.aOfB)
 	got, err = ObserveTCP(b3, a1, b3FromA, 8083)
 	if err != nil {
-		t.Fatalf("A's pod to B's pod at A's gateway address %s (seen as %s): %v", bed.A.Side.GatewayIP, b3FromA, err)
+		t.Fatalf("%s: A's pod to B's pod at A's gateway address %s (seen as %s): %v", pl.name, pl.gatewayA, b3FromA, err)
 	}
 	if got != aFromB {
-		t.Errorf("B's pod at %s saw A's connection from %s, want %s", bed.A.Side.GatewayIP, got, aFromB)
+		t.Errorf("%s: B's pod at %s saw A's connection from %s, want %s", pl.name, pl.gatewayA, got, aFromB)
 	}
 	got, err = ObserveTCP(a1, b3, aFromB, 8084)
 	if err != nil {
-		t.Fatalf("B's pod at A's gateway address %s to A's pod: %v", bed.A.Side.GatewayIP, err)
+		t.Fatalf("%s: B's pod at A's gateway address %s to A's pod: %v", pl.name, pl.gatewayA, err)
 	}
 	if got != b3FromA {
-		t.Errorf("A's pod saw B's pod at %s from %s, want %s", bed.A.Side.GatewayIP, got, b3FromA)
+		t.Errorf("%s: A's pod saw B's pod at %s from %s, want %s", pl.name, pl.gatewayA, got, b3FromA)
+	}
+}
+
+// checkFarPod checks, in one address family, the traffic of A's pod on
+// the node without the gateway: its node's fabric sends it through the
+// overlay to the gateway on the other node; the gateway returns the
+// answers to its own node, which routes them on as it routes any pod's
+// traffic.
+func checkFarPod(t *testing.T, bed *Bed, pl plane) {
+	t.Helper()
+	farA, b2 := bed.A.Side.FarPod, bed.B.Side.Pods[1]
+	bFromA := seen(t, pl.pods[1], pl.aOfB)
+	farAFromB := seen(t, pl.far, pl.bOfA)
+	if _, err := WaitPing(context.Background(), farA, bFromA, 30*time.Second); err != nil {
+		t.Fatalf("%s: A's pod on its second node to B's pod: %v", pl.name, err)
+	}
+	// The second node's default route leads to the first node, whose
+	// fabric would carry the traffic too: the packets must leave the
+	// second node already in the overlay.
+	node2 := bed.A.Side.Node2.Netlink(t)
+	before := linkTX(t, node2, dataplane.OverlayLink)
+	_, _ = farA.Run("ping", "-c", "20", "-i", "0.01", "-W", "1", "-n", "-q", bFromA.String())
+	if sent := linkTX(t, node2, dataplane.OverlayLink) - before; sent < 20 {
+		t.Errorf("%s: the second node's overlay link sent %d packets while its pod sent 20 to the peer", pl.name, sent)
+	}
+	got, err := ObserveTCP(b2, farA, bFromA, 8085)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != farAFromB {
+		t.Errorf("%s: B's pod saw the connection of A's far pod from %s, want %s", pl.name, got, farAFromB)
+	}
+	got, err = ObserveTCP(farA, b2, farAFromB, 8086)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != bFromA {
+		t.Errorf("%s: A's far pod saw B's connection from %s, want %s", pl.name, got, bFromA)
 	}
 }
 
@@ -263,37 +337,7 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 	})
 
 	t.Run("a pod on the node without the gateway", func(t *testing.T) {
-		// Its node's fabric sends it through the overlay to the gateway on
-		// the other node; the gateway returns the answers to its own node,
-		// which routes them on as it routes any pod's traffic.
-		farA, b2 := bed.A.Side.FarPod, bed.B.Side.Pods[1]
-		farAFromB := seen(t, FarPodIP, differentRemaps.BOfA[0])
-		if _, err := WaitPing(ctx, farA, bFromA, 30*time.Second); err != nil {
-			t.Fatalf("A's pod on its second node to B's pod: %v", err)
-		}
-		// The second node's default route leads to the first node, whose
-		// fabric would carry the traffic too: the packets must leave the
-		// second node already in the overlay.
-		node2 := bed.A.Side.Node2.Netlink(t)
-		before := linkTX(t, node2, dataplane.OverlayLink)
-		_, _ = farA.Run("ping", "-c", "20", "-i", "0.01", "-W", "1", "-n", "-q", bFromA.String())
-		if sent := linkTX(t, node2, dataplane.OverlayLink) - before; sent < 20 {
-			t.Errorf("the second node's overlay link sent %d packets while its pod sent 20 to the peer", sent)
-		}
-		got, err := ObserveTCP(b2, farA, bFromA, 8085)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != farAFromB {
-			t.Errorf("B's pod saw the connection of A's far pod from %s, want %s", got, farAFromB)
-		}
-		got, err = ObserveTCP(farA, b2, farAFromB, 8086)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != bFromA {
-			t.Errorf("A's far pod saw B's connection from %s, want %s", got, bFromA)
-		}
+		checkFarPod(t, bed, planes(bed, differentRemaps)[0])
 	})
 
 	t.Run("a node's own traffic leaves as the unknown source", func(t *testing.T) {

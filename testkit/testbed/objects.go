@@ -31,6 +31,9 @@ type Peering struct {
 	Role gatewayrole.Role
 	// Remapped are how this side sees the peer's PodCIDR and ExternalCIDR.
 	RemappedPod, RemappedExternal netip.Prefix
+	// RemappedPod6 is how this side sees the peer's IPv6 pod range,
+	// PodCIDR6; invalid on IPv4-only sides, which have no IPv6 range.
+	RemappedPod6 netip.Prefix
 	// PrivateKey is this side's gateway key; PeerPublicKey the peer's.
 	PrivateKey, PeerPublicKey wgtypes.Key
 	// Server is where a client reaches the server.
@@ -44,6 +47,37 @@ type Peering struct {
 
 // Namespace is the tenant namespace of the peer.
 func (p Peering) Namespace() string { return netv1beta1.TenantNamespacePrefix + p.PeerID }
+
+// dualStack tells whether the sides of the peering are dual-stack.
+func (p Peering) dualStack() bool { return p.RemappedPod6.IsValid() }
+
+// podCIDRs are the pod ranges of both sides: the IPv4 one, and on
+// dual-stack sides the IPv6 one.
+func (p Peering) podCIDRs() []netip.Prefix {
+	if p.dualStack() {
+		return []netip.Prefix{PodCIDR, PodCIDR6}
+	}
+	return []netip.Prefix{PodCIDR}
+}
+
+// remappedPods are the peer's pod ranges as this side sees them, in the
+// order of podCIDRs.
+func (p Peering) remappedPods() []netip.Prefix {
+	if p.dualStack() {
+		return []netip.Prefix{p.RemappedPod, p.RemappedPod6}
+	}
+	return []netip.Prefix{p.RemappedPod}
+}
+
+// localCIDRs are the gateway's --local-cidr: the pod ranges and the
+// external range.
+func (p Peering) localCIDRs() []string {
+	var out []string
+	for _, c := range append(p.podCIDRs(), ExternalCIDR) {
+		out = append(out, c.String())
+	}
+	return out
+}
 
 // GatewayName is the name of the gateway object: the peer's ID.
 func (p Peering) GatewayName() string { return p.PeerID }
@@ -61,7 +95,7 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: clusterinfo.Name, Namespace: ControllerNamespace},
 			Data: clusterinfo.Info{
 				ClusterID:    p.LocalID,
-				PodCIDRs:     []netip.Prefix{PodCIDR},
+				PodCIDRs:     p.podCIDRs(),
 				ExternalCIDR: ExternalCIDR,
 				InternalCIDR: netip.MustParsePrefix("10.80.0.0/16"),
 			}.Data(),
@@ -101,14 +135,14 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	conf := &netv1beta1.Configuration{
 		ObjectMeta: metav1.ObjectMeta{Name: p.PeerID, Namespace: ns, Labels: labels},
 		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-			Pod: []netv1beta1.CIDR{netv1beta1.CIDR(PodCIDR.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(ExternalCIDR.String())},
+			Pod: netv1beta1.CIDRsOf(p.podCIDRs()), External: []netv1beta1.CIDR{netv1beta1.CIDR(ExternalCIDR.String())},
 		}}},
 	}
 	if err := c.Create(ctx, conf); err != nil {
 		return "", fmt.Errorf("create Configuration %s: %w", conf.Name, err)
 	}
 	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-		Pod: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedPod.String())}, External: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedExternal.String())},
+		Pod: netv1beta1.CIDRsOf(p.remappedPods()), External: []netv1beta1.CIDR{netv1beta1.CIDR(p.RemappedExternal.String())},
 	}}
 	if err := c.Status().Update(ctx, conf); err != nil {
 		return "", fmt.Errorf("set status of Configuration %s: %w", conf.Name, err)

@@ -132,7 +132,7 @@ func PodsOverWireGuard(bin, dir string, mtu int) (*Pair, error) {
 		if pods[i], err = p.ns(name); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		if err := plugPod(routers[i], pods[i], "pod0", barePodIPs[i]); err != nil {
+		if err := plugPod(routers[i], pods[i], "pod0", barePodIPs[i], netip.Addr{}); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
 		for _, c := range []struct {
@@ -194,10 +194,10 @@ func FabricNode(peers int, kind plan.OverlayKind) (*Pair, error) {
 			return nil, errors.Join(err, p.Close())
 		}
 	}
-	if err := plugPod(node, p.Sender, "vpod", PodIPs[0]); err != nil {
+	if err := plugPod(node, p.Sender, "vpod", PodIPs[0], netip.Addr{}); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
-	if err := plugPod(node, p.Receiver, "vgw", gatewayIP); err != nil {
+	if err := plugPod(node, p.Receiver, "vgw", gatewayIP, netip.Addr{}); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 	// The pod's MTU fits the overlay's, as a CNI sets it.

@@ -41,12 +41,16 @@ func WaitPing(ctx context.Context, ns *netns.NS, dst netip.Addr, timeout time.Du
 
 // ObserveTCP listens on port in server, connects to dst:port from client,
 // sends a line back and forth, and returns the source address the server
-// saw.
+// saw. Both ends use dst's address family.
 func ObserveTCP(server, client *netns.NS, dst netip.Addr, port int) (netip.Addr, error) {
+	network := "tcp4"
+	if dst.Is6() {
+		network = "tcp6"
+	}
 	var l net.Listener
 	if err := server.Do(func() error {
 		var err error
-		l, err = net.Listen("tcp4", ":"+strconv.Itoa(port))
+		l, err = net.Listen(network, ":"+strconv.Itoa(port))
 		return err
 	}); err != nil {
 		return netip.Addr{}, fmt.Errorf("listen in %s: %w", server.Name, err)
@@ -65,7 +69,7 @@ func ObserveTCP(server, client *netns.NS, dst netip.Addr, port int) (netip.Addr,
 	var conn net.Conn
 	if err := client.Do(func() error {
 		var err error
-		conn, err = net.DialTimeout("tcp4", netip.AddrPortFrom(dst, uint16(port)).String(), 5*time.Second)
+		conn, err = net.DialTimeout(network, netip.AddrPortFrom(dst, uint16(port)).String(), 5*time.Second)
 		return err
 	}); err != nil {
 		return netip.Addr{}, fmt.Errorf("connect from %s to %s:%d: %w", client.Name, dst, port, err)

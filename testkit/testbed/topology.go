@@ -34,6 +34,27 @@ var (
 	podGateway = netip.MustParseAddr("169.254.1.1")
 )
 
+// The IPv6 twins of the addresses above, which dual-stack sides have
+// besides: again the same pod range on both sides. The underlay (the
+// nodes' and gateway pods' addresses the overlay uses, the internet link)
+// stays IPv4.
+var (
+	PodCIDR6 = netip.MustParsePrefix("fd44::/48")
+	// GatewayIPs6 are the gateway pods' IPv6 addresses, side A's then B's.
+	GatewayIPs6 = [2]netip.Addr{netip.MustParseAddr("fd44::10"), netip.MustParseAddr("fd44::20")}
+	// PodIPs6 are the IPv6 addresses of the pods of PodIPs.
+	PodIPs6 = []netip.Addr{netip.MustParseAddr("fd44:0:0:1::5"), netip.MustParseAddr("fd44:0:0:2::7")}
+	// FarPodIP6 is the far pod's IPv6 address.
+	FarPodIP6 = netip.MustParseAddr("fd44:0:0:3::9")
+	// Node2IP6 and node1LinkIP6 are the ends of the link between the
+	// nodes.
+	Node2IP6     = netip.MustParseAddr("fd19::2")
+	node1LinkIP6 = netip.MustParseAddr("fd19::1")
+	// podGateway6 is the pods' on-link IPv6 next hop: a link-local address,
+	// as Calico's fe80::ecee:eeff:feee:eeee.
+	podGateway6 = netip.MustParseAddr("fe80::1")
+)
+
 // Side is one cluster: a node with its gateway pod and its pods, and a
 // second node with one pod, routed to the first as a CNI routes between
 // nodes.
@@ -49,8 +70,9 @@ type Side struct {
 	// Pods are the pods' network namespaces, with addresses PodIPs, and
 	// last the pod at the other side's gateway address.
 	Pods []*netns.NS
-	// GatewayIP is the gateway pod's address.
-	GatewayIP netip.Addr
+	// GatewayIP is the gateway pod's address; GatewayIP6 its IPv6 one,
+	// invalid unless the side is dual-stack.
+	GatewayIP, GatewayIP6 netip.Addr
 	// NodeIP is the node's own address.
 	NodeIP netip.Addr
 	// WAN is the gateway's address on the internet link.
@@ -59,18 +81,20 @@ type Side struct {
 
 // Topology is two sides joined by their gateways' internet link.
 type Topology struct {
-	A, B *Side
-	all  []*netns.NS
+	A, B      *Side
+	dualStack bool
+	all       []*netns.NS
 }
 
-// Build creates the namespaces and links of two sides. Close deletes them.
-func Build() (*Topology, error) {
-	t := &Topology{}
+// Build creates the namespaces and links of two sides, dual-stack ones
+// (with the IPv6 addresses too) when dualStack is set. Close deletes them.
+func Build(dualStack bool) (*Topology, error) {
+	t := &Topology{dualStack: dualStack}
 	var err error
-	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1"), GatewayIPs[0], GatewayIPs[1]); err != nil {
+	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1"), 0); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2"), GatewayIPs[1], GatewayIPs[0]); err != nil {
+	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2"), 1); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
 	if err := netns.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
@@ -94,9 +118,16 @@ func (t *Topology) create(prefix string) (*netns.NS, error) {
 }
 
 // side builds a node with the gateway pod and the pods wired to it; the
-// last pod has the address of the peer's gateway pod.
-func (t *Topology) side(name string, nodeIP, wan, gatewayIP, peerGatewayIP netip.Addr) (*Side, error) {
-	s := &Side{Name: name, NodeIP: nodeIP, WAN: wan, GatewayIP: gatewayIP}
+// last pod has the address of the peer's gateway pod. i is 0 for side A, 1
+// for B.
+func (t *Topology) side(name string, nodeIP, wan netip.Addr, i int) (*Side, error) {
+	s := &Side{Name: name, NodeIP: nodeIP, WAN: wan, GatewayIP: GatewayIPs[i]}
+	ips, peerGateway := slices.Clone(PodIPs), GatewayIPs[1-i]
+	var ips6 []netip.Addr
+	if t.dualStack {
+		s.GatewayIP6 = GatewayIPs6[i]
+		ips6 = append(slices.Clone(PodIPs6), GatewayIPs6[1-i])
+	}
 	var err error
 	if s.Node, err = t.create(name + "-node"); err != nil {
 		return nil, err
@@ -108,21 +139,28 @@ func (t *Topology) side(name string, nodeIP, wan, gatewayIP, peerGatewayIP netip
 	}
 	run(s.Node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	run(s.Node, "ip", "addr", "add", nodeIP.String()+"/32", "dev", "lo")
+	if t.dualStack {
+		run(s.Node, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	}
 	if err != nil {
 		return nil, err
 	}
 	if s.Gateway, err = t.create(name + "-gw"); err != nil {
 		return nil, err
 	}
-	if err := plugPod(s.Node, s.Gateway, "vgw", gatewayIP); err != nil {
+	if err := plugPod(s.Node, s.Gateway, "vgw", s.GatewayIP, s.GatewayIP6); err != nil {
 		return nil, err
 	}
-	for i, ip := range append(slices.Clone(PodIPs), peerGatewayIP) {
+	for i, ip := range append(ips, peerGateway) {
 		pod, err := t.create(fmt.Sprintf("%s-pod%d", name, i+1))
 		if err != nil {
 			return nil, err
 		}
-		if err := plugPod(s.Node, pod, fmt.Sprintf("vpod%d", i+1), ip); err != nil {
+		var ip6 netip.Addr
+		if t.dualStack {
+			ip6 = ips6[i]
+		}
+		if err := plugPod(s.Node, pod, fmt.Sprintf("vpod%d", i+1), ip, ip6); err != nil {
 			return nil, err
 		}
 		s.Pods = append(s.Pods, pod)
@@ -146,19 +184,33 @@ func (t *Topology) secondNode(s *Side) error {
 	if err := netns.Veth(s.Node, "vnode2", s.Node2, "vnode1"); err != nil {
 		return err
 	}
-	if err := plugPod(s.Node2, s.FarPod, "vpod1", FarPodIP); err != nil {
+	var farIP6 netip.Addr
+	if t.dualStack {
+		farIP6 = FarPodIP6
+	}
+	if err := plugPod(s.Node2, s.FarPod, "vpod1", FarPodIP, farIP6); err != nil {
 		return err
 	}
-	for _, c := range []struct {
+	type command struct {
 		ns   *netns.NS
 		args []string
-	}{
+	}
+	commands := []command{
 		{s.Node2, []string{"sysctl", "-qw", "net.ipv4.ip_forward=1"}},
 		{s.Node, []string{"ip", "addr", "add", node1LinkIP.String() + "/24", "dev", "vnode2"}},
 		{s.Node2, []string{"ip", "addr", "add", Node2IP.String() + "/24", "dev", "vnode1"}},
 		{s.Node, []string{"ip", "route", "add", FarPodIP.String() + "/32", "via", Node2IP.String(), "dev", "vnode2"}},
 		{s.Node2, []string{"ip", "route", "add", "default", "via", node1LinkIP.String(), "dev", "vnode1"}},
-	} {
+	}
+	if t.dualStack {
+		commands = append(commands,
+			command{s.Node2, []string{"sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"}},
+			command{s.Node, []string{"ip", "addr", "add", node1LinkIP6.String() + "/64", "dev", "vnode2", "nodad"}},
+			command{s.Node2, []string{"ip", "addr", "add", Node2IP6.String() + "/64", "dev", "vnode1", "nodad"}},
+			command{s.Node, []string{"ip", "-6", "route", "add", FarPodIP6.String() + "/128", "via", Node2IP6.String(), "dev", "vnode2"}},
+			command{s.Node2, []string{"ip", "-6", "route", "add", "default", "via", node1LinkIP6.String(), "dev", "vnode1"}})
+	}
+	for _, c := range commands {
 		if _, err := c.ns.Run(c.args[0], c.args[1:]...); err != nil {
 			return err
 		}
@@ -168,8 +220,10 @@ func (t *Topology) secondNode(s *Side) error {
 
 // plugPod wires a pod namespace to the node as a CNI would: a veth, the
 // pod's address as a /32, a default route through an on-link address the
-// node answers for, and a host route to the pod on the node.
-func plugPod(node, pod *netns.NS, hostSide string, ip netip.Addr) error {
+// node answers for, and a host route to the pod on the node; the same for
+// IPv6 when ip6 is valid, with a link-local next hop and without duplicate
+// address detection, which would keep the address unusable for a while.
+func plugPod(node, pod *netns.NS, hostSide string, ip, ip6 netip.Addr) error {
 	if err := netns.Veth(node, hostSide, pod, "eth0"); err != nil {
 		return err
 	}
@@ -178,18 +232,31 @@ func plugPod(node, pod *netns.NS, hostSide string, ip netip.Addr) error {
 		return err
 	}
 	mac := strings.TrimSpace(out)
-	for _, args := range [][]string{
+	inPod := [][]string{
 		{"ip", "addr", "add", ip.String() + "/32", "dev", "eth0"},
 		{"ip", "route", "add", podGateway.String(), "dev", "eth0", "scope", "link"},
 		{"ip", "route", "add", "default", "via", podGateway.String(), "dev", "eth0"},
 		{"ip", "neigh", "add", podGateway.String(), "lladdr", mac, "dev", "eth0", "nud", "permanent"},
-	} {
+	}
+	onNode := [][]string{{"ip", "route", "add", ip.String() + "/32", "dev", hostSide}}
+	if ip6.IsValid() {
+		inPod = append(inPod,
+			[]string{"ip", "addr", "add", ip6.String() + "/128", "dev", "eth0", "nodad"},
+			[]string{"ip", "-6", "route", "add", "default", "via", podGateway6.String(), "dev", "eth0"},
+			[]string{"ip", "-6", "neigh", "add", podGateway6.String(), "lladdr", mac, "dev", "eth0", "nud", "permanent"})
+		onNode = append(onNode, []string{"ip", "-6", "route", "add", ip6.String() + "/128", "dev", hostSide})
+	}
+	for _, args := range inPod {
 		if _, err := pod.Run(args[0], args[1:]...); err != nil {
 			return err
 		}
 	}
-	_, err = node.Run("ip", "route", "add", ip.String()+"/32", "dev", hostSide)
-	return err
+	for _, args := range onNode {
+		if _, err := node.Run(args[0], args[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close deletes every namespace of the topology.
