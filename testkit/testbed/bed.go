@@ -65,13 +65,29 @@ type Running struct {
 	forwarders               []*Forwarder
 }
 
+// Option is a choice of Up beyond the remaps.
+type Option func(*options)
+
+type options struct {
+	ipv6WAN bool
+}
+
+// IPv6Endpoint joins the gateways by an IPv6-only internet link: the
+// client reaches the server's WireGuard endpoint at an IPv6 address
+// (WANs6). The nodes and the overlay stay IPv4.
+func IPv6Endpoint() Option { return func(o *options) { o.ipv6WAN = true } }
+
 // Up builds the topology, writes both sides' objects and starts their agents
 // (bin, built by BuildAgent), with logs and kubeconfigs under dir.
-func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps) (*Bed, error) {
+func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps, opts ...Option) (*Bed, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if remaps.AOfB6.IsValid() != remaps.BOfA6.IsValid() {
 		return nil, errors.New("remaps: AOfB6 and BOfA6 are set together (dual-stack sides) or not at all")
 	}
-	top, err := Build(remaps.DualStack())
+	top, err := Build(remaps.DualStack(), o.ipv6WAN)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func agent(t *testing.T) string {
 }
 
 // up starts one API server per side and the peering.
-func up(t *testing.T, remaps Remaps) *Bed {
+func up(t *testing.T, remaps Remaps, opts ...Option) *Bed {
 	t.Helper()
 	netns.RequirePrivileged(t)
 	bin := agent(t)
@@ -82,7 +82,7 @@ func up(t *testing.T, remaps Remaps) *Bed {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	bed, err := Up(ctx, t.TempDir(), bin, clusters[0], clusters[1], remaps)
+	bed, err := Up(ctx, t.TempDir(), bin, clusters[0], clusters[1], remaps, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,96 +404,129 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 	})
 
 	t.Run("gateway killed and restarted", func(t *testing.T) {
-		for _, r := range []*Running{bed.B, bed.A} {
-			r.Gateway.Kill()
-			start := time.Now()
-			if err := r.StartGateway(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := WaitPing(ctx, a1, bFromA, 60*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			// From the kill, not from the first ping: the restart counts.
-			took := time.Since(start)
-			t.Logf("traffic resumed %v after the %s gateway agent was killed (SIGKILL) and restarted (goal %v)", took.Round(time.Millisecond), r.Peering.Role, restoreGoal)
-			if took > restoreGoal {
-				t.Errorf("%s: resumed after %v, goal %v", r.Peering.Role, took, restoreGoal)
-			}
-		}
-		checkBothWays(t, bed, differentRemaps)
+		checkGatewayRestart(t, bed, differentRemaps, bFromA)
 	})
 
 	t.Run("a fabric restart drops nothing", func(t *testing.T) {
-		// The fabric of A's gateway node is stopped (SIGTERM, as a rollout
-		// or a drain does) and started again while a pod pings the peer
-		// every 20 ms: its routes, rules, link and table stay in place.
-		done := make(chan string, 1)
-		go func() {
-			out, _ := a1.Run("ping", "-c", "150", "-i", "0.02", "-W", "1", "-n", "-q", bFromA.String())
-			done <- out
-		}()
-		time.Sleep(500 * time.Millisecond)
-		if err := bed.A.Fabric.Stop(10 * time.Second); err != nil {
-			t.Fatalf("stop the fabric: %v\n%s", err, proc.Tail(bed.A.Fabric.Log, 20))
-		}
-		tables := bed.A.Side.Node.MustRun(t, "nft", "list", "tables")
-		if !strings.Contains(tables, dataplane.FabricNFTable) {
-			t.Errorf("the stopped fabric removed its table:\n%s", tables)
-		}
-		time.Sleep(500 * time.Millisecond)
-		p, err := bed.A.Fabric.Again()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bed.A.Fabric = p
-		out := <-done
-		if !strings.Contains(out, " 0% packet loss") {
-			t.Errorf("pings across the fabric's restart were lost:\n%s", out)
-		}
-		t.Logf("across the fabric's restart: %s", strings.TrimSpace(out[strings.LastIndex(out, "150 packets"):]))
+		checkFabricRestart(t, bed, bFromA)
 	})
 
 	t.Run("graceful stop leaves the fabric's state; removal on uninstall", func(t *testing.T) {
-		for _, r := range []*Running{bed.A, bed.B} {
-			for _, p := range []*proc.Process{r.Gateway, r.Fabric, r.Fabric2} {
-				if err := p.Stop(10 * time.Second); err != nil {
-					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(p.Log, 20))
+		stopAndUninstall(t, bed, differentRemaps)
+	})
+}
+
+// checkGatewayRestart kills each side's gateway agent (SIGKILL) and
+// starts it again: traffic from A's first pod to dst, an address of B's
+// pods as A sees it, resumes within restoreGoal of the kill, and then
+// checkBothWays passes.
+func checkGatewayRestart(t *testing.T, bed *Bed, remaps Remaps, dst netip.Addr) {
+	t.Helper()
+	a1 := bed.A.Side.Pods[0]
+	for _, r := range []*Running{bed.B, bed.A} {
+		r.Gateway.Kill()
+		start := time.Now()
+		if err := r.StartGateway(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WaitPing(context.Background(), a1, dst, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// From the kill, not from the first ping: the restart counts.
+		took := time.Since(start)
+		t.Logf("traffic to %s resumed %v after the %s gateway agent was killed (SIGKILL) and restarted (goal %v)", dst, took.Round(time.Millisecond), r.Peering.Role, restoreGoal)
+		if took > restoreGoal {
+			t.Errorf("%s: resumed after %v, goal %v", r.Peering.Role, took, restoreGoal)
+		}
+	}
+	checkBothWays(t, bed, remaps)
+}
+
+// checkFabricRestart stops the fabric of A's gateway node (SIGTERM, as a
+// rollout or a drain does) and starts it again while A's first pod pings
+// dst every 20 ms: its routes, rules, link and tables stay in place, and
+// no ping is lost.
+func checkFabricRestart(t *testing.T, bed *Bed, dst netip.Addr) {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		out, _ := bed.A.Side.Pods[0].Run("ping", "-c", "150", "-i", "0.02", "-W", "1", "-n", "-q", dst.String())
+		done <- out
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := bed.A.Fabric.Stop(10 * time.Second); err != nil {
+		t.Fatalf("stop the fabric: %v\n%s", err, proc.Tail(bed.A.Fabric.Log, 20))
+	}
+	tables := bed.A.Side.Node.MustRun(t, "nft", "list", "tables")
+	if !strings.Contains(tables, dataplane.FabricNFTable) {
+		t.Errorf("the stopped fabric removed its table:\n%s", tables)
+	}
+	time.Sleep(500 * time.Millisecond)
+	p, err := bed.A.Fabric.Again()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed.A.Fabric = p
+	out := <-done
+	if !strings.Contains(out, " 0% packet loss") {
+		t.Errorf("pings of %s across the fabric's restart were lost:\n%s", dst, out)
+	}
+	t.Logf("pings of %s across the fabric's restart: %s", dst, strings.TrimSpace(out[strings.LastIndex(out, "150 packets"):]))
+}
+
+// stopAndUninstall stops every agent of bed and checks that the fabric's
+// state stays, in every family of the bed, then runs the fabrics once more
+// with --cleanup-on-exit, as uninstalling does, and checks that nothing of
+// peerlink is left of either family.
+func stopAndUninstall(t *testing.T, bed *Bed, remaps Remaps) {
+	t.Helper()
+	fabricTables := []string{"table ip " + dataplane.FabricNFTable}
+	if remaps.DualStack() {
+		fabricTables = append(fabricTables, "table ip6 "+dataplane.FabricNFTable)
+	}
+	for _, r := range []*Running{bed.A, bed.B} {
+		for _, p := range []*proc.Process{r.Gateway, r.Fabric, r.Fabric2} {
+			if err := p.Stop(10 * time.Second); err != nil {
+				t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(p.Log, 20))
+			}
+		}
+		for _, ns := range []*netns.NS{r.Side.Node, r.Side.Node2} {
+			if tables := ns.MustRun(t, "nft", "list", "tables"); !containsAll(tables, fabricTables) {
+				t.Errorf("side %s: a stopped fabric removed its tables in %s: %q, want %q", r.Side.Name, ns.Name, tables, fabricTables)
+			}
+		}
+		// Uninstalling: the fabric runs once more with --cleanup-on-exit,
+		// then stops.
+		for _, p := range []*proc.Process{r.Fabric, r.Fabric2} {
+			q, err := p.Again("--cleanup-on-exit")
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second)
+			if err := q.Stop(10 * time.Second); err != nil {
+				t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(q.Log, 20))
+			}
+		}
+		for _, ns := range []*netns.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
+			links := ns.MustRun(t, "ip", "-o", "link")
+			for _, l := range []string{dataplane.TunnelLink, dataplane.OverlayLink} {
+				if strings.Contains(links, l) {
+					t.Errorf("side %s: link %s left in %s", r.Side.Name, l, ns.Name)
 				}
 			}
-			for _, ns := range []*netns.NS{r.Side.Node, r.Side.Node2} {
-				if tables := ns.MustRun(t, "nft", "list", "tables"); !strings.Contains(tables, dataplane.FabricNFTable) {
-					t.Errorf("side %s: a stopped fabric removed its table in %s", r.Side.Name, ns.Name)
-				}
+			if tables := ns.MustRun(t, "nft", "list", "tables"); strings.Contains(tables, "peerlink") {
+				t.Errorf("side %s: nftables tables left in %s:\n%s", r.Side.Name, ns.Name, tables)
 			}
-			// Uninstalling: the fabric runs once more with
-			// --cleanup-on-exit, then stops.
-			for _, p := range []*proc.Process{r.Fabric, r.Fabric2} {
-				q, err := p.Again("--cleanup-on-exit")
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(2 * time.Second)
-				if err := q.Stop(10 * time.Second); err != nil {
-					t.Fatalf("side %s: %v\n%s", r.Side.Name, err, proc.Tail(q.Log, 20))
-				}
-			}
-			for _, ns := range []*netns.NS{r.Side.Gateway, r.Side.Node, r.Side.Node2} {
-				links := ns.MustRun(t, "ip", "-o", "link")
-				for _, l := range []string{dataplane.TunnelLink, dataplane.OverlayLink} {
-					if strings.Contains(links, l) {
-						t.Errorf("side %s: link %s left in %s", r.Side.Name, l, ns.Name)
-					}
-				}
-				if tables := ns.MustRun(t, "nft", "list", "tables"); strings.Contains(tables, "peerlink") {
-					t.Errorf("side %s: nftables tables left in %s:\n%s", r.Side.Name, ns.Name, tables)
-				}
-				if rules := ns.MustRun(t, "ip", "rule"); strings.Contains(rules, "lookup 18") || strings.Contains(rules, "not from") ||
+			// Rules without an address are installed in both families,
+			// whatever the families of the ranges.
+			for _, fam := range []string{"-4", "-6"} {
+				if rules := ns.MustRun(t, "ip", fam, "rule"); strings.Contains(rules, "lookup 18") || strings.Contains(rules, "not from") ||
 					!strings.Contains(rules, "0:\tfrom all lookup local") {
-					t.Errorf("side %s: rules left in %s:\n%s", r.Side.Name, ns.Name, rules)
+					t.Errorf("side %s: rules left in %s (ip %s rule):\n%s", r.Side.Name, ns.Name, fam, rules)
 				}
 			}
 		}
-	})
+	}
 }
 
 // setActive sets the active label of the gateway pod of side r.

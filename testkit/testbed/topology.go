@@ -86,22 +86,36 @@ type Topology struct {
 	all       []*netns.NS
 }
 
+// WANs are the gateways' addresses on the internet link, side A's then B's,
+// with the link's prefix length; WANs6 are those of an IPv6-only internet
+// link.
+var (
+	WANs  = [2]netip.Prefix{netip.MustParsePrefix("192.0.2.1/24"), netip.MustParsePrefix("192.0.2.2/24")}
+	WANs6 = [2]netip.Prefix{netip.MustParsePrefix("fd50::1/64"), netip.MustParsePrefix("fd50::2/64")}
+)
+
 // Build creates the namespaces and links of two sides, dual-stack ones
-// (with the IPv6 addresses too) when dualStack is set. Close deletes them.
-func Build(dualStack bool) (*Topology, error) {
+// (with the IPv6 addresses too) when dualStack is set, joined by an
+// IPv6-only internet link (WANs6) when ipv6WAN is set, an IPv4-only one
+// (WANs) otherwise. Close deletes them.
+func Build(dualStack, ipv6WAN bool) (*Topology, error) {
 	t := &Topology{dualStack: dualStack}
+	wans := WANs
+	if ipv6WAN {
+		wans = WANs6
+	}
 	var err error
-	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("192.0.2.1"), 0); err != nil {
+	if t.A, err = t.side("a", netip.MustParseAddr("172.18.0.1"), wans[0].Addr(), 0); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), netip.MustParseAddr("192.0.2.2"), 1); err != nil {
+	if t.B, err = t.side("b", netip.MustParseAddr("172.18.0.2"), wans[1].Addr(), 1); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
 	if err := netns.Veth(t.A.Gateway, "wan0", t.B.Gateway, "wan0"); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
-	for _, s := range []*Side{t.A, t.B} {
-		if _, err := s.Gateway.Run("ip", "addr", "add", s.WAN.String()+"/24", "dev", "wan0"); err != nil {
+	for i, s := range []*Side{t.A, t.B} {
+		if _, err := s.Gateway.Run("ip", "addr", "add", wans[i].String(), "dev", "wan0", "nodad"); err != nil {
 			return nil, errors.Join(err, t.Close())
 		}
 	}
