@@ -61,6 +61,19 @@ func TestPeeringDualStack(t *testing.T) {
 		}
 	})
 
+	t.Run("IPv6: path MTU discovery through the NAT", func(t *testing.T) {
+		// Routers do not fragment IPv6: a pod's packet larger than the
+		// tunnel is answered by the gateway's Packet Too Big, which must
+		// reach the pod through the translation so that it sends smaller
+		// ones. B's first pod has had no large packet yet. Its first
+		// answer meets the same fate on B's side, so one more is lost.
+		dst := seen(t, v6.pods[0], v6.aOfB)
+		out, _ := a1.Run("ping", "-c", "4", "-i", "0.3", "-W", "1", "-s", "1400", "-M", "want", "-n", dst.String())
+		if !strings.Contains(out, "Packet too big: mtu=1340") || !strings.Contains(out, "1408 bytes from "+dst.String()) {
+			t.Errorf("1400-byte pings of %s: want a Packet Too Big of MTU 1340, then answers:\n%s", dst, out)
+		}
+	})
+
 	t.Run("IPv6: no active gateway pod: the peer's range is unreachable", func(t *testing.T) {
 		setActive(t, bed.A, "false")
 		unreachable := "unreachable " + v6.aOfB.String()
