@@ -5,7 +5,9 @@
 // and a second node with a fabric agent of its own and one pod, routed to
 // the first node as a CNI routes between nodes; both sides use the same pod
 // CIDR, and the two gateway namespaces are joined by a veth standing for the
-// internet.
+// internet. Dual-stack sides (Remaps with IPv6 ranges) have the same IPv6
+// pod CIDR too, over the same IPv4 nodes and overlay; the internet link may
+// be IPv6-only (IPv6Endpoint).
 //
 // The agents are the real peerlink-agent binary, built and started in their
 // namespace as a pod's container runs (testkit/testenv/proc), against the
