@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,19 @@ func TestPeeringDualStack(t *testing.T) {
 
 	for _, pl := range planes(bed, dualStackRemaps) {
 		t.Run(pl.name+": a pod on the node without the gateway", func(t *testing.T) {
+			// The Nodes give the second node's pod ranges: the answers
+			// the gateway returns to its node go on to the second node
+			// through the overlay, in IPv6 too.
+			far, fam := netip.PrefixFrom(pl.far, 24), "-4"
+			if pl.far.Is6() {
+				far, fam = netip.PrefixFrom(pl.far, 64), "-6"
+			}
+			routes := bed.A.Side.Node.MustRun(t, "ip", "-o", fam, "route", "show", "table", "all")
+			if !slices.ContainsFunc(strings.Split(routes, "\n"), func(l string) bool {
+				return strings.HasPrefix(l, far.Masked().String()+" ") && strings.Contains(l, "dst "+Node2IP.String()) && strings.Contains(l, "dev "+dataplane.OverlayLink)
+			}) {
+				t.Errorf("A's node has no route of %s to the second node through the overlay:\n%s", far.Masked(), routes)
+			}
 			checkFarPod(t, bed, pl)
 		})
 	}

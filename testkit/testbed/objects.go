@@ -180,7 +180,43 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	if err := c.Status().Update(ctx, gateway); err != nil {
 		return "", fmt.Errorf("set status of %s %s: %w", gateway.GetObjectKind().GroupVersionKind().Kind, gateway.GetName(), err)
 	}
+	if p.dualStack() {
+		if err := installNodes(ctx, c, p); err != nil {
+			return "", err
+		}
+	}
 	return string(gateway.GetUID()), nil
+}
+
+// installNodes creates the Nodes of a dual-stack side with their pod ranges
+// of both families, as a dual-stack cluster's nodes have them: the fabric
+// then routes what the gateway returns to the second node's pod through
+// the overlay to that node, IPv6 by an IPv4 next hop, rather than leaving
+// it to the first node's own routes. The first node's ranges hold only the
+// gateway pod's addresses: the second node's fabric routes none of them.
+func installNodes(ctx context.Context, c client.Client, p Peering) error {
+	for _, n := range []struct {
+		name string
+		ip   netip.Addr
+		pods []netip.Prefix
+	}{
+		{p.NodeName, p.NodeIP, []netip.Prefix{netip.PrefixFrom(p.GatewayIP, 24).Masked(), netip.PrefixFrom(GatewayIPs6[0], 64).Masked()}},
+		{p.NodeName + "-2", Node2IP, []netip.Prefix{netip.PrefixFrom(FarPodIP, 24).Masked(), netip.PrefixFrom(FarPodIP6, 64).Masked()}},
+	} {
+		var cidrs []string
+		for _, c := range n.pods {
+			cidrs = append(cidrs, c.String())
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: corev1.NodeSpec{PodCIDR: cidrs[0], PodCIDRs: cidrs}}
+		if err := c.Create(ctx, node); err != nil {
+			return fmt.Errorf("create Node %s: %w", n.name, err)
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip.String()}}
+		if err := c.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("set status of Node %s: %w", n.name, err)
+		}
+	}
+	return nil
 }
 
 // WriteKeys writes the files of a mounted key Secret into dir.
