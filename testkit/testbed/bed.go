@@ -100,10 +100,10 @@ func Up(ctx context.Context, dir, bin string, a, b Cluster, remaps Remaps, opts 
 	server := netip.AddrPortFrom(top.B.WAN, ServerPort)
 	pa := Peering{LocalID: "cluster-a", PeerID: "cluster-b", Role: gatewayrole.Client,
 		RemappedPod: remaps.AOfB[0], RemappedExternal: remaps.AOfB[1], RemappedPod6: remaps.AOfB6,
-		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP, GatewayIP: top.A.GatewayIP}
+		PrivateKey: keyA, PeerPublicKey: keyB.PublicKey(), Server: server, NodeName: "node-a", NodeIP: top.A.NodeIP, GatewayIP: top.A.GatewayIP, GatewayIP6: top.A.GatewayIP6}
 	pb := Peering{LocalID: "cluster-b", PeerID: "cluster-a", Role: gatewayrole.Server,
 		RemappedPod: remaps.BOfA[0], RemappedExternal: remaps.BOfA[1], RemappedPod6: remaps.BOfA6,
-		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP, GatewayIP: top.B.GatewayIP}
+		PrivateKey: keyB, PeerPublicKey: keyA.PublicKey(), Server: server, NodeName: "node-b", NodeIP: top.B.NodeIP, GatewayIP: top.B.GatewayIP, GatewayIP6: top.B.GatewayIP6}
 	if bed.A, err = bed.start(ctx, top.A, a, pa); err != nil {
 		return nil, errors.Join(err, bed.Close())
 	}

@@ -41,8 +41,9 @@ type Peering struct {
 	// NodeName and NodeIP are the node running the gateway pod.
 	NodeName string
 	NodeIP   netip.Addr
-	// GatewayIP is the gateway pod's address.
-	GatewayIP netip.Addr
+	// GatewayIP is the gateway pod's address; GatewayIP6 its IPv6 one on
+	// dual-stack sides.
+	GatewayIP, GatewayIP6 netip.Addr
 }
 
 // Namespace is the tenant namespace of the peer.
@@ -163,7 +164,13 @@ func Install(ctx context.Context, c client.Client, p Peering) (string, error) {
 	if err := c.Create(ctx, pod); err != nil {
 		return "", fmt.Errorf("create Pod %s: %w", pod.Name, err)
 	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.GatewayIP.String(), HostIP: p.NodeIP.String()}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.GatewayIP.String(), HostIP: p.NodeIP.String(),
+		PodIPs: []corev1.PodIP{{IP: p.GatewayIP.String()}}}
+	if p.dualStack() {
+		// A dual-stack pod's addresses, the primary one first, as a
+		// kubelet reports them.
+		pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: p.GatewayIP6.String()})
+	}
 	if err := c.Status().Update(ctx, pod); err != nil {
 		return "", fmt.Errorf("set status of Pod %s: %w", pod.Name, err)
 	}
@@ -200,7 +207,7 @@ func installNodes(ctx context.Context, c client.Client, p Peering) error {
 		ip   netip.Addr
 		pods []netip.Prefix
 	}{
-		{p.NodeName, p.NodeIP, []netip.Prefix{netip.PrefixFrom(p.GatewayIP, 24).Masked(), netip.PrefixFrom(GatewayIPs6[0], 64).Masked()}},
+		{p.NodeName, p.NodeIP, []netip.Prefix{netip.PrefixFrom(p.GatewayIP, 24).Masked(), netip.PrefixFrom(p.GatewayIP6, 64).Masked()}},
 		{p.NodeName + "-2", Node2IP, []netip.Prefix{netip.PrefixFrom(FarPodIP, 24).Masked(), netip.PrefixFrom(FarPodIP6, 64).Masked()}},
 	} {
 		var cidrs []string
