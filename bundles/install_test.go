@@ -119,6 +119,21 @@ func TestAPIValidation(t *testing.T) {
 		}
 	})
 
+	// The active gateway pod of an IPv6-only cluster has an IPv6 address.
+	t.Run("IPv6 internal endpoint", func(t *testing.T) {
+		gw := &netv1beta1.GatewayServer{}
+		gw.Name, gw.Namespace = "ipv6-endpoint", tenantNamespace
+		gw.Labels = map[string]string{netv1beta1.RemoteClusterIDLabel: "cluster-b"}
+		if err := c.Client.Create(ctx, gw); err != nil {
+			t.Fatal(err)
+		}
+		ip, node := netv1beta1.IP("fd44::10"), "node-a"
+		gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: &ip, Node: &node}
+		if err := c.Client.Status().Update(ctx, gw); err != nil {
+			t.Fatalf("status with the IPv6 address of the active pod: %v", err)
+		}
+	})
+
 	invalid := readFixtures(t, "invalid")
 	if len(invalid) < 30 {
 		t.Fatalf("only %d malformed manifests under testdata/api/invalid, want at least 30", len(invalid))

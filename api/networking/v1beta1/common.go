@@ -93,8 +93,12 @@ func CIDRsOf(prefixes []netip.Prefix) []CIDR {
 	return out
 }
 
-// IP is an IPv4 address.
-// +kubebuilder:validation:Format=ipv4
+// IP is an address of either family, in its canonical form. (The peers'
+// API says IPv4; an IPv6-only cluster's gateway pods have IPv6 addresses.
+// The kinds that take IPv4 only, the IP kind's spec.ip, say so where they
+// are reconciled.)
+// +kubebuilder:validation:MaxLength=39
+// +kubebuilder:validation:XValidation:rule="isIP(self) && ip.isCanonical(self)",message="must be an IPv4 or IPv6 address in canonical form"
 type IP string
 
 // ObjectKind names the kind of object a template produces.
