@@ -84,6 +84,7 @@ func TestIPReconciler(t *testing.T) {
 		{"in-pods", "10.244.3.4", nil, ipamv1alpha1.ReasonInvalidIP, "IP hosts/in-pods: spec.ip \"10.244.3.4\": in the pod CIDR 10.244.0.0/16"},
 		{"in-external", "10.70.9.9", nil, ipamv1alpha1.ReasonInvalidIP, "spec.ip \"10.70.9.9\": in the external CIDR 10.70.0.0/16"},
 		{"loopback", "127.0.0.1", nil, ipamv1alpha1.ReasonInvalidIP, "IP hosts/loopback: spec.ip \"127.0.0.1\""},
+		{"ipv6", "fd30::5", nil, ipamv1alpha1.ReasonInvalidIP, "IP hosts/ipv6: spec.ip \"fd30::5\": not an IPv4 address"},
 		{"network-ref", "192.168.1.20", &corev1.ObjectReference{Namespace: "x", Name: "net"}, ipamv1alpha1.ReasonNetworkRefUnsupported, "IP hosts/network-ref: spec.networkRef"},
 	} {
 		e.createIP(t, ns, tc.name, tc.ip, tc.ref)
