@@ -79,8 +79,8 @@ func TestRoutingValidate(t *testing.T) {
 		want string
 	}{
 		"IPv4 route via IPv6 without neighbor": {func(s *Routing) { s.Neighbors = s.Neighbors[:1] }, "Via fd44:1::10 has no neighbor entry on link ovl"},
-		"IPv6 route without neighbor": {func(s *Routing) { s.Neighbors = s.Neighbors[1:] }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
-		"neighbor on another link":    {func(s *Routing) { s.Neighbors[0].Link = "tun" }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
+		"IPv6 route without neighbor":          {func(s *Routing) { s.Neighbors = s.Neighbors[1:] }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
+		"neighbor on another link":             {func(s *Routing) { s.Neighbors[0].Link = "tun" }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
 		"mapped neighbor": {func(s *Routing) {
 			s.Neighbors[0].IP = netip.AddrFrom16(gw4.As16())
 		}, "IP ::ffff:10.244.0.10 is not an IPv4 or IPv6 address"},
