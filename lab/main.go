@@ -76,11 +76,11 @@ func newRootCmd() *cobra.Command {
 
 	var clusters, nodes, firstIndex int
 	var names []string
-	var cni, proxyMode, kubeMinor, ipFamily string
+	var cni, proxyMode, kubeMinor string
 	var nodePodCIDRs bool
 	var podCIDRs, podCIDRs6, serviceCIDRs, routedPeer []net.IPNet
 	var flux, importAll bool
-	var installs []string
+	var installs, ipFamilies []string
 	var loadBalancer string
 	up := &cobra.Command{
 		Use:   "up",
@@ -104,7 +104,7 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--kube-proxy-mode: %w", err)
 			}
-			family, err := cluster.ParseIPFamily(ipFamily)
+			families, err := choice.Each(ipFamilies, cluster.ParseIPFamily)
 			if err != nil {
 				return fmt.Errorf("--ip-family: %w", err)
 			}
@@ -123,7 +123,7 @@ func newRootCmd() *cobra.Command {
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
 				Dir: dir, Names: names, FirstIndex: firstIndex, Repo: repo, Out: cmd.OutOrStdout(),
 				Nodes: nodes, CNI: c, ProxyMode: mode, KubernetesMinor: strings.TrimPrefix(kubeMinor, "v"), NoNodePodCIDRs: !nodePodCIDRs, PodCIDRs: prefixes(podCIDRs), ServiceCIDRs: prefixes(serviceCIDRs), Flux: flux,
-				IPFamily: family, PodCIDRs6: prefixes(podCIDRs6),
+				IPFamilies: families, PodCIDRs6: prefixes(podCIDRs6),
 				ImportAllNamespaces: importAll,
 				RoutedPeerCIDRs:     prefixes(routedPeer),
 				Installers:          installers,
@@ -144,7 +144,7 @@ func newRootCmd() *cobra.Command {
 	up.Flags().StringVar(&kubeMinor, "kubernetes-version", "", "minor release of Kubernetes every cluster runs, such as 1.35: the default's (hack/kube) or one pinned in hack/kube-1.N (default: hack/kube's)")
 	up.Flags().BoolVar(&nodePodCIDRs, "node-pod-cidrs", true, "give the Nodes their pod ranges (spec.podCIDRs); false simulates a CNI with its own IPAM: the lab hands each node's bridge its range, and the Nodes have none (bridge CNI only)")
 	up.Flags().StringVar(&proxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node: iptables, nftables or ipvs (ipvs needs a kernel with IPVS)")
-	up.Flags().StringVar(&ipFamily, "ip-family", string(cluster.IPv4), fmt.Sprintf("family of every cluster's Nodes, pods and Services: %s, %s (IPv6-only; the node network keeps IPv4 for the lab's registry) or %s (dual-stack, IPv4 first)",
+	up.Flags().StringSliceVar(&ipFamilies, "ip-family", nil, fmt.Sprintf("family of every cluster's Nodes, pods and Services, or of each (dual,ipv4): %s (the default), %s (IPv6-only; the node network keeps IPv4 for the lab's registry) or %s (dual-stack, IPv4 first)",
 		cluster.IPv4, cluster.IPv6, cluster.DualStack))
 	up.Flags().IPNetSliceVar(&podCIDRs6, "pod-cidrs-v6", nil, fmt.Sprintf("IPv6 pod range of every cluster, or one per cluster, with --ip-family %s or %s (default: %s for all when the clusters share an IPv4 pod range, fd44:<index>::/48 when each has its own)",
 		cluster.IPv6, cluster.DualStack, cluster.DefaultPodCIDR6))

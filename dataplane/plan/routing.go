@@ -78,12 +78,14 @@ type Route struct {
 	// Link is the outgoing link.
 	Link string
 	// Via is an on-link next hop; invalid for a directly connected route.
-	// An IPv4 route's is IPv4. An IPv6 route's may be of either family
-	// (an IPv6 route over an IPv4 underlay names the IPv4 address of the
-	// node or gateway behind the overlay) and needs a Neighbor of the same
-	// link and address: Linux routes IPv6 only through IPv6 next hops, so
-	// the applier routes through the link-local address derived from that
-	// neighbor's MAC.
+	// It may be of either family: an IPv6 route over an IPv4 underlay
+	// names the IPv4 address of the node or gateway behind the overlay, an
+	// IPv4 route over an IPv6 underlay (an IPv6-only cluster's IPv4
+	// external range, a gateway's way back to its node) an IPv6 one. Unless
+	// both are IPv4 it needs a Neighbor of the same link and address: the
+	// applier routes through the link-local address derived from that
+	// neighbor's MAC (Linux routes IPv6 only through IPv6 next hops, and
+	// takes an on-link IPv6 next hop of an IPv4 route only link-local).
 	Via netip.Addr
 	// Encap, when valid, is the outer destination of an overlay tunnel in
 	// metadata mode: the link encapsulates each packet towards it with VNI.
@@ -150,10 +152,8 @@ func (s Routing) Validate() error {
 			switch {
 			case r.Via.Is4In6():
 				return fmt.Errorf("route %s: Via %s is IPv4-mapped", r, r.Via)
-			case r.Dst.Addr().Is4() && r.Via.Is6():
-				return fmt.Errorf("route %s: Via %s is IPv6, an IPv4 route's next hop is IPv4", r, r.Via)
-			case r.Dst.Addr().Is6() && !neighbors[onLink{r.Link, r.Via}]:
-				return fmt.Errorf("route %s: Via %s has no neighbor entry on link %s, which an IPv6 route's next hop needs", r, r.Via, r.Link)
+			case (r.Dst.Addr().Is6() || r.Via.Is6()) && !neighbors[onLink{r.Link, r.Via}]:
+				return fmt.Errorf("route %s: Via %s has no neighbor entry on link %s, which the next hop of an IPv6 route or through an IPv6 address needs", r, r.Via, r.Link)
 			}
 		}
 		if r.Encap.IsValid() {

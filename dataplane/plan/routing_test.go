@@ -65,6 +65,9 @@ func TestRoutingValidate(t *testing.T) {
 			{Table: 1802, Dst: netip.MustParsePrefix("fd44:2::/48"), Link: "ovl", Via: gw4, Encap: gw4, VNI: VNI},
 			{Table: 1802, Dst: netip.MustParsePrefix("fd44:3::/48"), Link: "ovl", Via: gw6, Encap: gw6, VNI: VNI},
 			{Table: 1802, Dst: netip.MustParsePrefix("::/0"), Unreachable: true},
+			// An IPv6-only cluster's IPv4 ranges (its external range, a
+			// gateway's way back to its node) go through IPv6 next hops.
+			{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw6, Encap: gw6, VNI: VNI},
 		},
 		Rules: []PolicyRule{{Priority: 1802, Src: netip.MustParsePrefix("fd44:1::/48"), Table: 1802}},
 	}
@@ -75,11 +78,9 @@ func TestRoutingValidate(t *testing.T) {
 		edit func(*Routing)
 		want string
 	}{
-		"IPv4 route via IPv6": {func(s *Routing) {
-			s.Routes[0] = Route{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw6}
-		}, "Via fd44:1::10 is IPv6"},
-		"IPv6 route without neighbor": {func(s *Routing) { s.Neighbors = s.Neighbors[1:] }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
-		"neighbor on another link":    {func(s *Routing) { s.Neighbors[0].Link = "tun" }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
+		"IPv4 route via IPv6 without neighbor": {func(s *Routing) { s.Neighbors = s.Neighbors[:1] }, "Via fd44:1::10 has no neighbor entry on link ovl"},
+		"IPv6 route without neighbor":          {func(s *Routing) { s.Neighbors = s.Neighbors[1:] }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
+		"neighbor on another link":             {func(s *Routing) { s.Neighbors[0].Link = "tun" }, "Via 10.244.0.10 has no neighbor entry on link ovl"},
 		"mapped neighbor": {func(s *Routing) {
 			s.Neighbors[0].IP = netip.AddrFrom16(gw4.As16())
 		}, "IP ::ffff:10.244.0.10 is not an IPv4 or IPv6 address"},

@@ -509,7 +509,11 @@ func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error), hops 
 	nr.LinkIndex = l.Attrs().Index
 	nr.Scope = netlink.SCOPE_LINK
 	switch {
-	case r.Via.IsValid() && r.Dst.Addr().Is6():
+	case linkLocalHop(r) && r.Dst.Addr().Is4():
+		// An IPv4 route through an IPv6 next hop names it in RTA_VIA.
+		nr.Via = &netlink.Via{AddrFamily: netlink.FAMILY_V6, Addr: hops[onLink{r.Link, r.Via}].IP.AsSlice()}
+		nr.Scope = netlink.SCOPE_UNIVERSE
+	case linkLocalHop(r):
 		// A link-local next hop is on-link by definition.
 		nr.Gw = hops[onLink{r.Link, r.Via}].IP.AsSlice()
 		nr.Scope = netlink.SCOPE_UNIVERSE
@@ -531,7 +535,8 @@ func sameRoute(have netlink.Route, want *netlink.Route) bool {
 	if want.Type == unix.RTN_UNREACHABLE {
 		return true
 	}
-	return have.LinkIndex == want.LinkIndex && have.Gw.Equal(want.Gw)
+	sameVia := have.Via == nil && want.Via == nil || have.Via != nil && want.Via != nil && have.Via.Equal(want.Via)
+	return have.LinkIndex == want.LinkIndex && have.Gw.Equal(want.Gw) && sameVia
 }
 
 func (a *Applier) sameEncap(key routeKey, want *netlink.Route) bool {

@@ -18,6 +18,9 @@ import (
 // written as the link-local address of the neighbor's MAC (modified
 // EUI-64, RFC 4291 appendix A: the address the neighbor's own link
 // derives from that MAC), with a permanent IPv6 neighbor entry of its own.
+// An IPv4 route through an IPv6 next hop (RTA_VIA, kernel >= 5.2) takes
+// the same link-local address: the kernel checks its gateway as it does an
+// IPv6 route's, where no on-link flag helps.
 // With a metadata-mode overlay the next hop only chooses the inner
 // destination MAC; the outer destination is the route's encapsulation.
 
@@ -35,9 +38,10 @@ type onLink struct {
 	ip   netip.Addr
 }
 
-// nextHops maps the next hop of each IPv6 route of want that has one to
-// the neighbor entry the kernel routes it through; plan.Routing.Validate
-// has made sure the planned neighbor exists.
+// nextHops maps the next hop of each route of want that is routed through
+// a link-local address (linkLocalHop) to the neighbor entry the kernel
+// routes it through; plan.Routing.Validate has made sure the planned
+// neighbor exists.
 func nextHops(want plan.Routing) map[onLink]plan.Neighbor {
 	macs := map[onLink]net.HardwareAddr{}
 	for _, n := range want.Neighbors {
@@ -45,7 +49,7 @@ func nextHops(want plan.Routing) map[onLink]plan.Neighbor {
 	}
 	out := map[onLink]plan.Neighbor{}
 	for _, r := range want.Routes {
-		if !r.Dst.Addr().Is6() || !r.Via.IsValid() {
+		if !linkLocalHop(r) {
 			continue
 		}
 		via := onLink{r.Link, r.Via}
@@ -53,4 +57,11 @@ func nextHops(want plan.Routing) map[onLink]plan.Neighbor {
 		out[via] = plan.Neighbor{Link: r.Link, IP: linkLocal(mac), MAC: mac}
 	}
 	return out
+}
+
+// linkLocalHop tells whether r goes through the link-local address of its
+// next hop's neighbor: it has a next hop, and the route or the next hop is
+// IPv6.
+func linkLocalHop(r plan.Route) bool {
+	return r.Via.IsValid() && (r.Dst.Addr().Is6() || r.Via.Is6())
 }

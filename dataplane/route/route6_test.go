@@ -166,7 +166,7 @@ func TestApplyValidates(t *testing.T) {
 
 // TestIPv6OverOverlay sends IPv6 from a pod through the routing namespace,
 // routed via an IPv4 next hop with an IPv4 encapsulation and via an IPv6
-// next hop with an IPv6 encapsulation, and finds both in VXLAN on the far
+// next hop with an IPv6 encapsulation, and IPv4 via that IPv6 next hop, and finds both in VXLAN on the far
 // namespace's underlay link and decapsulated on its overlay link, with the
 // neighbor's MAC and the pod's destination.
 func TestIPv6OverOverlay(t *testing.T) {
@@ -177,6 +177,8 @@ func TestIPv6OverOverlay(t *testing.T) {
 	}
 	pod.MustRun(t, "ip", "addr", "add", "fd44:1::2/64", "dev", "eth0", "nodad")
 	pod.MustRun(t, "ip", "-6", "route", "add", "default", "via", "fd44:1::1")
+	pod.MustRun(t, "ip", "addr", "add", "10.244.1.2/24", "dev", "eth0")
+	pod.MustRun(t, "ip", "route", "add", "default", "via", "10.244.1.1")
 	for _, c := range [][]string{
 		{"ip", "addr", "add", "10.9.0.1/24", "dev", "und0"},
 		{"ip", "addr", "add", "fd30::1/64", "dev", "und0", "nodad"},
@@ -204,11 +206,14 @@ func TestIPv6OverOverlay(t *testing.T) {
 	mac4, mac6 := net.HardwareAddr{2, 0x50, 10, 9, 0, 2}, net.HardwareAddr{2, 0x51, 1, 2, 3, 4}
 	want := plan.Routing{
 		Links:     []plan.Link{{Name: "up0", Router: true}, {Name: "ovl", Router: true}},
-		Addresses: []plan.Address{{Link: "up0", Prefix: netip.MustParsePrefix("fd44:1::1/64")}},
+		Addresses: []plan.Address{{Link: "up0", Prefix: netip.MustParsePrefix("fd44:1::1/64")}, {Link: "up0", Prefix: netip.MustParsePrefix("10.244.1.1/24")}},
 		Neighbors: []plan.Neighbor{{Link: "ovl", IP: far4, MAC: mac4}, {Link: "ovl", IP: far6, MAC: mac6}},
 		Routes: []plan.Route{
 			{Table: 1802, Dst: netip.MustParsePrefix("fd44:2::/48"), Link: "ovl", Via: far4, Encap: far4, VNI: 6091},
 			{Table: 1802, Dst: netip.MustParsePrefix("fd44:3::/48"), Link: "ovl", Via: far6, Encap: far6, VNI: 6091},
+			// An IPv6-only cluster's IPv4 range (its external range, a
+			// gateway's way back to its node): through an IPv6 next hop.
+			{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: far6, Encap: far6, VNI: 6091},
 		},
 		Rules:          []plan.PolicyRule{{Priority: 1802, IIF: "up0", Table: 1802}},
 		Tables:         []int{1802},
@@ -216,6 +221,11 @@ func TestIPv6OverOverlay(t *testing.T) {
 	}
 	if changes, err := a.Apply(want); err != nil {
 		t.Fatalf("Apply: %v (after %v)", err, changes)
+	}
+	// The kernel lists the IPv4 route through the IPv6 next hop as it was
+	// written: a second Apply changes nothing.
+	if changes, err := a.Apply(want); err != nil || len(changes) != 0 {
+		t.Errorf("second Apply = %v, %v; want no changes", changes, err)
 	}
 
 	underlay, overlay := capture(t, far, "und0"), capture(t, far, "ovl")
@@ -226,9 +236,10 @@ func TestIPv6OverOverlay(t *testing.T) {
 	}{
 		{netip.MustParseAddr("fd44:2::5"), far4, mac4},
 		{netip.MustParseAddr("fd44:3::5"), far6, mac6},
+		{netip.MustParseAddr("10.71.0.5"), far6, mac6},
 	} {
 		err := pod.Do(func() error {
-			c, err := net.Dial("udp6", netip.AddrPortFrom(tc.dst, 9).String())
+			c, err := net.Dial("udp", netip.AddrPortFrom(tc.dst, 9).String())
 			if err != nil {
 				return err
 			}
@@ -331,11 +342,19 @@ func vxlan(f []byte) (dst netip.Addr, vni uint32, inner []byte, ok bool) {
 	return dst, binary.BigEndian.Uint32(udp[12:16]) >> 8, udp[16:], true
 }
 
-// isInner reports whether f is an Ethernet frame to mac carrying IPv6 to
-// dst.
+// isInner reports whether f is an Ethernet frame to mac carrying IPv6 or
+// IPv4 to dst.
 func isInner(f []byte, mac net.HardwareAddr, dst netip.Addr) bool {
-	return len(f) >= 54 && bytes.Equal(f[:6], mac) && binary.BigEndian.Uint16(f[12:14]) == unix.ETH_P_IPV6 &&
-		netip.AddrFrom16([16]byte(f[38:54])) == dst
+	if len(f) < 14 || !bytes.Equal(f[:6], mac) {
+		return false
+	}
+	switch binary.BigEndian.Uint16(f[12:14]) {
+	case unix.ETH_P_IPV6:
+		return len(f) >= 54 && netip.AddrFrom16([16]byte(f[38:54])) == dst
+	case unix.ETH_P_IP:
+		return len(f) >= 34 && netip.AddrFrom4([4]byte(f[30:34])) == dst
+	}
+	return false
 }
 
 // TestEnableIPv6Forwarding turns IPv6 forwarding on in a fresh namespace,

@@ -32,7 +32,7 @@ func TestLabIPFamilies(t *testing.T) {
 		t.Run(string(family), func(t *testing.T) {
 			start := time.Now()
 			ctx, l := newLabWith(t, 8*time.Minute, labctl.Options{
-				Names: []string{"fam-" + string(family)}, Nodes: 2, IPFamily: family, SkipInstall: true,
+				Names: []string{"fam-" + string(family)}, Nodes: 2, IPFamilies: []cluster.IPFamily{family}, SkipInstall: true,
 			})
 			n := l.Clusters[0]
 			t.Logf("%s cluster of %d nodes up in %.1fs", family, n.NodeCount, time.Since(start).Seconds())

@@ -125,7 +125,7 @@ func (l *Lab) benchDataplane(ctx context.Context, a, b *cluster.Cluster, f *figu
 		l.progress.Logf("%s: %.0f Mbit/s, %.0f exchanges/s", p.name, stream.BitsPerSecond/1e6, rr.PerSecond)
 	}
 
-	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
+	url := EchoURL(remapped)
 	return l.recoveries(ctx, a, b, url, "bench-probe-", "gateway pod", f.RecoverySeconds)
 }
 
@@ -161,7 +161,7 @@ func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *figur
 			return err
 		}
 	}
-	url := fmt.Sprintf("http://%s:%d/", remapped, EchoPort)
+	url := EchoURL(remapped)
 	return l.recoveries(ctx, a, b, url, "bench-failover-", fmt.Sprintf("%d replicas: active gateway pod", failoverReplicas), f.FailoverSeconds)
 }
 

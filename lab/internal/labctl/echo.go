@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,6 +88,11 @@ func (l *Lab) StartEcho(ctx context.Context, n *cluster.Cluster, name, node stri
 		return fmt.Errorf("cluster %s: create echo pod %s: %w", n.Name, name, err)
 	}
 	return nil
+}
+
+// EchoURL is the URL of the echo server at ip, of either family.
+func EchoURL(ip netip.Addr) string {
+	return "http://" + netip.AddrPortFrom(ip, EchoPort).String() + "/"
 }
 
 // echoPodSpec is the pod of an echo server: it answers on EchoPort, takes

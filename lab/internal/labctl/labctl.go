@@ -69,9 +69,12 @@ type Options struct {
 	PodCIDRs []netip.Prefix
 	// ServiceCIDRs are the clusters' service ranges, given like PodCIDRs.
 	ServiceCIDRs []netip.Prefix
-	// IPFamily is the family of every cluster's Nodes, pods and Services;
-	// empty means IPv4.
-	IPFamily cluster.IPFamily
+	// IPFamilies are the families of the clusters' Nodes, pods and
+	// Services, given like PodCIDRs (one for every cluster, or one per
+	// cluster, as a dual-stack cluster peered with an IPv4-only one needs);
+	// none means IPv4. PodCIDRs and ServiceCIDRs then go to the clusters
+	// with IPv4, PodCIDRs6 to those with IPv6.
+	IPFamilies []cluster.IPFamily
 	// PodCIDRs6 are the clusters' IPv6 pod ranges (IPv6 and dual-stack
 	// clusters), given like PodCIDRs. None follows the layout of the IPv4
 	// ones: clusters that share an IPv4 range (PodCIDRs none or one) share
@@ -290,7 +293,7 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 			Index:          first + k,
 			Name:           name,
 			NodeCount:      max(o.Nodes, 1),
-			IPFamily:       cmp.Or(o.IPFamily, cluster.IPv4),
+			IPFamily:       o.family(k),
 			CNI:            cmp.Or(o.CNI, cluster.Bridge),
 			ProxyMode:      cmp.Or(o.ProxyMode, cluster.IPTables),
 			NoNodePodCIDRs: o.NoNodePodCIDRs,
@@ -327,12 +330,32 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 	if err := netns.WriteSysctl("net/ipv4/ip_forward", "1"); err != nil {
 		return nil, err
 	}
-	if cmp.Or(o.IPFamily, cluster.IPv4).HasIPv6() {
+	if o.anyFamily(cluster.IPFamily.HasIPv6) {
 		if err := netns.WriteSysctl("net/ipv6/conf/all/forwarding", "1"); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// family is the IP family of cluster k.
+func (o *Options) family(k int) cluster.IPFamily {
+	return pick(o.IPFamilies, k, cluster.IPv4)
+}
+
+// anyFamily tells whether the family of some cluster has has.
+func (o *Options) anyFamily(has func(cluster.IPFamily) bool) bool {
+	for k := range o.Names {
+		if has(o.family(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// allFamilies tells whether the family of every cluster has has.
+func (o *Options) allFamilies(has func(cluster.IPFamily) bool) bool {
+	return !o.anyFamily(func(f cluster.IPFamily) bool { return !has(f) })
 }
 
 // defaultPodCIDR6 is the IPv6 pod range of cluster index i when none is
@@ -388,28 +411,46 @@ func (o *Options) validate() error {
 	if o.NoNodePodCIDRs && cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
 		return fmt.Errorf("--node-pod-cidrs=false: only with --cni %s: %s reads the Nodes' pod ranges", cluster.Bridge, o.CNI)
 	}
-	family := cmp.Or(o.IPFamily, cluster.IPv4)
-	if _, err := cluster.ParseIPFamily(string(family)); err != nil {
-		return fmt.Errorf("--ip-family: %w", err)
+	if len(o.IPFamilies) > 1 && len(o.IPFamilies) != len(o.Names) {
+		return fmt.Errorf("--ip-family: %d families for %d clusters: give one for all or one per cluster", len(o.IPFamilies), len(o.Names))
 	}
-	if family.HasIPv6() {
-		// The lab runs flanneld with an IPv4 network only, and hands out
-		// the IPv4 blocks alone when the Nodes have no ranges.
-		if cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
-			return fmt.Errorf("--ip-family %s: only with --cni %s: the lab's %s pod network is IPv4-only", family, cluster.Bridge, o.CNI)
+	for _, family := range o.IPFamilies {
+		if _, err := cluster.ParseIPFamily(string(family)); err != nil {
+			return fmt.Errorf("--ip-family: %w", err)
 		}
-		if o.NoNodePodCIDRs {
-			return fmt.Errorf("--ip-family %s: not with --node-pod-cidrs=false, which the lab simulates for IPv4 only", family)
+		if family.HasIPv6() {
+			// The lab runs flanneld with an IPv4 network only, and hands
+			// out the IPv4 blocks alone when the Nodes have no ranges.
+			if cmp.Or(o.CNI, cluster.Bridge) != cluster.Bridge {
+				return fmt.Errorf("--ip-family %s: only with --cni %s: the lab's %s pod network is IPv4-only", family, cluster.Bridge, o.CNI)
+			}
+			if o.NoNodePodCIDRs {
+				return fmt.Errorf("--ip-family %s: not with --node-pod-cidrs=false, which the lab simulates for IPv4 only", family)
+			}
+		}
+		if family == cluster.IPv6 && o.LoadBalancer != NoLoadBalancer {
+			return fmt.Errorf("--load-balancer %s: not with --ip-family %s: its pool is of the IPv4 node network", o.LoadBalancer, family)
 		}
 	}
-	if family == cluster.IPv6 && o.LoadBalancer != NoLoadBalancer {
-		return fmt.Errorf("--load-balancer %s: not with --ip-family %s: its pool is of the IPv4 node network", o.LoadBalancer, family)
-	}
-	if family == cluster.IPv6 && (len(o.PodCIDRs) > 0 || len(o.ServiceCIDRs) > 0) {
-		return fmt.Errorf("--pod-cidrs, --service-cidrs: not with --ip-family %s, whose clusters have no IPv4 ranges (--pod-cidrs-v6 gives the IPv6 ones)", family)
-	}
-	if len(o.PodCIDRs6) > 0 && !family.HasIPv6() {
-		return fmt.Errorf("--pod-cidrs-v6: only with --ip-family %s or %s", cluster.IPv6, cluster.DualStack)
+	// A range given for all goes to the clusters of its family; ranges given
+	// one per cluster need every cluster to be of their family, or one of
+	// them would be dropped unseen.
+	for _, r := range []struct {
+		flag string
+		list []netip.Prefix
+		has  func(cluster.IPFamily) bool
+		want string
+	}{
+		{"--pod-cidrs", o.PodCIDRs, cluster.IPFamily.HasIPv4, "IPv4 ranges (--pod-cidrs-v6 gives the IPv6 ones)"},
+		{"--service-cidrs", o.ServiceCIDRs, cluster.IPFamily.HasIPv4, "IPv4 ranges"},
+		{"--pod-cidrs-v6", o.PodCIDRs6, cluster.IPFamily.HasIPv6, fmt.Sprintf("IPv6 ranges (only %s and %s clusters do)", cluster.IPv6, cluster.DualStack)},
+	} {
+		switch {
+		case len(r.list) > 0 && !o.anyFamily(r.has):
+			return fmt.Errorf("%s: no cluster has %s", r.flag, r.want)
+		case len(r.list) > 1 && !o.allFamilies(r.has):
+			return fmt.Errorf("%s: one range per cluster, but not every cluster has %s", r.flag, r.want)
+		}
 	}
 	for _, l := range []struct {
 		flag string
@@ -455,6 +496,9 @@ func (o *Options) validate() error {
 		}
 	}
 	for k := range o.Names {
+		if !o.family(k).HasIPv4() {
+			continue
+		}
 		pod, svc := pick(o.PodCIDRs, k, cluster.DefaultPodCIDR), pick(o.ServiceCIDRs, k, cluster.DefaultServiceCIDR)
 		if pod.Overlaps(svc) {
 			return fmt.Errorf("cluster %s: pod range %s overlaps service range %s", o.Names[k], pod, svc)

@@ -130,41 +130,48 @@ func (l *Lab) PodCIDRView(ctx context.Context, n, peer *cluster.Cluster) (real, 
 // field ("pod" or "external") of n's Configuration for peer: the peer's
 // real range and the local range it is remapped to.
 func (l *Lab) RangeView(ctx context.Context, n, peer *cluster.Cluster, field string) (real, remapped netip.Prefix, err error) {
+	r, err := l.remoteRange(ctx, n, peer, field, func(netv1beta1.RemoteRange) bool { return true })
+	return r.Real, r.Remapped, err
+}
+
+// remoteRange is the first range of peer in the list field of n's
+// Configuration for peer that match accepts, once remapped.
+func (l *Lab) remoteRange(ctx context.Context, n, peer *cluster.Cluster, field string, match func(netv1beta1.RemoteRange) bool) (netv1beta1.RemoteRange, error) {
 	c, err := l.Client(n)
 	if err != nil {
-		return real, remapped, err
+		return netv1beta1.RemoteRange{}, err
 	}
 	var confs netv1beta1.ConfigurationList
 	if err := c.List(ctx, &confs, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: list configurations of %s: %w", n.Name, peer.Name, err)
+		return netv1beta1.RemoteRange{}, fmt.Errorf("cluster %s: list configurations of %s: %w", n.Name, peer.Name, err)
 	}
 	if len(confs.Items) != 1 {
-		return real, remapped, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
+		return netv1beta1.RemoteRange{}, fmt.Errorf("cluster %s: %d configurations of %s, want one", n.Name, len(confs.Items), peer.Name)
 	}
 	conf := confs.Items[0]
 	ranges, err := conf.RemoteRanges()
 	if err != nil {
-		return real, remapped, fmt.Errorf("cluster %s: %w", n.Name, err)
+		return netv1beta1.RemoteRange{}, fmt.Errorf("cluster %s: %w", n.Name, err)
 	}
-	i := slices.IndexFunc(ranges, func(r netv1beta1.RemoteRange) bool { return r.Field == field })
+	i := slices.IndexFunc(ranges, func(r netv1beta1.RemoteRange) bool { return r.Field == field && match(r) })
 	if i < 0 || !ranges[i].Remapped.IsValid() {
-		return real, remapped, fmt.Errorf("cluster %s: configuration %s/%s has no remapped %s CIDR yet", n.Name, conf.Namespace, conf.Name, field)
+		return netv1beta1.RemoteRange{}, fmt.Errorf("cluster %s: configuration %s/%s has no remapped %s CIDR for it yet", n.Name, conf.Namespace, conf.Name, field)
 	}
-	return ranges[i].Real, ranges[i].Remapped, nil
+	return ranges[i], nil
 }
 
 // RemappedIP is the address under which cluster n reaches ip, an address of
-// peer's pod range.
+// peer's pod range of ip's family.
 func (l *Lab) RemappedIP(ctx context.Context, n, peer *cluster.Cluster, ip string) (netip.Addr, error) {
-	real, remapped, err := l.PodCIDRView(ctx, n, peer)
-	if err != nil {
-		return netip.Addr{}, err
-	}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("pod IP %q: %w", ip, err)
 	}
-	return cidr.Translate(addr, real, remapped)
+	r, err := l.remoteRange(ctx, n, peer, "pod", func(r netv1beta1.RemoteRange) bool { return r.Real.Contains(addr) })
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return cidr.Translate(addr, r.Real, r.Remapped)
 }
 
 // Reach sends a request from the echo pod from of cluster a to the echo pod
@@ -174,5 +181,5 @@ func (l *Lab) Reach(ctx context.Context, a *cluster.Cluster, from corev1.Pod, b 
 	if err != nil {
 		return echoapi.Got{}, err
 	}
-	return l.EchoGet(ctx, a, from.Name, fmt.Sprintf("http://%s:%d/", ip, EchoPort))
+	return l.EchoGet(ctx, a, from.Name, EchoURL(ip))
 }
