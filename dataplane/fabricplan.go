@@ -125,6 +125,14 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	}
 	gws := slices.Clone(f.Gateways)
 	slices.SortFunc(gws, func(a, b FabricGateway) int { return cmp.Compare(a.Name, b.Name) })
+	// A family this cluster has no pods of is not peered: its ranges are
+	// left out before the checks, which would cost the peer its other
+	// family too.
+	for i := range gws {
+		gws[i].Ranges = slices.DeleteFunc(slices.Clone(gws[i].Ranges), func(r netip.Prefix) bool {
+			return r.IsValid() && len(ofFamily(f.PodCIDRs, plan.FamilyOf(r.Addr()))) == 0
+		})
+	}
 
 	p := FabricPlan{NetNS: FabricOwned()}
 	p.Overlay.Kind, p.Overlay.Underlay = f.OverlayKind, f.Node

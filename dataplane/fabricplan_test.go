@@ -81,6 +81,7 @@ func nodeFacts() FabricFacts {
 // one keeps its routes. Only the node's own facts fail the plan.
 func TestPlanFabricSkipsBadGateways(t *testing.T) {
 	base := nodeFacts()
+	base.PodCIDRs = append(base.PodCIDRs, netip.MustParsePrefix("fd44::/48"))
 	gw := func(name string, ranges ...string) FabricGateway {
 		g := FabricGateway{Name: name, Address: netip.MustParseAddr("10.244.0.10"), Local: true}
 		for _, r := range ranges {
@@ -133,6 +134,32 @@ func TestPlanFabricSkipsBadGateways(t *testing.T) {
 	f.PodCIDRs = nil
 	if _, err := PlanFabric(f); err == nil || !strings.Contains(err.Error(), "pod CIDRs") {
 		t.Errorf("PlanFabric without pod CIDRs: %v", err)
+	}
+}
+
+// TestPlanFabricFamiliesWithoutPods gives an IPv4-only node a peer with
+// ranges of both families: the IPv4 ones are routed, the IPv6 one is left
+// out without costing the peer its IPv4 routes, and no ip6 table is
+// planned.
+func TestPlanFabricFamiliesWithoutPods(t *testing.T) {
+	f := nodeFacts()
+	f.Gateways = []FabricGateway{{Name: "b", Address: netip.MustParseAddr("10.244.0.10"), Local: true,
+		Ranges: []netip.Prefix{netip.MustParsePrefix("10.71.0.0/16"), netip.MustParsePrefix("fd00:71::/48")}}}
+	p, err := PlanFabric(f)
+	if err != nil || len(p.Skipped) != 0 {
+		t.Fatalf("PlanFabric = %v, skipped %v", err, p.Skipped)
+	}
+	var routed []netip.Prefix
+	for _, r := range p.Routes.Routes {
+		if r.Table == TablePodSources {
+			routed = append(routed, r.Dst)
+		}
+	}
+	if want := []netip.Prefix{netip.MustParsePrefix("10.71.0.0/16")}; !slices.Equal(routed, want) {
+		t.Errorf("routed %v, want %v", routed, want)
+	}
+	if !p.NAT6.Empty() {
+		t.Errorf("an ip6 table is planned: %s", p.NAT6)
 	}
 }
 

@@ -133,6 +133,9 @@ func PlanGateway(f GatewayFacts) (GatewayPlan, error) {
 	if err := f.validate(); err != nil {
 		return GatewayPlan{}, err
 	}
+	// A family this cluster has no pods of is not peered: nothing here
+	// could send to the peer's ranges of it, or answer from them.
+	f.Remote = slices.DeleteFunc(slices.Clone(f.Remote), func(m RangeMapping) bool { return !f.hasPods(plan.FamilyOf(m.Real.Addr())) })
 	p := GatewayPlan{NetNS: GatewayOwned()}
 
 	peerRanges := []netip.Prefix{host(PeerTunnelAddress(f.Role))}
@@ -216,6 +219,13 @@ func (f GatewayFacts) routing() plan.Routing {
 		rs.Rules = append(rs.Rules, plan.PolicyRule{Priority: PriorityFromPeer, IIF: TunnelLink, Table: TableFromPeer})
 	}
 	return rs.Sorted()
+}
+
+// hasPods tells whether this cluster has a pod range of family fam: a local
+// range other than the external one.
+func (f GatewayFacts) hasPods(fam plan.Family) bool {
+	ext, _ := f.externalRange()
+	return slices.ContainsFunc(f.LocalRanges, func(p netip.Prefix) bool { return p != ext && plan.FamilyOf(p.Addr()) == fam })
 }
 
 // hasRemote tells whether the peer has a range of family fam.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,29 @@ func TestPlanGatewayRejectsBadFacts(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: PlanGateway error = %v, want one containing %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestPlanGatewayFamiliesWithoutPods plans a gateway of an IPv4-only
+// cluster whose peer is dual-stack: the peer's IPv6 range is not peered,
+// so nothing IPv6 is routed, allowed or translated.
+func TestPlanGatewayFamiliesWithoutPods(t *testing.T) {
+	f := validGatewayFacts(t)
+	f.Remote = append(f.Remote, RangeMapping{Real: netip.MustParsePrefix("fd44::/48"), Remapped: netip.MustParsePrefix("fd00:71::/48")})
+	p, err := PlanGateway(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(p.WireGuard.Peer.AllowedIPs, func(a netip.Prefix) bool { return a.Addr().Is6() }) {
+		t.Errorf("allowed IPs %v hold an IPv6 range", p.WireGuard.Peer.AllowedIPs)
+	}
+	for _, r := range p.Routes.Routes {
+		if r.Dst.Addr().Is6() && !r.Unreachable {
+			t.Errorf("IPv6 route %s planned", r)
+		}
+	}
+	if !p.NAT6.Empty() {
+		t.Errorf("an ip6 table is planned: %s", p.NAT6)
 	}
 }
 
