@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,17 +209,7 @@ func callDualStackExport(t *testing.T, ctx context.Context, l *labctl.Lab, a *cl
 		urls = append(urls, labctl.EchoURL(netip.MustParseAddr(ip)))
 	}
 	for _, url := range urls {
-		eventually(t, ctx, a.Name+" calls "+url, func() error {
-			got, err := l.EchoGet(ctx, a, pod.Name, url)
-			if err != nil {
-				return err
-			}
-			if !slices.ContainsFunc(bPods, func(p corev1.Pod) bool { return p.Name == got.Reply.Pod }) {
-				return fmt.Errorf("answered by %s, not an echo pod of %s", got.Reply.Pod, b.Name)
-			}
-			t.Logf("%s -> %s: answered by %s, caller seen as %s", a.Name, url, got.Reply.Pod, got.Reply.Client)
-			return nil
-		})
+		callEcho(t, ctx, l, a, pod, b, bPods, url)
 	}
 }
 

@@ -123,7 +123,12 @@ func exportEcho(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Clu
 // Service b exports with exportEcho, until one of b's pods (bPods) answers.
 func callExportedEcho(t *testing.T, ctx context.Context, l *labctl.Lab, a *cluster.Cluster, pod corev1.Pod, b *cluster.Cluster, bPods []corev1.Pod) {
 	t.Helper()
-	url := fmt.Sprintf("http://echo-%s.%s.svc.%s:%d/", b.Name, labctl.EchoNamespace, cluster.ClustersetDomain, labctl.EchoPort)
+	callEcho(t, ctx, l, a, pod, b, bPods, fmt.Sprintf("http://echo-%s.%s.svc.%s:%d/", b.Name, labctl.EchoNamespace, cluster.ClustersetDomain, labctl.EchoPort))
+}
+
+// callEcho calls url from pod of a until one of b's pods (bPods) answers.
+func callEcho(t *testing.T, ctx context.Context, l *labctl.Lab, a *cluster.Cluster, pod corev1.Pod, b *cluster.Cluster, bPods []corev1.Pod, url string) {
+	t.Helper()
 	eventually(t, ctx, a.Name+" calls "+url, func() error {
 		got, err := l.EchoGet(ctx, a, pod.Name, url)
 		if err != nil {
