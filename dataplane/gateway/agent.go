@@ -84,16 +84,10 @@ type Agent struct {
 	// the last plan applied, which the prober announces to the peer.
 	view atomic.Pointer[[]health.Mapping]
 
-	// planned is the WireGuard configuration of the last plan, before the
-	// key rotation's state made it the one applied.
-	planned  plan.WireGuard
-	rotation rotation
+	rotation *rotation
 
 	mu         sync.Mutex
 	gatewayUID types.UID
-	// peerNextKey is the peer's next key of the last plan, which the
-	// prober announces this side accepts.
-	peerNextKey plan.Key
 }
 
 // New returns an agent that reads the API through c and is notified of
@@ -107,13 +101,15 @@ func New(opts Options, c client.Client, informers cache.Informers, election *Ele
 	if election != nil && (election.Lock == nil || election.Pods == nil || election.PodName == "") {
 		return nil, errors.New("gateway election: the Lease lock, a pod client and the pod's name (POD_NAME) are all required")
 	}
+	m := newMetrics(time.Now)
 	a := &Agent{
 		opts:        opts,
 		client:      c,
 		informers:   informers,
 		log:         log,
 		now:         time.Now,
-		metrics:     newMetrics(time.Now),
+		metrics:     m,
+		rotation:    newRotation(opts, m, time.Now, log),
 		trigger:     resync.NewTrigger(),
 		rehandshake: resync.NewTrigger(),
 		reports:     make(chan health.Report, 1),
@@ -203,7 +199,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.peerEndpoint = ep
 	}
 	if key, err := conn.lastPublicKey(ctx); err == nil {
-		a.rotation.lastKey = key
+		a.rotation.own.lastKey = key
 	} else {
 		a.log.Error(err, "read the public key the tunnel ran on")
 	}
@@ -244,7 +240,7 @@ func (a *Agent) Start(ctx context.Context) error {
 				if a.stepRotation() {
 					a.sync(ctx)
 				}
-				a.reportKey(ctx)
+				a.rotation.reportKey(ctx, a.conn, a.applied)
 			}
 			continue
 		case <-a.elected:
@@ -305,7 +301,7 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}
 		if prober {
-			a.reportKey(ctx)
+			a.rotation.reportKey(ctx, a.conn, a.applied)
 		}
 		if !synced || !a.active.Load() || prober {
 			continue
@@ -319,7 +315,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		if err := conn.report(ctx, health.Report{State: health.Connecting}); err != nil {
 			a.log.Error(err, "write the Connection's status")
 		}
-		a.reportKey(ctx)
+		a.rotation.reportKey(ctx, a.conn, a.applied)
 		if err := a.startProber(healthCtx, &wg); err != nil {
 			a.log.Error(err, "start the health prober; retrying")
 			continue
@@ -396,11 +392,7 @@ func (a *Agent) sync(ctx context.Context) bool {
 	if err == nil {
 		var p dataplane.GatewayPlan
 		if p, err = dataplane.PlanGateway(facts); err == nil {
-			a.planned = p.WireGuard
-			a.mu.Lock()
-			a.peerNextKey = p.WireGuard.Peer.NextPublicKey
-			a.mu.Unlock()
-			p.WireGuard = a.rotation.effective(p.WireGuard)
+			p.WireGuard = a.rotation.plan(p.WireGuard)
 			if err = a.apply(p); err == nil {
 				a.view.Store(viewOf(facts.Remote))
 			}
@@ -456,6 +448,15 @@ func (a *Agent) drops(p dataplane.GatewayPlan) (map[string]uint64, error) {
 		}
 	}
 	return drops, nil
+}
+
+// stepRotation advances a key rotation under way, on the device of an
+// active replica. It reports whether the device is to be configured anew.
+func (a *Agent) stepRotation() bool {
+	if a.dev == nil || a.applied == nil || !a.active.Load() {
+		return false
+	}
+	return a.rotation.step(a.dev, a.applied.WireGuard)
 }
 
 // withKnownEndpoint gives a server's device that knows no endpoint for its
@@ -557,7 +558,7 @@ func (a *Agent) startProber(ctx context.Context, wg *sync.WaitGroup) error {
 		MaxMisses: a.opts.MaxMisses,
 		MTU:       func() int { return int(a.tunnelMTU.Load()) },
 		View:      a.announcedView,
-		Accept:    a.acceptedKeys,
+		Accept:    a.rotation.peer.acceptedKeys,
 	}
 	wg.Add(1)
 	go func() {
@@ -584,7 +585,7 @@ func freebindListenConfig() *net.ListenConfig {
 // onReport runs after each ping interval, and in between when a ping is
 // late.
 func (a *Agent) onReport(r health.Report) {
-	a.rotation.setAccepted(r.Accepted)
+	a.rotation.own.setAccepted(r.Accepted)
 	if r.Late {
 		// A late ping, or the server's goodbye, is a client's first sign
 		// of a server replaced by a new pod (kubectl delete, a drain, a

@@ -85,23 +85,40 @@ func newKey(t *testing.T) plan.Key {
 	return plan.Key(k)
 }
 
-// rotationAgent is an active agent with a device double, whose plan's
-// WireGuard configuration is want, applied.
-func rotationAgent(t *testing.T, want plan.WireGuard, now *time.Time) (*Agent, *kernelDouble) {
+// rotationRig is the rotation of an active agent on a device double, and
+// the plan applied last.
+type rotationRig struct {
+	*rotation
+	metrics *metrics
+	dev     *kernelDouble
+	applied *dataplane.GatewayPlan
+}
+
+// stepRotation does what the agent's rotation tick does.
+func (a *rotationRig) stepRotation() bool { return a.step(a.dev, a.applied.WireGuard) }
+
+// rotationAgent is the rotation of an active agent with a device double,
+// whose plan's WireGuard configuration is want, applied.
+func rotationAgent(t *testing.T, want plan.WireGuard, now *time.Time) (*rotationRig, *kernelDouble) {
 	t.Helper()
-	dev := &kernelDouble{}
-	a := &Agent{log: logr.Discard(), now: func() time.Time { return *now }, metrics: newMetrics(time.Now), dev: dev}
-	a.active.Store(true)
+	a := newRotationRig(now)
 	a.planned = want
 	apply(t, a)
-	return a, dev
+	return a, a.dev
+}
+
+// newRotationRig is the rotation of an agent with the default options on
+// an empty device double, at the time *now.
+func newRotationRig(now *time.Time) *rotationRig {
+	m := newMetrics(time.Now)
+	return &rotationRig{rotation: newRotation(Options{}, m, func() time.Time { return *now }, logr.Discard()), metrics: m, dev: &kernelDouble{}}
 }
 
 // apply does what the agent's sync does to the device: plan, rotation
 // state, Sync.
-func apply(t *testing.T, a *Agent) {
+func apply(t *testing.T, a *rotationRig) {
 	t.Helper()
-	eff := a.rotation.effective(a.planned)
+	eff := a.effective(a.planned)
 	if _, err := wireguard.Sync(a.dev, eff); err != nil {
 		t.Fatal(err)
 	}
@@ -127,15 +144,15 @@ func TestKeySwitch(t *testing.T) {
 		if got := dev.dev.PrivateKey; got != wgtypes.Key(wantKey) {
 			t.Fatalf("%s: the device runs on %s, want %s", why, got, wantKey)
 		}
-		if got := a.rotationPhase(); got.reason != wantPhase || (wantPhase != "" && !strings.Contains(got.message, next.PublicKey().String())) {
+		if got := a.phase(); got.reason != wantPhase || (wantPhase != "" && !strings.Contains(got.message, next.PublicKey().String())) {
 			t.Fatalf("%s: the rotation's phase is %+v, want reason %q naming the next key", why, got, wantPhase)
 		}
 	}
 
 	step(false, current, netv1beta1.ReasonPeerNotAccepting, "the peer accepts nothing")
-	a.rotation.setAccepted([]plan.Key{newKey(t).PublicKey()})
+	a.own.setAccepted([]plan.Key{newKey(t).PublicKey()})
 	step(false, current, netv1beta1.ReasonPeerNotAccepting, "the peer accepts another key")
-	a.rotation.setAccepted([]plan.Key{next.PublicKey()})
+	a.own.setAccepted([]plan.Key{next.PublicKey()})
 	step(true, next, netv1beta1.ReasonSwitching, "the peer accepts the next key")
 	now = now.Add(DefaultKeySwitchTimeout - time.Second)
 	step(false, next, netv1beta1.ReasonSwitching, "within the timeout")
@@ -158,7 +175,7 @@ func TestKeySwitch(t *testing.T) {
 	// one the device runs on, and there is no next one.
 	a.planned.PrivateKey, a.planned.NextPrivateKey = next, plan.Key{}
 	step(false, next, "", "after the promotion")
-	if a.rotation.inUse != (plan.Key{}) {
+	if a.own.inUse != (plan.Key{}) {
 		t.Errorf("after the promotion the rotation still names a key in use")
 	}
 }
@@ -169,8 +186,8 @@ func TestKeySwitchAfterRestart(t *testing.T) {
 	now := time.Now()
 	current, next := newKey(t), newKey(t)
 	want := plan.WireGuard{PrivateKey: current, NextPrivateKey: next, Peer: plan.WireGuardPeer{PublicKey: newKey(t).PublicKey()}}
-	a := &Agent{log: logr.Discard(), now: func() time.Time { return now }, metrics: newMetrics(time.Now), dev: &kernelDouble{}}
-	a.rotation.lastKey = next.PublicKey()
+	a := newRotationRig(&now)
+	a.own.lastKey = next.PublicKey()
 	a.planned = want
 	apply(t, a)
 	if got := a.applied.WireGuard.PrivateKey; got != next {
@@ -187,9 +204,9 @@ func TestPeerKeys(t *testing.T) {
 	want := plan.WireGuard{PrivateKey: newKey(t), Peer: plan.WireGuardPeer{PublicKey: old, NextPublicKey: next,
 		AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, PersistentKeepalive: 25 * time.Second}}
 	a, dev := rotationAgent(t, want, &now)
-	a.opts.KeyGrace = 10 * time.Second
-	if got := a.acceptedKeys(); len(got) != 0 {
-		// peerNextKey is set by sync, which this test does not run.
+	a.peer.grace = 10 * time.Second
+	if got := a.peer.acceptedKeys(); len(got) != 0 {
+		// The peer's next key is recorded by plan, which this test does not run.
 		t.Fatalf("acceptedKeys before a sync = %v", got)
 	}
 	holder := func() plan.Key { d, _ := dev.Device(); return wireguard.Holder(d, a.applied.WireGuard.Peer) }
