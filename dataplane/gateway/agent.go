@@ -45,7 +45,7 @@ type Agent struct {
 
 	// Kernel state, touched only by the goroutine of Start.
 	kernel       *kernel.Stage
-	dev          wireguard.Device
+	tunnel       *wireguard.Link
 	overlayFacts dataplane.GatewayOverlay
 	applied      *dataplane.GatewayPlan
 	lastForced   time.Time
@@ -339,6 +339,7 @@ func (a *Agent) initKernel() error {
 	if a.kernel, err = kernel.Open(a.opts.Overlay, a.log); err != nil {
 		return err
 	}
+	a.tunnel = wireguard.NewLink(dataplane.TunnelLink, dataplane.LegacyTunnelLink, a.opts.WireGuard, a.log)
 	kind := a.kernel.Overlay
 	addr, mtu, err := podUnderlay(a.kernel.Handle())
 	if err != nil {
@@ -406,10 +407,11 @@ func (a *Agent) sync(ctx context.Context) bool {
 // kernel first, and reads back what the metrics show.
 func (a *Agent) apply(p dataplane.GatewayPlan) error {
 	tunnel := func() (bool, error) {
-		if err := a.ensureDevice(p.TunnelMTU); err != nil {
+		dev, err := a.tunnel.Ensure(p.TunnelMTU)
+		if err != nil {
 			return false, err
 		}
-		return wireguard.Sync(a.dev, a.withKnownEndpoint(p.WireGuard))
+		return wireguard.Sync(dev, a.withKnownEndpoint(dev, p.WireGuard))
 	}
 	if err := a.kernel.Apply(p.NetNS, tunnel); err != nil {
 		return err
@@ -421,9 +423,9 @@ func (a *Agent) apply(p dataplane.GatewayPlan) error {
 	} else {
 		a.log.Error(err, "read the ingress filter's counters")
 	}
-	if dev, err := a.dev.Device(); err == nil {
+	if dev, err := a.tunnel.Device().Device(); err == nil {
 		peer := wireguard.FindPeer(dev, p.WireGuard.Peer.PublicKey)
-		a.metrics.observe(a.dev.Implementation(), peer)
+		a.metrics.observe(a.tunnel.Device().Implementation(), peer)
 		a.rememberEndpoint(peer)
 	}
 	a.applied = &p
@@ -453,25 +455,26 @@ func (a *Agent) drops(p dataplane.GatewayPlan) (map[string]uint64, error) {
 // stepRotation advances a key rotation under way, on the device of an
 // active replica. It reports whether the device is to be configured anew.
 func (a *Agent) stepRotation() bool {
-	if a.dev == nil || a.applied == nil || !a.active.Load() {
+	dev := a.tunnel.Device()
+	if dev == nil || a.applied == nil || !a.active.Load() {
 		return false
 	}
-	return a.rotation.step(a.dev, a.applied.WireGuard)
+	return a.rotation.step(dev, a.applied.WireGuard)
 }
 
 // withKnownEndpoint gives a server's device that knows no endpoint for its
 // client (it was just created) the last one known, so that it starts the
 // handshake at once. An endpoint the device reports is never replaced: the
 // client may have roamed.
-func (a *Agent) withKnownEndpoint(cfg plan.WireGuard) plan.WireGuard {
+func (a *Agent) withKnownEndpoint(dev wireguard.Device, cfg plan.WireGuard) plan.WireGuard {
 	if a.opts.Role != gatewayrole.Server || !a.peerEndpoint.IsValid() {
 		return cfg
 	}
-	dev, err := a.dev.Device()
+	cur, err := dev.Device()
 	if err != nil {
 		return cfg
 	}
-	if p := wireguard.FindPeer(dev, cfg.Peer.PublicKey); p != nil && p.Endpoint != nil {
+	if p := wireguard.FindPeer(cur, cfg.Peer.PublicKey); p != nil && p.Endpoint != nil {
 		return cfg
 	}
 	cfg.Peer.Endpoint = a.peerEndpoint
@@ -497,30 +500,6 @@ func (a *Agent) rememberEndpoint(peer *wgtypes.Peer) {
 	if err := a.conn.persistEndpoint(ctx, ep); err != nil {
 		a.log.Error(err, "record the client's endpoint on the Connection")
 	}
-}
-
-// ensureDevice opens the WireGuard device, again when its link went away.
-func (a *Agent) ensureDevice(mtu int) error {
-	if a.dev != nil {
-		if _, err := a.kernel.Handle().LinkByName(dataplane.TunnelLink); err == nil {
-			return nil
-		}
-		a.log.Info("the tunnel link is gone; creating it again", "link", dataplane.TunnelLink)
-		if err := a.dev.Close(); err != nil {
-			a.log.V(1).Info("close the old device", "error", err.Error())
-		}
-		a.dev = nil
-	}
-	if err := wireguard.Rename(dataplane.LegacyTunnelLink, dataplane.TunnelLink); err != nil {
-		return err
-	}
-	dev, err := wireguard.Open(dataplane.TunnelLink, a.opts.WireGuard, mtu, a.log)
-	if err != nil {
-		return fmt.Errorf("open the WireGuard device %s: %w", dataplane.TunnelLink, err)
-	}
-	a.dev = dev
-	a.log.Info("WireGuard device ready", "link", dataplane.TunnelLink, "implementation", dev.Implementation())
-	return nil
 }
 
 // startProber binds the health port on the tunnel address and starts
@@ -675,11 +654,12 @@ func (a *Agent) forceHandshake() {
 	if a.peerLeft.Load() {
 		wait = min(wait, health.AfterGoodbye/2)
 	}
-	if a.dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < wait {
+	dev := a.tunnel.Device()
+	if dev == nil || a.applied == nil || a.now().Sub(a.lastForced) < wait {
 		return
 	}
 	a.lastForced = a.now()
-	if err := wireguard.Rehandshake(a.dev, a.applied.WireGuard); err != nil {
+	if err := wireguard.Rehandshake(dev, a.applied.WireGuard); err != nil {
 		a.log.Error(err, "force a new handshake")
 		return
 	}
@@ -703,19 +683,7 @@ func (a *Agent) writeReports(ctx context.Context, conn *connectionWriter) {
 // cleanup removes what the agent created: the nftables table, the routes
 // and rules, the overlay link and the tunnel link.
 func (a *Agent) cleanup() {
-	errs := []error{a.kernel.Remove(dataplane.GatewayOwned())}
-	if a.dev != nil {
-		if err := a.dev.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	h := a.kernel.Handle()
-	if link, err := h.LinkByName(dataplane.TunnelLink); err == nil {
-		if err := h.LinkDel(link); err != nil {
-			errs = append(errs, fmt.Errorf("delete link %s: %w", dataplane.TunnelLink, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(a.kernel.Remove(dataplane.GatewayOwned()), a.tunnel.Close()); err != nil {
 		a.log.Error(err, "clean up")
 		return
 	}

@@ -4,6 +4,11 @@
 // wireguard-go on a TUN device and serves the standard UAPI socket under
 // /var/run/wireguard, so that `wg show` and wgctrl see both alike.
 //
+// Link keeps the device of one link name open across repairs: it takes over
+// the link of an earlier release's name, opens the device again when its
+// link was deleted under it, and on Close deletes the link, whichever run
+// made it.
+//
 // Desired configuration is data (plan.WireGuard, whose keys convert to
 // wgctrl's here and nowhere else); Sync compares it with what the device
 // reports and writes only the difference, never overwriting an endpoint the
