@@ -17,6 +17,14 @@
 // switch to its own next key once the peer accepts it, and the retirement
 // of the peer's old key once its next key carries the tunnel.
 //
+// The Agent is a supervisor: its goroutine syncs on every change and runs
+// the events of its parts, each a type of its own: the facts of the plan
+// (facts.go), the pod's network namespace (network.go), the Lease election
+// and the active label (election.go), the key rotation (rotation.go), the
+// health prober (probe.go), the Connection (connection.go), the service
+// exchange (services.go) and the metrics (metrics.go).
+//
 // It does not create the gateway's Deployment, Service, RBAC or keys (the
-// controller does) nor plan anything itself (package dataplane does).
+// controller does), nor plan anything itself (package dataplane does), nor
+// open the WireGuard device (wireguard.Link does).
 package gateway

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,11 +19,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/dataplane/resync"
 )
 
 // Election is how the replicas of a gateway choose the active one: the
@@ -45,14 +48,44 @@ type Election struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
+// leadership runs the Lease election of a replica and tells the main loop
+// what became of it (elected, deposed, superseded, released). Without an
+// election the replica is active alone.
+type leadership struct {
+	// election is nil without one.
+	election        *Election
+	namespace, name string
+	informers       cache.Informers
+	log             logr.Logger
+	// elected, deposed, superseded and released tell the main loop of the
+	// Lease won, not renewed, held by another replica, and let go.
+	elected, deposed, superseded, released resync.Trigger
+	// active is set once this replica carries the tunnel.
+	active atomic.Bool
+	// stopElection stops the election running.
+	stopElection func()
+}
+
+// newLeadership returns the leadership of a replica of the gateway of
+// opts, with election, or active at once without.
+func newLeadership(election *Election, opts Options, informers cache.Informers, log logr.Logger) *leadership {
+	l := &leadership{
+		election: election, namespace: opts.Namespace, name: opts.Name, informers: informers, log: log,
+		elected: resync.NewTrigger(), deposed: resync.NewTrigger(), superseded: resync.NewTrigger(), released: resync.NewTrigger(),
+		stopElection: func() {},
+	}
+	l.active.Store(election == nil)
+	return l
+}
+
 // elector returns the Lease elector, which tells the agent through
-// a.elected, a.deposed (this replica could not renew the Lease: it may
-// have lost it, or the API server may be unreachable) and a.superseded
+// l.elected, l.deposed (this replica could not renew the Lease: it may
+// have lost it, or the API server may be unreachable) and l.superseded
 // (another replica holds it). An elector stopped on purpose (stopped set
 // first) does not tell it was deposed: its replacement may already hold
 // the Lease, and a restart would release it.
-func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, error) {
-	e := a.election
+func (l *leadership) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, error) {
+	e := l.election
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            e.Lock,
 		Name:            e.Lock.Describe(),
@@ -61,19 +94,106 @@ func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, er
 		RetryPeriod:     e.RetryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) { a.elected.Notify() },
+			OnStartedLeading: func(context.Context) { l.elected.Notify() },
 			OnStoppedLeading: func() {
 				if !stopped.Load() {
-					a.deposed.Notify()
+					l.deposed.Notify()
 				}
 			},
 			OnNewLeader: func(id string) {
 				if id != e.PodName {
-					a.superseded.Notify()
+					l.superseded.Notify()
 				}
 			},
 		},
 	})
+}
+
+// start watches the Lease for its release and starts the election, when
+// the agent has one.
+func (l *leadership) start(ctx context.Context) error {
+	if l.election != nil {
+		if err := l.watchRelease(ctx); err != nil {
+			return err
+		}
+	}
+	return l.startElection()
+}
+
+// stop releases the Lease if held and waits for the release. It may be
+// called more than once.
+func (l *leadership) stop() { l.stopElection() }
+
+// restart runs a new election: after a Lease that could not be renewed in
+// time, most often because the API server is unreachable, and then no
+// other replica can take the Lease either. The tunnel stays as it is (the
+// dataplane keeps its state while the API is away): this replica renews
+// the Lease if it still names it, and steps down if another replica holds
+// it.
+func (l *leadership) restart() error {
+	l.stop()
+	return l.startElection()
+}
+
+// onReleased runs a new election on a standby when the active replica let
+// the Lease go, so that it tries to take it now rather than at the next
+// retry.
+func (l *leadership) onReleased() error {
+	if l.active.Load() {
+		return nil
+	}
+	return l.restart()
+}
+
+// lost reports whether this replica carries the tunnel while another one
+// holds the Lease: it must then stop carrying it at once.
+func (l *leadership) lost(ctx context.Context) bool {
+	return l.active.Load() && l.heldByAnother(ctx)
+}
+
+// takeOver makes this replica the active one, and reports whether it was
+// not yet.
+func (l *leadership) takeOver() bool {
+	if l.active.Swap(true) {
+		return false
+	}
+	l.log.Info("holds the Lease: taking over the tunnel", "pod", l.election.PodName)
+	return true
+}
+
+// activeMarker marks the pod of the replica that carries the tunnel as
+// the active one: its label, and a server Service's endpoint.
+type activeMarker struct {
+	opts     Options
+	election *Election
+	log      logr.Logger
+	// address is the pod's own address, the Service's endpoint.
+	address netip.Addr
+	// labelled is set once the pod carries the active label.
+	labelled bool
+}
+
+// markWhile runs sync while it marks the pod active, when it is active and
+// not labelled yet: while the sync gives the tunnel its peer, not after,
+// since the Service, the controller and every node's fabric take a moment
+// to follow, and the former active pod is gone or going. Nor does the label
+// wait for the sync to succeed: the controller publishes the server's
+// endpoint only once a pod is active, and the peer's key may wait for that
+// endpoint. Without an election (m nil) it only runs sync.
+func (m *activeMarker) markWhile(ctx context.Context, active bool, sync func()) {
+	if m == nil || m.labelled || !active {
+		sync()
+		return
+	}
+	marked := make(chan error, 1)
+	go func() { marked <- m.markActive(ctx) }()
+	sync()
+	if err := <-marked; err != nil {
+		m.log.Error(err, "label the pod active; retrying")
+		return
+	}
+	m.labelled = true
+	m.log.Info("active: this replica carries the tunnel", "pod", m.election.PodName)
 }
 
 // markActive makes the agent's pod the server Service's endpoint (see
@@ -82,27 +202,27 @@ func (a *Agent) elector(stopped *atomic.Bool) (*leaderelection.LeaderElector, er
 // carries it (a replica on a node that is gone, whose pod the API still
 // shows running): the controller and every node's fabric follow the label,
 // and so does a Service that selects it.
-func (a *Agent) markActive(ctx context.Context) error {
-	e := a.election
+func (m *activeMarker) markActive(ctx context.Context) error {
+	e := m.election
 	var g errgroup.Group
-	g.Go(func() error { return a.publishEndpoint(ctx) })
-	g.Go(func() error { return patchActive(ctx, e.Pods, a.opts.Namespace, e.PodName, true) })
+	g.Go(func() error { return m.publishEndpoint(ctx) })
+	g.Go(func() error { return patchActive(ctx, e.Pods, m.opts.Namespace, e.PodName, true) })
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	var pods corev1.PodList
-	if err := e.Pods.List(ctx, &pods, client.InNamespace(a.opts.Namespace),
-		client.MatchingLabels{netv1beta1.GatewayNameLabel: a.opts.Name, netv1beta1.ActiveGatewayLabel: "true"}); err != nil {
-		return fmt.Errorf("list the active pods of gateway %s/%s: %w", a.opts.Namespace, a.opts.Name, err)
+	if err := e.Pods.List(ctx, &pods, client.InNamespace(m.opts.Namespace),
+		client.MatchingLabels{netv1beta1.GatewayNameLabel: m.opts.Name, netv1beta1.ActiveGatewayLabel: "true"}); err != nil {
+		return fmt.Errorf("list the active pods of gateway %s/%s: %w", m.opts.Namespace, m.opts.Name, err)
 	}
 	for _, p := range pods.Items {
 		if p.Name == e.PodName {
 			continue
 		}
-		if err := patchActive(ctx, e.Pods, a.opts.Namespace, p.Name, false); err != nil {
+		if err := patchActive(ctx, e.Pods, m.opts.Namespace, p.Name, false); err != nil {
 			return err
 		}
-		a.log.Info("took the active label off a former active replica", "pod", p.Name)
+		m.log.Info("took the active label off a former active replica", "pod", p.Name)
 	}
 	return nil
 }
@@ -117,15 +237,15 @@ func (a *Agent) markActive(ctx context.Context) error {
 // syncs at most twice in a burst and then once per second, moves the flow
 // only a second later. A Service with a selector is left to the
 // EndpointSlice controller, and a client has no Service.
-func (a *Agent) publishEndpoint(ctx context.Context) error {
-	if a.opts.Role != gatewayrole.Server {
+func (m *activeMarker) publishEndpoint(ctx context.Context) error {
+	if m.opts.Role != gatewayrole.Server {
 		return nil
 	}
-	c := a.election.Pods
-	name := netv1beta1.GatewayObjectPrefix + a.opts.Name
+	c := m.election.Pods
+	name := netv1beta1.GatewayObjectPrefix + m.opts.Name
 	var svc corev1.Service
-	if err := c.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: name}, &svc); err != nil {
-		return fmt.Errorf("get Service %s/%s: %w", a.opts.Namespace, name, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: m.opts.Namespace, Name: name}, &svc); err != nil {
+		return fmt.Errorf("get Service %s/%s: %w", m.opts.Namespace, name, err)
 	}
 	if len(svc.Spec.Selector) > 0 {
 		return nil
@@ -134,30 +254,30 @@ func (a *Agent) publishEndpoint(ctx context.Context) error {
 		TypeMeta: metav1.TypeMeta{APIVersion: discoveryv1.SchemeGroupVersion.String(), Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: a.opts.Namespace,
+			Namespace: m.opts.Namespace,
 			Labels:    map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: netv1beta1.GatewayEndpointSliceManager},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID, Controller: ptr.To(true),
 			}},
 		},
-		AddressType: addressType(a.overlayFacts.Address),
+		AddressType: addressType(m.address),
 		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{a.overlayFacts.Address.String()},
+			Addresses:  []string{m.address.String()},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: a.opts.Namespace, Name: a.election.PodName},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: m.opts.Namespace, Name: m.election.PodName},
 		}},
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol == corev1.ProtocolUDP {
 			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{
-				Name: ptr.To(p.Name), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(a.opts.ListenPort)),
+				Name: ptr.To(p.Name), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(m.opts.ListenPort)),
 			})
 		}
 	}
 	if err := api.Apply(ctx, c, slice, client.FieldOwner(netv1beta1.GatewayEndpointSliceManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("publish pod %s in EndpointSlice %s/%s: %w", a.election.PodName, a.opts.Namespace, name, err)
+		return fmt.Errorf("publish pod %s in EndpointSlice %s/%s: %w", m.election.PodName, m.opts.Namespace, name, err)
 	}
-	a.log.Info("published this pod as the Service's endpoint", "service", name, "address", a.overlayFacts.Address)
+	m.log.Info("published this pod as the Service's endpoint", "service", name, "address", m.address)
 	return nil
 }
 
@@ -176,25 +296,25 @@ func patchActive(ctx context.Context, c client.Client, ns, name string, active b
 	return nil
 }
 
-// watchRelease signals a.released whenever the Lease is released (its
+// watchRelease signals l.released whenever the Lease is released (its
 // holder emptied, as a stopping active replica does), read from the
 // manager's cache: a standby then tries to take it at once instead of at
 // its next retry.
-func (a *Agent) watchRelease(ctx context.Context) error {
-	name := netv1beta1.GatewayObjectPrefix + a.opts.Name
-	inf, err := a.informers.GetInformer(ctx, &coordinationv1.Lease{})
+func (l *leadership) watchRelease(ctx context.Context) error {
+	name := netv1beta1.GatewayObjectPrefix + l.name
+	inf, err := l.informers.GetInformer(ctx, &coordinationv1.Lease{})
 	if err != nil {
-		return fmt.Errorf("watch Lease %s/%s: %w", a.opts.Namespace, name, err)
+		return fmt.Errorf("watch Lease %s/%s: %w", l.namespace, name, err)
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
-			if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == name && ptr.Deref(l.Spec.HolderIdentity, "") == "" {
-				a.released.Notify()
+			if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == name && ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+				l.released.Notify()
 			}
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("watch Lease %s/%s: %w", a.opts.Namespace, name, err)
+		return fmt.Errorf("watch Lease %s/%s: %w", l.namespace, name, err)
 	}
 	return nil
 }
@@ -204,26 +324,25 @@ func (a *Agent) watchRelease(ctx context.Context) error {
 // replica's own election (an elector sees the former holder before it
 // takes the Lease), so an active replica checks before it steps down; it
 // stays when the Lease cannot be read.
-func (a *Agent) heldByAnother(ctx context.Context) bool {
-	rec, _, err := a.election.Lock.Get(ctx)
+func (l *leadership) heldByAnother(ctx context.Context) bool {
+	rec, _, err := l.election.Lock.Get(ctx)
 	if err != nil {
-		a.log.Error(err, "read the Lease; carrying the tunnel on")
+		l.log.Error(err, "read the Lease; carrying the tunnel on")
 		return false
 	}
-	return rec.HolderIdentity != "" && rec.HolderIdentity != a.election.PodName
+	return rec.HolderIdentity != "" && rec.HolderIdentity != l.election.PodName
 }
 
-// startElection runs the Lease election, when the agent has one, until the
-// returned stop is called: stop releases the Lease if held and waits for
-// the release. It may be called more than once.
-func (a *Agent) startElection() (stop func(), err error) {
-	if a.election == nil {
-		return func() {}, nil
+// startElection runs the Lease election, when the agent has one, until
+// stop is called.
+func (l *leadership) startElection() error {
+	if l.election == nil {
+		return nil
 	}
 	stopped := &atomic.Bool{}
-	le, err := a.elector(stopped)
+	le, err := l.elector(stopped)
 	if err != nil {
-		return nil, fmt.Errorf("gateway %s/%s: election: %w", a.opts.Namespace, a.opts.Name, err)
+		return fmt.Errorf("gateway %s/%s: election: %w", l.namespace, l.name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -231,34 +350,13 @@ func (a *Agent) startElection() (stop func(), err error) {
 		defer close(done)
 		le.Run(ctx)
 	}()
-	a.log.Info("standing by until this replica holds the Lease", "lease", a.election.Lock.Describe(), "pod", a.election.PodName)
-	return func() {
+	l.log.Info("standing by until this replica holds the Lease", "lease", l.election.Lock.Describe(), "pod", l.election.PodName)
+	l.stopElection = func() {
 		stopped.Store(true)
 		cancel()
 		<-done
-	}, nil
-}
-
-// takeOver makes this replica the active one: the main loop then marks it
-// active, and the next sync gives the tunnel its peer. A server takes the
-// client's last endpoint from the Connection, as the former active replica
-// recorded it, so that its new device starts the handshake itself.
-func (a *Agent) takeOver(ctx context.Context) {
-	if a.active.Swap(true) {
-		return
 	}
-	a.log.Info("holds the Lease: taking over the tunnel", "pod", a.election.PodName)
-	if a.opts.Role != gatewayrole.Server {
-		return
-	}
-	ep, err := a.conn.lastEndpoint(ctx)
-	if err != nil {
-		a.log.Error(err, "read the client's last endpoint")
-		return
-	}
-	if ep.IsValid() {
-		a.peerEndpoint = ep
-	}
+	return nil
 }
 
 // addressType is the EndpointSlice address type of a.

@@ -11,11 +11,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
+	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/plan"
@@ -23,42 +27,82 @@ import (
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
-// gatherFacts reads what the plan needs from the key directory and the API.
-// The overlay facts come from the kernel, found at start.
-func (a *Agent) gatherFacts(ctx context.Context) (dataplane.GatewayFacts, error) {
+// factReader reads what the plan needs from the key directory and the API,
+// and watches what it reads.
+type factReader struct {
+	opts      Options
+	client    client.Client
+	informers cache.Informers
+	log       logr.Logger
+	gateway   *gatewayObject
+	// hosts are the remapped hosts read last from the IP objects.
+	hosts []dataplane.IPMapping
+}
+
+// liveFacts are the facts of the running agent rather than of the API.
+type liveFacts struct {
+	// pathMTU is the path MTU measured last; standby is set while this
+	// replica does not carry the tunnel; overlay are the overlay facts
+	// found at start; endpointTurn counts the times a client moved on to
+	// the server's next address, read once the addresses are.
+	pathMTU      int
+	standby      bool
+	overlay      dataplane.GatewayOverlay
+	endpointTurn func() int
+}
+
+// watch notifies trigger of every change of what gather reads.
+func (r *factReader) watch(ctx context.Context, trigger resync.Trigger) error {
+	if err := resync.WatchObjects(ctx, r.informers, trigger, r.gateway.newObject(), &netv1beta1.Configuration{}, &netv1beta1.PublicKey{}); err != nil {
+		return err
+	}
+	// The IPs of every namespace are watched apart: an informer that may
+	// not list them yet (the controller grants the gateway that right
+	// when it makes it) must not hold up the tunnel.
+	go func() {
+		if err := resync.WatchObjects(ctx, r.informers, trigger, &ipamv1alpha1.IP{}); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "remapped hosts are read every resync only")
+		}
+	}()
+	resync.WatchKernel(ctx, r.log, trigger)
+	return nil
+}
+
+// gather reads the facts of the plan, with the live ones.
+func (r *factReader) gather(ctx context.Context, live liveFacts) (dataplane.GatewayFacts, error) {
 	f := dataplane.GatewayFacts{
-		Role:       a.opts.Role,
-		ListenPort: a.opts.ListenPort,
-		MTU:        a.opts.MTU,
-		PathMTU:    int(a.pathMTU.Load()),
-		Standby:    !a.active.Load(),
-		Keepalive:  a.opts.Keepalive,
-		Overlay:    a.overlayFacts,
+		Role:       r.opts.Role,
+		ListenPort: r.opts.ListenPort,
+		MTU:        r.opts.MTU,
+		PathMTU:    live.pathMTU,
+		Standby:    live.standby,
+		Keepalive:  r.opts.Keepalive,
+		Overlay:    live.overlay,
 		// The options are validated once; the plan keeps its own copy.
-		LocalRanges:   slices.Clone(a.opts.LocalRanges),
-		UnknownSource: a.opts.UnknownSource,
+		LocalRanges:   slices.Clone(r.opts.LocalRanges),
+		UnknownSource: r.opts.UnknownSource,
 	}
 	var err error
-	if f.PrivateKey, err = readKey(a.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {
+	if f.PrivateKey, err = readKey(r.opts.KeyDir, netv1beta1.PrivateKeyField); err != nil {
 		return f, err
 	}
-	if f.NextPrivateKey, err = readNextKey(a.opts.KeyDir, f.PrivateKey); err != nil {
+	if f.NextPrivateKey, err = readNextKey(r.opts.KeyDir, f.PrivateKey); err != nil {
 		return f, err
 	}
 
-	addresses, port, err := a.readGateway(ctx, &f)
+	addresses, port, err := r.gateway.read(ctx, &f)
 	if err != nil {
 		return f, err
 	}
-	if f.PeerPublicKey, f.PeerNextPublicKey, err = a.peerKey(ctx); err != nil {
+	if f.PeerPublicKey, f.PeerNextPublicKey, err = r.peerKey(ctx); err != nil {
 		return f, err
 	}
-	if f.Remote, err = a.remoteRanges(ctx); err != nil {
+	if f.Remote, err = r.remoteRanges(ctx); err != nil {
 		return f, err
 	}
-	f.IPs = a.remappedHosts(ctx, f.LocalRanges, f.UnknownSource)
-	if a.opts.Role == gatewayrole.Client {
-		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, int(a.endpointTurn.Load())), port)
+	f.IPs = r.remappedHosts(ctx, f.LocalRanges, f.UnknownSource)
+	if r.opts.Role == gatewayrole.Client {
+		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, live.endpointTurn()), port)
 		if err != nil {
 			return f, err
 		}
@@ -99,18 +143,51 @@ func readNextKey(dir string, current plan.Key) (plan.Key, error) {
 	return k, nil
 }
 
-// readGateway reads the gateway object: the MTU when no flag set it, and a
+// gatewayObject is the agent's GatewayServer or GatewayClient, as the
+// Connection and the imports ConfigMap name it.
+type gatewayObject struct {
+	opts   Options
+	client client.Client
+
+	mu  sync.Mutex
+	uid types.UID
+}
+
+// newObject returns an empty object of the kind of the agent's gateway.
+func (g *gatewayObject) newObject() client.Object {
+	if g.opts.Role == gatewayrole.Server {
+		return &netv1beta1.GatewayServer{}
+	}
+	return &netv1beta1.GatewayClient{}
+}
+
+// ref returns the gateway's kind and UID (empty before it was read, unless
+// Options.GatewayUID gave it).
+func (g *gatewayObject) ref() (string, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.opts.Role == gatewayrole.Server {
+		return "GatewayServer", string(g.uid)
+	}
+	return "GatewayClient", string(g.uid)
+}
+
+// read reads the gateway object: the MTU when no flag set it, and a
 // client's server endpoint when no flag set it. It also learns the object's
 // UID for the Connection.
-func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]string, int, error) {
-	key := types.NamespacedName{Namespace: a.opts.Namespace, Name: a.opts.Name}
-	gw := a.newGateway()
-	if err := a.client.Get(ctx, key, gw); err != nil {
-		kind, _ := a.gatewayRef()
+func (g *gatewayObject) read(ctx context.Context, f *dataplane.GatewayFacts) ([]string, int, error) {
+	key := types.NamespacedName{Namespace: g.opts.Namespace, Name: g.opts.Name}
+	gw := g.newObject()
+	if err := g.client.Get(ctx, key, gw); err != nil {
+		kind, _ := g.ref()
 		return nil, 0, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	a.setGatewayUID(gw.GetUID())
-	mtu, addresses, port := 0, a.opts.EndpointAddresses, a.opts.EndpointPort
+	if uid := gw.GetUID(); uid != "" {
+		g.mu.Lock()
+		g.uid = uid
+		g.mu.Unlock()
+	}
+	mtu, addresses, port := 0, g.opts.EndpointAddresses, g.opts.EndpointPort
 	switch gw := gw.(type) {
 	case *netv1beta1.GatewayServer:
 		mtu, addresses, port = gw.Spec.MTU, nil, 0
@@ -132,15 +209,15 @@ func (a *Agent) readGateway(ctx context.Context, f *dataplane.GatewayFacts) ([]s
 // peerKey finds the PublicKey of the peer in the namespace and returns its
 // key and its next key (zero when it has none). Several are an error: the
 // agent cannot tell which one the peer uses.
-func (a *Agent) peerKey(ctx context.Context) (current, next plan.Key, err error) {
+func (r *factReader) peerKey(ctx context.Context) (current, next plan.Key, err error) {
 	var list netv1beta1.PublicKeyList
-	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
-		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
-		return current, next, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+	if err := r.client.List(ctx, &list, client.InNamespace(r.opts.Namespace),
+		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: r.opts.RemoteClusterID}); err != nil {
+		return current, next, fmt.Errorf("list PublicKeys of cluster %s in namespace %s: %w", r.opts.RemoteClusterID, r.opts.Namespace, err)
 	}
 	switch len(list.Items) {
 	case 0:
-		return current, next, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID, a.opts.Namespace)}
+		return current, next, resync.Waiting{Reason: fmt.Sprintf("no PublicKey labelled %s=%s in namespace %s", netv1beta1.RemoteClusterIDLabel, r.opts.RemoteClusterID, r.opts.Namespace)}
 	case 1:
 	default:
 		var names []string
@@ -148,7 +225,7 @@ func (a *Agent) peerKey(ctx context.Context) (current, next plan.Key, err error)
 			names = append(names, pk.Name)
 		}
 		slices.Sort(names)
-		return current, next, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+		return current, next, fmt.Errorf("the PublicKeys %v in namespace %s are all labelled %s=%s: keep one", names, r.opts.Namespace, netv1beta1.RemoteClusterIDLabel, r.opts.RemoteClusterID)
 	}
 	return publicKeys(&list.Items[0])
 }
@@ -173,18 +250,18 @@ func publicKeys(pk *netv1beta1.PublicKey) (current, next plan.Key, err error) {
 // remoteRanges pairs the peer's real ranges (spec.remote) with their
 // remapped counterparts (status.remote). Ranges the controller has not
 // remapped yet are left out: traffic to them could not be translated.
-func (a *Agent) remoteRanges(ctx context.Context) ([]dataplane.RangeMapping, error) {
+func (r *factReader) remoteRanges(ctx context.Context) ([]dataplane.RangeMapping, error) {
 	var list netv1beta1.ConfigurationList
-	if err := a.client.List(ctx, &list, client.InNamespace(a.opts.Namespace),
-		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.opts.RemoteClusterID}); err != nil {
-		return nil, fmt.Errorf("list Configurations of cluster %s in namespace %s: %w", a.opts.RemoteClusterID, a.opts.Namespace, err)
+	if err := r.client.List(ctx, &list, client.InNamespace(r.opts.Namespace),
+		client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: r.opts.RemoteClusterID}); err != nil {
+		return nil, fmt.Errorf("list Configurations of cluster %s in namespace %s: %w", r.opts.RemoteClusterID, r.opts.Namespace, err)
 	}
 	switch len(list.Items) {
 	case 0:
 		return nil, nil
 	case 1:
 	default:
-		return nil, fmt.Errorf("%d Configurations in namespace %s are labelled %s=%s: keep one", len(list.Items), a.opts.Namespace, netv1beta1.RemoteClusterIDLabel, a.opts.RemoteClusterID)
+		return nil, fmt.Errorf("%d Configurations in namespace %s are labelled %s=%s: keep one", len(list.Items), r.opts.Namespace, netv1beta1.RemoteClusterIDLabel, r.opts.RemoteClusterID)
 	}
 	return RangeMappings(&list.Items[0])
 }

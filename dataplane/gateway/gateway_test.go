@@ -404,14 +404,14 @@ func TestMarkActive(t *testing.T) {
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
+	a := &activeMarker{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Server, ListenPort: 51840}, election: &Election{Pods: c, PodName: "old"}, log: logr.Discard()}
 	a.opts.Namespace = "tenant"
-	a.overlayFacts.Address = netip.MustParseAddr("10.244.1.7")
+	a.address = netip.MustParseAddr("10.244.1.7")
 	if err := a.markActive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a.election.PodName = "new"
-	a.overlayFacts.Address = netip.MustParseAddr("10.244.2.9")
+	a.address = netip.MustParseAddr("10.244.2.9")
 	if err := a.markActive(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestMarkActive(t *testing.T) {
 	if err := c.Update(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	a.overlayFacts.Address = netip.MustParseAddr("10.244.3.3")
+	a.address = netip.MustParseAddr("10.244.3.3")
 	if err := a.markActive(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -23,16 +23,16 @@ const ipsReadTimeout = 2 * time.Second
 // the external range, whose local address lies outside the local ranges.
 // Of two IPs with one address the older wins; past MaxIPs, the lowest
 // addresses. The objects are this cluster's admin's: a peer creates none.
-func (a *Agent) remappedHosts(ctx context.Context, local []netip.Prefix, unknown netip.Addr) []dataplane.IPMapping {
+func (r *factReader) remappedHosts(ctx context.Context, local []netip.Prefix, unknown netip.Addr) []dataplane.IPMapping {
 	ctx, cancel := context.WithTimeout(ctx, ipsReadTimeout)
 	defer cancel()
 	var list ipamv1alpha1.IPList
-	if err := a.client.List(ctx, &list); err != nil {
-		a.log.Info("keeping the remapped hosts read last", "reason", fmt.Sprintf("list IPs: %v", err), "hosts", len(a.hosts))
-		return a.hosts
+	if err := r.client.List(ctx, &list); err != nil {
+		r.log.Info("keeping the remapped hosts read last", "reason", fmt.Sprintf("list IPs: %v", err), "hosts", len(r.hosts))
+		return r.hosts
 	}
-	a.hosts = IPMappings(list.Items, local, unknown)
-	return a.hosts
+	r.hosts = IPMappings(list.Items, local, unknown)
+	return r.hosts
 }
 
 // IPMappings returns the hosts of ips a gateway of a cluster with the local

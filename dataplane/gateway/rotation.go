@@ -112,6 +112,17 @@ func (r *rotation) step(dev wireguard.Device, applied plan.WireGuard) bool {
 // phase says where the rotation of this side's key stands.
 func (r *rotation) phase() keyRotationPhase { return r.own.phase(r.planned.NextPrivateKey) }
 
+// restore takes the public key the tunnel ran on in the last run from
+// the Connection.
+func (r *rotation) restore(ctx context.Context, conn *connectionWriter) {
+	key, err := conn.lastPublicKey(ctx)
+	if err != nil {
+		r.log.Error(err, "read the public key the tunnel ran on")
+		return
+	}
+	r.own.lastKey = key
+}
+
 // reportKey writes the public key the tunnel runs on, as applied, and
 // where a rotation of this side's key stands, to the Connection, when they
 // changed.

@@ -13,10 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
@@ -37,12 +39,36 @@ const importsDebounce = 50 * time.Millisecond
 var localLimits = mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20, EndpointGroups: 1 << 20, MetadataBytes: 1 << 30,
 	TotalEndpoints: 1 << 30, TotalEndpointGroups: 1 << 30, TotalMetadataBytes: 1 << 30, DocumentBytes: 64 << 20, EncodedBytes: 1 << 30}
 
+// serviceDeps are what the parts of the service exchange take of the
+// agent.
+type serviceDeps struct {
+	opts    Options
+	client  client.Client
+	log     logr.Logger
+	now     func() time.Time
+	metrics *metrics
+	// gatewayRef is the kind and UID of the gateway, the owner of the
+	// imports ConfigMap.
+	gatewayRef func() (kind string, uid string)
+}
+
 // services is the gateway's side of the service exchange: it sends the
 // export set the controller wrote in the gateway's namespace to the peer,
-// and writes the set the peer sends for the controller to import.
+// and has imports write the set the peer sends for the controller to
+// import.
 type services struct {
-	a  *Agent
-	ex *exchange.Exchange
+	serviceDeps
+	ex      *exchange.Exchange
+	imports *imports
+
+	// sentVersion is the version of the exports ConfigMap last handed to
+	// the exchange: an unchanged set is not decoded again.
+	sentVersion string
+}
+
+// imports writes the set the peer sends into the imports ConfigMap.
+type imports struct {
+	serviceDeps
 	// limits bound the peer's set, here as in the controller.
 	limits mcs.Limits
 
@@ -51,19 +77,23 @@ type services struct {
 	rejected []mcs.Rejected
 	pending  resync.Trigger
 
-	// sentVersion is the version of the exports ConfigMap last handed to
-	// the exchange: an unchanged set is not decoded again.
-	sentVersion string
-
 	// Only writeLoop reads and writes these.
 	//
 	// seen is when this gateway first saw each service of the peer's
 	// set, and as which type: a service that leaves the set, or changes
 	// type, is seen anew. It is kept in the imports ConfigMap, which
 	// holds it across restarts.
-	seen map[mcs.Key]firstSight
+	seen firstSights
 	// logged are the rejections last logged and counted, by service.
 	logged map[mcs.Key]mcs.Rejected
+}
+
+// newImports returns the writer of the peer's set, with when each service
+// was first seen read back from the imports ConfigMap.
+func newImports(ctx context.Context, deps serviceDeps) *imports {
+	im := &imports{serviceDeps: deps, pending: resync.NewTrigger(), limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
+	im.seen = im.readSeen(ctx)
+	return im
 }
 
 // firstSight is when a service was first seen, and as which type.
@@ -72,49 +102,46 @@ type firstSight struct {
 	typ string
 }
 
-// startServices starts the exchange over the tunnel: the server listens on
-// its tunnel address, the client dials the server's. The exports
-// ConfigMap is watched and sent as it changes.
-func (a *Agent) startServices(ctx context.Context, wg *sync.WaitGroup) error {
-	s := &services{a: a, pending: resync.NewTrigger(), limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
-	s.seen = s.readSeen(ctx)
-	s.ex = exchange.New(exchange.Options{OnPeer: s.onPeer, OnRefused: a.metrics.observeRefused, Log: a.log.WithName("services"),
-		Limits: s.limits, Now: a.now})
+// firstSights are the first sights of the services of the peer's set.
+type firstSights map[mcs.Key]firstSight
+
+// startServices starts the exchange over the tunnel, until ctx ends: the
+// server listens on its tunnel address, the client dials the server's.
+// The exports ConfigMap, which informers watch, is sent as it changes. run
+// runs the exchange's goroutines.
+func startServices(ctx context.Context, deps serviceDeps, informers cache.Informers, run func(func())) error {
+	s := &services{serviceDeps: deps, imports: newImports(ctx, deps)}
+	s.ex = exchange.New(exchange.Options{OnPeer: s.imports.onPeer, OnRefused: deps.metrics.observeRefused, Log: deps.log.WithName("services"),
+		Limits: s.imports.limits, Now: deps.now})
 	exports := resync.NewTrigger()
-	if err := resync.WatchObjects(ctx, a.informers, exports, &corev1.ConfigMap{}); err != nil {
+	if err := resync.WatchObjects(ctx, informers, exports, &corev1.ConfigMap{}); err != nil {
 		return err
 	}
+	role := deps.opts.Role
 	var ln net.Listener
-	if a.opts.Role == gatewayrole.Server {
+	if role == gatewayrole.Server {
 		var err error
-		addr := netip.AddrPortFrom(dataplane.TunnelAddress(a.opts.Role), dataplane.ServicesPort)
+		addr := netip.AddrPortFrom(dataplane.TunnelAddress(role), dataplane.ServicesPort)
 		if ln, err = freebindListenConfig().Listen(ctx, "tcp4", addr.String()); err != nil {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 	}
-	run := func(f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f()
-		}()
-	}
 	run(func() {
 		if ln != nil {
-			_ = s.ex.Serve(ctx, ln, dataplane.PeerTunnelAddress(a.opts.Role))
+			_ = s.ex.Serve(ctx, ln, dataplane.PeerTunnelAddress(role))
 			return
 		}
-		_ = s.ex.Dial(ctx, dataplane.TunnelAddress(a.opts.Role), netip.AddrPortFrom(dataplane.PeerTunnelAddress(a.opts.Role), dataplane.ServicesPort))
+		_ = s.ex.Dial(ctx, dataplane.TunnelAddress(role), netip.AddrPortFrom(dataplane.PeerTunnelAddress(role), dataplane.ServicesPort))
 	})
 	run(func() { s.sendLoop(ctx, exports) })
-	run(func() { s.writeLoop(ctx) })
+	run(func() { s.imports.writeLoop(ctx) })
 	return nil
 }
 
 // sendLoop hands the exports ConfigMap to the exchange whenever a
 // ConfigMap of the namespace changes.
 func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
-	resync.Tick(ctx, exports, s.a.opts.ResyncInterval)
+	resync.Tick(ctx, exports, s.opts.ResyncInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,20 +149,20 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 		case <-exports:
 		}
 		var cm corev1.ConfigMap
-		err := s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ExportsConfigMap}, &cm)
+		err := s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ExportsConfigMap}, &cm)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			s.a.log.Error(err, "read the services to export")
+			s.log.Error(err, "read the services to export")
 			continue
 		}
 		if cm.ResourceVersion == s.sentVersion {
 			continue
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits, s.a.now())
+		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits, s.now())
 		if err != nil {
-			s.a.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
+			s.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
 			continue
 		}
 		s.ex.SetLocal(set)
@@ -145,19 +172,19 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 
 // readSeen reads when the services in the imports ConfigMap were first
 // seen, as this gateway (or the one before it) wrote it.
-func (s *services) readSeen(ctx context.Context) map[mcs.Key]firstSight {
-	seen := map[mcs.Key]firstSight{}
+func (s *imports) readSeen(ctx context.Context) firstSights {
+	seen := firstSights{}
 	var cm corev1.ConfigMap
-	err := s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap}, &cm)
+	err := s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap}, &cm)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			s.a.log.Error(err, "read when the peer's services were first seen; they count as seen now")
+			s.log.Error(err, "read when the peer's services were first seen; they count as seen now")
 		}
 		return seen
 	}
-	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], s.limits, s.a.now())
+	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], s.limits, s.now())
 	if err != nil {
-		s.a.log.Error(err, "read when the peer's services were first seen; they count as seen now")
+		s.log.Error(err, "read when the peer's services were first seen; they count as seen now")
 		return seen
 	}
 	for k, svc := range set {
@@ -168,33 +195,34 @@ func (s *services) readSeen(ctx context.Context) map[mcs.Key]firstSight {
 	return seen
 }
 
-// stamp returns the set with when each service was first seen.
-func (s *services) stamp(set mcs.Set) mcs.Set {
+// stamp returns the set with when each service was first seen, now for
+// those not seen before, and forgets those no longer in it.
+func (seen firstSights) stamp(set mcs.Set, now time.Time) mcs.Set {
 	// Seconds, as the API keeps a ServiceExport's creation time: within
 	// the same second, this cluster's own export is first.
-	now := s.a.now().UTC().Truncate(time.Second)
+	now = now.UTC().Truncate(time.Second)
 	out := make(mcs.Set, len(set))
 	for k, svc := range set {
-		f, ok := s.seen[k]
+		f, ok := seen[k]
 		if !ok || f.typ != string(svc.Type) {
 			// A service that changes type is another export: it cannot
 			// flip an import it was in.
 			f = firstSight{at: now, typ: string(svc.Type)}
-			s.seen[k] = f
+			seen[k] = f
 		}
 		svc.Seen = f.at
 		out[k] = svc
 	}
-	for k := range s.seen {
+	for k := range seen {
 		if _, ok := set[k]; !ok {
-			delete(s.seen, k)
+			delete(seen, k)
 		}
 	}
 	return out
 }
 
 // onPeer keeps the peer's latest set for writeLoop.
-func (s *services) onPeer(set mcs.Set, rejected []mcs.Rejected) {
+func (s *imports) onPeer(set mcs.Set, rejected []mcs.Rejected) {
 	s.mu.Lock()
 	s.received, s.rejected = set, rejected
 	s.mu.Unlock()
@@ -204,7 +232,7 @@ func (s *services) onPeer(set mcs.Set, rejected []mcs.Rejected) {
 // writeLoop writes the peer's set into the imports ConfigMap, a little
 // after it changes so that a burst of changes is one write, and again when
 // a write failed.
-func (s *services) writeLoop(ctx context.Context) {
+func (s *imports) writeLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -220,7 +248,7 @@ func (s *services) writeLoop(ctx context.Context) {
 		set, rejected := s.received, s.rejected
 		s.mu.Unlock()
 		if err := s.write(ctx, set, rejected); err != nil {
-			s.a.log.Error(err, "write the services the peer exports; retrying")
+			s.log.Error(err, "write the services the peer exports; retrying")
 			go func() {
 				select {
 				case <-ctx.Done():
@@ -236,8 +264,8 @@ func (s *services) writeLoop(ctx context.Context) {
 // when it was first seen, within the bounds the controller reads it with
 // (the services past them, in key order, are rejected), and what was
 // rejected of it.
-func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejected) error {
-	set = s.stamp(set)
+func (s *imports) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejected) error {
+	set = s.seen.stamp(set, s.now())
 	data, trimmed, err := mcs.EncodeWithin(set, s.limits)
 	if err != nil {
 		return err
@@ -258,7 +286,7 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 	}
 	// What the ConfigMap holds already is not written again.
 	var current corev1.ConfigMap
-	err = s.a.client.Get(ctx, types.NamespacedName{Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap}, &current)
+	err = s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap}, &current)
 	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) &&
 		current.Annotations[mcs.RejectedAnnotation] == annotations[mcs.RejectedAnnotation] &&
 		current.Annotations[mcs.RejectedSummaryAnnotation] == annotations[mcs.RejectedSummaryAnnotation] {
@@ -267,23 +295,23 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.a.opts.Namespace, Name: mcs.ImportsConfigMap,
+			Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap,
 			Labels: map[string]string{
 				mcs.ExchangeLabel:               mcs.ImportsRole,
-				netv1beta1.RemoteClusterIDLabel: s.a.opts.RemoteClusterID,
+				netv1beta1.RemoteClusterIDLabel: s.opts.RemoteClusterID,
 			},
 			Annotations: annotations,
 		},
 		BinaryData: map[string][]byte{mcs.DataKey: data},
 	}
 	// Owned by the gateway: it goes with the peering.
-	if kind, uid := s.a.gatewayRef(); uid != "" {
+	if kind, uid := s.gatewayRef(); uid != "" {
 		cm.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: s.a.opts.Name, UID: types.UID(uid),
+			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: s.opts.Name, UID: types.UID(uid),
 		}}
 	}
-	if err := api.Apply(ctx, s.a.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply configmap %s/%s: %w", s.a.opts.Namespace, mcs.ImportsConfigMap, err)
+	if err := api.Apply(ctx, s.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply configmap %s/%s: %w", s.opts.Namespace, mcs.ImportsConfigMap, err)
 	}
 	return nil
 }
@@ -291,19 +319,19 @@ func (s *services) write(ctx context.Context, set mcs.Set, rejected []mcs.Reject
 // report logs and counts the services rejected of the peer's set once
 // each, when they are first rejected or for another reason: the same
 // rejections in the next set are neither logged nor counted again.
-func (s *services) report(rejected []mcs.Rejected) {
+func (s *imports) report(rejected []mcs.Rejected) {
 	now := make(map[mcs.Key]mcs.Rejected, len(rejected))
 	for _, r := range rejected {
 		now[r.Key] = r
 		if s.logged[r.Key] == r {
 			continue
 		}
-		s.a.log.Info("a service the peer exports is refused", "service", r.Key.String(), "rule", r.Rule, "reason", r.Reason)
-		s.a.metrics.observeRejectedService(r.Rule)
+		s.log.Info("a service the peer exports is refused", "service", r.Key.String(), "rule", r.Rule, "reason", r.Reason)
+		s.metrics.observeRejectedService(r.Rule)
 	}
 	if !maps.Equal(now, s.logged) {
-		s.a.log.Info("the services the peer exports that are refused changed", "refused", len(now), "before", len(s.logged))
+		s.log.Info("the services the peer exports that are refused changed", "refused", len(now), "before", len(s.logged))
 	}
-	s.a.metrics.observeRejected(len(rejected))
+	s.metrics.observeRejected(len(rejected))
 	s.logged = now
 }

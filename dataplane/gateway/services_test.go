@@ -56,14 +56,11 @@ func TestServicesWrite(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	logs := &lines{}
-	a := &Agent{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Client}, client: c,
-		log: funcr.New(logs.add, funcr.Options{}), now: func() time.Time { return now }, metrics: newMetrics(time.Now)}
+	a := serviceDeps{opts: Options{Name: "peer", RemoteClusterID: "peer", Role: gatewayrole.Client}, client: c,
+		log: funcr.New(logs.add, funcr.Options{}), now: func() time.Time { return now }, metrics: newMetrics(time.Now),
+		gatewayRef: (&gatewayObject{opts: Options{Role: gatewayrole.Client}}).ref}
 	a.opts.Namespace = "tenant"
-	start := func() *services {
-		s := &services{a: a, limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
-		s.seen = s.readSeen(ctx)
-		return s
-	}
+	start := func() *imports { return newImports(ctx, a) }
 	web := mcs.Service{Key: mcs.Key{Namespace: "demo", Name: "web"}, Exported: now.Add(-time.Hour), Type: mcsv1beta1.ClusterSetIP,
 		Ports: []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}
 	web.Normalize()
@@ -85,7 +82,7 @@ func TestServicesWrite(t *testing.T) {
 		set, _ := stored()
 		return set[web.Key].Seen
 	}
-	write := func(s *services, set mcs.Set, rejected ...mcs.Rejected) {
+	write := func(s *imports, set mcs.Set, rejected ...mcs.Rejected) {
 		t.Helper()
 		if err := s.write(ctx, set, rejected); err != nil {
 			t.Fatal(err)
