@@ -38,10 +38,16 @@ type connectionWriter struct {
 	gatewayRef func() (kind string, uid string)
 	now        func() time.Time
 
-	mu             sync.Mutex
-	created        bool
-	endpoint       netip.AddrPort
-	generation     int64
+	mu         sync.Mutex
+	created    bool
+	endpoint   netip.AddrPort
+	generation int64
+	// status is the status as last written.
+	status connectionStatus
+}
+
+// connectionStatus is what a Connection's status says, and since when.
+type connectionStatus struct {
 	value          health.State
 	transition     time.Time
 	latency        string
@@ -52,17 +58,15 @@ type connectionWriter struct {
 	pathMTU, mtu   int
 	pathTransition time.Time
 	// announcedMTU and peerMTU are the MTUs this side and the peer
-	// announce through the tunnel, as last written (peerMTU zero while
-	// unknown); mtuTransition is when they last started or stopped
-	// differing.
+	// announce through the tunnel (peerMTU zero while unknown);
+	// mtuTransition is when they last started or stopped differing.
 	announcedMTU, peerMTU int
-	// peerView is how the peer reaches this cluster's ranges, as last
-	// written (nil while unknown).
-	peerView      []health.Mapping
-	mtuTransition time.Time
-	// publicKey is the public key the tunnel runs on, as last written,
-	// and rotation where a rotation of this side's key stood, since
-	// rotationTransition.
+	mtuTransition         time.Time
+	// peerView is how the peer reaches this cluster's ranges (nil while
+	// unknown).
+	peerView []health.Mapping
+	// publicKey is the public key the tunnel runs on, and rotation where
+	// a rotation of this side's key stood, since rotationTransition.
 	publicKey          plan.Key
 	rotation           keyRotationPhase
 	rotationTransition time.Time
@@ -145,39 +149,52 @@ func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key, phase ke
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if key == w.publicKey && phase == w.rotation {
+	if key == w.status.publicKey && phase == w.status.rotation {
 		return nil
 	}
-	old, oldPhase, oldTransition := w.publicKey, w.rotation, w.rotationTransition
-	w.publicKey = key
 	now := w.now()
-	if phase.reason != w.rotation.reason {
-		w.rotationTransition = now
-	}
-	w.rotation = phase
-	if w.value == "" {
+	if w.status.value == "" {
 		// Before the first health report: the status says what the
 		// agent says first.
-		w.value, w.transition = health.Connecting, now
+		w.status.value, w.status.transition = health.Connecting, now
 	}
-	if err := w.writeStatus(ctx, w.value, w.latency, w.pathMTU, w.mtu, w.pathTransition, now); err != nil {
-		w.publicKey, w.rotation, w.rotationTransition = old, oldPhase, oldTransition
+	next := w.status
+	next.publicKey = key
+	if phase.reason != w.status.rotation.reason {
+		next.rotationTransition = now
+	}
+	next.rotation = phase
+	if err := w.writeStatus(ctx, next, now); err != nil {
 		return err
 	}
+	w.status = next
 	return nil
 }
 
 // apply writes the Connection's metadata and spec; w.mu is held.
 func (w *connectionWriter) apply(ctx context.Context) error {
 	kind, uid := w.gatewayRef()
-	gatewayName := w.name[len(netv1beta1.GatewayObjectPrefix):]
-	metadata := map[string]any{
-		"name":      w.name,
-		"namespace": w.ns,
-		"labels":    map[string]any{netv1beta1.RemoteClusterIDLabel: w.clusterID},
+	u := connectionObject(w.name, w.ns, w.clusterID, w.role, kind, uid, w.endpoint)
+	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)
 	}
-	if w.endpoint.IsValid() {
-		metadata["annotations"] = map[string]any{PeerEndpointAnnotation: w.endpoint.String()}
+	w.generation = u.GetGeneration()
+	w.created = true
+	return nil
+}
+
+// connectionObject is the metadata and spec of the Connection ns/name of
+// the gateway of kind and uid (empty: not known yet), of the peer
+// clusterID, with the peer's endpoint when valid.
+func connectionObject(name, ns, clusterID string, role gatewayrole.Role, kind, uid string, endpoint netip.AddrPort) *unstructured.Unstructured {
+	gatewayName := name[len(netv1beta1.GatewayObjectPrefix):]
+	metadata := map[string]any{
+		"name":      name,
+		"namespace": ns,
+		"labels":    map[string]any{netv1beta1.RemoteClusterIDLabel: clusterID},
+	}
+	if endpoint.IsValid() {
+		metadata["annotations"] = map[string]any{PeerEndpointAnnotation: endpoint.String()}
 	}
 	if uid != "" {
 		metadata["ownerReferences"] = []any{map[string]any{
@@ -191,23 +208,17 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       kind,
 		"name":       gatewayName,
-		"namespace":  w.ns,
+		"namespace":  ns,
 	}
 	if uid != "" {
 		ref["uid"] = uid
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       "Connection",
 		"metadata":   metadata,
-		"spec":       map[string]any{"type": string(netv1beta1.ConnectionTypeOf(w.role)), "gatewayRef": ref},
+		"spec":       map[string]any{"type": string(netv1beta1.ConnectionTypeOf(role)), "gatewayRef": ref},
 	}}
-	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)
-	}
-	w.generation = u.GetGeneration()
-	w.created = true
-	return nil
 }
 
 // report writes the status a health report calls for, if any: the value,
@@ -220,43 +231,53 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
+	next, changed := w.status.after(r, now)
+	if !changed {
+		return nil
+	}
+	// A new value's transition is kept even when the write fails.
+	w.status.transition = next.transition
+	if err := w.writeStatus(ctx, next, now); err != nil {
+		return err
+	}
+	w.status = next
+	return nil
+}
+
+// after returns the status after the health report r at now, and whether
+// it is to be written: its value, a new path MTU and a change of the MTUs
+// announced or of the peer's view at once, a changed latency only
+// latencyPeriod after the last one written.
+func (s connectionStatus) after(r health.Report, now time.Time) (connectionStatus, bool) {
 	latency := ""
 	if r.RTT > 0 {
 		latency = r.RTT.Round(10 * time.Microsecond).String()
 	}
-	valueChanged := r.State != w.value
-	latencyDue := latency != w.latency && now.Sub(w.latencyWritten) >= latencyPeriod
-	pathChanged := r.PathMTU > 0 && (r.PathMTU != w.pathMTU || r.MTU != w.mtu)
-	mtusChanged := r.PeerMTU != w.peerMTU || r.AnnouncedMTU != w.announcedMTU
-	viewChanged := !slices.Equal(r.PeerView, w.peerView)
+	valueChanged := r.State != s.value
+	latencyDue := latency != s.latency && now.Sub(s.latencyWritten) >= latencyPeriod
+	pathChanged := r.PathMTU > 0 && (r.PathMTU != s.pathMTU || r.MTU != s.mtu)
+	mtusChanged := r.PeerMTU != s.peerMTU || r.AnnouncedMTU != s.announcedMTU
+	viewChanged := !slices.Equal(r.PeerView, s.peerView)
 	if !valueChanged && !latencyDue && !pathChanged && !mtusChanged && !viewChanged {
-		return nil
+		return s, false
 	}
+	next := s
 	if valueChanged {
-		w.transition = now
+		next.transition = now
 	}
-	pathTransition := w.pathTransition
-	if pathChanged && (w.pathMTU == 0 || (r.PathMTU < r.MTU) != (w.pathMTU < w.mtu)) {
-		pathTransition = now
+	if pathChanged && (s.pathMTU == 0 || (r.PathMTU < r.MTU) != (s.pathMTU < s.mtu)) {
+		next.pathTransition = now
 	}
-	pathMTU, mtu := w.pathMTU, w.mtu
 	if r.PathMTU > 0 {
-		pathMTU, mtu = r.PathMTU, r.MTU
+		next.pathMTU, next.mtu = r.PathMTU, r.MTU
 	}
-	oldAnnounced, oldPeer, oldMTUTransition := w.announcedMTU, w.peerMTU, w.mtuTransition
-	if mtusChanged && (w.peerMTU == 0 || (r.PeerMTU != r.AnnouncedMTU) != (w.peerMTU != w.announcedMTU)) {
-		w.mtuTransition = now
+	if mtusChanged && (s.peerMTU == 0 || (r.PeerMTU != r.AnnouncedMTU) != (s.peerMTU != s.announcedMTU)) {
+		next.mtuTransition = now
 	}
-	oldView := w.peerView
-	w.announcedMTU, w.peerMTU, w.peerView = r.AnnouncedMTU, r.PeerMTU, r.PeerView
-	if err := w.writeStatus(ctx, r.State, latency, pathMTU, mtu, pathTransition, now); err != nil {
-		w.announcedMTU, w.peerMTU, w.mtuTransition, w.peerView = oldAnnounced, oldPeer, oldMTUTransition, oldView
-		return err
-	}
-	w.value = r.State
-	w.latency, w.latencyWritten = latency, now
-	w.pathMTU, w.mtu, w.pathTransition = pathMTU, mtu, pathTransition
-	return nil
+	next.announcedMTU, next.peerMTU, next.peerView = r.AnnouncedMTU, r.PeerMTU, r.PeerView
+	next.value = r.State
+	next.latency, next.latencyWritten = latency, now
+	return next, true
 }
 
 // condition is a status condition of the given type, written as it is
@@ -295,60 +316,67 @@ func mtuCondition(announced, peer int, generation int64, transition time.Time) m
 		fmt.Sprintf("the peer's gateway announces the same tunnel MTU as this one, %d bytes", announced))
 }
 
-func (w *connectionWriter) writeStatus(ctx context.Context, value health.State, latency string, pathMTU, mtu int, pathTransition, now time.Time) error {
-	var ready, reconciling map[string]any
-	switch value {
-	case health.Connected:
-		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "True", "Connected", "health pings through the tunnel are answered")
-		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "False", "Connected", "the tunnel is up")
-	case health.Error:
-		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "False", "PingsUnanswered", "health pings through the tunnel go unanswered")
-		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "True", "PingsUnanswered", "the gateway keeps trying")
-	default:
-		ready = condition(netv1beta1.ConditionReady, w.generation, w.transition, "False", "Connecting", "no health ping has been answered yet")
-		reconciling = condition(netv1beta1.ConditionReconciling, w.generation, w.transition, "True", "Connecting", "waiting for the peer")
-	}
-	status := map[string]any{
-		"observedGeneration": w.generation,
-		"value":              string(value),
-	}
-	if latency != "" {
-		status["latency"] = map[string]any{"value": latency, "timestamp": now.UTC().Format(time.RFC3339)}
-	}
-	if w.publicKey != (plan.Key{}) {
-		status["publicKey"] = w.publicKey.String()
-	}
-	conditions := []any{ready, reconciling}
-	if pathMTU > 0 {
-		status["pathMTU"] = int64(pathMTU)
-		conditions = append(conditions, pathCondition(pathMTU, mtu, w.generation, pathTransition))
-	}
-	if w.peerMTU > 0 {
-		status["peerMTU"] = int64(w.peerMTU)
-		if w.announcedMTU > 0 {
-			conditions = append(conditions, mtuCondition(w.announcedMTU, w.peerMTU, w.generation, w.mtuTransition))
-		}
-	}
-	if w.peerView != nil {
-		view := make([]any, len(w.peerView))
-		for i, m := range w.peerView {
-			view[i] = map[string]any{"cidr": m.Range.String(), "seenAs": m.SeenAs.String()}
-		}
-		status["peerView"] = view
-	}
-	if w.rotation.reason != "" {
-		conditions = append(conditions, condition(netv1beta1.ConditionKeyRotation, w.generation, w.rotationTransition,
-			"True", w.rotation.reason, w.rotation.message))
-	}
-	status["conditions"] = conditions
+// writeStatus writes the status s, at now; w.mu is held.
+func (w *connectionWriter) writeStatus(ctx context.Context, s connectionStatus, now time.Time) error {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": netv1beta1.GroupVersion.String(),
 		"kind":       "Connection",
 		"metadata":   map[string]any{"name": w.name, "namespace": w.ns},
-		"status":     status,
+		"status":     s.object(w.generation, now),
 	}}
 	if err := w.c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write status of Connection %s/%s: %w", w.ns, w.name, err)
 	}
 	return nil
+}
+
+// object is the status as the Connection of the given generation holds it,
+// written at now.
+func (s connectionStatus) object(generation int64, now time.Time) map[string]any {
+	var ready, reconciling map[string]any
+	switch s.value {
+	case health.Connected:
+		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "True", "Connected", "health pings through the tunnel are answered")
+		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "False", "Connected", "the tunnel is up")
+	case health.Error:
+		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "PingsUnanswered", "health pings through the tunnel go unanswered")
+		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "True", "PingsUnanswered", "the gateway keeps trying")
+	default:
+		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "Connecting", "no health ping has been answered yet")
+		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "True", "Connecting", "waiting for the peer")
+	}
+	status := map[string]any{
+		"observedGeneration": generation,
+		"value":              string(s.value),
+	}
+	if s.latency != "" {
+		status["latency"] = map[string]any{"value": s.latency, "timestamp": now.UTC().Format(time.RFC3339)}
+	}
+	if s.publicKey != (plan.Key{}) {
+		status["publicKey"] = s.publicKey.String()
+	}
+	conditions := []any{ready, reconciling}
+	if s.pathMTU > 0 {
+		status["pathMTU"] = int64(s.pathMTU)
+		conditions = append(conditions, pathCondition(s.pathMTU, s.mtu, generation, s.pathTransition))
+	}
+	if s.peerMTU > 0 {
+		status["peerMTU"] = int64(s.peerMTU)
+		if s.announcedMTU > 0 {
+			conditions = append(conditions, mtuCondition(s.announcedMTU, s.peerMTU, generation, s.mtuTransition))
+		}
+	}
+	if s.peerView != nil {
+		view := make([]any, len(s.peerView))
+		for i, m := range s.peerView {
+			view[i] = map[string]any{"cidr": m.Range.String(), "seenAs": m.SeenAs.String()}
+		}
+		status["peerView"] = view
+	}
+	if s.rotation.reason != "" {
+		conditions = append(conditions, condition(netv1beta1.ConditionKeyRotation, generation, s.rotationTransition,
+			"True", s.rotation.reason, s.rotation.message))
+	}
+	status["conditions"] = conditions
+	return status
 }
