@@ -23,11 +23,7 @@ func TestApplyDualStack(t *testing.T) {
 	ns, _ := netns.Joined(t, netns.End{Prefix: "route6", Link: "up0"}, netns.End{Prefix: "peer6", Link: "down0"})
 	ns.MustRun(t, "ip", "link", "add", "ovl", "type", "vxlan", "external", "dstport", "4790")
 
-	a, err := NewApplier(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestApplier(t, ns)
 	gw4, gw6 := netip.MustParseAddr("10.244.0.10"), netip.MustParseAddr("fd30::10")
 	mac4, mac6 := net.HardwareAddr{2, 0x50, 10, 244, 0, 10}, net.HardwareAddr{2, 0x51, 1, 2, 3, 4}
 	want := plan.Routing{
@@ -150,11 +146,7 @@ func TestApplyDualStack(t *testing.T) {
 func TestApplyValidates(t *testing.T) {
 	ns := netns.New(t, "route6v")
 	netns.RequirePrivileged(t)
-	a, err := NewApplier(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestApplier(t, ns)
 	bad := plan.Routing{
 		Routes: []plan.Route{{Table: 1802, Dst: netip.MustParsePrefix("fd71::/48"), Link: "lo", Via: netip.MustParseAddr("10.244.0.10")}},
 		Tables: []int{1802},
@@ -195,11 +187,7 @@ func TestIPv6OverOverlay(t *testing.T) {
 		far.MustRun(t, c[0], c[1:]...)
 	}
 
-	a, err := NewApplier(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestApplier(t, ns)
 	// As on a node, the next hop is the far end's underlay address, which
 	// the main table routes through another link (und0).
 	far4, far6 := netip.MustParseAddr("10.9.0.2"), netip.MustParseAddr("fd30::2")

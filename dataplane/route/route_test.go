@@ -14,11 +14,7 @@ func TestApply(t *testing.T) {
 	ns, _ := netns.Joined(t, netns.End{Prefix: "route", Link: "up0"}, netns.End{Prefix: "peer", Link: "down0"})
 	ns.MustRun(t, "ip", "link", "add", "ovl", "type", "vxlan", "external", "dstport", "4790")
 
-	a, err := NewApplier(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestApplier(t, ns)
 	gw := netip.MustParseAddr("10.244.0.10")
 	want := plan.Routing{
 		Links:     []plan.Link{{Name: "up0", MTU: 1400, Router: true, AcceptLocal: true}, {Name: "ovl", Router: true}},
@@ -96,4 +92,15 @@ func TestApply(t *testing.T) {
 	if _, err := a.Apply(missing); err == nil || !strings.Contains(err.Error(), "link nope") {
 		t.Errorf("Apply with a missing link = %v", err)
 	}
+}
+
+// newTestApplier returns an applier for ns, closed when the test ends.
+func newTestApplier(t *testing.T, ns *netns.NS) *Applier {
+	t.Helper()
+	a, err := NewApplier(ns.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
 }
