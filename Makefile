@@ -29,6 +29,9 @@ FUZZTIME      ?= 15s
 # them after the other packages, alone, so that no other test binary takes
 # the CPU their kubelets, kube-proxies and gateways need.
 E2E_PKG       := github.com/peerlink/peerlink/lab/e2e
+# How many lab e2e tests that bound no time run at once in make test
+# (hack/e2e.sh); each brings up a lab of two or three clusters.
+E2E_PARALLEL  ?= 3
 # The oldest minor release of Kubernetes upstream supports, pinned in
 # hack/kube-$(OLDEST_KUBERNETES); lab/e2e's TestSmokeOldestKubernetes runs on it.
 OLDEST_KUBERNETES := 1.35
@@ -111,10 +114,10 @@ test: ## Run every test CI runs: unit, golden, envtest, privileged netns, fuzz, 
 	hack/timed.sh "go test, all but lab/e2e" $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(E2E_PKG)')
 	hack/timed.sh "build the lab's components" hack/components.sh $(LAB_COMPONENTS)
 	hack/timed.sh "build Kubernetes (the lab's nodes)" hack/testbin.sh all
-	hack/timed.sh "build Kubernetes $(OLDEST_KUBERNETES) (TestSmokeOldestKubernetes)" hack/testbin.sh --minor $(OLDEST_KUBERNETES) all
-	hack/timed.sh "go test lab/e2e" bash -o pipefail -c '$(GO) test -count=1 -timeout 60m $(E2E_PKG) 2>&1 | tee bin/e2e-output.log' \
-	  || { hack/failures.sh bin/e2e-output.log lab/e2e; exit 1; }
-	hack/timed.sh "fuzz" $(MAKE) --no-print-directory fuzz
+	GO=$(GO) E2E_PARALLEL=$(E2E_PARALLEL) hack/timed.sh "go test lab/e2e side by side (with the next two steps beside it)" hack/e2e.sh side-by-side \
+	  'hack/timed.sh --beside "build Kubernetes $(OLDEST_KUBERNETES) (TestSmokeOldestKubernetes)" hack/testbin.sh --minor $(OLDEST_KUBERNETES) all' \
+	  'hack/timed.sh --beside "fuzz" $(MAKE) --no-print-directory fuzz'
+	GO=$(GO) hack/timed.sh "go test lab/e2e alone" hack/e2e.sh alone
 	@hack/timed.sh --table
 
 .PHONY: test-mesh

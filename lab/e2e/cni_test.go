@@ -28,7 +28,10 @@ import (
 // (checkNodesReach). kube-proxy's nftables and IPVS modes run with identical
 // ranges on both pod networks; IPVS only where the kernel has it.
 func TestCNIMatrix(t *testing.T) {
+	sideBySide(t)
 	start := time.Now()
+	// The cells run side by side, after this function returns.
+	t.Cleanup(func() { t.Logf("TestCNIMatrix took %.1fs", time.Since(start).Seconds()) })
 	type layout struct {
 		name string
 		pods []netip.Prefix
@@ -64,6 +67,7 @@ func TestCNIMatrix(t *testing.T) {
 			name += "/" + string(c.proxy)
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			if err := c.proxy.CheckKernel(); err != nil {
 				t.Skip(err)
 			}
@@ -96,7 +100,6 @@ func TestCNIMatrix(t *testing.T) {
 			t.Logf("%s: lab up, peered and checked in %.1fs", name, time.Since(began).Seconds())
 		})
 	}
-	t.Logf("TestCNIMatrix took %.1fs", time.Since(start).Seconds())
 }
 
 // checkProxyMode fails the test unless kube-proxy programs every node of

@@ -29,6 +29,7 @@ import (
 // remapped addresses, disconnect (traffic stops, Configurations stay), reset
 // (nothing of the peering is left).
 func TestOneCommand(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLabWith(t, 10*time.Minute, labctl.Options{Names: []string{"one-a", "one-b"}, LoadBalancer: labctl.MetalLB})
 	a, b := l.Clusters[0], l.Clusters[1]
 	podsA, podsB := checkPeered(t, ctx, l, a, b)

@@ -48,6 +48,7 @@ const (
 // be made in the lab: every cluster's API server reads this machine's one
 // real-time clock, which no namespace separates. TestDiagnose covers it.
 func TestDiagnoseCauses(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLab(t, 20*time.Minute, "dg-a", "dg-b")
 	// a is the gateway client, b the server.
 	a, b := l.Clusters[0], l.Clusters[1]

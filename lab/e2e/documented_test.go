@@ -21,6 +21,7 @@ import (
 // and pass generated manifests to each other. Each way ends Connected with
 // traffic both ways.
 func TestDocumentedCommands(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newLab(t, 12*time.Minute, "doc-a", "doc-b")
 	a, b := newAdmins(t, l)
 	ka, kb := a.n.Kubeconfig(), b.n.Kubeconfig()

@@ -28,6 +28,7 @@ import (
 // the cluster's IPv6 service range that reaches its pods, also by its name,
 // which the cluster DNS can only answer with an AAAA record.
 func TestLabIPFamilies(t *testing.T) {
+	sideBySide(t)
 	for _, family := range []cluster.IPFamily{cluster.IPv6, cluster.DualStack} {
 		t.Run(string(family), func(t *testing.T) {
 			start := time.Now()

@@ -42,6 +42,7 @@ type fault struct {
 // maxOutage (maxRestartOutage for a gateway pod of one replica deleted),
 // and neither cluster's remapping may change.
 func TestFaults(t *testing.T) {
+	alone(t)
 	ctx, l := newPeeredLab(t, 15*time.Minute, "fault-a", "fault-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	before := remaps(t, ctx, l, a, b)

@@ -38,6 +38,7 @@ const fluxWait = 4 * time.Minute
 // stalls it. An MTU change is a commit on both sides; removing the bundles
 // from Git unpeers with nothing left behind.
 func TestFluxGitOps(t *testing.T) {
+	alone(t)
 	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"flux-a", "flux-b"}, Flux: true})
 	url := serveGit(t, ctx, l)
 	a, b := newAdmins(t, l)

@@ -19,6 +19,7 @@ import (
 // exactly two files passed between the admins; then an MTU change
 // committed on both sides converges.
 func TestGitOps(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newLab(t, 10*time.Minute, "git-a", "git-b")
 	a, b := newAdmins(t, l)
 	idA, idB := a.n.ClusterID, b.n.ClusterID

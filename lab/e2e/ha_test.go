@@ -52,6 +52,7 @@ const (
 // that took over. Between the first deletions and the controllers'
 // stop, each side's gateway Deployment is rolled out (rollOut).
 func TestGatewayHA(t *testing.T) {
+	alone(t)
 	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"ha-a", "ha-b"}, Nodes: 2})
 	a, b := l.Clusters[0], l.Clusters[1]
 	if out, err := l.Connect(ctx, a, b, "--gw-server-replicas=2", "--gw-client-replicas=2"); err != nil {

@@ -21,6 +21,7 @@ import (
 // checksum of the facts ConfigMap on its pod template changes) and the
 // peering carries on.
 func TestHelmInstall(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLabWith(t, 15*time.Minute, labctl.Options{
 		Names:      []string{"helm-a", "helm-b"},
 		Installers: []labctl.Installer{labctl.Helm, labctl.Kustomize},

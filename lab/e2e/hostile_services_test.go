@@ -78,6 +78,7 @@ type hostileCase struct {
 // under controllerMemoryBound, B's own export stays in effect, and B keeps
 // serving echo.
 func TestHostileServiceExchange(t *testing.T) {
+	alone(t)
 	ctx, l := newPeeredLab(t, 28*time.Minute, "hsvc-a", "hsvc-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	ns := labctl.EchoNamespace

@@ -32,6 +32,7 @@ import (
 // the tunnel reach nothing of A but its pods: not its nodes, not its
 // Services, not C. Meanwhile B's pods keep reaching A's pods.
 func TestHostilePeer(t *testing.T) {
+	sideBySide(t)
 	// A broad address plan for peers, as an admin might declare: routing
 	// as it is is allowed in all of the private space, yet A's node
 	// networks and the cloud's service addresses in it stay A's.

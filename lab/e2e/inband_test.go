@@ -29,6 +29,7 @@ const inBandTable = "peerlink-lab-inband"
 // its PublicKey, and is forbidden Secrets, other namespaces and everything
 // cluster-wide. The same kubeconfig pointed at the normal address fails.
 func TestInBand(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLab(t, 15*time.Minute, "inband-a", "inband-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	blockAPIServers(t, a, b)

@@ -21,6 +21,7 @@ import (
 // cluster ID, pod and service CIDRs, publishes them with their sources,
 // applies the default gateway templates, and the clusters peer.
 func TestInstallOneShot(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newLabWith(t, 15*time.Minute, labctl.Options{Names: []string{"inst-a", "inst-b", "inst-c"}, SkipInstall: true})
 	for i, n := range l.Clusters {
 		var err error

@@ -28,6 +28,7 @@ import (
 // external CIDR without an IP object is dropped by the gateway's ingress
 // filter, and so is the first host's once its IP object is deleted.
 func TestIPRemap(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLab(t, 15*time.Minute, "ip-a", "ip-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	from := echoPods(t, ctx, l, a)[0]

@@ -28,6 +28,7 @@ import (
 // gateways. Then hostile IPv6 ranges a peer could declare are refused,
 // naming the range and the rule, and routed nowhere.
 func TestIPFamilies(t *testing.T) {
+	sideBySide(t)
 	start := time.Now()
 	phase := func(what string) { t.Logf("phase %q done at %.1fs", what, time.Since(start).Seconds()) }
 	ctx, l := newLabWith(t, 12*time.Minute, labctl.Options{

@@ -38,6 +38,49 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// phaseEnv names the phase of the tests a run takes (hack/e2e.sh sets it):
+// "side-by-side" runs the tests that call sideBySide, "alone" those that
+// call alone; unset, a run takes both, those alone first, as go test
+// orders tests that run in parallel after the others.
+const phaseEnv = "PEERLINK_E2E_PHASE"
+
+// sideBySide marks a test that may run beside others, up to -parallel at a
+// time: it brings up its own lab and bounds no time or memory, so the
+// machine's other tests only slow it. Most of a lab test is waiting
+// (clusters coming up, rollouts, handshakes), which the others fill.
+func sideBySide(t *testing.T) {
+	t.Helper()
+	if phase(t) == "alone" {
+		t.Skipf("runs side by side with other tests (%s=side-by-side)", phaseEnv)
+	}
+	t.Parallel()
+}
+
+// alone marks a test that runs with no other test beside it: it bounds a
+// time or a memory figure (a failover, an endpoint change within a
+// second, no request lost during a key rotation), which a loaded machine
+// would break, or it needs what make test builds while the side-by-side
+// tests run (Kubernetes' oldest supported minor).
+func alone(t *testing.T) {
+	t.Helper()
+	if phase(t) == "side-by-side" {
+		t.Skipf("runs alone (%s=alone)", phaseEnv)
+	}
+}
+
+// phase returns the phase phaseEnv names, failing t on a value it does
+// not take.
+func phase(t *testing.T) string {
+	t.Helper()
+	switch p := os.Getenv(phaseEnv); p {
+	case "", "alone", "side-by-side":
+		return p
+	default:
+		t.Fatalf("%s=%q: want alone, side-by-side or nothing", phaseEnv, p)
+		return ""
+	}
+}
+
 // newLab brings up fresh clusters for one test, which has until timeout
 // (the context's deadline), and removes them, checking that nothing is
 // left, when the test ends.
@@ -195,6 +238,7 @@ func echoPods(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Clust
 // Service, NodePorts reachable from the other cluster and from the host,
 // and a teardown that leaves nothing behind.
 func TestLab(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newLab(t, 10*time.Minute, "lab-a", "lab-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	podRange := a.PodCIDR

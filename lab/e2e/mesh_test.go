@@ -31,6 +31,7 @@ const meshEnv = "PEERLINK_MESH"
 // by that peer's pods. It logs the time of each connect and of the whole
 // mesh.
 func TestMesh(t *testing.T) {
+	alone(t)
 	if os.Getenv(meshEnv) != "1" {
 		t.Skipf("five clusters take longer than make test allows: run with %s=1 (make test-mesh)", meshEnv)
 	}

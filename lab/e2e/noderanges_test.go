@@ -26,6 +26,7 @@ import (
 // clusters peer, and pods on both nodes of each reach the other's both
 // ways.
 func TestNodesWithoutPodRanges(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newLabWith(t, 20*time.Minute, labctl.Options{Names: []string{"noranges-a", "noranges-b"}, Nodes: 2, NoNodePodCIDRs: true, SkipInstall: true})
 	a, b := l.Clusters[0], l.Clusters[1]
 	for _, n := range l.Clusters {

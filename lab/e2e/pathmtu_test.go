@@ -39,6 +39,7 @@ const (
 // show it, and TCP transfers of 10 MB must still complete both ways, the
 // gateways clamping TCP to the path.
 func TestPathMTU(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLab(t, 15*time.Minute, "pmtu-a", "pmtu-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	sides := [][2]*cluster.Cluster{{a, b}, {b, a}}

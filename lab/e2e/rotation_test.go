@@ -30,6 +30,7 @@ const rotationProbeInterval = 50 * time.Millisecond
 // side's tunnel must run on its new key pair afterwards, the old one gone
 // from the key Secret.
 func TestKeyRotation(t *testing.T) {
+	alone(t)
 	ctx, l := newLabWith(t, 25*time.Minute, labctl.Options{Names: []string{"rot-a", "rot-b"}, Nodes: 1})
 	a, b := l.Clusters[0], l.Clusters[1]
 	if out, err := l.Connect(ctx, a, b); err != nil {

@@ -47,6 +47,7 @@ const (
 // bundles/monitoring queries must be in a scrape of the first cluster's
 // controller, fabric agent and gateway.
 func TestServiceFailover(t *testing.T) {
+	alone(t)
 	ctx, l := newPeeredLab(t, 15*time.Minute, "sf-a", "sf-b")
 	a, b := l.Clusters[0], l.Clusters[1]
 	const name = "web"

@@ -29,6 +29,7 @@ import (
 // its clusterset name from A, through the tunnels: no cluster reads
 // another's API server.
 func TestServices(t *testing.T) {
+	alone(t)
 	ctx, l := newPeeredLabWith(t, 20*time.Minute, labctl.Options{Names: []string{"svc-a", "svc-b", "svc-c"}})
 	a, b, c := l.Clusters[0], l.Clusters[1], l.Clusters[2]
 	ns := labctl.EchoNamespace

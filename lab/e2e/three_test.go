@@ -10,6 +10,7 @@ import (
 // the same pod range: the first must reach both peers, each at a remapped
 // range of its own, and both must reach it.
 func TestThreeClusters(t *testing.T) {
+	sideBySide(t)
 	ctx, l := newPeeredLab(t, 12*time.Minute, "tri-a", "tri-b", "tri-c")
 	a, peers := l.Clusters[0], l.Clusters[1:]
 	var ranges, views []netip.Prefix

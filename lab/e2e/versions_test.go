@@ -19,6 +19,7 @@ const oldestKubernetes = "1.35"
 // with network connect, pods reaching each other both ways, and a Service
 // each exports called by its clusterset name from the other.
 func TestSmokeOldestKubernetes(t *testing.T) {
+	alone(t)
 	ctx, l := newLabWith(t, 20*time.Minute, labctl.Options{Names: []string{"oldest-1", "oldest-2"}, KubernetesMinor: oldestKubernetes})
 	a, b := l.Clusters[0], l.Clusters[1]
 	for _, n := range l.Clusters {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +34,40 @@ type hostState struct {
 	// CreatedDirs are the directories of sweep.HostDirs that did not
 	// exist, or were empty, before the first lab.
 	CreatedDirs []string `json:"createdDirs"`
+	// Limits are the values of inotifyLimits' sysctls before the first
+	// lab; empty in a record written before the labs raised them.
+	Limits map[string]string `json:"limits,omitempty"`
+}
+
+// inotifyLimits are the host's inotify limits the labs need at least: every
+// node's kubelet and containerd, and every pod that watches files, hold
+// inotify instances of the host's one user (root), and Linux's default of
+// 128 instances runs out at about ten nodes ("too many open files" from a
+// kubelet's fsnotify), which labs side by side reach. A host's higher
+// value is kept.
+var inotifyLimits = []struct {
+	key string
+	min int
+}{
+	{"fs/inotify/max_user_instances", 8192},
+	{"fs/inotify/max_user_watches", 1 << 20},
+}
+
+// raiseInotifyLimits raises the host's inotify limits to inotifyLimits.
+func raiseInotifyLimits() error {
+	for _, l := range inotifyLimits {
+		v, err := netns.ReadSysctl(l.key)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(v); err == nil && n >= l.min {
+			continue
+		}
+		if err := netns.WriteSysctl(l.key, strconv.Itoa(l.min)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func hostStateFile() string { return filepath.Join(hostStateDir, "host.json") }
@@ -126,7 +162,12 @@ func claimHost() error {
 	if err != nil {
 		return err
 	}
-	h := hostState{Forwarding: forwarding, Forwarding6: forwarding6}
+	h := hostState{Forwarding: forwarding, Forwarding6: forwarding6, Limits: map[string]string{}}
+	for _, l := range inotifyLimits {
+		if h.Limits[l.key], err = netns.ReadSysctl(l.key); err != nil {
+			return err
+		}
+	}
 	recorded := map[string]bool{}
 	// Children come before parents: a directory holding nothing but
 	// recorded ones holds nothing of anyone either (a previous lab's).
@@ -179,7 +220,9 @@ func releaseHost() error {
 		return fmt.Errorf("host state %s: %w", hostStateFile(), err)
 	}
 	var errs []error
-	for key, was := range map[string]string{"net/ipv4/ip_forward": h.Forwarding, "net/ipv6/conf/all/forwarding": h.Forwarding6} {
+	restore := map[string]string{"net/ipv4/ip_forward": h.Forwarding, "net/ipv6/conf/all/forwarding": h.Forwarding6}
+	maps.Copy(restore, h.Limits)
+	for key, was := range restore {
 		if was == "" {
 			continue
 		}

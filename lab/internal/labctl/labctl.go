@@ -335,6 +335,9 @@ func (o *Options) claim(p *Progress) (*Lab, error) {
 			return nil, err
 		}
 	}
+	if err := raiseInotifyLimits(); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
