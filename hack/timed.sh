@@ -37,8 +37,9 @@ case "${1:-}" in
 	: >"$times"
 	exit 0
 	;;
+--beside) ;;
 "" | -*)
-	echo "usage: hack/timed.sh STEP COMMAND [ARG...] | --table | --reset" >&2
+	echo "usage: hack/timed.sh [--beside] STEP COMMAND [ARG...] | --table | --reset" >&2
 	exit 2
 	;;
 esac
