@@ -119,6 +119,10 @@ type ConnectionInfo struct {
 	// MTUMismatch is the message of the MTUMismatch condition while it is
 	// True: the peer's gateway announces another MTU than this side's.
 	MTUMismatch string `json:"mtuMismatch,omitempty"`
+	// Message is, while the tunnel is not Connected, what the gateway
+	// says of why (the Ready condition's message): a client names the
+	// server's endpoint it sends to and how to tell whether it moved.
+	Message string `json:"message,omitempty"`
 	// PeerView is how the peer reaches this cluster's ranges, as its
 	// gateway announces through the tunnel: each of this cluster's ranges
 	// (cidr) with the one the peer reaches it at (remapped); none while
@@ -340,6 +344,9 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 	fmt.Fprintf(tw, "Peer public key:\t%s\n", orNone(p.PublicKey))
 	if c := p.Connection; c != nil {
 		fmt.Fprintf(tw, "Connection:\t%s %s\n", c.Name, orNone(c.Status))
+		if c.Message != "" {
+			fmt.Fprintf(tw, "Why:\t%s\n", c.Message)
+		}
 		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
 		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Network.Gateway))
 		fmt.Fprintf(tw, "Peer MTU:\t%s\n", peerMTUString(c))
@@ -362,6 +369,9 @@ func connectionInfo(c *netv1beta1.Connection) *ConnectionInfo {
 	}
 	if m := apimeta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionMTUMismatch); m != nil && m.Status == metav1.ConditionTrue {
 		info.MTUMismatch = m.Message
+	}
+	if r := apimeta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionReady); r != nil && c.Status.Value != netv1beta1.Connected {
+		info.Message = r.Message
 	}
 	return info
 }

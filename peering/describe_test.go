@@ -89,3 +89,31 @@ func TestPeerView(t *testing.T) {
 		t.Errorf("info peer --get connection.peerView -o json: %s", doc)
 	}
 }
+
+// TestConnectionWhy: info peer says, while the tunnel is not Connected,
+// what the gateway says of why, and nothing of it once Connected.
+func TestConnectionWhy(t *testing.T) {
+	const why = "health pings through the tunnel go unanswered; this gateway sends to the server at 172.30.12.2:31820"
+	c := &netv1beta1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "gw-peer"}}
+	c.Status.Value = netv1beta1.ConnectionError
+	c.Status.Conditions = []metav1.Condition{{Type: netv1beta1.ConditionReady, Status: metav1.ConditionFalse, Message: why}}
+	p := PeerInfo{ClusterID: "peer", Connection: connectionInfo(c)}
+	var b bytes.Buffer
+	p.WriteSummary(&b)
+	if flat := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(flat, "Why: "+why) {
+		t.Errorf("summary of a Connection in Error:\n%s", b.String())
+	}
+	doc, err := Encode(p, manifests.FormatJSON, "connection.message")
+	if err != nil || !strings.Contains(string(doc), "172.30.12.2:31820") {
+		t.Errorf("info peer --get connection.message -o json: %s (%v)", doc, err)
+	}
+
+	c.Status.Value = netv1beta1.Connected
+	c.Status.Conditions[0].Status, c.Status.Conditions[0].Message = metav1.ConditionTrue, "health pings through the tunnel are answered"
+	p.Connection = connectionInfo(c)
+	b.Reset()
+	p.WriteSummary(&b)
+	if strings.Contains(b.String(), "Why:") {
+		t.Errorf("summary of a Connected Connection:\n%s", b.String())
+	}
+}

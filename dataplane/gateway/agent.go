@@ -206,6 +206,7 @@ func (a *Agent) sync(ctx context.Context) bool {
 			p.WireGuard = a.rotation.plan(p.WireGuard)
 			if err = a.net.apply(p); err == nil {
 				a.prober.applied(p.TunnelMTU, facts.Remote)
+				a.conn.dialing(facts.Endpoint)
 			}
 		}
 	}

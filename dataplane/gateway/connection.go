@@ -38,9 +38,11 @@ type connectionWriter struct {
 	gatewayRef func() (kind string, uid string)
 	now        func() time.Time
 
-	mu         sync.Mutex
-	created    bool
-	endpoint   netip.AddrPort
+	mu       sync.Mutex
+	created  bool
+	endpoint netip.AddrPort
+	// dialed is, on a client, the server's endpoint its tunnel sends to.
+	dialed     netip.AddrPort
 	generation int64
 	// status is the status as last written.
 	status connectionStatus
@@ -65,6 +67,9 @@ type connectionStatus struct {
 	// peerView is how the peer reaches this cluster's ranges (nil while
 	// unknown).
 	peerView []health.Mapping
+	// dialed is, on a client, the server's endpoint the tunnel sends to,
+	// which the status names while the server does not answer.
+	dialed netip.AddrPort
 	// publicKey is the public key the tunnel runs on, and rotation where
 	// a rotation of this side's key stood, since rotationTransition.
 	publicKey          plan.Key
@@ -101,6 +106,14 @@ func (w *connectionWriter) persistEndpoint(ctx context.Context, ep netip.AddrPor
 		return err
 	}
 	return nil
+}
+
+// dialing records, on a client, the server's endpoint the tunnel sends to;
+// the next status written names it while the server does not answer.
+func (w *connectionWriter) dialing(ep netip.AddrPort) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dialed = ep
 }
 
 // lastEndpoint reads the endpoint a previous run recorded; invalid when
@@ -232,6 +245,12 @@ func (w *connectionWriter) report(ctx context.Context, r health.Report) error {
 	defer w.mu.Unlock()
 	now := w.now()
 	next, changed := w.status.after(r, now)
+	// A client that moves on to another of the server's addresses while
+	// the server does not answer names the new one.
+	if w.dialed != w.status.dialed {
+		next.dialed = w.dialed
+		changed = changed || r.State != health.Connected
+	}
 	if !changed {
 		return nil
 	}
@@ -316,6 +335,20 @@ func mtuCondition(announced, peer int, generation int64, transition time.Time) m
 		fmt.Sprintf("the peer's gateway announces the same tunnel MTU as this one, %d bytes", announced))
 }
 
+// movedHint is what a client's status adds while the server does not
+// answer: the endpoint it sends to, and how to tell whether the server
+// moved and follow it. A server's endpoint changes when its node is
+// replaced or its NodePort or load-balancer address changes, and nothing
+// inside a tunnel that is down can carry the new one.
+func (s connectionStatus) movedHint() string {
+	if !s.dialed.IsValid() {
+		return ""
+	}
+	return fmt.Sprintf("; this gateway sends to the server at %s. If the server's endpoint changed (its node replaced, "+
+		"its NodePort or load-balancer address changed), `peerlink info peer <this cluster's ID> --get network.gateway` "+
+		"on the server's cluster prints the one it has now: a GatewayClient made with it, applied here, follows it", s.dialed)
+}
+
 // writeStatus writes the status s, at now; w.mu is held.
 func (w *connectionWriter) writeStatus(ctx context.Context, s connectionStatus, now time.Time) error {
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -339,10 +372,10 @@ func (s connectionStatus) object(generation int64, now time.Time) map[string]any
 		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "True", "Connected", "health pings through the tunnel are answered")
 		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "False", "Connected", "the tunnel is up")
 	case health.Error:
-		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "PingsUnanswered", "health pings through the tunnel go unanswered")
+		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "PingsUnanswered", "health pings through the tunnel go unanswered"+s.movedHint())
 		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "True", "PingsUnanswered", "the gateway keeps trying")
 	default:
-		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "Connecting", "no health ping has been answered yet")
+		ready = condition(netv1beta1.ConditionReady, generation, s.transition, "False", "Connecting", "no health ping has been answered yet"+s.movedHint())
 		reconciling = condition(netv1beta1.ConditionReconciling, generation, s.transition, "True", "Connecting", "waiting for the peer")
 	}
 	status := map[string]any{

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
+	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/health"
 )
 
@@ -38,5 +41,39 @@ func TestConnectionStatusAfter(t *testing.T) {
 	next, changed = next.after(health.Report{State: health.Error, Misses: 5}, t2)
 	if !changed || next.value != health.Error || !next.transition.Equal(t2) || next.pathMTU != 1280 || next.latency != "" {
 		t.Errorf("an Error without a measurement: %+v, %v; want Error since t2, the path MTU kept", next, changed)
+	}
+}
+
+// TestMovedHint checks that a client's Connection, while the server does
+// not answer, names the endpoint its tunnel sends to and how to find the
+// server's endpoint now, and that a server's, or a connected client's,
+// says nothing of it.
+func TestMovedHint(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ep := netip.MustParseAddrPort("172.30.12.2:31820")
+	readyMessage := func(s connectionStatus) string {
+		for _, c := range s.object(1, t0)["conditions"].([]any) {
+			if c := c.(map[string]any); c["type"] == netv1beta1.ConditionReady {
+				return c["message"].(string)
+			}
+		}
+		t.Fatal("no Ready condition")
+		return ""
+	}
+	for _, tc := range []struct {
+		name   string
+		status connectionStatus
+		hint   bool
+	}{
+		{"client, pings unanswered", connectionStatus{value: health.Error, dialed: ep}, true},
+		{"client, never answered", connectionStatus{value: health.Connecting, dialed: ep}, true},
+		{"client, connected", connectionStatus{value: health.Connected, dialed: ep}, false},
+		{"server, pings unanswered", connectionStatus{value: health.Error}, false},
+	} {
+		msg := readyMessage(tc.status)
+		hinted := strings.Contains(msg, "sends to the server at "+ep.String()) && strings.Contains(msg, "peerlink info peer")
+		if hinted != tc.hint {
+			t.Errorf("%s: Ready says %q; want the endpoint and how to follow it: %v", tc.name, msg, tc.hint)
+		}
 	}
 }
