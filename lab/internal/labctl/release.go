@@ -192,7 +192,10 @@ func (l *Lab) reinstall(ctx context.Context, n *cluster.Cluster, how Installer, 
 		if _, err := l.Kubectl(ctx, n, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
 			return err
 		}
-		args := []string{"upgrade", "peerlink", l.chart(src), "--namespace", PeerlinkNamespace}
+		// Given no values, helm upgrade keeps the last release's, the
+		// previous release's image tag among them: the chart's defaults
+		// are the point.
+		args := []string{"upgrade", "peerlink", l.chart(src), "--namespace", PeerlinkNamespace, "--reset-values"}
 		if src.tag != "" {
 			args = append(args, "--set", "images.agent.tag="+src.tag)
 		}
