@@ -16,6 +16,17 @@ import (
 	"github.com/peerlink/peerlink/testkit/testenv"
 )
 
+// maxRecreatePause bounds the time without an answer while an install
+// recreates a gateway's pods (strategy Recreate: the old pods terminate
+// before the new ones start): a gateway of one replica upgraded, or any
+// gateway going back to the previous release, which recreates them
+// whatever the replicas. It is longer than a deleted pod's
+// maxRestartOutage by the old pod's termination, which the new one waits
+// for. Measured: one replica 2.3 s on the client's side, 12 s on the
+// server's (the old pod's 5 s to terminate, the new one's start, and the
+// peer's next handshake); two replicas going back 8.4 to 11 s.
+const maxRecreatePause = 20 * time.Second
+
 // upgradeSide is a cluster of TestUpgrade, its peer and the way peerlink
 // is installed in it.
 type upgradeSide struct {
@@ -32,13 +43,18 @@ type upgradeSide struct {
 // two gateway replicas on each side. While a pod of each cluster sends a
 // request every 50 ms to a pod of the other, each cluster is upgraded to
 // the tree in turn, the way it was installed (kubectl apply -k; the
-// chart's CRDs applied and helm upgrade): no request may fail, the
-// gateways roll once, one pod at a time, a Ready pod left throughout.
-// A restart of the new controllers then must not touch the gateways, whose
-// rendered pods did not change. Then both go back to the previous release,
-// which must work with at most a bounded pause. Last, with one gateway
-// replica per side, the upgrade again: the pause of each side's only
-// gateway pod replaced is printed and must stay under maxRestartOutage.
+// chart's CRDs applied and helm upgrade): each gateway must roll once, one
+// pod at a time, a Ready pod left throughout, and the traffic must not
+// go the Lease's duration without an answer. (A hand-over of the Lease is
+// not free: the requests sent in its 0.2 to 0.8 s fail, as in
+// TestGatewayHA's rollout, and the previous release's pods carry no
+// deletion cost, so its ReplicaSet may remove the active pod first and
+// hand the tunnel over twice; the counts are printed.) A restart of the
+// new controllers then must not touch the gateways, whose rendered pods
+// did not change. Then both go back to the previous release, which must
+// work, its pause under maxRecreatePause. Last, with one gateway replica
+// per side, the upgrade again: the pause of each side's only gateway pod
+// replaced is printed and must stay under maxRecreatePause too.
 func TestUpgrade(t *testing.T) {
 	repo, err := testenv.RepoRoot()
 	if err != nil {
@@ -87,7 +103,7 @@ func TestUpgrade(t *testing.T) {
 		for _, s := range sides {
 			active, _ := waitReplicas(t, ctx, s.n)
 			lease := leaseDuration(t, ctx, s.n, active)
-			start, took := rollRelease(t, ctx, l, s, "upgrade", l.Upgrade, images.AgentImage)
+			start, took := rollRelease(t, ctx, l, s, "upgrade", l.Upgrade, images.AgentImage, true)
 			checkControllerImage(t, l, s.n, images.AgentImage)
 			for _, p := range sides {
 				sent, failed := failedRequests(t, ctx, l, p.n, p.probe, start, start.Add(took))
@@ -131,15 +147,15 @@ func TestUpgrade(t *testing.T) {
 
 	t.Run("two replicas, downgrade", func(t *testing.T) {
 		for _, s := range sides {
-			start, took := rollRelease(t, ctx, l, s, "downgrade", l.Downgrade, oldImage)
+			start, took := rollRelease(t, ctx, l, s, "downgrade", l.Downgrade, oldImage, false)
 			checkControllerImage(t, l, s.n, oldImage)
 			for _, p := range sides {
 				sent, failed := failedRequests(t, ctx, l, p.n, p.probe, start, start.Add(took))
 				gap := pause(t, ctx, l, p, start, took)
 				t.Logf("%s back to %s (%s) in %.1fs: %s -> %s: %d of %d requests failed, longest pause %.2fs",
 					s.n.Name, prev.Version, s.how, took.Seconds(), p.n.Name, p.peer.Name, failed, sent, gap.Seconds())
-				if gap > maxRestartOutage {
-					t.Errorf("%s back to %s: %s -> %s went %.2fs without an answer, want at most %v", s.n.Name, prev.Version, p.n.Name, p.peer.Name, gap.Seconds(), maxRestartOutage)
+				if gap > maxRecreatePause {
+					t.Errorf("%s back to %s: %s -> %s went %.2fs without an answer, want at most %v", s.n.Name, prev.Version, p.n.Name, p.peer.Name, gap.Seconds(), maxRecreatePause)
 				}
 			}
 		}
@@ -159,14 +175,14 @@ func TestUpgrade(t *testing.T) {
 			waitAnswered(t, ctx, l, s.n, s.probe)
 		}
 		for _, s := range sides {
-			start, took := rollRelease(t, ctx, l, s, "upgrade", l.Upgrade, images.AgentImage)
+			start, took := rollRelease(t, ctx, l, s, "upgrade", l.Upgrade, images.AgentImage, false)
 			for _, p := range sides {
 				sent, failed := failedRequests(t, ctx, l, p.n, p.probe, start, start.Add(took))
 				gap := pause(t, ctx, l, p, start, took)
 				t.Logf("one replica: %s upgraded (%s) in %.1fs: %s -> %s: pause %.2fs, %d of %d requests failed",
 					s.n.Name, s.how, took.Seconds(), p.n.Name, p.peer.Name, gap.Seconds(), failed, sent)
-				if gap > maxRestartOutage {
-					t.Errorf("one replica: %s upgraded: %s -> %s went %.2fs without an answer, want at most %v", s.n.Name, p.n.Name, p.peer.Name, gap.Seconds(), maxRestartOutage)
+				if gap > maxRecreatePause {
+					t.Errorf("one replica: %s upgraded: %s -> %s went %.2fs without an answer, want at most %v", s.n.Name, p.n.Name, p.peer.Name, gap.Seconds(), maxRecreatePause)
 				}
 			}
 		}
@@ -178,13 +194,12 @@ func TestUpgrade(t *testing.T) {
 // l.Downgrade, what says which for the log) and waits until its gateway
 // has rolled out to image, then watches the traffic for haWatch more. It
 // returns when the install started and how long all of it took. The
-// gateway must roll once and, with two replicas, one pod at a time: a
-// Ready pod left throughout.
+// gateway must roll once and, when oneAtATime, one pod at a time: a Ready
+// pod left throughout.
 func rollRelease(t *testing.T, ctx context.Context, l *labctl.Lab, s upgradeSide, what string,
-	install func(context.Context, *cluster.Cluster, labctl.Installer) error, image string) (time.Time, time.Duration) {
+	install func(context.Context, *cluster.Cluster, labctl.Installer) error, image string, oneAtATime bool) (time.Time, time.Duration) {
 	t.Helper()
 	gw := gatewayDeployment(t, ctx, s.n, s.peer)
-	replicas := gatewayReplicas(t, ctx, s.n, gw)
 	revision := gatewayRevision(t, ctx, s.n, gw)
 	fewest := watchReadyGateways(ctx, s.n)
 	start := time.Now()
@@ -201,8 +216,8 @@ func rollRelease(t *testing.T, ctx context.Context, l *labctl.Lab, s upgradeSide
 	time.Sleep(haWatch)
 	t.Logf("%s: %s (%s): controller and fabric running in %.1fs, gateway rolled out to %s in %.1fs, fewest Ready gateway pods %d",
 		s.n.Name, what, s.how, installed.Seconds(), image, rolled.Seconds(), least)
-	if replicas > 1 && least < 1 {
-		t.Errorf("%s: %s: during the gateway's rollout it had %d Ready pods: its %d replicas did not roll one at a time", s.n.Name, what, least, replicas)
+	if oneAtATime && least < 1 {
+		t.Errorf("%s: %s: during the gateway's rollout it had %d Ready pods: its replicas did not roll one at a time", s.n.Name, what, least)
 	}
 	// One rollout: the rendered pod changed once, not back and forth
 	// between what the controllers of two releases render.
@@ -235,13 +250,6 @@ func rolledOut(ctx context.Context, n *cluster.Cluster, gw metav1.ObjectMeta, im
 		return fmt.Errorf("generation %d observed %d, %d replicas, %d updated, %d available, want %d", d.Generation, st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, want)
 	}
 	return nil
-}
-
-// gatewayReplicas is the replicas of the gateway Deployment gw of n.
-func gatewayReplicas(t *testing.T, ctx context.Context, n *cluster.Cluster, gw metav1.ObjectMeta) int32 {
-	t.Helper()
-	d := getDeployment(t, ctx, n, gw)
-	return *d.Spec.Replicas
 }
 
 // getDeployment reads the Deployment of n that gw names.
