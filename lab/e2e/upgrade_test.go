@@ -22,9 +22,9 @@ import (
 // gateway going back to the previous release, which recreates them
 // whatever the replicas. It is longer than a deleted pod's
 // maxRestartOutage by the old pod's termination, which the new one waits
-// for. Measured: one replica 2.3 s on the client's side, 12 s on the
-// server's (the old pod's 5 s to terminate, the new one's start, and the
-// peer's next handshake); two replicas going back 8.4 to 11 s.
+// for. Measured: one replica 1.5 to 2.9 s on the client's side, 6.2 to
+// 12 s on the server's (the old pod's end, the new one's start, and the
+// peer's next handshake); two replicas going back 2 to 11 s.
 const maxRecreatePause = 20 * time.Second
 
 // upgradeSide is a cluster of TestUpgrade, its peer and the way peerlink
@@ -46,7 +46,7 @@ type upgradeSide struct {
 // chart's CRDs applied and helm upgrade): each gateway must roll once, one
 // pod at a time, a Ready pod left throughout, and the traffic must not
 // go the Lease's duration without an answer. (A hand-over of the Lease is
-// not free: the requests sent in its 0.2 to 0.8 s fail, as in
+// not free: the requests sent in its 0.15 to 0.8 s fail, as in
 // TestGatewayHA's rollout, and the previous release's pods carry no
 // deletion cost, so its ReplicaSet may remove the active pod first and
 // hand the tunnel over twice; the counts are printed.) A restart of the
