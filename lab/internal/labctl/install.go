@@ -207,7 +207,7 @@ func (l *Lab) writeKubeconfig() error {
 }
 
 // Chart is the repository's Helm chart, which the lab installs as it is.
-func (l *Lab) Chart() string { return l.chart(l.own()) }
+func (l *Lab) Chart() string { return l.own().chart() }
 
 // installPeerlink installs peerlink, the previous release if the lab has
 // one, the way how says, as docs/install.md gives it. Before helm install,
@@ -223,7 +223,7 @@ func (l *Lab) installPeerlink(ctx context.Context, n *cluster.Cluster, how Insta
 	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(src.repo, "bundles", "install", "namespace.yaml")); err != nil {
 		return err
 	}
-	args := []string{"install", "peerlink", l.chart(src), "--namespace", PeerlinkNamespace}
+	args := []string{"install", "peerlink", src.chart(), "--namespace", PeerlinkNamespace}
 	if src.tag != "" {
 		args = append(args, "--set", "images.agent.tag="+src.tag)
 	}

@@ -195,7 +195,7 @@ func (l *Lab) reinstall(ctx context.Context, n *cluster.Cluster, how Installer, 
 		// Given no values, helm upgrade keeps the last release's, the
 		// previous release's image tag among them: the chart's defaults
 		// are the point.
-		args := []string{"upgrade", "peerlink", l.chart(src), "--namespace", PeerlinkNamespace, "--reset-values"}
+		args := []string{"upgrade", "peerlink", src.chart(), "--namespace", PeerlinkNamespace, "--reset-values"}
 		if src.tag != "" {
 			args = append(args, "--set", "images.agent.tag="+src.tag)
 		}
@@ -213,6 +213,4 @@ func (l *Lab) reinstall(ctx context.Context, n *cluster.Cluster, how Installer, 
 }
 
 // chart is the Helm chart of src.
-func (l *Lab) chart(src source) string {
-	return filepath.Join(src.repo, "bundles", "helm", "peerlink")
-}
+func (src source) chart() string { return filepath.Join(src.repo, "bundles", "helm", "peerlink") }
