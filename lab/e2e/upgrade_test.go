@@ -111,7 +111,7 @@ func TestUpgrade(t *testing.T) {
 				t.Logf("%s upgraded (%s) in %.1fs: %s -> %s: %d of %d requests failed, longest pause %.2fs",
 					s.n.Name, s.how, took.Seconds(), p.n.Name, p.peer.Name, failed, sent, gap.Seconds())
 				if gap >= lease {
-					t.Errorf("%s upgraded: %s -> %s went %.2fs without an answer, not under the Lease's duration (%v): more than one hand-over of the tunnel",
+					t.Errorf("%s upgraded: %s -> %s went %.2fs without an answer, not under the Lease's duration (%v): the tunnel waited for more than a hand-over of the Lease",
 						s.n.Name, p.n.Name, p.peer.Name, gap.Seconds(), lease)
 				}
 			}
