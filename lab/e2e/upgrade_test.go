@@ -22,9 +22,9 @@ import (
 // gateway going back to the previous release, which recreates them
 // whatever the replicas. It is longer than a deleted pod's
 // maxRestartOutage by the old pod's termination, which the new one waits
-// for. Measured: one replica 1.5 to 2.9 s on the client's side, 6.2 to
+// for. Measured: one replica 1.5 to 2.9 s on the client's side, 1.8 to
 // 12 s on the server's (the old pod's end, the new one's start, and the
-// peer's next handshake); two replicas going back 2 to 11 s.
+// peer's next handshake); two replicas going back 1.9 to 11 s.
 const maxRecreatePause = 20 * time.Second
 
 // upgradeSide is a cluster of TestUpgrade, its peer and the way peerlink
