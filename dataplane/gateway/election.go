@@ -281,13 +281,22 @@ func (m *activeMarker) publishEndpoint(ctx context.Context) error {
 	return nil
 }
 
-// patchActive sets or removes the active label of pod ns/name.
+// activeDeletionCost is the active pod's deletion cost, above the
+// standbys' (none, 0): when a rollout scales the former ReplicaSet down,
+// the ReplicaSet removes its standbys first and its active pod last, so
+// the tunnel is handed over once, to a pod of the new ReplicaSet, not
+// first to another former pod and then again.
+const activeDeletionCost = `"1"`
+
+// patchActive sets or removes the active label of pod ns/name, and with
+// it its deletion cost, in one write.
 func patchActive(ctx context.Context, c client.Client, ns, name string, active bool) error {
-	value := `"true"`
+	value, cost := `"true"`, activeDeletionCost
 	if !active {
-		value = "null"
+		value, cost = "null", "null"
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, netv1beta1.ActiveGatewayLabel, value)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
+		netv1beta1.ActiveGatewayLabel, value, corev1.PodDeletionCost, cost)
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name = ns, name
 	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && (active || !apierrors.IsNotFound(err)) {

@@ -370,8 +370,8 @@ func tenantClient(t *testing.T, opts ...testcluster.Option) client.Client {
 }
 
 // TestMarkActive runs markActive against a real API server: the elected
-// replica's pod gets the active label, a former active replica of the same
-// gateway loses it, and a pod of another gateway keeps its own; the
+// replica's pod gets the active label and a deletion cost, a former active
+// replica of the same gateway loses both, and a pod of another gateway keeps its own; the
 // server's Service without a selector gets the elected pod as its only
 // endpoint, one with a selector is left alone.
 func TestMarkActive(t *testing.T) {
@@ -436,6 +436,12 @@ func TestMarkActive(t *testing.T) {
 		}
 		if got := p.Labels[netv1beta1.ActiveGatewayLabel]; got != want {
 			t.Errorf("pod %s: label %s = %q, want %q", name, netv1beta1.ActiveGatewayLabel, got, want)
+		}
+		// The active pod is the last a scale-down removes; "other" was
+		// labelled by hand, without it.
+		wantCost := map[string]string{"new": "1"}[name]
+		if got := p.Annotations[corev1.PodDeletionCost]; got != wantCost {
+			t.Errorf("pod %s: annotation %s = %q, want %q", name, corev1.PodDeletionCost, got, wantCost)
 		}
 	}
 	// A Service that selects pods is the EndpointSlice controller's.

@@ -200,42 +200,19 @@ func rollOut(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, 
 		lease := leaseDuration(t, ctx, side.n, active)
 		gw := gatewayDeployment(t, ctx, side.n, side.peer)
 		waitAnswered(t, ctx, l, a, probe)
-		// The fewest Ready gateway pods, not terminating, seen during the
-		// rollout: a pod replaced before its successor stands by leaves
-		// none.
-		fewest := make(chan int, 1)
-		sctx, stop := context.WithCancel(ctx)
-		go func() {
-			least := -1
-			for sctx.Err() == nil {
-				if pods, err := gatewayPods(sctx, side.n); err == nil {
-					ready := 0
-					for _, p := range pods {
-						if p.DeletionTimestamp == nil && kube.PodReady(&p) {
-							ready++
-						}
-					}
-					if least < 0 || ready < least {
-						least = ready
-					}
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			fewest <- least
-		}()
+		fewest := watchReadyGateways(ctx, side.n)
 		start := time.Now()
 		for _, args := range [][]string{
 			{"rollout", "restart", "deployment", gw.Name},
 			{"rollout", "status", "deployment", gw.Name, "--timeout=3m"},
 		} {
 			if out, err := l.Kubectl(ctx, side.n, append([]string{"-n", gw.Namespace}, args...)...); err != nil {
-				stop()
+				fewest()
 				t.Fatalf("%s: kubectl %v: %v\n%s", side.n.ClusterID, args, err, out)
 			}
 		}
 		rolled := time.Since(start)
-		stop()
-		if least := <-fewest; least < 1 {
+		if least := fewest(); least < 1 {
 			t.Errorf("%s: during the rollout the gateway had %d Ready pods: the replicas did not roll one at a time", side.role, least)
 		}
 		time.Sleep(haWatch)
@@ -250,6 +227,36 @@ func rollOut(t *testing.T, ctx context.Context, l *labctl.Lab, probe string, a, 
 				side.role, gap.Seconds(), lease)
 			logGateways(t, ctx, l, side.n)
 		}
+	}
+}
+
+// watchReadyGateways counts the Ready gateway pods of cluster n, not
+// terminating, until the function it returns is called, which returns the
+// fewest seen: a pod replaced before its successor stands by leaves none.
+func watchReadyGateways(ctx context.Context, n *cluster.Cluster) (fewest func() int) {
+	least := make(chan int, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() {
+		seen := -1
+		for sctx.Err() == nil {
+			if pods, err := gatewayPods(sctx, n); err == nil {
+				ready := 0
+				for _, p := range pods {
+					if p.DeletionTimestamp == nil && kube.PodReady(&p) {
+						ready++
+					}
+				}
+				if seen < 0 || ready < seen {
+					seen = ready
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		least <- seen
+	}()
+	return func() int {
+		stop()
+		return <-least
 	}
 }
 

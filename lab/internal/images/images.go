@@ -18,7 +18,14 @@ import (
 
 // AgentImage is the image name the install bundle and the gateway templates
 // use for every peerlink pod.
-const AgentImage = "ghcr.io/peerlink/peerlink-agent:latest"
+const AgentImage = AgentRepository + ":latest"
+
+// AgentRepository is AgentImage without its tag.
+const AgentRepository = "ghcr.io/peerlink/peerlink-agent"
+
+// AgentImageTagged is the agent image of another release than the tree's,
+// published beside AgentImage under its own tag.
+func AgentImageTagged(tag string) string { return AgentRepository + ":" + tag }
 
 // Mirrored are the registry hosts whose images the lab registry serves: the
 // product's own, the one of the sandbox image and Docker Hub's, for the tool
@@ -93,18 +100,19 @@ func BuildCLI(ctx context.Context, repo, binDir string, s version.Info) error {
 
 // PublishAgent builds the agent image of the tree at repo as make images
 // does, for this machine only and with the stamp s, compiling into work,
-// and pushes it to the registry at host:port as AgentImage.
-func PublishAgent(ctx context.Context, repo, work, registry string, s version.Info) error {
+// and pushes it to the registry at host:port as ref, AgentImage or
+// AgentImageTagged.
+func PublishAgent(ctx context.Context, repo, work, registry, ref string, s version.Info) error {
 	idx, err := image.Agent{Repo: repo, Work: work, Platforms: []v1.Platform{image.HostPlatform()}, Stamp: s}.Build(ctx)
 	if err != nil {
 		return err
 	}
-	local := LocalName(AgentImage, registry)
-	ref, err := name.ParseReference(local, name.Insecure)
+	local := LocalName(ref, registry)
+	r, err := name.ParseReference(local, name.Insecure)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", local, err)
 	}
-	return image.Push(ctx, ref, idx, pushOptions(ctx)...)
+	return image.Push(ctx, r, idx, pushOptions(ctx)...)
 }
 
 func push(ref string, img v1.Image, opts []remote.Option) error {

@@ -157,7 +157,7 @@ func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *figur
 		return err
 	}
 	for _, n := range []*cluster.Cluster{a, b} {
-		if err := l.scaleGateways(ctx, n, failoverReplicas); err != nil {
+		if err := l.ScaleGateways(ctx, n, failoverReplicas); err != nil {
 			return err
 		}
 	}
@@ -169,10 +169,10 @@ func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *figur
 // failover is measured.
 const failoverReplicas = 2
 
-// scaleGateways sets spec.replicas of every gateway of cluster n, as a user
+// ScaleGateways sets spec.replicas of every gateway of cluster n, as a user
 // does with kubectl, and waits until each gateway has that many Ready pods,
 // one of them active.
-func (l *Lab) scaleGateways(ctx context.Context, n *cluster.Cluster, replicas int) error {
+func (l *Lab) ScaleGateways(ctx context.Context, n *cluster.Cluster, replicas int) error {
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	for _, kind := range []string{"gatewayservers", "gatewayclients"} {
 		out, err := l.Kubectl(ctx, n, "get", kind, "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}")

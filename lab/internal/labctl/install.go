@@ -207,23 +207,29 @@ func (l *Lab) writeKubeconfig() error {
 }
 
 // Chart is the repository's Helm chart, which the lab installs as it is.
-func (l *Lab) Chart() string { return filepath.Join(l.State.Repo, "bundles", "helm", "peerlink") }
+func (l *Lab) Chart() string { return l.own().chart() }
 
-// installPeerlink installs peerlink the way how says, as docs/install.md
-// gives it. Before helm install, the bundle's own Namespace gives the
-// namespace the Pod Security level its pods need, which the lab's
-// clusters, enforcing baseline, give no other.
+// installPeerlink installs peerlink, the previous release if the lab has
+// one, the way how says, as docs/install.md gives it. Before helm install,
+// the bundle's own Namespace gives the namespace the Pod Security level
+// its pods need, which the lab's clusters, enforcing baseline, give no
+// other.
 func (l *Lab) installPeerlink(ctx context.Context, n *cluster.Cluster, how Installer) error {
+	src := l.first()
 	if how != Helm {
-		_, err := l.Kubectl(ctx, n, "apply", "-k", l.InstallBundle())
+		_, err := l.Kubectl(ctx, n, "apply", "-k", l.overlay(src))
 		return err
 	}
-	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(l.InstallBundle(), "namespace.yaml")); err != nil {
+	if _, err := l.Kubectl(ctx, n, "apply", "-f", filepath.Join(src.repo, "bundles", "install", "namespace.yaml")); err != nil {
 		return err
 	}
-	if _, err := l.Helm(ctx, n, "install", "peerlink", l.Chart(), "--namespace", PeerlinkNamespace); err != nil {
+	args := []string{"install", "peerlink", src.chart(), "--namespace", PeerlinkNamespace}
+	if src.tag != "" {
+		args = append(args, "--set", "images.agent.tag="+src.tag)
+	}
+	if _, err := l.Helm(ctx, n, args...); err != nil {
 		return err
 	}
-	l.progress.Logf("%s: helm install peerlink %s --namespace %s", n.Name, l.Chart(), PeerlinkNamespace)
+	l.progress.Logf("%s: helm %s", n.Name, strings.Join(args, " "))
 	return nil
 }

@@ -103,6 +103,10 @@ type Options struct {
 	// addresses of its node network; none leaves Services of type
 	// LoadBalancer pending, and the lab peers through NodePorts.
 	LoadBalancer LoadBalancer
+	// Previous, when set, is a release Up installs instead of the lab's
+	// own tree, its agent image published beside the tree's; Upgrade
+	// then installs the tree's own, and Downgrade the previous again.
+	Previous *Release
 }
 
 // Lab is a running lab.
@@ -120,6 +124,8 @@ type Lab struct {
 	skipInstall, importAll bool
 	// routedPeer is the address plan for peers Up installs peerlink with.
 	routedPeer []netip.Prefix
+	// previous is the release Up installs instead of the tree's own.
+	previous *Release
 	// mu guards State while clusters come up side by side.
 	mu sync.Mutex
 }
@@ -225,12 +231,17 @@ func Up(ctx context.Context, o Options) (*Lab, error) {
 	if err := images.Publish(ctx, l.State.Registry, l.path("bin"), bins); err != nil {
 		return nil, err
 	}
-	if err := images.PublishAgent(ctx, o.Repo, l.path("bin"), l.State.Registry, stamp); err != nil {
+	if err := images.PublishAgent(ctx, o.Repo, l.path("bin"), l.State.Registry, images.AgentImage, stamp); err != nil {
 		return nil, err
 	}
 	p.Logf("registry on %s serves %s (version %s, built as make images does, for this machine), %s and %s",
 		l.State.Registry, images.AgentImage, stamp.Version, images.EchoImage(l.State.Registry), cluster.PauseImage)
 	l.flux, l.skipInstall, l.importAll = o.Flux, o.SkipInstall, o.ImportAllNamespaces
+	if l.previous = o.Previous; l.previous != nil {
+		if err := l.publishPrevious(ctx); err != nil {
+			return nil, err
+		}
+	}
 	l.routedPeer = o.RoutedPeerCIDRs
 	if err := l.publishComponents(ctx, o.Out); err != nil {
 		return nil, err
