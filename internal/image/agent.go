@@ -1,7 +1,6 @@
 package image
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/peerlink/peerlink/internal/gitcmd"
 	"github.com/peerlink/peerlink/internal/version"
 )
 
@@ -69,17 +69,7 @@ var tagSyntax = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 // and whether the tree has changes. Without git, only a given version
 // names the build. The version must be usable as an image tag.
 func GitStamp(ctx context.Context, repo, given string) (version.Info, error) {
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = repo
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), repo, err, strings.TrimSpace(stderr.String()))
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
+	git := func(args ...string) (string, error) { return gitcmd.Output(ctx, repo, args...) }
 	s := version.Info{Version: given}
 	commit, err := git("rev-parse", "HEAD")
 	if err != nil {

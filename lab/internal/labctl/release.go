@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/peerlink/peerlink/internal/gitcmd"
 	"github.com/peerlink/peerlink/internal/version"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/images"
@@ -66,15 +67,11 @@ func PreviousRelease(repo string) (string, error) {
 // named after the commit's short hash.
 func ExtractRelease(ctx context.Context, repo, commit, dir string) (Release, error) {
 	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = repo
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := gitcmd.Output(ctx, repo, args...)
 		if err != nil {
-			return "", fmt.Errorf("release %s: git %s: %w: %s", commit, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+			return "", fmt.Errorf("release %s: %w", commit, err)
 		}
-		return strings.TrimSpace(string(out)), nil
+		return out, nil
 	}
 	full, err := git("rev-parse", "--verify", commit+"^{commit}")
 	if err != nil {
