@@ -251,8 +251,9 @@ for c in "${components[@]}"; do
 	source-controller | kustomize-controller) flux_manifests "$version" "$dest" ;;
 	flanneld) flannel_manifest "$version" "$dest" ;;
 	esac
-	# Stable name, replaced atomically.
-	ln -sfn "$version" "$root/bin/$name/.current.tmp"
-	mv -Tf "$root/bin/$name/.current.tmp" "$root/bin/$name/current"
+	# Stable name, replaced atomically; the temporary link is this run's
+	# own, as labs side by side run this script at the same time.
+	ln -sfn "$version" "$root/bin/$name/.current.$$.tmp"
+	mv -Tf "$root/bin/$name/.current.$$.tmp" "$root/bin/$name/current"
 done
 log "done in $((SECONDS - total))s"

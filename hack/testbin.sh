@@ -161,11 +161,12 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 # Stable names (v1.N for the lab, current for KUBEBUILDER_ASSETS), each
-# replaced atomically.
+# replaced atomically, through a temporary link of this run's own: labs side
+# by side run this script at the same time.
 links=("v1.$kube_minor")
 [[ -z "$current" ]] || links+=(current)
 for link in "${links[@]}"; do
-	ln -sfn "$version" "$root/bin/k8s/.$link.tmp"
-	mv -Tf "$root/bin/k8s/.$link.tmp" "$root/bin/k8s/$link"
+	ln -sfn "$version" "$root/bin/k8s/.$link.$$.tmp"
+	mv -Tf "$root/bin/k8s/.$link.$$.tmp" "$root/bin/k8s/$link"
 	log "bin/k8s/$link -> $version"
 done
