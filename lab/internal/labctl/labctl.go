@@ -563,20 +563,24 @@ func Down(dir string, out io.Writer) error {
 		recorded = append(recorded, c.Index)
 	}
 	l := sweep.Find(dir, recorded)
-	if err := sweep.Remove(l, p.Logf); err != nil {
-		return fmt.Errorf("lab in %s: %w", dir, err)
-	}
+	// The host lock is held from the removal to the check that nothing is
+	// left: a lab coming up meanwhile takes the first free indices, these
+	// once removed, and its namespaces would read as this lab's leftovers.
 	unlock, err := lockHost()
 	if err != nil {
 		return err
 	}
-	err = releaseHost()
-	unlock()
+	defer unlock()
+	if err := sweep.Remove(l, p.Logf); err != nil {
+		return fmt.Errorf("lab in %s: %w", dir, err)
+	}
+	// Checked before releaseHost, which removes the lock's file when this
+	// is the last lab: a lab starting after that locks a new file.
+	left, err := l.Leftovers()
 	if err != nil {
 		return err
 	}
-	left, err := l.Leftovers()
-	if err != nil {
+	if err := releaseHost(); err != nil {
 		return err
 	}
 	hostLeft, err := hostLeftovers()
