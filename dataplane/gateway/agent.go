@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/health"
@@ -73,6 +74,12 @@ func New(opts Options, c client.Client, informers cache.Informers, election *Ele
 	a.prober = newProber(opts, a.trigger, a.rotation, a.metrics, a.now, log)
 	a.conn = &connectionWriter{c: c, name: netv1beta1.GatewayObjectPrefix + opts.Name, ns: opts.Namespace,
 		clusterID: opts.RemoteClusterID, role: opts.Role, gatewayRef: a.gateway.ref, now: a.now}
+	if opts.Role == gatewayrole.Server {
+		a.prober.endpoint = a.gateway.publishedEndpoint
+	} else {
+		a.facts.follower = &endpointFollower{localRanges: opts.LocalRanges, conn: a.conn, log: log}
+		a.prober.follow = a.facts.follower.announced
+	}
 	return a, nil
 }
 
@@ -159,6 +166,9 @@ func (a *Agent) setUp(ctx context.Context) error {
 		return err
 	}
 	a.net.restoreEndpoint(ctx)
+	if a.facts.follower != nil {
+		a.facts.follower.restore(ctx)
+	}
 	a.rotation.restore(ctx, a.conn)
 	return a.lead.start(ctx)
 }

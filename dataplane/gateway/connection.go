@@ -21,6 +21,10 @@ import (
 // latencyPeriod is the most often a changed latency alone is written.
 const latencyPeriod = 10 * time.Second
 
+// connectionWriteTimeout bounds a write of the Connection's annotations
+// made outside the main loop's context.
+const connectionWriteTimeout = 5 * time.Second
+
 // PeerEndpointAnnotation, on a server's Connection, is the client's last
 // endpoint as WireGuard reported it. A restarted server (a new userspace
 // device knows no endpoint) writes it back into its fresh device, which then
@@ -41,6 +45,9 @@ type connectionWriter struct {
 	mu       sync.Mutex
 	created  bool
 	endpoint netip.AddrPort
+	// followed is, on a client, the value of FollowedEndpointAnnotation:
+	// empty while it follows no announced endpoint.
+	followed string
 	// dialed is, on a client, the server's endpoint its tunnel sends to.
 	dialed     netip.AddrPort
 	generation int64
@@ -106,6 +113,40 @@ func (w *connectionWriter) persistEndpoint(ctx context.Context, ep netip.AddrPor
 		return err
 	}
 	return nil
+}
+
+// persistFollowed records, on a client, the server endpoint it follows
+// (FollowedEndpointAnnotation; empty for none) when it changed.
+func (w *connectionWriter) persistFollowed(ctx context.Context, value string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if value == w.followed {
+		return nil
+	}
+	old := w.followed
+	w.followed = value
+	if !w.created {
+		return nil
+	}
+	if err := w.apply(ctx); err != nil {
+		w.followed = old
+		return err
+	}
+	return nil
+}
+
+// lastFollowed reads the followed endpoint a previous run recorded; empty
+// when there is none.
+func (w *connectionWriter) lastFollowed(ctx context.Context) (string, error) {
+	var conn netv1beta1.Connection
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, &conn); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	value := conn.Annotations[FollowedEndpointAnnotation]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.followed = value
+	return value, nil
 }
 
 // dialing records, on a client, the server's endpoint the tunnel sends to;
@@ -187,7 +228,14 @@ func (w *connectionWriter) reportKey(ctx context.Context, key plan.Key, phase ke
 // apply writes the Connection's metadata and spec; w.mu is held.
 func (w *connectionWriter) apply(ctx context.Context) error {
 	kind, uid := w.gatewayRef()
-	u := connectionObject(w.name, w.ns, w.clusterID, w.role, kind, uid, w.endpoint)
+	annotations := map[string]any{}
+	if w.endpoint.IsValid() {
+		annotations[PeerEndpointAnnotation] = w.endpoint.String()
+	}
+	if w.followed != "" {
+		annotations[FollowedEndpointAnnotation] = w.followed
+	}
+	u := connectionObject(w.name, w.ns, w.clusterID, w.role, kind, uid, annotations)
 	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Connection %s/%s: %w", w.ns, w.name, err)
 	}
@@ -198,16 +246,16 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 
 // connectionObject is the metadata and spec of the Connection ns/name of
 // the gateway of kind and uid (empty: not known yet), of the peer
-// clusterID, with the peer's endpoint when valid.
-func connectionObject(name, ns, clusterID string, role gatewayrole.Role, kind, uid string, endpoint netip.AddrPort) *unstructured.Unstructured {
+// clusterID, with the given annotations.
+func connectionObject(name, ns, clusterID string, role gatewayrole.Role, kind, uid string, annotations map[string]any) *unstructured.Unstructured {
 	gatewayName := name[len(netv1beta1.GatewayObjectPrefix):]
 	metadata := map[string]any{
 		"name":      name,
 		"namespace": ns,
 		"labels":    map[string]any{netv1beta1.RemoteClusterIDLabel: clusterID},
 	}
-	if endpoint.IsValid() {
-		metadata["annotations"] = map[string]any{PeerEndpointAnnotation: endpoint.String()}
+	if len(annotations) > 0 {
+		metadata["annotations"] = annotations
 	}
 	if uid != "" {
 		metadata["ownerReferences"] = []any{map[string]any{

@@ -22,6 +22,7 @@ import (
 	ipamv1alpha1 "github.com/peerlink/peerlink/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/health"
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/internal/rangepolicy"
@@ -35,6 +36,9 @@ type factReader struct {
 	informers cache.Informers
 	log       logr.Logger
 	gateway   *gatewayObject
+	// follower is, on a client, the server endpoint it follows; nil on a
+	// server.
+	follower *endpointFollower
 	// hosts are the remapped hosts read last from the IP objects.
 	hosts []dataplane.IPMapping
 }
@@ -102,7 +106,7 @@ func (r *factReader) gather(ctx context.Context, live liveFacts) (dataplane.Gate
 	}
 	f.IPs = r.remappedHosts(ctx, f.LocalRanges, f.UnknownSource)
 	if r.opts.Role == gatewayrole.Client {
-		f.Endpoint, err = resolveEndpoint(ctx, rotate(addresses, live.endpointTurn()), port)
+		f.Endpoint, err = r.serverEndpoint(ctx, addresses, port, live.endpointTurn())
 		if err != nil {
 			return f, err
 		}
@@ -151,6 +155,17 @@ type gatewayObject struct {
 
 	mu  sync.Mutex
 	uid types.UID
+	// published is, on a server, the endpoint its status publishes, which
+	// the prober announces to the client.
+	published health.Endpoint
+}
+
+// publishedEndpoint returns the endpoint a server's status published at
+// the last read; zero on a client, or before.
+func (g *gatewayObject) publishedEndpoint() health.Endpoint {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.published
 }
 
 // newObject returns an empty object of the kind of the agent's gateway.
@@ -191,6 +206,9 @@ func (g *gatewayObject) read(ctx context.Context, f *dataplane.GatewayFacts) ([]
 	switch gw := gw.(type) {
 	case *netv1beta1.GatewayServer:
 		mtu, addresses, port = gw.Spec.MTU, nil, 0
+		g.mu.Lock()
+		g.published = endpointOf(gw)
+		g.mu.Unlock()
 	case *netv1beta1.GatewayClient:
 		mtu = gw.Spec.MTU
 		if len(addresses) == 0 {
@@ -281,14 +299,41 @@ func RangeMappings(conf *netv1beta1.Configuration) ([]dataplane.RangeMapping, er
 	return out, nil
 }
 
-// rotate returns addresses starting at the turn-th, modulo their number,
-// and wrapping around.
-func rotate(addresses []string, turn int) []string {
-	if len(addresses) < 2 {
-		return addresses
+// serverEndpoint returns the server endpoint a client sends to, of the
+// addresses and port its GatewayClient names and, first, those of the
+// endpoint the server announced (endpointFollower): the turn-th that is
+// usable, each address counting as one. A client whose pings go
+// unanswered takes the next turn, so an announced endpoint that does not
+// answer from here costs a few pings before the named one serves again.
+func (r *factReader) serverEndpoint(ctx context.Context, addresses []string, port, turn int) (netip.AddrPort, error) {
+	if r.follower == nil || len(addresses) == 0 || port < 1 || port > 65535 {
+		return resolveEndpoint(ctx, rotate(addresses, turn), port)
 	}
-	i := turn % len(addresses)
-	return append(slices.Clone(addresses[i:]), addresses[:i]...)
+	var each []health.Endpoint
+	for _, e := range r.follower.endpoints(health.Endpoint{Addresses: addresses, Port: uint16(port)}) {
+		for _, a := range e.Addresses {
+			each = append(each, health.Endpoint{Addresses: []string{a}, Port: e.Port})
+		}
+	}
+	var errs []error
+	for _, e := range rotate(each, turn) {
+		ep, err := resolveEndpoint(ctx, e.Addresses, int(e.Port))
+		if err == nil {
+			return ep, nil
+		}
+		errs = append(errs, err)
+	}
+	return netip.AddrPort{}, errors.Join(errs...)
+}
+
+// rotate returns s starting at the turn-th, modulo its length, and
+// wrapping around.
+func rotate[T any](s []T, turn int) []T {
+	if len(s) < 2 {
+		return s
+	}
+	i := turn % len(s)
+	return append(slices.Clone(s[i:]), s[:i]...)
 }
 
 // resolveEndpoint returns the first of a client's server addresses that is

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
@@ -195,7 +194,7 @@ func (n *podNetwork) rememberEndpoint(peer *wgtypes.Peer) {
 	n.peerEndpoint = ep
 	// A write that fails is retried with the next change; the endpoint in
 	// memory serves until then.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), connectionWriteTimeout)
 	defer cancel()
 	if err := n.conn.persistEndpoint(ctx, ep); err != nil {
 		n.log.Error(err, "record the client's endpoint on the Connection")

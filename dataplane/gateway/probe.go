@@ -56,6 +56,11 @@ type prober struct {
 	// measurement, which the plan clamps TCP to; peerMTU is the MTU the
 	// peer announced last (0: unknown).
 	tunnelMTU, pathMTU, peerMTU atomic.Int64
+	// endpoint returns, on a server, the endpoint it announces; follow
+	// takes, on a client, the endpoint the server announced. Each is nil
+	// on the other role.
+	endpoint func() health.Endpoint
+	follow   func(health.Endpoint) bool
 	// view is how this side reaches the peer's ranges, from the facts of
 	// the last plan applied, which the prober announces to the peer.
 	view atomic.Pointer[[]health.Mapping]
@@ -98,6 +103,7 @@ func (p *prober) start(ctx context.Context, run func(func())) error {
 		MaxMisses: p.maxMisses,
 		MTU:       func() int { return int(p.tunnelMTU.Load()) },
 		View:      p.announcedView,
+		Endpoint:  p.endpoint,
 		Accept:    p.accepts,
 	}
 	run(func() { _ = hp.Run(ctx, p.onReport) })
@@ -125,6 +131,11 @@ func (p *prober) onReport(r health.Report) {
 		p.metrics.latency.Observe(r.RTT.Seconds())
 	}
 	p.observeMTUs(r)
+	// A client that follows a new endpoint of the server tries it first.
+	if p.follow != nil && r.State == health.Connected && p.follow(r.PeerEndpoint) {
+		p.endpointTurn.Store(0)
+		p.replan.Notify()
+	}
 	// A client whose pings go unanswered while WireGuard believes in its
 	// session asks for a new handshake: the server's device may have been
 	// recreated (a restarted userspace gateway) and would otherwise drop

@@ -13,6 +13,8 @@
 // announces its side's tunnel MTU the same way, after each ping, and
 // reports the MTU the peer announced: zero while unknown (a peer of an
 // earlier release announces none), never a value outside the API's bounds.
+// A server announces, the same way, where it is reachable from outside its
+// cluster (Endpoint), so that its client can follow when that moves.
 //
 // It does not write the Connection object nor export metrics (the gateway
 // agent does, from the reports).

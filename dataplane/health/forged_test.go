@@ -164,15 +164,18 @@ func FuzzDecode(f *testing.F) {
 	f.Add(append(packet(kindAccept, 0), make([]byte, acceptanceSize-packetSize)...))
 	f.Add(mtuAnnouncement(1340))
 	f.Add(append(mtuAnnouncement(1340), 0))
+	if b, err := endpointAnnouncement(Endpoint{Addresses: []string{"172.18.0.3"}, Port: 31850}); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kind, nonce, ok := decode(b)
 		if !ok {
 			return
 		}
-		// Only a probe and a view announcement, of any size (parseView
-		// judges the view's body), an acceptance and an MTU announcement,
+		// Only a probe and a view or endpoint announcement, of any size
+		// (parseView and parseEndpoint judge the body), an acceptance and an MTU announcement,
 		// each of its own size, are longer than the header.
-		longer := kind == kindProbe || kind == kindView || (kind == kindAccept && len(b) == acceptanceSize) || (kind == kindMTU && len(b) == mtuSize)
+		longer := kind == kindProbe || kind == kindView || kind == kindEndpoint || (kind == kindAccept && len(b) == acceptanceSize) || (kind == kindMTU && len(b) == mtuSize)
 		if got := packet(kind, nonce); string(got) != string(b[:len(got)]) || (len(b) != len(got) && !longer) {
 			t.Fatalf("decode(%x) = %d, %d, which encodes as %x", b, kind, nonce, got)
 		}

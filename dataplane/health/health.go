@@ -58,6 +58,9 @@ type Report struct {
 	// PeerView is how the peer reaches this side's ranges, as it
 	// announces with its pings (see View); nil while unknown, as PeerMTU.
 	PeerView []Mapping
+	// PeerEndpoint is where the peer, a server, says it is reachable from
+	// outside its cluster (see Endpoint); zero while unknown, as PeerMTU.
+	PeerEndpoint Endpoint
 	// Accepted are the keys of this side the peer announced it accepts
 	// besides the one the tunnel runs on (key rotation), in the last
 	// acceptedFor intervals; at most maxAccepted, the latest first.
@@ -76,7 +79,8 @@ type Report struct {
 // and not answered. An MTU announcement is the header (its nonce unused)
 // followed by the sender's tunnel MTU, two bytes; it follows every ping
 // while the sender has an MTU, and is not answered. A view announcement
-// (view.go) follows every ping too, while the sender has a view. A packet
+// (view.go) follows every ping too, while the sender has a view, and so
+// does an endpoint announcement (endpoint.go) while it has an endpoint. A packet
 // of any other size, magic or kind is ignored, so a peer that predates a
 // kind ignores it.
 const (
@@ -146,6 +150,10 @@ type Prober struct {
 	// the peer after each ping, at most MaxView mappings; nil announces
 	// nothing.
 	View func() []Mapping
+	// Endpoint returns where this side, a server, is reachable from
+	// outside its cluster: announced to the peer after each ping while it
+	// is not zero and CheckEndpoint accepts it; nil announces nothing.
+	Endpoint func() Endpoint
 
 	// up is signalled when a pong turns the state to Connected, so that
 	// Run reports it at once instead of at the end of the interval.
@@ -190,6 +198,10 @@ type Prober struct {
 	// peer's pings since.
 	peerView   []Mapping
 	viewSilent int
+	// peerEndpoint is the endpoint the peer announced last, and
+	// endpointSilent the peer's pings since.
+	peerEndpoint   Endpoint
+	endpointSilent int
 }
 
 // acceptance is a key the peer said it accepts, and when it said it last.
@@ -383,6 +395,9 @@ func (p *Prober) reportLocked() Report {
 	if p.viewSilent <= mtuSilence {
 		r.PeerView = p.peerView
 	}
+	if p.endpointSilent <= mtuSilence {
+		r.PeerEndpoint = p.peerEndpoint
+	}
 	return r
 }
 
@@ -428,6 +443,13 @@ func (p *Prober) sendPing(peer *net.UDPAddr, nonce uint64) {
 			_, _ = p.Conn.WriteTo(b, peer)
 		}
 	}
+	if p.Endpoint != nil {
+		if e := p.Endpoint(); !e.IsZero() {
+			if b, err := endpointAnnouncement(e); err == nil {
+				_, _ = p.Conn.WriteTo(b, peer)
+			}
+		}
+	}
 	if p.MTU == nil {
 		return
 	}
@@ -458,6 +480,14 @@ func (p *Prober) notePeerPing() {
 	defer p.mu.Unlock()
 	p.peerSilent++
 	p.viewSilent++
+	p.endpointSilent++
+}
+
+// notePeerEndpoint records the endpoint the peer announced.
+func (p *Prober) notePeerEndpoint(e Endpoint) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peerEndpoint, p.endpointSilent = e, 0
 }
 
 // notePeerView records the view the peer announced.
@@ -518,6 +548,7 @@ func decode(b []byte) (kind byte, nonce uint64, ok bool) {
 	case kind == kindAccept && len(b) == acceptanceSize:
 	case kind == kindMTU && len(b) == mtuSize:
 	case kind == kindView && len(b) > packetSize:
+	case kind == kindEndpoint && len(b) > packetSize:
 	case kind >= kindPing && kind <= kindProbeAck && len(b) == packetSize:
 	default:
 		return 0, 0, false
@@ -592,6 +623,15 @@ func (p *Prober) receive() {
 				continue
 			}
 			p.notePeerView(view)
+		case kindEndpoint:
+			// Taken whole or not at all; where it may point is the
+			// follower's to judge.
+			e, err := parseEndpoint(buf[packetSize:n])
+			if err != nil {
+				p.ignore("malformed")
+				continue
+			}
+			p.notePeerEndpoint(e)
 		case kindMTU:
 			// What the peer says of itself is bounded as the API bounds
 			// a tunnel MTU; anything else is no announcement.
