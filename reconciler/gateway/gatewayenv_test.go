@@ -145,6 +145,7 @@ func TestGateways(t *testing.T) {
 		{"wg server", func(t *testing.T) { testWgGateway(t, e, wgServer) }},
 		{"wg client", func(t *testing.T) { testWgGateway(t, e, wgClient) }},
 		{"wg server cluster ip", func(t *testing.T) { testWgServerClusterIP(t, e) }},
+		{"wg server moves its node port", func(t *testing.T) { testWgServerMove(t, e) }},
 		{"wg server user secret", func(t *testing.T) { testWgUserSecret(t, e, wgServer) }},
 		{"wg client user secret", func(t *testing.T) { testWgUserSecret(t, e, wgClient) }},
 		{"gateway server", func(t *testing.T) { testGateway(t, e, gwServer) }},

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -125,16 +126,37 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 	status.gateway.SecretRef, status.gateway.PublicKey = ref, pub[:]
 
 	var svc *corev1.Service
+	var keep time.Duration
 	if r.kind.service != nil {
 		svc = gatewayService(r.kind.service(wg), wg.GetName(), wg.GetNamespace(), childLabels(wg), owner)
+		live, err := liveService(ctx, r.apiReader, svc)
+		if err != nil {
+			return outcome.Outcome{}, err
+		}
+		keep = keepPreviousPort(svc, live, time.Now())
 		if err := apply.Typed(ctx, r.client, r.apiReader, svc); err != nil {
 			return outcome.Outcome{}, err
 		}
 		if err := removeStaleSlices(ctx, r.client, svc); err != nil {
 			return outcome.Outcome{}, err
 		}
+		if err := syncSlicePorts(ctx, r.client, svc); err != nil {
+			return outcome.Outcome{}, err
+		}
 	}
 
+	o, err := r.readiness(ctx, wg.GetName(), svc, pod, status)
+	if keep > 0 && o.After == 0 {
+		// The previous port goes once its grace is over.
+		o.After = keep + time.Second
+	}
+	return o, err
+}
+
+// readiness fills a server's status.endpoint and returns the outcome of
+// the gateway name whose children are applied: Ready once its active pod runs and,
+// for a server (svc not nil), its endpoint is known.
+func (r *wgGatewayReconciler[T]) readiness(ctx context.Context, name string, svc *corev1.Service, pod *corev1.Pod, status statusFields) (outcome.Outcome, error) {
 	reachable := ""
 	if svc != nil {
 		ep, wait, err := r.serverEndpoint(ctx, svc, pod)
@@ -149,7 +171,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 	}
 	if pod == nil {
 		return outcome.Progressing(ReasonWaitingForGatewayPod, "no running pod labelled %s=%s,%s=true",
-			netv1beta1.GatewayNameLabel, wg.GetName(), netv1beta1.ActiveGatewayLabel), nil
+			netv1beta1.GatewayNameLabel, name, netv1beta1.ActiveGatewayLabel), nil
 	}
 	return outcome.Ready(fmt.Sprintf("gateway pod %s on node %s%s", pod.Name, pod.Spec.NodeName, reachable)), nil
 }
