@@ -128,6 +128,10 @@ type ConnectionInfo struct {
 	// (cidr) with the one the peer reaches it at (remapped); none while
 	// unknown.
 	PeerView []Remap `json:"peerView,omitempty"`
+	// FollowedEndpoint is, on a client, the server's endpoint its gateway
+	// follows because the server announced it moved, where its
+	// GatewayClient names another (Over); nil while it follows none.
+	FollowedEndpoint *netv1beta1.FollowedEndpoint `json:"followedEndpoint,omitempty"`
 }
 
 // Describe reads the cluster's facts, published in peerlinkNamespace, and
@@ -350,6 +354,10 @@ func (p PeerInfo) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "Latency:\t%s\n", orNone(c.Latency))
 		fmt.Fprintf(tw, "Path MTU:\t%s\n", pathMTUString(c.PathMTU, p.Network.Gateway))
 		fmt.Fprintf(tw, "Peer MTU:\t%s\n", peerMTUString(c))
+		if f := c.FollowedEndpoint; f != nil {
+			fmt.Fprintf(tw, "Server moved to:\t%s (announced through the tunnel; the GatewayClient names %s, and wins once it names another)\n",
+				netv1beta1.AnnouncedEndpoint{Addresses: f.Addresses, Port: f.Port}, f.Over)
+		}
 	} else {
 		fmt.Fprintf(tw, "Connection:\tnone\n")
 	}
@@ -372,6 +380,11 @@ func connectionInfo(c *netv1beta1.Connection) *ConnectionInfo {
 	}
 	if r := apimeta.FindStatusCondition(c.Status.Conditions, netv1beta1.ConditionReady); r != nil && c.Status.Value != netv1beta1.Connected {
 		info.Message = r.Message
+	}
+	if v, ok := c.Annotations[netv1beta1.FollowedEndpointAnnotation]; ok {
+		if f, err := netv1beta1.ParseFollowedEndpoint(v); err == nil {
+			info.FollowedEndpoint = &f
+		}
 	}
 	return info
 }

@@ -117,3 +117,30 @@ func TestConnectionWhy(t *testing.T) {
 		t.Errorf("summary of a Connected Connection:\n%s", b.String())
 	}
 }
+
+// TestFollowedEndpoint checks that info peer says where a client follows
+// its server, and what its GatewayClient names meanwhile, in the summary
+// and under connection.followedEndpoint; and nothing while it follows none.
+func TestFollowedEndpoint(t *testing.T) {
+	c := &netv1beta1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "gw-peer", Annotations: map[string]string{
+		netv1beta1.FollowedEndpointAnnotation: `{"addresses":["172.30.12.2"],"port":30398,"over":{"addresses":["172.30.12.2"],"port":30397}}`}}}
+	c.Status.Value = netv1beta1.Connected
+	p := PeerInfo{ClusterID: "peer", Connection: connectionInfo(c)}
+	var b bytes.Buffer
+	p.WriteSummary(&b)
+	if flat := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(flat, "Server moved to: 172.30.12.2 port 30398 (announced through the tunnel; the GatewayClient names 172.30.12.2 port 30397") {
+		t.Errorf("summary of a client following its server:\n%s", b.String())
+	}
+	doc, err := Encode(p, manifests.FormatJSON, "connection.followedEndpoint.port")
+	if err != nil || strings.TrimSpace(string(doc)) != "30398" {
+		t.Errorf("info peer --get connection.followedEndpoint.port -o json: %s (%v)", doc, err)
+	}
+
+	c.Annotations = nil
+	p.Connection = connectionInfo(c)
+	b.Reset()
+	p.WriteSummary(&b)
+	if strings.Contains(b.String(), "moved") {
+		t.Errorf("summary of a client following no announcement:\n%s", b.String())
+	}
+}

@@ -45,7 +45,7 @@ type connectionWriter struct {
 	mu       sync.Mutex
 	created  bool
 	endpoint netip.AddrPort
-	// followed is, on a client, the value of FollowedEndpointAnnotation:
+	// followed is, on a client, the value of netv1beta1.FollowedEndpointAnnotation:
 	// empty while it follows no announced endpoint.
 	followed string
 	// dialed is, on a client, the server's endpoint its tunnel sends to.
@@ -116,7 +116,7 @@ func (w *connectionWriter) persistEndpoint(ctx context.Context, ep netip.AddrPor
 }
 
 // persistFollowed records, on a client, the server endpoint it follows
-// (FollowedEndpointAnnotation; empty for none) when it changed.
+// (netv1beta1.FollowedEndpointAnnotation; empty for none) when it changed.
 func (w *connectionWriter) persistFollowed(ctx context.Context, value string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -142,7 +142,7 @@ func (w *connectionWriter) lastFollowed(ctx context.Context) (string, error) {
 	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, &conn); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	value := conn.Annotations[FollowedEndpointAnnotation]
+	value := conn.Annotations[netv1beta1.FollowedEndpointAnnotation]
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.followed = value
@@ -233,7 +233,7 @@ func (w *connectionWriter) apply(ctx context.Context) error {
 		annotations[PeerEndpointAnnotation] = w.endpoint.String()
 	}
 	if w.followed != "" {
-		annotations[FollowedEndpointAnnotation] = w.followed
+		annotations[netv1beta1.FollowedEndpointAnnotation] = w.followed
 	}
 	u := connectionObject(w.name, w.ns, w.clusterID, w.role, kind, uid, annotations)
 	if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {

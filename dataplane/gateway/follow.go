@@ -15,26 +15,6 @@ import (
 	"github.com/peerlink/peerlink/internal/rangepolicy"
 )
 
-// FollowedEndpointAnnotation, on a client's Connection, is the server's
-// endpoint the client follows, as the server announced it through the
-// tunnel, with the endpoint its GatewayClient named then (see
-// followedEndpoint). A restarted client sends to it at once: the endpoint
-// its GatewayClient names may be gone.
-const FollowedEndpointAnnotation = "peerlink.io/followed-endpoint"
-
-// followedEndpoint is what FollowedEndpointAnnotation holds.
-type followedEndpoint struct {
-	Addresses []string `json:"addresses"`
-	Port      uint16   `json:"port"`
-	// Over is the endpoint the GatewayClient named when the announcement
-	// came: once it names another (the admins exchanged files again), the
-	// GatewayClient wins and the announcement is forgotten.
-	Over struct {
-		Addresses []string `json:"addresses"`
-		Port      uint16   `json:"port"`
-	} `json:"over"`
-}
-
 // endpointFollower is, on a client, the server's endpoint as the server
 // announces it through the tunnel (health.Endpoint): the client sends there
 // instead of where its GatewayClient says while the GatewayClient names
@@ -141,10 +121,8 @@ func (f *endpointFollower) check(e health.Endpoint) error {
 func (f *endpointFollower) persistLocked() {
 	value := ""
 	if !f.followed.IsZero() {
-		var fe followedEndpoint
-		fe.Addresses, fe.Port = f.followed.Addresses, f.followed.Port
-		fe.Over.Addresses, fe.Over.Port = f.over.Addresses, f.over.Port
-		b, err := json.Marshal(fe)
+		b, err := json.Marshal(netv1beta1.FollowedEndpoint{Addresses: f.followed.Addresses, Port: f.followed.Port,
+			Over: netv1beta1.AnnouncedEndpoint{Addresses: f.over.Addresses, Port: f.over.Port}})
 		if err != nil {
 			f.log.Error(err, "encode the followed endpoint")
 			return
@@ -167,14 +145,14 @@ func (f *endpointFollower) restore(ctx context.Context) {
 		}
 		return
 	}
-	var fe followedEndpoint
-	if err := json.Unmarshal([]byte(value), &fe); err != nil {
-		f.log.Error(err, "annotation "+FollowedEndpointAnnotation+" of the Connection: not followed")
+	fe, err := netv1beta1.ParseFollowedEndpoint(value)
+	if err != nil {
+		f.log.Error(err, "the Connection's followed endpoint is not followed")
 		return
 	}
 	e := health.Endpoint{Addresses: fe.Addresses, Port: fe.Port}
 	if err := f.check(e); err != nil {
-		f.log.Error(err, "annotation "+FollowedEndpointAnnotation+" of the Connection: not followed")
+		f.log.Error(err, "the Connection's followed endpoint is not followed")
 		return
 	}
 	f.mu.Lock()

@@ -57,7 +57,7 @@ func TestEndpointFollower(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "gw-peer"}, &conn); err != nil {
 			t.Fatal(err)
 		}
-		return conn.Annotations[FollowedEndpointAnnotation]
+		return conn.Annotations[netv1beta1.FollowedEndpointAnnotation]
 	}
 	endpoints := func(f *endpointFollower, spec health.Endpoint, want ...health.Endpoint) {
 		t.Helper()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
-	"github.com/peerlink/peerlink/dataplane/gateway"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	gwreconciler "github.com/peerlink/peerlink/reconciler/gateway"
@@ -87,12 +85,9 @@ func TestEndpointMoves(t *testing.T) {
 		if err != nil || conn == nil {
 			return fmt.Errorf("no Connection: %v", err)
 		}
-		var followed struct {
-			Port uint16 `json:"port"`
-		}
-		v := conn.Annotations[gateway.FollowedEndpointAnnotation]
-		if err := json.Unmarshal([]byte(v), &followed); err != nil || int32(followed.Port) != moved {
-			return fmt.Errorf("annotation %s=%q", gateway.FollowedEndpointAnnotation, v)
+		v := conn.Annotations[netv1beta1.FollowedEndpointAnnotation]
+		if followed, err := netv1beta1.ParseFollowedEndpoint(v); err != nil || int32(followed.Port) != moved || int32(followed.Over.Port) != former {
+			return fmt.Errorf("annotation %s=%q", netv1beta1.FollowedEndpointAnnotation, v)
 		}
 		return nil
 	})
