@@ -4,7 +4,7 @@
 //
 //	go run ./lab up [--clusters=2] [--cluster-names=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
-//	go run ./lab bench [--json] [--only=connect,dataplane,services,failover] [--bench-dir=/var/lib/peerlink-lab-bench]
+//	go run ./lab bench [--json] [--only=connect,dataplane,services,failover] [--kube-proxy-mode=iptables] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -192,6 +192,7 @@ func newRootCmd() *cobra.Command {
 	}
 	var asJSON bool
 	var only []string
+	var benchProxyMode string
 	bench := &cobra.Command{
 		Use:   "bench",
 		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
@@ -208,8 +209,12 @@ func newRootCmd() *cobra.Command {
 					err = derr
 				}
 			}()
+			mode, err := cluster.ParseProxyMode(benchProxyMode)
+			if err != nil {
+				return fmt.Errorf("--kube-proxy-mode: %w", err)
+			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: benchDir, Names: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress,
+				Dir: benchDir, Names: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress, ProxyMode: mode,
 			})
 			if err != nil {
 				return err
@@ -228,6 +233,7 @@ func newRootCmd() *cobra.Command {
 	bench.Flags().StringVar(&benchDir, "bench-dir", labctl.DefaultDir+"-bench", "directory of the benchmark's own lab")
 	bench.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	bench.Flags().StringSliceVar(&only, "only", nil, "measure only these parts ("+strings.Join(labctl.BenchParts, ", ")+"); empty: all")
+	bench.Flags().StringVar(&benchProxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node of the benchmark's clusters: iptables, nftables or ipvs")
 	var suite, confDir string
 	var keep bool
 	conformance := &cobra.Command{
