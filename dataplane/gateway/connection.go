@@ -97,39 +97,31 @@ func (w *connectionWriter) ensure(ctx context.Context) error {
 // persistEndpoint records the peer's endpoint on the Connection when it
 // changed.
 func (w *connectionWriter) persistEndpoint(ctx context.Context, ep netip.AddrPort) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ep == w.endpoint {
-		return nil
-	}
-	old := w.endpoint
-	w.endpoint = ep
-	if !w.created {
-		// ensure writes it with the rest.
-		return nil
-	}
-	if err := w.apply(ctx); err != nil {
-		w.endpoint = old
-		return err
-	}
-	return nil
+	return persist(ctx, w, &w.endpoint, ep)
 }
 
 // persistFollowed records, on a client, the server endpoint it follows
 // (netv1beta1.FollowedEndpointAnnotation; empty for none) when it changed.
 func (w *connectionWriter) persistFollowed(ctx context.Context, value string) error {
+	return persist(ctx, w, &w.followed, value)
+}
+
+// persist sets field, one of w's annotations, to v and applies the
+// Connection when it changed and the Connection exists (ensure applies it
+// with the rest otherwise); a failed apply leaves field as it was.
+func persist[T comparable](ctx context.Context, w *connectionWriter, field *T, v T) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if value == w.followed {
+	if v == *field {
 		return nil
 	}
-	old := w.followed
-	w.followed = value
+	old := *field
+	*field = v
 	if !w.created {
 		return nil
 	}
 	if err := w.apply(ctx); err != nil {
-		w.followed = old
+		*field = old
 		return err
 	}
 	return nil

@@ -8,16 +8,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/health"
-	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
 // TestEndpointFollower runs a client's follower against a real API server:
@@ -27,13 +23,7 @@ import (
 // run takes it from the Connection; a GatewayClient naming another
 // endpoint, or the server announcing the named one again, ends it.
 func TestEndpointFollower(t *testing.T) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := tenantClient(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds"))
+	c := tenantCRDClient(t)
 	ctx := context.Background()
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant"}}
 	if err := c.Create(ctx, gw); err != nil {

@@ -195,13 +195,7 @@ func TestOptionsValidate(t *testing.T) {
 // at once with their conditions, and the peer endpoint survives in an
 // annotation.
 func TestConnectionWriter(t *testing.T) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := tenantClient(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds"))
+	c := tenantCRDClient(t)
 	ctx := context.Background()
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "tenant",
 		Labels: map[string]string{netv1beta1.RemoteClusterIDLabel: "peer"}}}
@@ -356,6 +350,18 @@ func meta(conn netv1beta1.Connection, typ string, status metav1.ConditionStatus)
 		}
 	}
 	return false
+}
+
+// tenantCRDClient is tenantClient with the API's CRDs installed.
+func tenantCRDClient(t *testing.T) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, netv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tenantClient(t, testcluster.WithScheme(s), testcluster.WithCRDDirs("../../bundles/install/crds"))
 }
 
 // tenantClient starts an API server with opts and returns a client of it,

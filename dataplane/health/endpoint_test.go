@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -87,24 +86,11 @@ func TestEndpointAnnouncement(t *testing.T) {
 	go func() { _ = b.Run(ctx, func(r Report) { reports <- r }) }()
 	waitReport(t, reports, "the peer's endpoint", func(r Report) bool { return r.PeerEndpoint.Equal(first) })
 
-	before := b.Ignored()["malformed"]
 	good, err := endpointAnnouncement(first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := [][]byte{append(slices.Clone(good), 0), good[:len(good)-2], append(packet(kindEndpoint, 0), 0, 0, 1, 1, '1')}
-	for _, pkt := range bad {
-		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Ignored()["malformed"] < before+uint64(len(bad)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ignored %v: want the %d malformed announcements counted", b.Ignored(), len(bad))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sendMalformed(t, a, b, append(slices.Clone(good), 0), good[:len(good)-2], append(packet(kindEndpoint, 0), 0, 0, 1, 1, '1'))
 	for range 3 {
 		if r := <-reports; !r.PeerEndpoint.Equal(first) {
 			t.Fatalf("report %+v after malformed announcements: want the peer's endpoint unchanged", r)

@@ -465,25 +465,12 @@ func TestMTUAnnouncement(t *testing.T) {
 
 	// Out of bounds, and of the wrong size, from the peer's own address:
 	// a's socket.
-	before := b.Ignored()["malformed"]
 	good, err := viewAnnouncement(view)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := [][]byte{mtuAnnouncement(netv1beta1.MinMTU - 1), mtuAnnouncement(netv1beta1.MaxMTU + 1), mtuAnnouncement(0), mtuAnnouncement(65535), append(mtuAnnouncement(1500), 0),
-		append(slices.Clone(good), 0), good[:len(good)-3], append(packet(kindView, 0), MaxView+1)}
-	for _, pkt := range bad {
-		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Ignored()["malformed"] < before+uint64(len(bad)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ignored %v: want the %d malformed announcements counted", b.Ignored(), len(bad))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sendMalformed(t, a, b, mtuAnnouncement(netv1beta1.MinMTU-1), mtuAnnouncement(netv1beta1.MaxMTU+1), mtuAnnouncement(0), mtuAnnouncement(65535), append(mtuAnnouncement(1500), 0),
+		append(slices.Clone(good), 0), good[:len(good)-3], append(packet(kindView, 0), MaxView+1))
 	for range 5 {
 		if r := <-bReports; r.PeerMTU != 1400 || !slices.Equal(r.PeerView, view) {
 			t.Fatalf("report %+v after malformed announcements: want the peer's MTU still 1400 and its view unchanged", r)
@@ -501,6 +488,25 @@ func TestMTUAnnouncement(t *testing.T) {
 	}
 	aView.Store(&tooMany)
 	waitFor(bReports, "the peer's view unknown once it stopped announcing", func(r Report) bool { return r.PeerView == nil && r.State == Connected })
+}
+
+// sendMalformed sends bad from a's socket, the peer's own address, to b,
+// and waits until b has counted each as malformed.
+func sendMalformed(t *testing.T, a, b *Prober, bad ...[]byte) {
+	t.Helper()
+	before := b.Ignored()["malformed"]
+	for _, pkt := range bad {
+		if _, err := a.Conn.WriteTo(pkt, net.UDPAddrFromAddrPort(a.Peer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Ignored()["malformed"] < before+uint64(len(bad)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ignored %v: want the %d malformed announcements counted", b.Ignored(), len(bad))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitReport waits up to 5 s for a report of reports that ok accepts.

@@ -112,9 +112,7 @@ func checkLoadBalancerGateway(t *testing.T, ctx context.Context, l *labctl.Lab, 
 		t.Fatal(err)
 	}
 	var servers netv1beta1.GatewayServerList
-	if err := cb.List(ctx, &servers, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.ClusterID}); err != nil {
-		t.Fatal(err)
-	}
+	listOfPeer(t, ctx, cb, a, &servers)
 	if len(servers.Items) != 1 {
 		t.Fatalf("cluster %s: %d GatewayServers for %s, want one", b.ClusterID, len(servers.Items), a.ClusterID)
 	}
@@ -188,9 +186,7 @@ func checkLoadBalancerGateway(t *testing.T, ctx context.Context, l *labctl.Lab, 
 		t.Fatal(err)
 	}
 	var clients netv1beta1.GatewayClientList
-	if err := ca.List(ctx, &clients, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: b.ClusterID}); err != nil {
-		t.Fatal(err)
-	}
+	listOfPeer(t, ctx, ca, b, &clients)
 	if len(clients.Items) != 1 {
 		t.Fatalf("cluster %s: %d GatewayClients for %s, want one", a.ClusterID, len(clients.Items), b.ClusterID)
 	}
@@ -422,5 +418,14 @@ func checkVersions(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("cluster %s: peerlink version warned: %s", n.ClusterID, stderr.String())
+	}
+}
+
+// listOfPeer lists into list the objects of its kind, in every namespace
+// of the cluster c reads, that are labelled for peer.
+func listOfPeer(t *testing.T, ctx context.Context, c client.Client, peer *cluster.Cluster, list client.ObjectList) {
+	t.Helper()
+	if err := c.List(ctx, list, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: peer.ClusterID}); err != nil {
+		t.Fatalf("list the objects labelled for %s: %v", peer.Name, err)
 	}
 }

@@ -63,17 +63,9 @@ func TestGatewayHA(t *testing.T) {
 		waitReplicas(t, ctx, n)
 	}
 
-	to := echoPods(t, ctx, l, b)[0]
-	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The probe runs on the control-plane node, which stays up.
 	const probe = "ha-probe"
-	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), probe, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), haProbeInterval, 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitAnswered(t, ctx, l, a, probe)
+	startProbe(t, ctx, l, a, b, probe, haProbeInterval, 10*time.Minute)
 
 	deleteActive(t, ctx, l, probe, a, b, "", haTrials)
 	rollOut(t, ctx, l, probe, a, b)
@@ -93,6 +85,7 @@ func TestGatewayHA(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, ctx, "the active replica of "+a.ClusterID+" moves off the control-plane node", func() error {
+			var err error
 			active, err = activeReplica(ctx, a)
 			if err != nil {
 				return err

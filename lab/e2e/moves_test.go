@@ -46,17 +46,7 @@ func TestEndpointMoves(t *testing.T) {
 		name    string
 	}{{a, b, "mv-probe-a"}, {b, a, "mv-probe-b"}}
 	for _, p := range probes {
-		to := echoPods(t, ctx, l, p.peer)[0]
-		ip, err := l.RemappedIP(ctx, p.n, p.peer, to.Status.PodIP)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.StartProbeOn(ctx, p.n, p.n.ControlPlane().Name(), p.name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), haProbeInterval, 10*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range probes {
-		waitAnswered(t, ctx, l, p.n, p.name)
+		startProbe(t, ctx, l, p.n, p.peer, p.name, haProbeInterval, 10*time.Minute)
 	}
 
 	cb, err := l.Client(b)
@@ -64,9 +54,7 @@ func TestEndpointMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	var servers netv1beta1.GatewayServerList
-	if err := cb.List(ctx, &servers, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: a.ClusterID}); err != nil {
-		t.Fatal(err)
-	}
+	listOfPeer(t, ctx, cb, a, &servers)
 	if len(servers.Items) != 1 || servers.Items[0].Status.Endpoint == nil {
 		t.Fatalf("cluster %s: %d GatewayServers for %s, want one with an endpoint", b.Name, len(servers.Items), a.Name)
 	}
@@ -136,9 +124,7 @@ func TestEndpointMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	var clients netv1beta1.GatewayClientList
-	if err := ca.List(ctx, &clients, client.MatchingLabels{netv1beta1.RemoteClusterIDLabel: b.ClusterID}); err != nil {
-		t.Fatal(err)
-	}
+	listOfPeer(t, ctx, ca, b, &clients)
 	if len(clients.Items) != 1 || clients.Items[0].Spec.Endpoint.Resolved().Port != former {
 		t.Fatalf("cluster %s: GatewayClients %+v, want one still naming port %d: no file was exchanged", a.Name, clients.Items, former)
 	}

@@ -39,7 +39,7 @@ func TestKeyRotation(t *testing.T) {
 	waitConnected(t, ctx, l, a, b)
 
 	const probe = "rotation-probe"
-	startRotationProbe(t, ctx, l, a, b, probe)
+	startProbe(t, ctx, l, a, b, probe, rotationProbeInterval, 15*time.Minute)
 	traceRotation(t, ctx, l, a, b)
 
 	for _, side := range []struct {
@@ -98,16 +98,17 @@ func publishedKey(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 	return kubectlOut(t, ctx, l, n, "get", kind, "-A", "-l", "liqo.io/remote-cluster-id="+peer, "-o", "jsonpath={.items[0].status.publicKey}")
 }
 
-// startRotationProbe starts a probe in cluster a sending a request every
-// rotationProbeInterval to an echo pod of b, and waits for its answers.
-func startRotationProbe(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, name string) {
+// startProbe starts a probe on the control-plane node of cluster a (it
+// stays up) sending a request every interval, for d, to an echo pod of b,
+// and waits for its answers.
+func startProbe(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, name string, interval, d time.Duration) {
 	t.Helper()
 	to := echoPods(t, ctx, l, b)[0]
 	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), rotationProbeInterval, 15*time.Minute); err != nil {
+	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), interval, d); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswered(t, ctx, l, a, name)

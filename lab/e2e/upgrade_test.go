@@ -96,17 +96,7 @@ func TestUpgrade(t *testing.T) {
 	waitConnected(t, ctx, l, a, b)
 	for _, s := range sides {
 		waitReplicas(t, ctx, s.n)
-		to := echoPods(t, ctx, l, s.peer)[0]
-		ip, err := l.RemappedIP(ctx, s.n, s.peer, to.Status.PodIP)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.StartProbeOn(ctx, s.n, s.n.ControlPlane().Name(), s.probe, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), haProbeInterval, 20*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range sides {
-		waitAnswered(t, ctx, l, s.n, s.probe)
+		startProbe(t, ctx, l, s.n, s.peer, s.probe, haProbeInterval, 20*time.Minute)
 	}
 
 	ok := t.Run("two replicas, upgrade", func(t *testing.T) {
