@@ -205,6 +205,9 @@ func (s *side) startEcho(ctx context.Context) error {
 		TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: "ServiceExport"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: VerifyNamespace, Name: name},
 	}
+	if err := s.waitNamespaceGone(ctx); err != nil {
+		return err
+	}
 	s.Progress.Infof("Starting the echo pod %s/%s, its Service and its export", VerifyNamespace, name)
 	for _, o := range []client.Object{ns, pod, svc, export} {
 		if err := s.apply(ctx, o); err != nil {
@@ -212,6 +215,26 @@ func (s *side) startEcho(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitNamespaceGone waits until VerifyNamespace, when a previous run left
+// it terminating, is gone: nothing can be made in it meanwhile.
+func (s *side) waitNamespaceGone(ctx context.Context) error {
+	_, err := s.Progress.Wait(ctx, "namespace "+VerifyNamespace+" of a previous verify gone", func(ctx context.Context) (bool, string, error) {
+		var ns corev1.Namespace
+		err := s.Client.Get(ctx, client.ObjectKey{Name: VerifyNamespace}, &ns)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("%s cluster: get namespace %s: %w", s.Name, VerifyNamespace, err)
+		}
+		if ns.DeletionTimestamp == nil {
+			return true, "", nil
+		}
+		return false, "terminating", nil
+	})
+	return err
 }
 
 // pod is a pod of verify running `peerlink-agent probe args...`.
