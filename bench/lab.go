@@ -36,23 +36,9 @@ const (
 // bare node network (a NodePort). The lab needs root.
 func labTable(ctx context.Context) (*table, error) {
 	t := &table{title: "Whole system: two real clusters of the lab, peered with `peerlink network connect`"}
-	if os.Geteuid() != 0 {
-		t.notes = append(t.notes, "skipped: the lab needs root")
-		return t, nil
-	}
-	gobin := os.Getenv("GO")
-	if gobin == "" {
-		gobin = "go"
-	}
-	cmd := exec.CommandContext(ctx, gobin, "run", "./lab", "bench", "--json")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("lab table: go run ./lab bench: %w", err)
-	}
 	var f figures.Figures
-	if err := json.Unmarshal(out, &f); err != nil {
-		return nil, fmt.Errorf("lab table: figures %q: %w", out, err)
+	if ran, err := labBench(ctx, t, &f); !ran || err != nil {
+		return t, err
 	}
 	t.rows = append(t.rows, row{name: "last manifest applied -> Connected (both sides)", measured: f.ConnectSeconds, goal: connectGoal, unit: "s", dir: atMost})
 	for _, id := range slices.Sorted(maps.Keys(f.RecoverySeconds)) {
@@ -79,4 +65,28 @@ func labTable(ctx context.Context) (*table, error) {
 		"throughput: one TCP stream for 5 s; request/response: 64-byte exchanges on one TCP connection for 5 s;",
 		"  the node network path is the same pods through a NodePort of the other cluster (no tunnel)")
 	return t, nil
+}
+
+// labBench runs `go run ./lab bench --json` with args, as root, and
+// decodes what it prints into figures. Without root it notes in t that
+// the table is skipped, and reports that it did not run.
+func labBench(ctx context.Context, t *table, figures any, args ...string) (bool, error) {
+	if os.Geteuid() != 0 {
+		t.notes = append(t.notes, "skipped: the lab needs root")
+		return false, nil
+	}
+	gobin := os.Getenv("GO")
+	if gobin == "" {
+		gobin = "go"
+	}
+	cmd := exec.CommandContext(ctx, gobin, append([]string{"run", "./lab", "bench", "--json"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return false, fmt.Errorf("%s: go run ./lab bench %v: %w", t.title, args, err)
+	}
+	if err := json.Unmarshal(out, figures); err != nil {
+		return false, fmt.Errorf("%s: figures %q: %w", t.title, out, err)
+	}
+	return true, nil
 }

@@ -23,6 +23,7 @@ func tables() []namedTable {
 		{"peering", peeringTable},
 		{"dataplane", dataplaneTable},
 		{"lab", labTable},
+		{"mesh", meshTable},
 	}
 }
 

@@ -4,7 +4,7 @@
 //
 //	go run ./lab up [--clusters=2] [--cluster-names=cluster-1,cluster-2] [--dir=/var/lib/peerlink-lab]
 //	go run ./lab demo [--dir=...]
-//	go run ./lab bench [--json] [--only=connect,dataplane,services,failover] [--kube-proxy-mode=iptables] [--bench-dir=/var/lib/peerlink-lab-bench]
+//	go run ./lab bench [--json] [--only=connect,dataplane,services,failover | --mesh] [--kube-proxy-mode=iptables] [--bench-dir=/var/lib/peerlink-lab-bench]
 //	go run ./lab status [--dir=...]
 //	go run ./lab down [--dir=...]
 //
@@ -193,6 +193,7 @@ func newRootCmd() *cobra.Command {
 	var asJSON bool
 	var only []string
 	var benchProxyMode string
+	var mesh bool
 	bench := &cobra.Command{
 		Use:   "bench",
 		Short: "Bring up a fresh pair of clusters, peer them, print whole-system figures, and remove them",
@@ -213,11 +214,29 @@ func newRootCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--kube-proxy-mode: %w", err)
 			}
+			names := []string{"bench-a", "bench-b"}
+			if mesh {
+				names = nil
+				for i := 1; i <= labctl.MeshClusters; i++ {
+					names = append(names, fmt.Sprintf("mesh-%d", i))
+				}
+			}
 			l, err := labctl.Up(cmd.Context(), labctl.Options{
-				Dir: benchDir, Names: []string{"bench-a", "bench-b"}, Repo: repo, Out: progress, ProxyMode: mode,
+				Dir: benchDir, Names: names, Repo: repo, Out: progress, ProxyMode: mode,
 			})
 			if err != nil {
 				return err
+			}
+			if mesh {
+				m, err := l.BenchMesh(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(m)
+				}
+				printMesh(cmd.OutOrStdout(), m)
+				return nil
 			}
 			f, err := l.Bench(cmd.Context(), only...)
 			if err != nil {
@@ -233,6 +252,7 @@ func newRootCmd() *cobra.Command {
 	bench.Flags().StringVar(&benchDir, "bench-dir", labctl.DefaultDir+"-bench", "directory of the benchmark's own lab")
 	bench.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	bench.Flags().StringSliceVar(&only, "only", nil, "measure only these parts ("+strings.Join(labctl.BenchParts, ", ")+"); empty: all")
+	bench.Flags().BoolVar(&mesh, "mesh", false, fmt.Sprintf("measure a full mesh of %d clusters instead of one peering (--only does not apply)", labctl.MeshClusters))
 	bench.Flags().StringVar(&benchProxyMode, "kube-proxy-mode", string(cluster.IPTables), "kube-proxy's mode on every node of the benchmark's clusters: iptables, nftables or ipvs")
 	var suite, confDir string
 	var keep bool
@@ -296,6 +316,22 @@ func printFigures(out io.Writer, f figures.Figures) {
 	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s)\n", s.Services, s.Endpoints, s.ImportSeconds)
 	for _, k := range slices.Sorted(maps.Keys(s.Memory)) {
 		fmt.Fprintf(out, "  resident memory, %s: %.0f MiB\n", k, s.Memory[k]/(1<<20))
+	}
+}
+
+// printMesh writes the mesh's figures as lines a person reads.
+func printMesh(out io.Writer, m figures.Mesh) {
+	fmt.Fprintf(out, "%d peerings of %d clusters: first connect -> all Connected: %.1fs\n", m.Peerings, m.Clusters, m.ConnectedSeconds)
+	fmt.Fprintf(out, "first connect -> every cluster answered by every other's Service, by name: %.1fs\n", m.ServicesSeconds)
+	for _, g := range []struct {
+		what string
+		vs   []float64
+	}{{"active gateway pod", m.GatewayMemory}, {"controller", m.ControllerMemory}} {
+		var mib []string
+		for _, v := range g.vs {
+			mib = append(mib, fmt.Sprintf("%.0f", v/(1<<20)))
+		}
+		fmt.Fprintf(out, "resident memory of each %s: %s MiB\n", g.what, strings.Join(mib, ", "))
 	}
 }
 

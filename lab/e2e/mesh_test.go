@@ -15,7 +15,6 @@ import (
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/mcs"
 )
 
 // meshEnv set to 1 runs TestMesh, whose five clusters do not fit the time
@@ -91,7 +90,7 @@ func TestMesh(t *testing.T) {
 	for _, a := range l.Clusters {
 		for _, b := range l.Clusters {
 			if a != b {
-				callExportedEcho(t, ctx, l, a, pods[a][0], b, pods[b])
+				callExportedEcho(t, ctx, l, a, pods[a][0], b)
 			}
 		}
 	}
@@ -111,20 +110,23 @@ func TestMesh(t *testing.T) {
 }
 
 // exportEcho exports from n the Service echo-<n's name> of the lab's echo
-// pods, in a namespace that takes the peers' exports too.
+// pods (labctl.ExportEcho).
 func exportEcho(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster) {
 	t.Helper()
-	ns := labctl.EchoNamespace
-	kubectlOut(t, ctx, l, n, "label", "--overwrite", "namespace", ns, mcs.ImportNamespaceLabel+"=true")
-	echoService(t, ctx, l, n, ns, "echo-"+n.Name, "")
-	export(t, ctx, l, n, ns, "echo-"+n.Name)
+	if err := l.ExportEcho(ctx, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // callExportedEcho calls from pod of a, by its clusterset name, the
-// Service b exports with exportEcho, until one of b's pods (bPods) answers.
-func callExportedEcho(t *testing.T, ctx context.Context, l *labctl.Lab, a *cluster.Cluster, pod corev1.Pod, b *cluster.Cluster, bPods []corev1.Pod) {
+// Service b exports with exportEcho, until one of b's pods answers.
+func callExportedEcho(t *testing.T, ctx context.Context, l *labctl.Lab, a *cluster.Cluster, pod corev1.Pod, b *cluster.Cluster) {
 	t.Helper()
-	callEcho(t, ctx, l, a, pod, b, bPods, fmt.Sprintf("http://echo-%s.%s.svc.%s:%d/", b.Name, labctl.EchoNamespace, cluster.ClustersetDomain, labctl.EchoPort))
+	answer, err := l.CallExportedEcho(ctx, a, pod, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(answer)
 }
 
 // callEcho calls url from pod of a until one of b's pods (bPods) answers.

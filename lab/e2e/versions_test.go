@@ -43,6 +43,6 @@ func TestSmokeOldestKubernetes(t *testing.T) {
 	checkTraffic(t, ctx, l, b, podsB[1], a, podsA[1])
 	exportEcho(t, ctx, l, a)
 	exportEcho(t, ctx, l, b)
-	callExportedEcho(t, ctx, l, a, podsA[0], b, podsB)
-	callExportedEcho(t, ctx, l, b, podsB[0], a, podsA)
+	callExportedEcho(t, ctx, l, a, podsA[0], b)
+	callExportedEcho(t, ctx, l, b, podsB[0], a)
 }

@@ -47,3 +47,20 @@ type Services struct {
 	// cluster's controller and gateway, and the exporting cluster's.
 	Memory map[string]float64 `json:"residentMemoryBytes"`
 }
+
+// Mesh are the measurements of a full mesh of clusters.
+type Mesh struct {
+	// Clusters and Peerings are the size of the mesh: every pair peered.
+	Clusters int `json:"clusters"`
+	Peerings int `json:"peerings"`
+	// ConnectedSeconds runs from the first network connect to every
+	// peering Connected on both sides; ServicesSeconds to every cluster
+	// answered by every other's exported Service, called by name.
+	ConnectedSeconds float64 `json:"connectedSeconds"`
+	ServicesSeconds  float64 `json:"servicesSeconds"`
+	// GatewayMemory is the resident memory, in bytes, of each active
+	// gateway pod (one per peering on each side); ControllerMemory that of
+	// each cluster's controller.
+	GatewayMemory    []float64 `json:"gatewayResidentMemoryBytes"`
+	ControllerMemory []float64 `json:"controllerResidentMemoryBytes"`
+}
