@@ -47,8 +47,11 @@ type metrics struct {
 	rejectedServices map[string]float64
 	// switches counts the switches to the next key, by result.
 	switches map[string]float64
+	// ignored holds the health prober's ignored packets by reason, as
+	// it counts them since it started (once per agent).
+	ignored map[string]uint64
 
-	stateDesc, received, transmitted, handshakeAge, impl, drops, pathMTU, peerMTUDesc, mtuMismatchDesc, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc *prometheus.Desc
+	stateDesc, received, transmitted, handshakeAge, impl, drops, pathMTU, peerMTUDesc, mtuMismatchDesc, refusedDesc, rejectedDesc, rejectedServicesDesc, switchesDesc, ignoredDesc *prometheus.Desc
 }
 
 func newMetrics(now func() time.Time) *metrics {
@@ -64,6 +67,11 @@ func newMetrics(now func() time.Time) *metrics {
 		refused:          map[string]float64{},
 		rejectedServices: map[string]float64{},
 		switches:         map[string]float64{},
+		ignoredDesc: prometheus.NewDesc("peerlink_gateway_health_ignored_packets_total",
+			"Packets the health prober ignored, by reason: sender (not from the peer's tunnel address and port), malformed (not a packet "+
+				"of the protocol, or an announcement outside its bounds), stale (an answer to no question waiting for one), leaving (a ping "+
+				"after this side said goodbye).",
+			[]string{"reason"}, nil),
 		stateDesc: prometheus.NewDesc("peerlink_gateway_connection_state",
 			"The tunnel's health, as the Connection's status.value says it: 1 for the state in the label (Connecting, Connected, Error), "+
 				"0 for the others; absent before the first health report.",
@@ -144,6 +152,13 @@ func (m *metrics) count(counts map[string]float64, key string) {
 	counts[key]++
 }
 
+// observeIgnored records the health prober's counts of ignored packets.
+func (m *metrics) observeIgnored(counts map[string]uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ignored = counts
+}
+
 // observeRefused counts a connection of the service exchange refused.
 func (m *metrics) observeRefused(reason string) {
 	m.count(m.refused, reason)
@@ -201,6 +216,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.rejectedDesc
 	ch <- m.rejectedServicesDesc
 	ch <- m.switchesDesc
+	ch <- m.ignoredDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -245,6 +261,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, result := range []string{switchDone, switchReverted} {
 		ch <- prometheus.MustNewConstMetric(m.switchesDesc, prometheus.CounterValue, m.switches[result], result)
+	}
+	for _, reason := range health.IgnoredReasons() {
+		ch <- prometheus.MustNewConstMetric(m.ignoredDesc, prometheus.CounterValue, float64(m.ignored[reason]), reason)
 	}
 	if m.peer == nil {
 		return

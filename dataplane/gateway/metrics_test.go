@@ -46,3 +46,21 @@ func registryOf(t *testing.T, m *metrics) *prometheus.Registry {
 	}
 	return r
 }
+
+// TestIgnoredPacketsMetric: the health prober's ignored packets are
+// counted by reason, every reason present from the start.
+func TestIgnoredPacketsMetric(t *testing.T) {
+	m := newMetrics(time.Now)
+	m.observeIgnored(map[string]uint64{"malformed": 3, "sender": 1})
+	want := `
+# HELP peerlink_gateway_health_ignored_packets_total Packets the health prober ignored, by reason: sender (not from the peer's tunnel address and port), malformed (not a packet of the protocol, or an announcement outside its bounds), stale (an answer to no question waiting for one), leaving (a ping after this side said goodbye).
+# TYPE peerlink_gateway_health_ignored_packets_total counter
+peerlink_gateway_health_ignored_packets_total{reason="leaving"} 0
+peerlink_gateway_health_ignored_packets_total{reason="malformed"} 3
+peerlink_gateway_health_ignored_packets_total{reason="sender"} 1
+peerlink_gateway_health_ignored_packets_total{reason="stale"} 0
+`
+	if err := testutil.GatherAndCompare(registryOf(t, m), strings.NewReader(want), "peerlink_gateway_health_ignored_packets_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -61,6 +61,9 @@ type prober struct {
 	// on the other role.
 	endpoint func() health.Endpoint
 	follow   func(health.Endpoint) bool
+	// ignored returns the health prober's counts of ignored packets; nil
+	// until it starts.
+	ignored func() map[string]uint64
 	// view is how this side reaches the peer's ranges, from the facts of
 	// the last plan applied, which the prober announces to the peer.
 	view atomic.Pointer[[]health.Mapping]
@@ -106,6 +109,7 @@ func (p *prober) start(ctx context.Context, run func(func())) error {
 		Endpoint:  p.endpoint,
 		Accept:    p.accepts,
 	}
+	p.ignored = hp.Ignored
 	run(func() { _ = hp.Run(ctx, p.onReport) })
 	return nil
 }
@@ -114,6 +118,9 @@ func (p *prober) start(ctx context.Context, run func(func())) error {
 // late.
 func (p *prober) onReport(r health.Report) {
 	p.setAccepted(r.Accepted)
+	if p.ignored != nil {
+		p.metrics.observeIgnored(p.ignored())
+	}
 	if r.Late {
 		// A late ping, or the server's goodbye, is a client's first sign
 		// of a server replaced by a new pod (kubectl delete, a drain, a

@@ -339,6 +339,9 @@ func newNonce() uint64 {
 	}
 }
 
+// IgnoredReasons are the reasons Ignored counts packets by.
+func IgnoredReasons() []string { return []string{"sender", "malformed", "stale", "leaving"} }
+
 // Ignored returns how many received packets were ignored, by reason:
 // "sender" (not from the peer's address), "malformed" (size, magic or
 // kind, the zero key, an MTU outside the API's bounds), "stale" (a pong of no ping, or a probe acknowledgment of no probe,
