@@ -19,7 +19,6 @@ import (
 
 	"github.com/peerlink/peerlink/lab/internal/cluster"
 	"github.com/peerlink/peerlink/lab/internal/labctl"
-	"github.com/peerlink/peerlink/lab/internal/sweep"
 	"github.com/peerlink/peerlink/testkit/testenv"
 	"github.com/peerlink/peerlink/testkit/testenv/netns"
 )
@@ -319,21 +318,14 @@ func TestLab(t *testing.T) {
 		return err
 	})
 
-	// Take the lab down now, to check what the teardown leaves.
+	// Take the lab down now, to check what the teardown leaves: Down
+	// fails, naming them, when any process, mount, cgroup, network
+	// namespace, interface or file of the lab is left. It checks under the
+	// host lock; checked here, after it returns, a lab coming up side by
+	// side would already hold the freed indices, and its namespaces and
+	// interfaces would read as this lab's.
 	if err := labctl.Down(l.Dir, &logWriter{t: t}); err != nil {
 		t.Fatal(err)
-	}
-	for _, n := range l.Clusters {
-		if netns.Exists(n.Namespace()) {
-			t.Errorf("network namespace %s survived lab down", n.Namespace())
-		}
-	}
-	left, err := sweep.Lab{Dir: l.Dir, Indices: []int{a.Index, b.Index}}.Leftovers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left) > 0 {
-		t.Errorf("lab down left: %v", left)
 	}
 }
 
