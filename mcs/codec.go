@@ -238,42 +238,55 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // l.EncodedBytes stored or l.DocumentBytes decompressed, or has more
 // services rejected than l.Services. Errors of bounds wrap ErrTooLarge.
 func Decode(data []byte, l Limits, now time.Time) (Set, []Rejected, error) {
-	l = l.WithDefaults()
-	if len(data) > l.EncodedBytes {
-		return nil, nil, documentError(RuleEncodedBytes, ErrTooLarge, "%d bytes stored, at most %d", len(data), l.EncodedBytes)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, documentError(RuleUndecodable, err, "not gzip")
-	}
-	d := &decoder{limits: l, now: now, in: &countingReader{r: zr, left: int64(l.DocumentBytes)}, set: Set{}, tally: NewTally(l)}
-	d.dec = json.NewDecoder(d.in)
-	if err := d.document(); err != nil {
-		return nil, nil, err
-	}
-	return d.set, d.rejected, nil
+	return DecodeShards([]Shard{{Index: 0, Count: 1, Data: data}}, l, now)
 }
 
-// decoder is the state of one Decode.
+// decoder is the state of one DecodeShards.
 type decoder struct {
 	limits   Limits
 	now      time.Time
-	in       *countingReader
-	dec      *json.Decoder
 	set      Set
 	rejected []Rejected
 	tally    *Tally
+
+	// The shard being read.
+	place Shard
+	in    *countingReader
+	dec   *json.Decoder
 	// last is the key of the last service read, for the key order.
 	last    Key
 	started bool
 }
 
+// shard reads one stored shard into the set.
+func (d *decoder) shard(sh Shard) error {
+	if len(sh.Data) > d.limits.EncodedBytes {
+		return d.refuse(RuleEncodedBytes, ErrTooLarge, "%d bytes stored, at most %d", len(sh.Data), d.limits.EncodedBytes)
+	}
+	d.place, d.started = sh, false
+	zr, err := gzip.NewReader(bytes.NewReader(sh.Data))
+	if err != nil {
+		return d.refuse(RuleUndecodable, err, "not gzip")
+	}
+	d.in = &countingReader{r: zr, left: int64(d.limits.DocumentBytes)}
+	d.dec = json.NewDecoder(d.in)
+	return d.document()
+}
+
+// refuse refuses the whole set for what the shard being read holds.
+func (d *decoder) refuse(rule string, wrapped error, format string, args ...any) error {
+	if d.place.Count > 1 {
+		format = "shard " + ShardPlace(d.place.Index, d.place.Count) + ": " + format
+	}
+	return documentError(rule, wrapped, format, args...)
+}
+
 // fail makes err, an error of the stream, the refusal of the document.
 func (d *decoder) fail(err error) error {
 	if d.in.exceeded {
-		return documentError(RuleDocumentBytes, ErrTooLarge, "more than %d bytes decompressed", d.limits.DocumentBytes)
+		return d.refuse(RuleDocumentBytes, ErrTooLarge, "more than %d bytes decompressed", d.limits.DocumentBytes)
 	}
-	return documentError(RuleUndecodable, err, "not a set")
+	return d.refuse(RuleUndecodable, err, "not a set")
 }
 
 func (d *decoder) delim(want json.Delim) error {
@@ -317,7 +330,7 @@ func (d *decoder) document() error {
 		return err
 	}
 	if version != Version {
-		return documentError(RuleUndecodable, nil, "version %d, this side reads %d", version, Version)
+		return d.refuse(RuleUndecodable, nil, "version %d, this side reads %d", version, Version)
 	}
 	return nil
 }
@@ -346,6 +359,10 @@ func (d *decoder) services() error {
 		if err == nil && d.started && s.Key.Compare(d.last) <= 0 {
 			err = &RuleError{Rule: RuleDuplicate, msg: fmt.Sprintf("listed after %s: a set lists each service once, in key order", d.last)}
 		}
+		if i := shardOf(s.Key, d.place.Count); err == nil && i != d.place.Index {
+			err = &RuleError{Rule: RuleDuplicate, msg: fmt.Sprintf("in shard %s: a set of %d shards lists it in shard %d only",
+				ShardPlace(d.place.Index, d.place.Count), d.place.Count, i)}
+		}
 		if err == nil {
 			d.last, d.started = s.Key, true
 			err = d.tally.Add(s.Key, CostOf(&s, size))
@@ -354,7 +371,7 @@ func (d *decoder) services() error {
 			d.rejected = append(d.rejected, Rejected{Key: s.Key, Rule: RuleOf(err), Reason: err.Error()})
 			// Past that many, the set is only a flood.
 			if len(d.rejected) > d.limits.Services {
-				return documentError(RuleServices, ErrTooLarge, "more than %d services rejected", d.limits.Services)
+				return d.refuse(RuleServices, ErrTooLarge, "more than %d services rejected", d.limits.Services)
 			}
 			continue
 		}

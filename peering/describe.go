@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"github.com/peerlink/peerlink/clusterinfo"
 	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/mcs/store"
 )
 
 // Description is what a cluster knows of itself and its peers: what
@@ -237,18 +237,17 @@ func exchangedServices(ctx context.Context, cl client.Reader, ns string) (*Servi
 	info := &ServicesInfo{Exported: []string{}, Imported: []string{}}
 	found := false
 	for _, side := range []struct {
-		name string
-		dst  *[]string
-	}{{mcs.ExportsConfigMap, &info.Exported}, {mcs.ImportsConfigMap, &info.Imported}} {
-		var cm corev1.ConfigMap
-		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: side.name}, &cm)
+		name, role string
+		dst        *[]string
+	}{{mcs.ExportsConfigMap, mcs.ExportsRole, &info.Exported}, {mcs.ImportsConfigMap, mcs.ImportsRole, &info.Imported}} {
+		stored, err := store.Read(ctx, cl, ns, side.name, side.role)
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("get configmap %s/%s: %w", ns, side.name, err)
+			return nil, fmt.Errorf("read configmap %s/%s: %w", ns, side.name, err)
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
+		set, _, err := mcs.DecodeShards(stored.Shards, mcs.DefaultLimits, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("configmap %s/%s: %w", ns, side.name, err)
 		}

@@ -84,10 +84,10 @@ func TestServicesHostilePeer(t *testing.T) {
 	e.facts.ServiceLimits = mcs.Limits{TotalEndpointGroups: 4}
 	c := e.cluster.Client
 	ctx := t.Context()
-	// The reads of b's imports ConfigMap from the API server, besides the
-	// cache's lists and watches.
+	// The reads of b's imports shards from the API server, besides the
+	// cache's lists and watches (of every namespace).
 	reads := &requestCounter{match: func(method, path string) bool {
-		return method == "GET" && strings.HasSuffix(path, "/configmaps/"+mcs.ImportsConfigMap)
+		return method == "GET" && strings.HasSuffix(path, "/namespaces/liqo-tenant-b/configmaps")
 	}}
 	e.wrap = reads.wrap
 	e.run(t)

@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -21,21 +21,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerlink/peerlink/api"
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/resync"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/mcs/exchange"
+	"github.com/peerlink/peerlink/mcs/store"
 )
 
 // importsDebounce gathers the peer's changes that come together into one
-// write of the imports ConfigMap.
+// write of the imports shards.
 const importsDebounce = 50 * time.Millisecond
 
 // localLimits bound the local export set as the gateway reads it: the
-// controller wrote it, so only what a ConfigMap can hold bounds it.
+// controller wrote it, so only what its shards can hold bounds it.
 var localLimits = mcs.Limits{Services: 1 << 20, Endpoints: 1 << 20, EndpointGroups: 1 << 20, MetadataBytes: 1 << 30,
 	TotalEndpoints: 1 << 30, TotalEndpointGroups: 1 << 30, TotalMetadataBytes: 1 << 30, DocumentBytes: 64 << 20, EncodedBytes: 1 << 30}
 
@@ -48,7 +48,7 @@ type serviceDeps struct {
 	now     func() time.Time
 	metrics *metrics
 	// gatewayRef is the kind and UID of the gateway, the owner of the
-	// imports ConfigMap.
+	// imports shards.
 	gatewayRef func() (kind string, uid string)
 }
 
@@ -61,12 +61,12 @@ type services struct {
 	ex      *exchange.Exchange
 	imports *imports
 
-	// sentVersion is the version of the exports ConfigMap last handed to
+	// sentVersion is the version of the exports shards last handed to
 	// the exchange: an unchanged set is not decoded again.
 	sentVersion string
 }
 
-// imports writes the set the peer sends into the imports ConfigMap.
+// imports writes the set the peer sends into the imports shards (mcs/store).
 type imports struct {
 	serviceDeps
 	// limits bound the peer's set, here as in the controller.
@@ -81,7 +81,7 @@ type imports struct {
 	//
 	// seen is when this gateway first saw each service of the peer's
 	// set, and as which type: a service that leaves the set, or changes
-	// type, is seen anew. It is kept in the imports ConfigMap, which
+	// type, is seen anew. It is kept in the imports shards, which
 	// holds it across restarts.
 	seen firstSights
 	// logged are the rejections last logged and counted, by service.
@@ -89,7 +89,7 @@ type imports struct {
 }
 
 // newImports returns the writer of the peer's set, with when each service
-// was first seen read back from the imports ConfigMap.
+// was first seen read back from the imports shards.
 func newImports(ctx context.Context, deps serviceDeps) *imports {
 	im := &imports{serviceDeps: deps, pending: resync.NewTrigger(), limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
 	im.seen = im.readSeen(ctx)
@@ -107,7 +107,7 @@ type firstSights map[mcs.Key]firstSight
 
 // startServices starts the exchange over the tunnel, until ctx ends: the
 // server listens on its tunnel address, the client dials the server's.
-// The exports ConfigMap, which informers watch, is sent as it changes. run
+// The exports shards, which informers watch, is sent as it changes. run
 // runs the exchange's goroutines.
 func startServices(ctx context.Context, deps serviceDeps, informers cache.Informers, run func(func())) error {
 	s := &services{serviceDeps: deps, imports: newImports(ctx, deps)}
@@ -138,7 +138,7 @@ func startServices(ctx context.Context, deps serviceDeps, informers cache.Inform
 	return nil
 }
 
-// sendLoop hands the exports ConfigMap to the exchange whenever a
+// sendLoop hands the exports shards to the exchange whenever a
 // ConfigMap of the namespace changes.
 func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 	resync.Tick(ctx, exports, s.opts.ResyncInterval)
@@ -148,41 +148,41 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 			return
 		case <-exports:
 		}
-		var cm corev1.ConfigMap
-		err := s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ExportsConfigMap}, &cm)
-		if apierrors.IsNotFound(err) {
+		stored, err := store.Read(ctx, s.client, s.opts.Namespace, mcs.ExportsConfigMap, mcs.ExportsRole)
+		if apierrors.IsNotFound(err) || errors.Is(err, store.ErrIncomplete) {
+			// The controller has not written them yet, or not every
+			// shard: its next write triggers another read.
 			continue
 		}
 		if err != nil {
 			s.log.Error(err, "read the services to export")
 			continue
 		}
-		if cm.ResourceVersion == s.sentVersion {
+		if stored.Version == s.sentVersion {
 			continue
 		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], localLimits, s.now())
+		set, _, err := mcs.DecodeShards(stored.Shards, localLimits, s.now())
 		if err != nil {
 			s.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
 			continue
 		}
 		s.ex.SetLocal(set)
-		s.sentVersion = cm.ResourceVersion
+		s.sentVersion = stored.Version
 	}
 }
 
-// readSeen reads when the services in the imports ConfigMap were first
+// readSeen reads when the services in the imports shards were first
 // seen, as this gateway (or the one before it) wrote it.
 func (s *imports) readSeen(ctx context.Context) firstSights {
 	seen := firstSights{}
-	var cm corev1.ConfigMap
-	err := s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap}, &cm)
+	stored, err := store.Read(ctx, s.client, s.opts.Namespace, mcs.ImportsConfigMap, mcs.ImportsRole)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			s.log.Error(err, "read when the peer's services were first seen; they count as seen now")
 		}
 		return seen
 	}
-	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], s.limits, s.now())
+	set, _, err := mcs.DecodeShards(stored.Shards, s.limits, s.now())
 	if err != nil {
 		s.log.Error(err, "read when the peer's services were first seen; they count as seen now")
 		return seen
@@ -229,7 +229,7 @@ func (s *imports) onPeer(set mcs.Set, rejected []mcs.Rejected) {
 	s.pending.Notify()
 }
 
-// writeLoop writes the peer's set into the imports ConfigMap, a little
+// writeLoop writes the peer's set into the imports shards, a little
 // after it changes so that a burst of changes is one write, and again when
 // a write failed.
 func (s *imports) writeLoop(ctx context.Context) {
@@ -260,60 +260,56 @@ func (s *imports) writeLoop(ctx context.Context) {
 	}
 }
 
-// write stores the peer's set in the imports ConfigMap, each service with
-// when it was first seen, within the bounds the controller reads it with
-// (the services past them, in key order, are rejected), and what was
-// rejected of it.
+// write stores the peer's set in the imports shards, each service with
+// when it was first seen, each shard within the bounds the controller
+// reads it with (the services past them, in key order, are rejected), and
+// what was rejected of it.
 func (s *imports) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejected) error {
 	set = s.seen.stamp(set, s.now())
-	data, trimmed, err := mcs.EncodeWithin(set, s.limits)
+	sizes, err := mcs.Measure(set)
 	if err != nil {
 		return err
 	}
-	for _, r := range trimmed {
-		delete(s.seen, r.Key)
+	previous, err := store.Count(ctx, s.client, s.opts.Namespace, mcs.ImportsConfigMap, mcs.ImportsRole)
+	if err != nil {
+		return err
 	}
-	rejected = slices.SortedFunc(slices.Values(append(slices.Clone(rejected), trimmed...)),
-		func(a, b mcs.Rejected) int { return a.Key.Compare(b.Key) })
+	var shards [][]byte
+	for _, shard := range mcs.Split(set, sizes.Count(previous)) {
+		data, trimmed, err := mcs.EncodeWithin(shard, s.limits)
+		if err != nil {
+			return err
+		}
+		for _, r := range trimmed {
+			delete(s.seen, r.Key)
+		}
+		shards = append(shards, data)
+		rejected = append(rejected, trimmed...)
+	}
+	rejected = slices.SortedFunc(slices.Values(rejected), func(a, b mcs.Rejected) int { return a.Key.Compare(b.Key) })
 	s.report(rejected)
 	summary, err := json.Marshal(mcs.Summarize(rejected))
 	if err != nil {
 		return err
 	}
-	annotations := map[string]string{
-		mcs.RejectedAnnotation:        strconv.Itoa(len(rejected)),
-		mcs.RejectedSummaryAnnotation: string(summary),
-	}
-	// What the ConfigMap holds already is not written again.
-	var current corev1.ConfigMap
-	err = s.client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap}, &current)
-	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) &&
-		current.Annotations[mcs.RejectedAnnotation] == annotations[mcs.RejectedAnnotation] &&
-		current.Annotations[mcs.RejectedSummaryAnnotation] == annotations[mcs.RejectedSummaryAnnotation] {
-		return nil
-	}
-	cm := &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap,
-			Labels: map[string]string{
-				mcs.ExchangeLabel:               mcs.ImportsRole,
-				netv1beta1.RemoteClusterIDLabel: s.opts.RemoteClusterID,
-			},
-			Annotations: annotations,
+	t := store.Target{
+		Namespace: s.opts.Namespace, Name: mcs.ImportsConfigMap,
+		Labels: map[string]string{
+			mcs.ExchangeLabel:               mcs.ImportsRole,
+			netv1beta1.RemoteClusterIDLabel: s.opts.RemoteClusterID,
 		},
-		BinaryData: map[string][]byte{mcs.DataKey: data},
+		Annotations: map[string]string{
+			mcs.RejectedAnnotation:        strconv.Itoa(len(rejected)),
+			mcs.RejectedSummaryAnnotation: string(summary),
+		},
 	}
-	// Owned by the gateway: it goes with the peering.
+	// Owned by the gateway: they go with the peering.
 	if kind, uid := s.gatewayRef(); uid != "" {
-		cm.OwnerReferences = []metav1.OwnerReference{{
+		t.Owners = []metav1.OwnerReference{{
 			APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Name: s.opts.Name, UID: types.UID(uid),
 		}}
 	}
-	if err := api.Apply(ctx, s.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply configmap %s/%s: %w", s.opts.Namespace, mcs.ImportsConfigMap, err)
-	}
-	return nil
+	return store.Write(ctx, s.client, t, shards)
 }
 
 // report logs and counts the services rejected of the peer's set once

@@ -12,11 +12,12 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/mcs/store"
 )
 
 // lines keeps log lines.
@@ -48,9 +49,10 @@ func (l *lines) count(s string) int {
 // real API server: each service stamped with when this gateway first saw
 // it, anew when it leaves the set or changes type, and as before after a
 // restart (read back from the ConfigMap); a rejected service logged and
-// counted once, not at every write; the set kept within the bounds the
-// controller reads it with, and what was rejected summed up on the
-// ConfigMap.
+// counted once, not at every write; what was rejected summed up on shard
+// 0; a set past what one ConfigMap holds stored whole in shards, one
+// service changed writing its shard alone, and the shards no longer used
+// deleted when the set shrinks.
 func TestServicesWrite(t *testing.T) {
 	c := tenantClient(t)
 	ctx := context.Background()
@@ -65,17 +67,17 @@ func TestServicesWrite(t *testing.T) {
 		Ports: []mcs.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}
 	web.Normalize()
 	bad := mcs.Rejected{Key: mcs.Key{Namespace: "demo", Name: "bad"}, Rule: mcs.RuleInvalid, Reason: "trafficDistribution \"Anywhere\": must be one of ..."}
-	stored := func() (mcs.Set, *corev1.ConfigMap) {
+	stored := func() (mcs.Set, store.Stored) {
 		t.Helper()
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, types.NamespacedName{Namespace: "tenant", Name: mcs.ImportsConfigMap}, &cm); err != nil {
-			t.Fatal(err)
-		}
-		set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, now)
+		st, err := store.Read(ctx, c, "tenant", mcs.ImportsConfigMap, mcs.ImportsRole)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return set, &cm
+		set, _, err := mcs.DecodeShards(st.Shards, mcs.DefaultLimits, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set, st
 	}
 	seen := func() time.Time {
 		t.Helper()
@@ -150,10 +152,9 @@ func TestServicesWrite(t *testing.T) {
 		t.Errorf("seen %v after a restart, want %v", got, back)
 	}
 
-	// Past what a ConfigMap holds: the services past the bound, in key
-	// order, are rejected; what is stored reads back whole.
-	// 1,000 services of 25 ports whose appProtocols do not compress:
-	// within every total, but more than 1 MiB compressed.
+	// Past what a ConfigMap holds: 1,000 services of 25 ports whose
+	// appProtocols do not compress, within every total but more than
+	// 1 MiB compressed, are stored whole in shards of at most 1 MiB.
 	big := mcs.Set{}
 	for i := range 1000 {
 		svc := web
@@ -167,17 +168,65 @@ func TestServicesWrite(t *testing.T) {
 		big[svc.Key] = svc
 	}
 	write(s, big)
-	set, cm := stored()
-	sum = mcs.RejectedSummary{}
-	if err := json.Unmarshal([]byte(cm.Annotations[mcs.RejectedSummaryAnnotation]), &sum); err != nil {
+	set, st := stored()
+	if len(set) != len(big) || st.Annotations[mcs.RejectedAnnotation] != "0" {
+		t.Errorf("%d stored of %d, %s rejected", len(set), len(big), st.Annotations[mcs.RejectedAnnotation])
+	}
+	total := 0
+	for _, sh := range st.Shards {
+		total += len(sh.Data)
+		if len(sh.Data) > mcs.DefaultLimits.EncodedBytes {
+			t.Errorf("shard %d of %d holds %d bytes, more than a ConfigMap takes", sh.Index, sh.Count, len(sh.Data))
+		}
+	}
+	if total <= 1<<20 || len(st.Shards) < 2 {
+		t.Errorf("%d bytes in %d shards, want more than 1 MiB in several", total, len(st.Shards))
+	}
+	t.Logf("%d services, %d bytes compressed, in %d shards", len(set), total, len(st.Shards))
+
+	// One service changed: its shard alone is written again.
+	versions := shardVersions(t, c)
+	changed := big[mcs.Key{Namespace: "demo", Name: "big-0007"}]
+	changed.Ports = changed.Ports[:1]
+	big[changed.Key] = changed
+	write(s, big)
+	if set, _ = stored(); len(set[changed.Key].Ports) != 1 {
+		t.Errorf("the changed service has %d ports stored, want 1", len(set[changed.Key].Ports))
+	}
+	after := shardVersions(t, c)
+	rewritten := 0
+	for name, v := range after {
+		if versions[name] != v {
+			rewritten++
+		}
+	}
+	if rewritten != 1 {
+		t.Errorf("%d shards written again for one service changed, want 1 (before %v, after %v)", rewritten, versions, after)
+	}
+
+	// Back to one service: one shard, the others deleted.
+	write(s, mcs.Set{web.Key: web})
+	if set, st = stored(); len(set) != 1 || len(st.Shards) != 1 {
+		t.Errorf("%d services in %d shards, want 1 in 1", len(set), len(st.Shards))
+	}
+	if left := shardVersions(t, c); len(left) != 1 {
+		t.Errorf("ConfigMaps left: %v, want the one shard", left)
+	}
+}
+
+// shardVersions returns the resourceVersion of every imports ConfigMap of
+// namespace tenant, by name.
+func shardVersions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	var cms corev1.ConfigMapList
+	if err := c.List(t.Context(), &cms, client.InNamespace("tenant"), client.MatchingLabels{mcs.ExchangeLabel: mcs.ImportsRole}); err != nil {
 		t.Fatal(err)
 	}
-	if len(set)+sum.Rules[mcs.RuleEncodedBytes] != len(big) || sum.Rules[mcs.RuleEncodedBytes] == 0 {
-		t.Errorf("%d stored, %v rejected, of %d", len(set), sum.Rules, len(big))
+	out := map[string]string{}
+	for _, cm := range cms.Items {
+		out[cm.Name] = cm.ResourceVersion
 	}
-	if _, ok := set[mcs.Key{Namespace: "demo", Name: "big-0000"}]; !ok {
-		t.Error("big-0000, first by key, was left out")
-	}
+	return out
 }
 
 // noise is 48 hexadecimal digits that compress badly.

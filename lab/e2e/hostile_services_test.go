@@ -35,6 +35,7 @@ import (
 	"github.com/peerlink/peerlink/lab/internal/labctl"
 	"github.com/peerlink/peerlink/manifests"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/mcs/store"
 )
 
 // controllerMemoryBound is the most resident memory B's controller may
@@ -244,8 +245,8 @@ func TestHostileServiceExchange(t *testing.T) {
 		}
 		overDocument = append(overDocument, s)
 	}
-	// Past what a ConfigMap holds: application protocols that do not
-	// compress.
+	// More than a ConfigMap holds compressed, within every limit:
+	// application protocols that do not compress.
 	var overEncoded []mcs.Service
 	for i := range 1000 {
 		s := svc(otherNamespace, fmt.Sprintf("c-%04d", i))
@@ -378,8 +379,19 @@ func TestHostileServiceExchange(t *testing.T) {
 			rejected: map[string]float64{mcs.RuleTotalMetadataBytes: 1}},
 		{name: "over the decompressed bound", payload: session(overDocument...), stored: -1,
 			rejected: map[string]float64{mcs.RuleDocumentBytes: -1}},
-		{name: "over what a ConfigMap holds", payload: session(overEncoded...), stored: -1,
-			rejected: map[string]float64{mcs.RuleEncodedBytes: -1}},
+		{name: "more than a ConfigMap holds, within every limit", payload: session(overEncoded...), stored: len(good) + len(overEncoded),
+			rejected: map[string]float64{mcs.RuleEncodedBytes: 0, mcs.RuleDocumentBytes: 0}, check: func(t *testing.T) {
+				// Stored in shards, none over what a ConfigMap holds.
+				shards := storedShards(t, ctx, l, b, a.ClusterID)
+				total := 0
+				for _, sh := range shards {
+					total += len(sh.Data)
+				}
+				t.Logf("B's gateway stores the set in %d shards, %d bytes compressed", len(shards), total)
+				if len(shards) < 2 || total <= 1<<20 {
+					t.Errorf("%d shards of %d bytes, want more than 1 MiB in several", len(shards), total)
+				}
+			}},
 		{name: "each limit of a service, and fields the API server refuses", payload: session(perService...), stored: len(good) + 3,
 			rejected: map[string]float64{mcs.RuleEndpoints: 1, mcs.RuleEndpointGroups: 1, mcs.RuleMetadataBytes: 1, mcs.RuleInvalid: 6},
 			check: func(t *testing.T) {
@@ -568,16 +580,36 @@ func noise(n uint64) string {
 // importsStored reads the set cluster n's gateway stored of what peer
 // peerID sent.
 func importsStored(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) (mcs.Set, error) {
+	return storedSet(ctx, l, n, peerID, mcs.ImportsConfigMap, mcs.ImportsRole)
+}
+
+// storedSet reads the set of the exchange role (mcs.ExportsRole or
+// mcs.ImportsRole) stored in the tenant namespace of peer peerID in n.
+func storedSet(ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID, name, role string) (mcs.Set, error) {
 	c, err := l.Client(n)
 	if err != nil {
 		return nil, err
 	}
-	var cm corev1.ConfigMap
-	if err := c.Get(ctx, types.NamespacedName{Namespace: manifests.TenantNamespace(peerID), Name: mcs.ImportsConfigMap}, &cm); err != nil {
+	stored, err := store.Read(ctx, c, manifests.TenantNamespace(peerID), name, role)
+	if err != nil {
 		return nil, err
 	}
-	set, _, err := mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
+	set, _, err := mcs.DecodeShards(stored.Shards, mcs.DefaultLimits, time.Now())
 	return set, err
+}
+
+// storedShards returns the shards of the imports of peer peerID in n.
+func storedShards(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) []mcs.Shard {
+	t.Helper()
+	c, err := l.Client(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := store.Read(ctx, c, manifests.TenantNamespace(peerID), mcs.ImportsConfigMap, mcs.ImportsRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored.Shards
 }
 
 // rejectedByRule says how many services B's gateway newly rejected, by
@@ -600,17 +632,10 @@ func rejectedByRule(before, after map[string]float64) string {
 // controller wrote them for its gateway.
 func exportedSet(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.Cluster, peerID string) []mcs.Service {
 	t.Helper()
-	c, err := l.Client(n)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var set mcs.Set
 	eventually(t, ctx, "the export set of "+n.Name, func() error {
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, types.NamespacedName{Namespace: manifests.TenantNamespace(peerID), Name: mcs.ExportsConfigMap}, &cm); err != nil {
-			return err
-		}
-		set, _, err = mcs.Decode(cm.BinaryData[mcs.DataKey], mcs.DefaultLimits, time.Now())
+		var err error
+		set, err = storedSet(ctx, l, n, peerID, mcs.ExportsConfigMap, mcs.ExportsRole)
 		if err == nil && (len(set) == 0 || len(set[mcs.Key{Namespace: labctl.EchoNamespace, Name: "echo"}].Endpoints) == 0) {
 			err = errors.New("no echo with endpoints yet")
 		}

@@ -231,9 +231,14 @@ func checkLargeExport(t *testing.T, ctx context.Context, l *labctl.Lab, importer
 		size += len(b)
 		services++
 	}
-	t.Logf("%d services of %d endpoints, %d bytes of JSON on the exchange, imported with every endpoint ready in %.1fs", services, largeSet.Endpoints, size, took.Seconds())
+	shards := storedShards(t, ctx, l, importer, exporter.ClusterID)
+	t.Logf("%d services of %d endpoints, %d bytes of JSON on the exchange, imported with every endpoint ready in %.1fs, stored in %d shards",
+		services, largeSet.Endpoints, size, took.Seconds(), len(shards))
 	if services != largeSet.Services || size <= largeExportBytes {
 		t.Errorf("the large set took %d bytes of JSON in %d services, want more than %d in %d", size, services, largeExportBytes, largeSet.Services)
+	}
+	if len(shards) < 2 {
+		t.Errorf("%s stores %s's large set in %d shard, want several", importer.Name, exporter.Name, len(shards))
 	}
 
 	// One endpoint of the first service turns not ready, then ready again.

@@ -198,10 +198,12 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, ResourceNames: []string{childName(name)}, Verbs: []string{"get", "patch"}},
 				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"create"}},
 				// The service exchange: the exports to send, read; the
-				// peer's exports received, written (create cannot be
-				// limited to a name).
+				// peer's exports received, written in shards (create
+				// cannot be limited to a name), a shard no longer used
+				// deleted.
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read},
-				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{mcs.ImportsConfigMap}, Verbs: []string{"update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: mcs.ShardNames(mcs.ImportsConfigMap), Verbs: []string{"update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: mcs.ShardNames(mcs.ImportsConfigMap)[1:], Verbs: []string{"delete"}},
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 			},
 		},

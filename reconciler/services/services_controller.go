@@ -1,7 +1,6 @@
 package services
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
@@ -37,6 +36,7 @@ import (
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/mcs"
+	"github.com/peerlink/peerlink/mcs/store"
 )
 
 // Labels of what the services reconciler makes.
@@ -77,14 +77,14 @@ type servicesReconciler struct {
 	metrics  *servicesMetrics
 	now      func() time.Time
 	// decoded keeps each peer's received set, decoded once per version of
-	// its imports ConfigMap.
+	// its imports shards.
 	decoded map[string]receivedSet
 }
 
 // receivedSet is a peer's set as decoded from one version of its imports
-// ConfigMap: its services, not the ConfigMap's bytes.
+// shards: its services, not the ConfigMaps' bytes.
 type receivedSet struct {
-	// version is the ConfigMap's resourceVersion.
+	// version is the shards' version (store.Stored.Version).
 	version string
 	// set is as the peer sent it, its endpoints at the peer's own
 	// addresses: slices translate them (see endpointView).
@@ -178,13 +178,23 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	data, err := mcs.Encode(local)
+	sizes, err := mcs.Measure(local)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// Peers whose shards are as many share their encoding.
+	encoded := map[int][][]byte{}
 	var errs []error
 	for _, p := range peers {
-		if err := r.publish(ctx, p, data); err != nil {
+		if err := r.publish(ctx, p, func(previous int) ([][]byte, error) {
+			n := sizes.Count(previous)
+			if shards, ok := encoded[n]; ok {
+				return shards, nil
+			}
+			shards, err := mcs.EncodeShards(local, n)
+			encoded[n] = shards
+			return shards, err
+		}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -365,50 +375,44 @@ func (r *servicesReconciler) peers(ctx context.Context) ([]peerSide, error) {
 }
 
 // publish writes the local export set into the peer's tenant namespace,
-// where its gateway reads it.
-func (r *servicesReconciler) publish(ctx context.Context, p peerSide, data []byte) error {
-	labels := map[string]string{mcs.ExchangeLabel: mcs.ExportsRole, netv1beta1.RemoteClusterIDLabel: p.id}
-	var current corev1.ConfigMap
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ExportsConfigMap}, &current)
-	if err == nil && bytes.Equal(current.BinaryData[mcs.DataKey], data) && hasLabels(current.Labels, labels) {
-		return nil
+// where its gateway reads it, in the shards encode gives for the number of
+// shards stored there now.
+func (r *servicesReconciler) publish(ctx context.Context, p peerSide, encode func(previous int) ([][]byte, error)) error {
+	previous, err := store.Count(ctx, r.client, p.namespace, mcs.ExportsConfigMap, mcs.ExportsRole)
+	if err != nil {
+		return fmt.Errorf("publish the exports to %s: %w", p.id, err)
 	}
-	cm := &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: p.namespace, Name: mcs.ExportsConfigMap,
-			Labels: labels,
-		},
-		BinaryData: map[string][]byte{mcs.DataKey: data},
+	shards, err := encode(previous)
+	if err != nil {
+		return fmt.Errorf("publish the exports to %s: %w", p.id, err)
 	}
-	if err := api.Apply(ctx, r.client, cm, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("publish the exports to %s: apply configmap %s/%s: %w", p.id, p.namespace, mcs.ExportsConfigMap, err)
+	t := store.Target{Namespace: p.namespace, Name: mcs.ExportsConfigMap,
+		Labels: map[string]string{mcs.ExchangeLabel: mcs.ExportsRole, netv1beta1.RemoteClusterIDLabel: p.id}}
+	if err := store.Write(ctx, r.client, t, shards); err != nil {
+		return fmt.Errorf("publish the exports to %s: %w", p.id, err)
 	}
 	return nil
 }
 
 // received returns the set the peer's gateway wrote, decoded once per
-// version of the imports ConfigMap: the cache holds the ConfigMap without
-// its data, and a new version is read from the API server, decoded within
-// the limits, and its refusals counted and reported then. A version
-// refused whole leaves the set decoded before it in place. Endpoints
-// outside the ranges the peer declared are reported once per version and
-// ranges; slices leave them out (endpointView).
+// version of its imports shards: the cache holds the ConfigMaps without
+// their data, and a new version is read from the API server, decoded
+// within the limits, and its refusals counted and reported then. A version
+// refused whole, or shards not yet a whole set (the gateway is changing
+// their number), leave the set decoded before in place. Endpoints outside
+// the ranges the peer declared are reported once per version and ranges;
+// slices leave them out (endpointView).
 func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set, error) {
-	var cm corev1.ConfigMap
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ImportsConfigMap}, &cm)
-	if apierrors.IsNotFound(err) {
+	got := r.decoded[p.id]
+	stored, err := store.Read(ctx, r.client, p.namespace, mcs.ImportsConfigMap, mcs.ImportsRole)
+	switch {
+	case apierrors.IsNotFound(err):
 		delete(r.decoded, p.id)
 		return mcs.Set{}, nil
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrIncomplete):
+	case err != nil:
 		return nil, err
-	}
-	if cm.Labels[mcs.ExchangeLabel] != mcs.ImportsRole {
-		return mcs.Set{}, nil
-	}
-	got := r.decoded[p.id]
-	if got.version != cm.ResourceVersion {
+	case got.version != stored.Version:
 		if got, err = r.decode(ctx, p, got); err != nil {
 			return nil, err
 		}
@@ -424,27 +428,30 @@ func (r *servicesReconciler) received(ctx context.Context, p peerSide) (mcs.Set,
 	return got.set, nil
 }
 
-// decode reads the latest version of the peer's imports ConfigMap from the
+// decode reads the latest version of the peer's imports shards from the
 // API server and decodes it, unless it is the version decoded before.
 func (r *servicesReconciler) decode(ctx context.Context, p peerSide, before receivedSet) (receivedSet, error) {
-	var cm corev1.ConfigMap
-	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: mcs.ImportsConfigMap}, &cm); err != nil {
-		return before, client.IgnoreNotFound(err)
-	}
-	if cm.ResourceVersion == before.version {
+	stored, err := store.Read(ctx, r.reader, p.namespace, mcs.ImportsConfigMap, mcs.ImportsRole)
+	if apierrors.IsNotFound(err) || errors.Is(err, store.ErrIncomplete) {
 		return before, nil
 	}
-	got := receivedSet{version: cm.ResourceVersion, set: before.set, summary: before.summary}
-	if summary := cm.Annotations[mcs.RejectedSummaryAnnotation]; summary != before.summary {
+	if err != nil {
+		return before, err
+	}
+	if stored.Version == before.version {
+		return before, nil
+	}
+	got := receivedSet{version: stored.Version, set: before.set, summary: before.summary}
+	if summary := stored.Annotations[mcs.RejectedSummaryAnnotation]; summary != before.summary {
 		got.summary = summary
 		r.reportGateway(p, summary)
 	}
-	set, rejected, err := mcs.Decode(cm.BinaryData[mcs.DataKey], r.opts.Limits.WithDefaults(), r.now())
+	set, rejected, err := mcs.DecodeShards(stored.Shards, r.opts.Limits.WithDefaults(), r.now())
 	if err != nil {
 		r.metrics.refused.WithLabelValues(mcs.RuleOf(err)).Inc()
 		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused",
-			"the services %s exports (version %s of %s/%s) are refused whole, those imported before stand: %v",
-			p.id, cm.ResourceVersion, p.namespace, mcs.ImportsConfigMap, err)
+			"the services %s exports (%d shards of %s/%s) are refused whole, those imported before stand: %v",
+			p.id, len(stored.Shards), p.namespace, mcs.ImportsConfigMap, err)
 		return got, nil
 	}
 	for _, rej := range rejected {

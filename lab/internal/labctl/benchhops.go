@@ -81,10 +81,10 @@ func (l *Lab) traceHops(ctx context.Context, a, b *cluster.Cluster, ns, name str
 		ok   func(runtime.Object) bool
 	}{
 		{"exports ConfigMap written in " + b.Name, wb, &corev1.ConfigMapList{},
-			[]client.ListOption{client.InNamespace(manifests.TenantNamespace(a.ClusterID)), client.MatchingFields{"metadata.name": mcs.ExportsConfigMap}},
+			[]client.ListOption{client.InNamespace(manifests.TenantNamespace(a.ClusterID)), client.MatchingLabels{mcs.ExchangeLabel: mcs.ExportsRole}},
 			func(o runtime.Object) bool { return holds(o.(*corev1.ConfigMap)) }},
 		{"imports ConfigMap written in " + a.Name, wa, &corev1.ConfigMapList{},
-			[]client.ListOption{client.InNamespace(manifests.TenantNamespace(b.ClusterID)), client.MatchingFields{"metadata.name": mcs.ImportsConfigMap}},
+			[]client.ListOption{client.InNamespace(manifests.TenantNamespace(b.ClusterID)), client.MatchingLabels{mcs.ExchangeLabel: mcs.ImportsRole}},
 			func(o runtime.Object) bool { return holds(o.(*corev1.ConfigMap)) }},
 		{"ServiceImport with its IP in " + a.Name, wa, &mcsv1beta1.ServiceImportList{},
 			[]client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": name}},

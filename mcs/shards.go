@@ -1,0 +1,187 @@
+package mcs
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A set is stored in shards, each a stored set of its own in a ConfigMap
+// of its own, so that no set meets the API server's bound on one object
+// and a change to one service rewrites one shard. A set of n shards (n a
+// power of two, at most MaxShards) puts each service in the shard its
+// key hashes to; each shard names its place as "<index>/<n>" in
+// ShardAnnotation. Shard 0 is named as the set (ExportsConfigMap,
+// ImportsConfigMap), shard i > 0 that name and "-<i>". A stored set
+// without the annotation is shard 0 of 1: the form of a set before
+// shards, and of every small one.
+const (
+	// ShardAnnotation gives a shard's place, "<index>/<count>".
+	ShardAnnotation = "peerlink.io/shard"
+	// MaxShards is the most shards of one set.
+	MaxShards = 16
+	// ShardBytes is the JSON a shard holds at most before the set takes
+	// twice as many shards (unless one service alone is larger): a
+	// change to one service rewrites this much at most, compressed.
+	ShardBytes = 256 << 10
+)
+
+// ShardName is the name of shard i of the set named base.
+func ShardName(base string, i int) string {
+	if i == 0 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(i)
+}
+
+// ShardPlace is the value of ShardAnnotation for shard i of n.
+func ShardPlace(i, n int) string { return strconv.Itoa(i) + "/" + strconv.Itoa(n) }
+
+// ParseShardPlace reads a ShardAnnotation: an empty one is shard 0 of 1.
+func ParseShardPlace(s string) (index, count int, err error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	i, n, ok := strings.Cut(s, "/")
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || !validCount(count) || index < 0 || index >= count {
+		return 0, 0, fmt.Errorf("shard %q: want <index>/<count>, the count a power of two from 1 to %d", s, MaxShards)
+	}
+	return index, count, nil
+}
+
+func validCount(n int) bool { return n >= 1 && n <= MaxShards && n&(n-1) == 0 }
+
+// shardOf is the shard of n that holds the service k.
+func shardOf(k Key, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(k.Namespace))
+	h.Write([]byte{'/'})
+	h.Write([]byte(k.Name))
+	return int(h.Sum32() & uint32(n-1))
+}
+
+// Sizes are the JSON sizes of a set's services, what its number of shards
+// follows.
+type Sizes map[Key]int
+
+// Measure returns the sizes of s's services.
+func Measure(s Set) (Sizes, error) {
+	sizes := make(Sizes, len(s))
+	for k := range s {
+		svc := s[k]
+		b, err := json.Marshal(&svc)
+		if err != nil {
+			return nil, err
+		}
+		sizes[k] = len(b) + 1
+	}
+	return sizes, nil
+}
+
+// Count is the number of shards of the set: the fewest, a power of two,
+// that keep each shard's JSON within ShardBytes; or previous, the number
+// the set has now, when that is valid, keeps them within it, and is at
+// most four times the fewest, so that a set near a bound does not change
+// its number back and forth.
+func (z Sizes) Count(previous int) int {
+	fewest := 1
+	for fewest < MaxShards && !z.fit(fewest) {
+		fewest *= 2
+	}
+	if validCount(previous) && previous > fewest && previous <= 4*fewest && z.fit(previous) {
+		return previous
+	}
+	return fewest
+}
+
+// fit tells whether n shards keep every shard within ShardBytes, but for
+// a shard of one service.
+func (z Sizes) fit(n int) bool {
+	bytes := make([]int, n)
+	count := make([]int, n)
+	for k, size := range z {
+		i := shardOf(k, n)
+		bytes[i] += size
+		count[i]++
+	}
+	for i := range n {
+		if bytes[i] > ShardBytes && count[i] > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Split splits s into n shards (a count of Sizes.Count).
+func Split(s Set, n int) []Set {
+	shards := make([]Set, n)
+	for i := range shards {
+		shards[i] = Set{}
+	}
+	for k, svc := range s {
+		shards[shardOf(k, n)][k] = svc
+	}
+	return shards
+}
+
+// Shard is one stored shard of a set.
+type Shard struct {
+	// Index and Count are its place (ShardAnnotation).
+	Index, Count int
+	// Data is the stored set it holds.
+	Data []byte
+}
+
+// DecodeShards reads a set stored in shards as Decode reads one stored
+// set, the limits applying to the whole: the services of all shards count
+// against the same totals (their JSON against l.DocumentBytes), each
+// shard is bound by l.EncodedBytes and l.DocumentBytes, and a service
+// found in a shard its key does not hash to is rejected as a duplicate.
+// The shards must be the whole set: Count shards, each index once.
+func DecodeShards(shards []Shard, l Limits, now time.Time) (Set, []Rejected, error) {
+	l = l.WithDefaults()
+	if len(shards) == 0 || !validCount(shards[0].Count) || len(shards) != shards[0].Count {
+		return nil, nil, documentError(RuleUndecodable, nil, "%d shards, not a whole set", len(shards))
+	}
+	have := make([]bool, len(shards))
+	for _, sh := range shards {
+		if sh.Count != len(shards) || sh.Index < 0 || sh.Index >= sh.Count || have[sh.Index] {
+			return nil, nil, documentError(RuleUndecodable, nil, "shard %s among %d shards, not a whole set", ShardPlace(sh.Index, sh.Count), len(shards))
+		}
+		have[sh.Index] = true
+	}
+	d := &decoder{limits: l, now: now, set: Set{}, tally: NewTally(l)}
+	for _, sh := range shards {
+		if err := d.shard(sh); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d.set, d.rejected, nil
+}
+
+// EncodeShards encodes s in n shards, in order.
+func EncodeShards(s Set, n int) ([][]byte, error) {
+	var out [][]byte
+	for _, shard := range Split(s, n) {
+		data, err := Encode(shard)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data)
+	}
+	return out, nil
+}
+
+// ShardNames are the names every shard of the set named base may take.
+func ShardNames(base string) []string {
+	names := make([]string, MaxShards)
+	for i := range names {
+		names[i] = ShardName(base, i)
+	}
+	return names
+}

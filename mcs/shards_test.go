@@ -1,0 +1,153 @@
+package mcs
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+)
+
+// shardsOf encodes s in n shards, as stored.
+func shardsOf(t *testing.T, s Set, n int) []Shard {
+	t.Helper()
+	data, err := EncodeShards(s, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Shard, n)
+	for i, d := range data {
+		out[i] = Shard{Index: i, Count: n, Data: d}
+	}
+	return out
+}
+
+// TestShardCount: a set takes the fewest shards, a power of two, that
+// keep each within ShardBytes; it keeps a larger count it has while that
+// is at most four times the fewest; a service alone over the bound does
+// not split further; and no set takes more than MaxShards.
+func TestShardCount(t *testing.T) {
+	measure := func(s Set) Sizes {
+		t.Helper()
+		z, err := Measure(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	small := measure(setOf(numbered(10, nil)))
+	// Services of 1,000 endpoints, about 40 KiB of JSON each.
+	large := func(n int) Sizes {
+		return measure(setOf(numbered(n, func(i int, s *Service) { *s = echo("default", t0, 1000); s.Name = fmt.Sprintf("s%05d", i) })))
+	}
+	total := func(z Sizes) int {
+		sum := 0
+		for _, v := range z {
+			sum += v
+		}
+		return sum
+	}
+	for _, tc := range []struct {
+		name     string
+		sizes    Sizes
+		previous int
+		check    func(n int) bool
+	}{
+		{"empty", Sizes{}, 0, func(n int) bool { return n == 1 }},
+		{"small", small, 0, func(n int) bool { return n == 1 }},
+		{"small, had 4", small, 4, func(n int) bool { return n == 4 }},
+		{"small, had 8", small, 8, func(n int) bool { return n == 1 }},
+		{"large", large(12), 0, func(n int) bool { return n == 2 && large(12).fit(n) && !large(12).fit(n/2) }},
+		{"large, had four times the fewest", large(12), 8, func(n int) bool { return n == 8 }},
+		{"large, had eight times the fewest", large(12), 16, func(n int) bool { return n == 2 }},
+		{"large, had an invalid count", large(12), 3, func(n int) bool { return n == 2 }},
+		{"one service over the bound", Sizes{{Name: "a"}: 2 * ShardBytes}, 0, func(n int) bool { return n == 1 }},
+		{"more than the shards hold", large(1000), 0, func(n int) bool { return n == MaxShards }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if n := tc.sizes.Count(tc.previous); !tc.check(n) {
+				t.Errorf("%d services of %d bytes, had %d shards: %d shards", len(tc.sizes), total(tc.sizes), tc.previous, n)
+			}
+		})
+	}
+}
+
+// TestDecodeShards: a set stored in shards reads back whole; the limits
+// hold over all its shards together; a service in a shard its key does
+// not hash to is rejected as a duplicate (it could be listed twice), the
+// rest stands; shards that are not a whole set are refused.
+func TestDecodeShards(t *testing.T) {
+	set := setOf(numbered(300, nil))
+	shards := shardsOf(t, set, 8)
+	got, rejected, err := DecodeShards(shards, DefaultLimits, t0)
+	if err != nil || len(rejected) != 0 || !maps.EqualFunc(got, set, func(a, b Service) bool { return a.Key == b.Key }) {
+		t.Fatalf("%d of %d services read back, rejected %v, error %v", len(got), len(set), rejected, err)
+	}
+	// Every service counts against the totals, whichever its shard.
+	got, rejected, err = DecodeShards(shards, Limits{Services: 250}, t0)
+	if err != nil || len(got) != 250 || len(rejected) != 50 || rejected[0].Rule != RuleServices {
+		t.Fatalf("limit of 250 services: %d taken, %d rejected, error %v", len(got), len(rejected), err)
+	}
+
+	// Shard 0's services written into shard 1 too.
+	moved := slices.Clone(shards)
+	both := Split(set, 8)
+	maps.Copy(both[1], both[0])
+	if moved[1].Data, err = Encode(both[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, rejected, err = DecodeShards(moved, DefaultLimits, t0)
+	if err != nil || len(got) != len(set) || len(rejected) != len(both[0]) {
+		t.Fatalf("shard 0 repeated in shard 1: %d taken, %d rejected, error %v", len(got), len(rejected), err)
+	}
+	for _, r := range rejected {
+		if r.Rule != RuleDuplicate {
+			t.Fatalf("rejected %v, want the rule %s", r, RuleDuplicate)
+		}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		shards []Shard
+	}{
+		{"none", nil},
+		{"one missing", shards[:7]},
+		{"one twice", append(slices.Clone(shards[:7]), shards[6])},
+		{"counts differ", append(slices.Clone(shards[:7]), Shard{Index: 7, Count: 16, Data: shards[7].Data})},
+		{"a count not a power of two", shardsOf(t, set, 8)[:6]},
+		{"more than MaxShards", shardsOf(t, set, 2*MaxShards)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "a count not a power of two" {
+				for i := range tc.shards {
+					tc.shards[i].Count = 6
+				}
+			}
+			_, _, err := DecodeShards(tc.shards, DefaultLimits, t0)
+			var re *RuleError
+			if !errors.As(err, &re) || re.Rule != RuleUndecodable {
+				t.Errorf("error %v, want the whole set refused as %s", err, RuleUndecodable)
+			}
+		})
+	}
+}
+
+// TestShardPlace: the annotation's forms, and what is refused.
+func TestShardPlace(t *testing.T) {
+	for s, want := range map[string][2]int{"": {0, 1}, "0/1": {0, 1}, "3/4": {3, 4}, "15/16": {15, 16}} {
+		if i, n, err := ParseShardPlace(s); err != nil || i != want[0] || n != want[1] {
+			t.Errorf("%q: %d/%d, %v", s, i, n, err)
+		}
+		if s != "" && ShardPlace(want[0], want[1]) != s {
+			t.Errorf("ShardPlace(%d, %d) = %q, want %q", want[0], want[1], ShardPlace(want[0], want[1]), s)
+		}
+	}
+	for _, s := range []string{"1/1", "0/3", "-1/4", "4/4", "0/32", "a/b", "1", "0/0"} {
+		if _, _, err := ParseShardPlace(s); err == nil {
+			t.Errorf("%q taken", s)
+		}
+	}
+	if ShardName("peerlink-service-imports", 0) != "peerlink-service-imports" || ShardName("peerlink-service-imports", 3) != "peerlink-service-imports-3" {
+		t.Error("shard names")
+	}
+}
