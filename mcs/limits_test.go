@@ -480,3 +480,27 @@ func TestDecodeMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLimits: limits read back as they are written; the fields not
+// named take the defaults; an unknown field or a value below 1 is an error
+// naming it.
+func TestParseLimits(t *testing.T) {
+	l := Limits{Services: 5, Endpoints: 6, EndpointGroups: 7, MetadataBytes: 8, TotalEndpoints: 9, TotalEndpointGroups: 10,
+		TotalMetadataBytes: 11, DocumentBytes: 12, EncodedBytes: 13}
+	if got, err := ParseLimits(l.String()); err != nil || got != l {
+		t.Errorf("%q reads back as %+v (%v)", l.String(), got, err)
+	}
+	want := DefaultLimits
+	want.TotalEndpoints = 100000
+	if got, err := ParseLimits(" total-endpoints=100000 ,"); err != nil || got != want {
+		t.Errorf("one field: %+v (%v), want %+v", got, err, want)
+	}
+	if got, err := ParseLimits(""); err != nil || got != DefaultLimits {
+		t.Errorf("empty: %+v (%v), want the defaults", got, err)
+	}
+	for s, field := range map[string]string{"servics=1": "servics", "services=0": "services", "endpoints=x": "endpoints", "services": "services"} {
+		if _, err := ParseLimits(s); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%q: error %v, want one naming %s", s, err, field)
+		}
+	}
+}

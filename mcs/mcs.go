@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,17 +145,10 @@ var DefaultLimits = Limits{
 // from DefaultLimits.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
-	for _, f := range []struct {
-		v *int
-		d int
-	}{
-		{&l.Services, d.Services}, {&l.Endpoints, d.Endpoints}, {&l.EndpointGroups, d.EndpointGroups},
-		{&l.MetadataBytes, d.MetadataBytes}, {&l.TotalEndpoints, d.TotalEndpoints},
-		{&l.TotalEndpointGroups, d.TotalEndpointGroups}, {&l.TotalMetadataBytes, d.TotalMetadataBytes},
-		{&l.DocumentBytes, d.DocumentBytes}, {&l.EncodedBytes, d.EncodedBytes},
-	} {
+	defaults := d.limitFields()
+	for i, f := range l.limitFields() {
 		if *f.v <= 0 {
-			*f.v = f.d
+			*f.v = *defaults[i].v
 		}
 	}
 	return l
@@ -437,3 +431,53 @@ const ImportNamespaceLabel = "peerlink.io/service-imports"
 // import sends this cluster's calls to those endpoints only, and to the
 // peers' when none here is ready.
 const PreferLocalAnnotation = "peerlink.io/prefer-local-endpoints"
+
+// limitField is a field of Limits and its name in the written form.
+type limitField struct {
+	name string
+	v    *int
+}
+
+// limitFields are the fields of l, in their order.
+func (l *Limits) limitFields() []limitField {
+	return []limitField{
+		{"services", &l.Services}, {"endpoints", &l.Endpoints}, {"endpoint-groups", &l.EndpointGroups},
+		{"metadata-bytes", &l.MetadataBytes}, {"total-endpoints", &l.TotalEndpoints},
+		{"total-endpoint-groups", &l.TotalEndpointGroups}, {"total-metadata-bytes", &l.TotalMetadataBytes},
+		{"document-bytes", &l.DocumentBytes}, {"encoded-bytes", &l.EncodedBytes},
+	}
+}
+
+// String writes l as ParseLimits reads it: "services=2000,endpoints=1000,...",
+// every field.
+func (l Limits) String() string {
+	var parts []string
+	for _, f := range l.limitFields() {
+		parts = append(parts, f.name+"="+strconv.Itoa(*f.v))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseLimits reads limits written as String writes them; the fields it
+// does not name take the defaults. An unknown field, or a value that is
+// not a positive number, is an error naming it.
+func ParseLimits(s string) (Limits, error) {
+	var l Limits
+	fields := l.limitFields()
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(part, "=")
+		i := slices.IndexFunc(fields, func(f limitField) bool { return f.name == name })
+		if i < 0 {
+			return Limits{}, fmt.Errorf("limit %q: not one of services, endpoints, endpoint-groups, metadata-bytes, total-endpoints, total-endpoint-groups, total-metadata-bytes, document-bytes, encoded-bytes", name)
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 {
+			return Limits{}, fmt.Errorf("limit %s=%q: want a number of at least 1", name, value)
+		}
+		*fields[i].v = n
+	}
+	return l.WithDefaults(), nil
+}

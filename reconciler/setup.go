@@ -55,6 +55,7 @@ func SetupAll(mgr ctrl.Manager, facts ClusterFacts) error {
 		// The first address of the external CIDR, as the fabric takes it.
 		UnknownSource:        facts.ExternalCIDR.Masked().Addr(),
 		AllowedTemplateKinds: facts.AllowedTemplateKinds,
+		ServiceLimits:        facts.ServiceLimits,
 	})
 	if err != nil {
 		return err

@@ -54,6 +54,8 @@ type controllerOptions struct {
 	importNamespaces []string
 	maxServices      int
 	maxEndpoints     int
+	maxAllEndpoints  int
+	maxImportedBytes int
 }
 
 func newControllerCommand() *cobra.Command {
@@ -98,6 +100,8 @@ func (o *controllerOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.importNamespaces, "import-namespace", nil, "namespace that takes the services peers export, besides those labelled "+mcs.ImportNamespaceLabel+"=true (repeatable; * for every namespace; default none)")
 	f.IntVar(&o.maxServices, "max-imported-services", mcs.DefaultLimits.Services, "most services one peer may export to this cluster; more is refused")
 	f.IntVar(&o.maxEndpoints, "max-endpoints-per-service", mcs.DefaultLimits.Endpoints, "most endpoints a service a peer exports may have; more is refused")
+	f.IntVar(&o.maxAllEndpoints, "max-imported-endpoints", mcs.DefaultLimits.TotalEndpoints, "most endpoints of all the services one peer exports to this cluster; a service that would take more is refused")
+	f.IntVar(&o.maxImportedBytes, "max-imported-bytes", mcs.DefaultLimits.DocumentBytes, "most bytes of JSON the services one peer exports to this cluster may take; a service that would take more is refused")
 }
 
 // facts parses and validates the flags of the local facts. Errors name the
@@ -140,7 +144,7 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		ReservedCIDRs: many("reserved-cidr", o.reserved),
 		Pools:         many("ipam-pool", o.pools),
 		Namespace:     o.namespace,
-		ServiceLimits: mcs.Limits{Services: o.maxServices, Endpoints: o.maxEndpoints},
+		ServiceLimits: mcs.Limits{Services: o.maxServices, Endpoints: o.maxEndpoints, TotalEndpoints: o.maxAllEndpoints, DocumentBytes: o.maxImportedBytes},
 	}
 	for _, ns := range o.importNamespaces {
 		if ns = strings.TrimSpace(ns); ns == "" {
@@ -151,8 +155,8 @@ func (o *controllerOptions) facts() (reconciler.ClusterFacts, error) {
 		}
 		f.ImportNamespaces = append(f.ImportNamespaces, ns)
 	}
-	if o.maxServices < 1 || o.maxEndpoints < 1 {
-		errs = append(errs, errors.New("--max-imported-services and --max-endpoints-per-service must be at least 1"))
+	if o.maxServices < 1 || o.maxEndpoints < 1 || o.maxAllEndpoints < 1 || o.maxImportedBytes < 1 {
+		errs = append(errs, errors.New("--max-imported-services, --max-endpoints-per-service, --max-imported-endpoints and --max-imported-bytes must be at least 1"))
 	}
 	for _, s := range o.allowedKinds {
 		if s = strings.TrimSpace(s); s == "" {

@@ -26,6 +26,7 @@ import (
 	"github.com/peerlink/peerlink/internal/choice"
 	"github.com/peerlink/peerlink/internal/cidr"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/mcs"
 )
 
 // gatewayFlags are the flags of `peerlink-agent gateway`.
@@ -39,6 +40,7 @@ type gatewayFlags struct {
 	keepalive, pingInterval    time.Duration
 	wireguardImpl              string
 	localCIDRs                 string
+	serviceLimits              string
 	unknownSource              string
 	leaderElect                bool
 	podName                    string
@@ -88,6 +90,7 @@ func (f *gatewayFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.leaseRenew, "lease-renew-deadline", 3*time.Second, "with --leader-elect: how long the active replica tries to renew the Lease")
 	fs.DurationVar(&f.leaseRetry, "lease-retry-period", 250*time.Millisecond, "with --leader-elect: pace of the Lease's renewals and of a standby's attempts to take it, so the time it takes to notice a released Lease")
 	fs.StringVar(&f.unknownSource, "unknown-source", os.Getenv(netv1beta1.UnknownSourceEnv), "this cluster's unknown-source address (the first of its external CIDR), which the nodes' own packets leave the gateway as (default: the "+netv1beta1.UnknownSourceEnv+" variable, which the controller sets; without it they are not translated)")
+	fs.StringVar(&f.serviceLimits, "service-limits", os.Getenv(netv1beta1.ServiceLimitsEnv), "limits of what the peer may export to this cluster, as services=N,endpoints=N,total-endpoints=N,document-bytes=N,... (default: the "+netv1beta1.ServiceLimitsEnv+" variable, which the controller sets when its own are not the defaults; the limits not named take the defaults)")
 	fs.StringVar(&f.localCIDRs, "local-cidr", os.Getenv(netv1beta1.LocalCIDRsEnv), "comma-separated pod and external CIDRs of this cluster, the only destinations allowed out of the tunnel (default: the "+netv1beta1.LocalCIDRsEnv+" variable, which the controller sets; required)")
 }
 
@@ -136,6 +139,9 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		if o.UnknownSource, err = netip.ParseAddr(f.unknownSource); err != nil {
 			return gateway.Options{}, fmt.Errorf("--unknown-source: %w", err)
 		}
+	}
+	if o.ServiceLimits, err = mcs.ParseLimits(f.serviceLimits); err != nil {
+		return gateway.Options{}, fmt.Errorf("--service-limits: %w", err)
 	}
 	return o, field.WithFlags(o.Validate(), withAgentFlags(map[string]string{
 		"Name": "--name", "RemoteClusterID": "--remote-cluster-id", "Role": "--mode",

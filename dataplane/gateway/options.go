@@ -16,6 +16,7 @@ import (
 	"github.com/peerlink/peerlink/dataplane"
 	"github.com/peerlink/peerlink/dataplane/wireguard"
 	"github.com/peerlink/peerlink/internal/field"
+	"github.com/peerlink/peerlink/mcs"
 )
 
 // Options configure the agent; the command line sets them. Of the options
@@ -58,6 +59,9 @@ type Options struct {
 	// its external CIDR: packets of the nodes themselves leave the gateway
 	// as it. Invalid: they are not translated (and the peer drops them).
 	UnknownSource netip.Addr
+	// ServiceLimits bound what the peer may export to this cluster, as the
+	// controller holds it to them; zero fields take mcs.DefaultLimits.
+	ServiceLimits mcs.Limits
 	// KeySwitchTimeout, KeySwitchRetry and KeyGrace time a key rotation;
 	// zero: DefaultKeySwitchTimeout, DefaultKeySwitchRetry and
 	// DefaultKeyGrace.

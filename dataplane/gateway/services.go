@@ -91,7 +91,7 @@ type imports struct {
 // newImports returns the writer of the peer's set, with when each service
 // was first seen read back from the imports shards.
 func newImports(ctx context.Context, deps serviceDeps) *imports {
-	im := &imports{serviceDeps: deps, pending: resync.NewTrigger(), limits: mcs.DefaultLimits, logged: map[mcs.Key]mcs.Rejected{}}
+	im := &imports{serviceDeps: deps, pending: resync.NewTrigger(), limits: deps.opts.ServiceLimits.WithDefaults(), logged: map[mcs.Key]mcs.Rejected{}}
 	im.seen = im.readSeen(ctx)
 	return im
 }

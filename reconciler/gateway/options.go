@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/peerlink/peerlink/mcs"
 )
 
 // Options are what the gateway reconcilers know of their own cluster.
@@ -22,6 +24,9 @@ type Options struct {
 	// UnknownSource is this cluster's unknown-source address, which a
 	// gateway pod gives to what the nodes send themselves.
 	UnknownSource netip.Addr
+	// ServiceLimits bound what one peer may export to this cluster, which
+	// its gateway pod holds the peer to as the services reconciler does.
+	ServiceLimits mcs.Limits
 	// AllowedTemplateKinds are the kinds gateway templates may render
 	// besides WgGatewayServer and WgGatewayClient.
 	AllowedTemplateKinds []schema.GroupVersionKind

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -83,12 +82,8 @@ type wgGatewayReconciler[T client.Object] struct {
 	// apiReader reads Secrets and Nodes, which are watched by metadata only
 	// and so are not in the cache.
 	apiReader client.Reader
-	// localRanges are this cluster's own ranges, which the gateway pod
-	// learns to filter what comes out of the tunnel.
-	localRanges []netip.Prefix
-	// unknownSource is this cluster's unknown-source address, which the
-	// gateway pod learns too.
-	unknownSource netip.Addr
+	// facts are what the gateway pods are told of this cluster.
+	facts podFacts
 	// pods reads gateway pods, from a cache of their own.
 	pods client.Reader
 }
@@ -115,8 +110,7 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 		obj:             wg,
 		owner:           owner,
 		gatewayResource: r.kind.gatewayResource,
-		localRanges:     r.localRanges,
-		unknownSource:   r.unknownSource,
+		facts:           r.facts,
 		deployment:      deployment,
 		secretRef:       secretRef,
 	})
@@ -248,7 +242,8 @@ func setupWgGateway[T client.Object](mgr ctrl.Manager, opts Options, kind wgGate
 	if err != nil {
 		return nil, err
 	}
-	r := &wgGatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), localRanges: opts.LocalRanges, unknownSource: opts.UnknownSource, pods: pods}
+	r := &wgGatewayReconciler[T]{kind: kind, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), pods: pods,
+		facts: podFacts{localRanges: opts.LocalRanges, unknownSource: opts.UnknownSource, serviceLimits: opts.ServiceLimits}}
 	forSecret := kind.requestsFor(r.client, func(secret client.Object, wg T) bool {
 		_, ref := kind.workload(wg)
 		return wg.GetNamespace() == secret.GetNamespace() && templates.KeySecretName(wg.GetName(), ref) == secret.GetName()

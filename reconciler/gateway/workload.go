@@ -80,12 +80,19 @@ type wgGateway struct {
 	gatewayResource string
 	deployment      netv1beta1.DeploymentTemplate
 	secretRef       corev1.LocalObjectReference
-	// localRanges are this cluster's pod and external ranges, which the
-	// gateway pod is told in its environment.
+	// facts are what the gateway pod is told of this cluster.
+	facts podFacts
+}
+
+// podFacts are what a gateway pod is told of this cluster in its
+// environment.
+type podFacts struct {
+	// localRanges are this cluster's pod and external ranges.
 	localRanges []netip.Prefix
-	// unknownSource is this cluster's unknown-source address, which the
-	// gateway pod is told in its environment too.
+	// unknownSource is this cluster's unknown-source address.
 	unknownSource netip.Addr
+	// serviceLimits bound what the peer may export to this cluster.
+	serviceLimits mcs.Limits
 }
 
 // applyWorkload applies the gateway's ServiceAccount and RBAC, makes sure its
@@ -106,7 +113,7 @@ func applyWorkload(ctx context.Context, c client.Client, reader client.Reader, g
 	if err != nil {
 		return nil, wgtypes.Key{}, err
 	}
-	dep := gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.localRanges, g.unknownSource)
+	dep := gatewayDeployment(g.deployment, name, ns, labels, g.owner, g.facts)
 	if err := recreateFromOne(ctx, reader, dep); err != nil {
 		return nil, wgtypes.Key{}, err
 	}
@@ -224,8 +231,10 @@ func gatewayIdentity(name, ns, gatewayResource, secretName string, labels map[st
 // PEERLINK_LOCAL_CIDRS, the only destinations the gateway lets out of the
 // tunnel, and the cluster's unknown-source address in
 // PEERLINK_UNKNOWN_SOURCE (when it has one), which the nodes' own packets
-// leave the gateway as.
-func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, local []netip.Prefix, unknown netip.Addr) *appsv1.Deployment {
+// leave the gateway as, and the limits of what the peer may export in
+// PEERLINK_SERVICE_LIMITS when they are not the defaults (so that a
+// default install renders the pod as before).
+func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels map[string]string, owner metav1.OwnerReference, facts podFacts) *appsv1.Deployment {
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: childMeta(name, ns, t.Metadata, labels, owner),
@@ -234,13 +243,17 @@ func gatewayDeployment(t netv1beta1.DeploymentTemplate, name, ns string, labels 
 	pod := &d.Spec.Template.Spec
 	pod.ServiceAccountName = childName(name)
 	pod.DeprecatedServiceAccount = ""
+	local := facts.localRanges
 	ranges := make([]string, len(local))
 	for i, p := range local {
 		ranges[i] = p.String()
 	}
 	env := []corev1.EnvVar{{Name: netv1beta1.LocalCIDRsEnv, Value: strings.Join(ranges, ",")}}
-	if unknown.IsValid() {
-		env = append(env, corev1.EnvVar{Name: netv1beta1.UnknownSourceEnv, Value: unknown.String()})
+	if facts.unknownSource.IsValid() {
+		env = append(env, corev1.EnvVar{Name: netv1beta1.UnknownSourceEnv, Value: facts.unknownSource.String()})
+	}
+	if l := facts.serviceLimits.WithDefaults(); l != mcs.DefaultLimits {
+		env = append(env, corev1.EnvVar{Name: netv1beta1.ServiceLimitsEnv, Value: l.String()})
 	}
 	for i := range pod.Containers {
 		c := &pod.Containers[i]

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/testkit/testcluster"
 )
 
@@ -110,10 +111,10 @@ func TestGatewayDeploymentIPv6Forwarding(t *testing.T) {
 		}
 		return names
 	}
-	if got := inits(gatewayDeployment(tmpl(), "b", "tenant", nil, owner, v4, netip.Addr{})); !slices.Equal(got, []string{"user-init"}) {
+	if got := inits(gatewayDeployment(tmpl(), "b", "tenant", nil, owner, podFacts{localRanges: v4})); !slices.Equal(got, []string{"user-init"}) {
 		t.Errorf("IPv4 cluster: init containers %v, want only the template's", got)
 	}
-	d := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, dual, netip.Addr{})
+	d := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, podFacts{localRanges: dual})
 	if got := inits(d); !slices.Equal(got, []string{IPv6ForwardingContainer, "user-init"}) {
 		t.Fatalf("dual-stack cluster: init containers %v, want %s first", got, IPv6ForwardingContainer)
 	}
@@ -122,13 +123,45 @@ func TestGatewayDeploymentIPv6Forwarding(t *testing.T) {
 		c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 		t.Errorf("init container %+v, want the gateway's image running ipv6-forwarding, privileged", c)
 	}
-	again := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, dual, netip.Addr{})
+	again := gatewayDeployment(tmpl(), "b", "tenant", nil, owner, podFacts{localRanges: dual})
 	if !equality.Semantic.DeepEqual(again, d) {
 		t.Error("two renders of the same gateway differ")
 	}
 	withSysctl := tmpl()
 	withSysctl.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv6.conf.all.forwarding", Value: "1"}}}
-	if got := inits(gatewayDeployment(withSysctl, "b", "tenant", nil, owner, dual, netip.Addr{})); !slices.Equal(got, []string{"user-init"}) {
+	if got := inits(gatewayDeployment(withSysctl, "b", "tenant", nil, owner, podFacts{localRanges: dual})); !slices.Equal(got, []string{"user-init"}) {
 		t.Errorf("template with the sysctl: init containers %v, want only the template's", got)
+	}
+}
+
+// TestGatewayServiceLimitsEnv: the gateway pod is told the limits of what
+// the peer may export only when they are not the defaults, so that a
+// default install renders the pod as before, and told them as the gateway
+// reads them back.
+func TestGatewayServiceLimitsEnv(t *testing.T) {
+	tmpl := netv1beta1.DeploymentTemplate{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "gateway", Image: "registry.example/peerlink-agent:v1"}}}}}}
+	owner := metav1.OwnerReference{APIVersion: "networking.liqo.io/v1beta1", Kind: "WgGatewayServer", Name: "b", UID: "u"}
+	limitsEnv := func(l mcs.Limits) (string, bool) {
+		d := gatewayDeployment(tmpl, "b", "tenant", nil, owner, podFacts{localRanges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, serviceLimits: l})
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == netv1beta1.ServiceLimitsEnv {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	for _, l := range []mcs.Limits{{}, mcs.DefaultLimits, {Services: mcs.DefaultLimits.Services}} {
+		if v, ok := limitsEnv(l); ok {
+			t.Errorf("limits %+v: %s=%q, want no variable", l, netv1beta1.ServiceLimitsEnv, v)
+		}
+	}
+	raised := mcs.Limits{TotalEndpoints: 100_000, DocumentBytes: 16 << 20}
+	v, ok := limitsEnv(raised)
+	if !ok {
+		t.Fatalf("limits %+v: no %s", raised, netv1beta1.ServiceLimitsEnv)
+	}
+	if got, err := mcs.ParseLimits(v); err != nil || got != raised.WithDefaults() {
+		t.Errorf("%s=%q reads back as %+v (%v), want %+v", netv1beta1.ServiceLimitsEnv, v, got, err, raised.WithDefaults())
 	}
 }

@@ -38,6 +38,11 @@ const (
 	// unknown-source address (the first of its external CIDR), which the
 	// gateway gives to what the nodes send themselves (peerlink).
 	UnknownSourceEnv = "PEERLINK_UNKNOWN_SOURCE"
+	// ServiceLimitsEnv is the environment variable the controller sets in
+	// every container of a gateway pod when this cluster bounds what a
+	// peer may export otherwise than by default: the limits the gateway
+	// holds the peer to, as "services=2000,endpoints=1000,..." (peerlink).
+	ServiceLimitsEnv = "PEERLINK_SERVICE_LIMITS"
 )
 
 // Defaults of the API.
