@@ -46,6 +46,10 @@ const (
 	// restartGoal is the ceiling of the time a restarted controller takes
 	// to serve a new peer while holding benchPeers.
 	restartGoal = 5 * time.Second
+	// flatFactor bounds the memory each peer of the last stage of
+	// peerStages adds, as a multiple of what each of the stage before
+	// added: a peer costs about as much whatever the number.
+	flatFactor = 1.5
 	// benchTimeout bounds each wait of the control-plane table.
 	benchTimeout = 5 * time.Minute
 	// creators is the number of goroutines creating Configurations.
@@ -55,6 +59,10 @@ const (
 	peersNamespace  = "peers"
 	directNamespace = "direct"
 )
+
+// peerStages are the numbers of peers the controller holds, Ready, when
+// its memory is read; the last is benchPeers.
+var peerStages = []int{10, 100, 1000, benchPeers}
 
 // controlPlaneTable runs `peerlink-agent controller` as a process of its own
 // against a real kube-apiserver and etcd, gives it benchPeers Configurations
@@ -132,20 +140,32 @@ func controlPlaneTable(ctx context.Context) (*table, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The peers come in stages, each Ready before the next starts, so
+	// that the controller's memory at each is that of the peers it holds.
 	start = time.Now()
-	if err := b.createPeers(ctx, peersNamespace, 0, benchPeers, nil); err != nil {
-		return nil, err
-	}
-	created := time.Since(start)
-	if err := b.waitReady(ctx, peersNamespace, benchPeers); err != nil {
-		return nil, fmt.Errorf("%w; controller log: %s", err, ctrlProc.logPath)
+	var created time.Duration
+	resident := make([]int64, len(peerStages))
+	from := 0
+	for i, to := range peerStages {
+		began := time.Now()
+		if err := b.createPeers(ctx, peersNamespace, from, to, nil); err != nil {
+			return nil, err
+		}
+		created += time.Since(began)
+		if err := b.waitReady(ctx, peersNamespace, to); err != nil {
+			return nil, fmt.Errorf("%w; controller log: %s", err, ctrlProc.logPath)
+		}
+		if resident[i], err = procBytes(ctrlProc.cmd.Process.Pid, "VmRSS"); err != nil {
+			return nil, err
+		}
+		from = to
 	}
 	ready := time.Since(start)
 	after, err := b.writes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hwm, err := peakMemory(ctrlProc.cmd.Process.Pid)
+	hwm, err := procBytes(ctrlProc.cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		return nil, err
 	}
@@ -183,13 +203,17 @@ func controlPlaneTable(ctx context.Context) (*table, error) {
 			{name: fmt.Sprintf("%s Configurations created to all Ready", number(benchPeers)), measured: ready.Seconds(), goal: readyGoal.Seconds(), unit: "s", dir: atMost},
 			{name: "controller peak memory (VmHWM)", measured: float64(hwm) / (1 << 20), goal: memoryGoal / (1 << 20), unit: "MiB", dir: atMost},
 			{name: "controller restart to a new peer Ready", measured: restart.Seconds(), goal: restartGoal.Seconds(), unit: "s", dir: atMost},
+			{name: fmt.Sprintf("controller memory per peer, %s -> %s peers (ceiling: %.1f x that of %s -> %s)", number(float64(peerStages[2])), number(float64(peerStages[3])), flatFactor,
+				number(float64(peerStages[1])), number(float64(peerStages[2]))), measured: perPeer(resident, 3) / (1 << 10), goal: flatFactor * perPeer(resident, 2) / (1 << 10), unit: "KiB", dir: atMost},
 		},
 		notes: []string{
 			"every peer declares pod 10.244.0.0/24 and external 10.70.0.0/24, both colliding with the local ranges",
 			"the restart includes the process start, the cache sync, the rebuild of the IPAM from status and a pass over every peer",
-			fmt.Sprintf("the API server's floor: the same %s Configurations created, and a status like the controller's written to each (2 writes per peer), by the bench's client alone at the same parallelism (%d), no controller running: %.1f s, so all Ready took %.2f times the floor; with the controller running, the creates alone returned after %.1f s",
+			fmt.Sprintf("the API server's floor: the same %s Configurations created, and a status like the controller's written to each (2 writes per peer), by the bench's client alone at the same parallelism (%d), no controller running: %.1f s, so all Ready took %.2f times the floor; with the controller running, the creates alone took %.1f s",
 				number(benchPeers), creators, direct.Seconds(), ready.Seconds()/direct.Seconds(), created.Seconds()),
 			fmt.Sprintf("the controller's CPU time from its start to all Ready: %.1f s", cpu.Seconds()),
+			fmt.Sprintf("the peers come in stages of %s, each Ready before the next is created (the time to all Ready includes the waits); the controller's resident memory (VmRSS) then: %s",
+				stagesText(), residentText(resident)),
 			"writes the API server took per peer while the controller made them Ready (the bench's create included): " + writesPerPeer(before, after) +
 				"; all peers are in one namespace, so they share one exports ConfigMap, where each peer has its own in a cluster",
 		},
@@ -505,24 +529,53 @@ func writesPerPeer(before, after map[string]float64) string {
 	return fmt.Sprintf("%.2f (%s)", total, strings.Join(parts, ", "))
 }
 
-// peakMemory returns the peak resident memory of a process, in bytes.
-func peakMemory(pid int) (int64, error) {
+// procBytes returns a memory figure of a process's /proc status, in bytes:
+// VmHWM its peak resident memory, VmRSS its resident memory now.
+func procBytes(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read peak memory: %w", err)
+		return 0, fmt.Errorf("read %s: %w", field, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("parse VmHWM %q: %w", v, err)
+				return 0, fmt.Errorf("parse %s %q: %w", field, v, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.Join(sc.Err(), errors.New("no VmHWM in /proc status"))
+	return 0, errors.Join(sc.Err(), fmt.Errorf("no %s in /proc status", field))
+}
+
+// perPeer is the memory each peer of stage i added, in bytes: the growth
+// from stage i-1 over the peers between them.
+func perPeer(resident []int64, i int) float64 {
+	return float64(resident[i]-resident[i-1]) / float64(peerStages[i]-peerStages[i-1])
+}
+
+// stagesText lists peerStages.
+func stagesText() string {
+	parts := make([]string, len(peerStages))
+	for i, n := range peerStages {
+		parts[i] = number(float64(n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// residentText gives the memory at each stage, and what each peer of it
+// added.
+func residentText(resident []int64) string {
+	parts := make([]string, len(resident))
+	for i, r := range resident {
+		parts[i] = fmt.Sprintf("%s peers %.0f MiB", number(float64(peerStages[i])), float64(r)/(1<<20))
+		if i > 0 {
+			parts[i] += fmt.Sprintf(" (%.1f KiB per peer since %s)", perPeer(resident, i)/(1<<10), number(float64(peerStages[i-1])))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuTime returns the CPU time a process has used, user and system.

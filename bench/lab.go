@@ -27,6 +27,13 @@ const (
 	// importing the large export set.
 	exportGoal = 1.0
 	importGoal = 30.0
+	// directFactor bounds the time to every endpoint of the large set
+	// imported ready, as a multiple of the time the importing API server
+	// takes to accept the same objects written directly.
+	directFactor = 1.2
+	// endpointChangeGoal is the ceiling of the median time an endpoint
+	// change takes to reach the peer with the large set in place.
+	endpointChangeGoal = 1.0
 )
 
 // labTable measures the whole system on two real clusters of the lab,
@@ -52,13 +59,22 @@ func labTable(ctx context.Context) (*table, error) {
 		row{name: "pod->pod request/response across clusters (ceiling: same pods over the node network)", measured: f.Tunnel.ExchangesPerSecond, goal: f.Bare.ExchangesPerSecond, unit: "/s", dir: atMost},
 	)
 	sv := f.Services
+	endpoints := sv.Services * sv.Endpoints
 	t.rows = append(t.rows,
 		row{name: "ServiceExport created -> answer by clusterset name in the peer (median of 5)", measured: sv.MedianExportToAnswer, goal: exportGoal, unit: "s", dir: atMost},
 		row{name: fmt.Sprintf("%d exported Services of %d endpoints -> all imported", sv.Services, sv.Endpoints), measured: sv.ImportSeconds, goal: importGoal, unit: "s", dir: atMost},
+		row{name: fmt.Sprintf("  -> all %d endpoints ready (ceiling: %.2f x the same objects written directly, %.1f s)", endpoints, directFactor, sv.DirectSeconds),
+			measured: sv.ReadySeconds, goal: directFactor * sv.DirectSeconds, unit: "s", dir: atMost},
+		row{name: fmt.Sprintf("  one endpoint's readiness changed -> the peer's EndpointSlice, at %d endpoints (median of 5)", endpoints),
+			measured: sv.EndpointChangeSeconds, goal: endpointChangeGoal, unit: "s", dir: atMost},
 	)
+	t.notes = append(t.notes, fmt.Sprintf("the importing gateway received %.1f MiB through the tunnel while the %d services were imported (%.0f bytes per endpoint)",
+		sv.TunnelBytes/(1<<20), sv.Services, sv.TunnelBytes/float64(max(endpoints, 1))))
 	for _, k := range slices.Sorted(maps.Keys(sv.Memory)) {
-		t.notes = append(t.notes, fmt.Sprintf("resident memory with the %d services imported, %s: %.0f MiB", sv.Services, k, sv.Memory[k]/(1<<20)))
+		t.notes = append(t.notes, fmt.Sprintf("peak resident memory while the %d services were imported, %s: %.0f MiB", sv.Services, k, sv.Memory[k]/(1<<20)))
 	}
+	t.notes = append(t.notes, fmt.Sprintf("written directly: the same %d Services and EndpointSlices created in the importing cluster by one client, %d at once, as the controller writes",
+		sv.Services, sv.DirectWorkers))
 	t.notes = append(t.notes,
 		"traffic back: longest time without an answer to an HTTP request sent every 100 ms, over the 20 s after the deletion;",
 		"  with 2 replicas the same peering has a standby gateway pod on each side, which takes over",

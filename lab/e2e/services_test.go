@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/peerlink/peerlink/lab/internal/cluster"
@@ -196,7 +194,7 @@ func checkLargeExport(t *testing.T, ctx context.Context, l *labctl.Lab, importer
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := largeSet.Create(ctx, ce, exporter.PodCIDR); err != nil {
+	if err := largeSet.Create(ctx, ce, exporter.PodCIDR, 8); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -242,33 +240,13 @@ func checkLargeExport(t *testing.T, ctx context.Context, l *labctl.Lab, importer
 	}
 
 	// One endpoint of the first service turns not ready, then ready again.
-	name := largeSet.Name(0)
-	one := mcsv1beta1.LabelServiceName + "=" + name + "," + from
-	var lags []float64
-	for i := range endpointChanges {
-		ready := i%2 == 1
-		want := largeSet.Endpoints - 1
-		if ready {
-			want = largeSet.Endpoints
-		}
-		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: largeSet.Namespace, Name: name}}
-		patch := fmt.Sprintf(`[{"op":"replace","path":"/endpoints/0/conditions/ready","value":%t}]`, ready)
-		changed := time.Now()
-		if err := ce.Patch(ctx, slice, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
-			t.Fatal(err)
-		}
-		// Polled every 50 ms: the figure is read against 1 s.
-		for {
-			n := readyEndpoints(t, ctx, importer, largeSet.Namespace, one)
-			if n == want {
-				break
-			}
-			if time.Since(changed) > time.Minute {
-				t.Fatalf("%s still imports %d ready endpoints of %s a minute after the change, want %d", importer.Name, n, name, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		lags = append(lags, time.Since(changed).Seconds())
+	ci, err := l.Client(importer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lags, err := largeSet.EndpointChanges(ctx, ce, ci, exporter.ClusterID, 0, endpointChanges)
+	if err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(lags)
 	median := lags[len(lags)/2]

@@ -39,12 +39,29 @@ type Services struct {
 	ExportToAnswerSeconds []float64 `json:"exportToAnswerSeconds"`
 	MedianExportToAnswer  float64   `json:"medianExportToAnswerSeconds"`
 	// Services and Endpoints are the size of the large export set;
-	// ImportSeconds the time from its creation to all of it imported.
+	// ImportSeconds the time from its export to every service imported
+	// (its ServiceImport made), ReadySeconds to every endpoint imported
+	// ready.
 	Services      int     `json:"services"`
 	Endpoints     int     `json:"endpointsPerService"`
 	ImportSeconds float64 `json:"importSeconds"`
-	// Resident memory, in bytes, with the large set imported: the importing
-	// cluster's controller and gateway, and the exporting cluster's.
+	ReadySeconds  float64 `json:"readySeconds"`
+	// DirectSeconds is the time the importing cluster's API server takes
+	// to accept the same Services and EndpointSlices written directly, as
+	// many at once as the controller writes (DirectWorkers): the floor of
+	// ReadySeconds.
+	DirectSeconds float64 `json:"directSeconds"`
+	DirectWorkers int     `json:"directWorkers"`
+	// EndpointChangeSeconds is the median time an endpoint's readiness
+	// change in the exporter takes to show in the importer, the large set
+	// in place.
+	EndpointChangeSeconds float64 `json:"endpointChangeSeconds"`
+	// TunnelBytes is what the importing gateway received through the
+	// tunnel while the large set was imported.
+	TunnelBytes float64 `json:"tunnelBytes"`
+	// Memory is the peak resident memory, in bytes, while the large set
+	// was imported: the importing cluster's controller and gateway, and the
+	// exporting cluster's.
 	Memory map[string]float64 `json:"residentMemoryBytes"`
 }
 
