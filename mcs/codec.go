@@ -101,7 +101,6 @@ func marshal(services []Service) ([][]byte, error) {
 // when the whole set does not fit, it keeps the longest run of services,
 // in key order, that does, and returns the others as rejected.
 func EncodeWithin(s Set, l Limits) ([]byte, []Rejected, error) {
-	l = l.WithDefaults()
 	services := s.Sorted()
 	// Each service is marshalled once; the search below compresses
 	// prefixes of them again.
@@ -109,6 +108,13 @@ func EncodeWithin(s Set, l Limits) ([]byte, []Rejected, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return encodeWithin(services, docs, l)
+}
+
+// encodeWithin is EncodeWithin of services, in key order, marshalled as
+// docs.
+func encodeWithin(services []Service, docs [][]byte, l Limits) ([]byte, []Rejected, error) {
+	l = l.WithDefaults()
 	data, rule, err := encode(docs, l.DocumentBytes, l.EncodedBytes)
 	if err != nil || rule == "" {
 		return data, nil, err

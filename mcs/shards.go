@@ -1,9 +1,10 @@
 package mcs
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -65,22 +66,21 @@ func shardOf(k Key, n int) int {
 	return int(h.Sum32() & uint32(n-1))
 }
 
-// Sizes are the JSON sizes of a set's services, what its number of shards
-// follows.
-type Sizes map[Key]int
+// Marshalled is a set marshalled once, service by service, in key order:
+// what its shards are counted from and encoded from.
+type Marshalled struct {
+	services []Service
+	docs     [][]byte
+}
 
-// Measure returns the sizes of s's services.
-func Measure(s Set) (Sizes, error) {
-	sizes := make(Sizes, len(s))
-	for k := range s {
-		svc := s[k]
-		b, err := json.Marshal(&svc)
-		if err != nil {
-			return nil, err
-		}
-		sizes[k] = len(b) + 1
+// Marshal marshals s for its shards.
+func Marshal(s Set) (*Marshalled, error) {
+	m := &Marshalled{services: s.Sorted()}
+	var err error
+	if m.docs, err = marshal(m.services); err != nil {
+		return nil, err
 	}
-	return sizes, nil
+	return m, nil
 }
 
 // Count is the number of shards of the set: the fewest, a power of two,
@@ -88,12 +88,12 @@ func Measure(s Set) (Sizes, error) {
 // the set has now, when that is valid, keeps them within it, and is at
 // most four times the fewest, so that a set near a bound does not change
 // its number back and forth.
-func (z Sizes) Count(previous int) int {
+func (m *Marshalled) Count(previous int) int {
 	fewest := 1
-	for fewest < MaxShards && !z.fit(fewest) {
+	for fewest < MaxShards && !m.fit(fewest) {
 		fewest *= 2
 	}
-	if validCount(previous) && previous > fewest && previous <= 4*fewest && z.fit(previous) {
+	if validCount(previous) && previous > fewest && previous <= 4*fewest && m.fit(previous) {
 		return previous
 	}
 	return fewest
@@ -101,32 +101,99 @@ func (z Sizes) Count(previous int) int {
 
 // fit tells whether n shards keep every shard within ShardBytes, but for
 // a shard of one service.
-func (z Sizes) fit(n int) bool {
+func (m *Marshalled) fit(n int) bool {
 	bytes := make([]int, n)
 	count := make([]int, n)
-	for k, size := range z {
-		i := shardOf(k, n)
-		bytes[i] += size
-		count[i]++
+	for i, svc := range m.services {
+		j := shardOf(svc.Key, n)
+		bytes[j] += len(m.docs[i]) + 1
+		count[j]++
 	}
-	for i := range n {
-		if bytes[i] > ShardBytes && count[i] > 1 {
+	for j := range n {
+		if bytes[j] > ShardBytes && count[j] > 1 {
 			return false
 		}
 	}
 	return true
 }
 
-// Split splits s into n shards (a count of Sizes.Count).
-func Split(s Set, n int) []Set {
-	shards := make([]Set, n)
-	for i := range shards {
-		shards[i] = Set{}
+// split returns, for each of n shards, the indices of its services, in
+// key order.
+func (m *Marshalled) split(n int) [][]int {
+	out := make([][]int, n)
+	for i, svc := range m.services {
+		j := shardOf(svc.Key, n)
+		out[j] = append(out[j], i)
 	}
-	for k, svc := range s {
-		shards[shardOf(k, n)][k] = svc
+	return out
+}
+
+// ShardEncoder encodes marshalled sets in shards, and keeps each shard's
+// encoding to use again while the shard's services are the same, byte for
+// byte: a change to one service compresses its shard alone.
+type ShardEncoder struct {
+	// Limits, when set, keep each shard within their byte bounds as
+	// EncodeWithin does, the services past them rejected; without, a
+	// shard holds all its services.
+	Limits *Limits
+
+	cache map[uint64]encodedShard
+}
+
+// encodedShard is a shard as encoded, and what was rejected of it.
+type encodedShard struct {
+	data     []byte
+	rejected []Rejected
+}
+
+// Encode encodes m in n shards (a count of m.Count), in order, and returns
+// what the limits rejected.
+func (e *ShardEncoder) Encode(m *Marshalled, n int) ([][]byte, []Rejected, error) {
+	used := make(map[uint64]encodedShard, n)
+	shards := make([][]byte, n)
+	var rejected []Rejected
+	for j, members := range m.split(n) {
+		h := fnv.New64a()
+		docs := make([][]byte, len(members))
+		services := make([]Service, len(members))
+		for k, i := range members {
+			docs[k], services[k] = m.docs[i], m.services[i]
+			h.Write(docs[k])
+			h.Write([]byte{'\n'})
+		}
+		sum := h.Sum64()
+		enc, ok := e.cache[sum]
+		if !ok {
+			var err error
+			if enc, err = e.encode(services, docs); err != nil {
+				return nil, nil, err
+			}
+		}
+		used[sum] = enc
+		shards[j] = enc.data
+		rejected = append(rejected, enc.rejected...)
 	}
-	return shards
+	// What this call did not use is dropped, unless the cache is small:
+	// several counts of one set (peers of different counts) keep theirs.
+	if len(e.cache)+len(used) > 4*MaxShards {
+		e.cache = used
+	} else {
+		if e.cache == nil {
+			e.cache = map[uint64]encodedShard{}
+		}
+		maps.Copy(e.cache, used)
+	}
+	return shards, rejected, nil
+}
+
+// encode encodes the services of one shard, marshalled as docs.
+func (e *ShardEncoder) encode(services []Service, docs [][]byte) (encodedShard, error) {
+	if e.Limits == nil {
+		data, _, err := encode(docs, math.MaxInt, math.MaxInt)
+		return encodedShard{data: data}, err
+	}
+	data, rejected, err := encodeWithin(services, docs, *e.Limits)
+	return encodedShard{data: data, rejected: rejected}, err
 }
 
 // Shard is one stored shard of a set.
@@ -162,19 +229,6 @@ func DecodeShards(shards []Shard, l Limits, now time.Time) (Set, []Rejected, err
 		}
 	}
 	return d.set, d.rejected, nil
-}
-
-// EncodeShards encodes s in n shards, in order.
-func EncodeShards(s Set, n int) ([][]byte, error) {
-	var out [][]byte
-	for _, shard := range Split(s, n) {
-		data, err := Encode(shard)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, data)
-	}
-	return out, nil
 }
 
 // ShardNames are the names every shard of the set named base may take.

@@ -5,21 +5,18 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // shardsOf encodes s in n shards, as stored.
 func shardsOf(t *testing.T, s Set, n int) []Shard {
 	t.Helper()
-	data, err := EncodeShards(s, n)
+	data, _, err := new(ShardEncoder).Encode(marshalled(t, s), n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]Shard, n)
-	for i, d := range data {
-		out[i] = Shard{Index: i, Count: n, Data: d}
-	}
-	return out
+	return shardsFrom(data)
 }
 
 // TestShardCount: a set takes the fewest shards, a power of two, that
@@ -27,33 +24,27 @@ func shardsOf(t *testing.T, s Set, n int) []Shard {
 // is at most four times the fewest; a service alone over the bound does
 // not split further; and no set takes more than MaxShards.
 func TestShardCount(t *testing.T) {
-	measure := func(s Set) Sizes {
-		t.Helper()
-		z, err := Measure(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return z
-	}
-	small := measure(setOf(numbered(10, nil)))
+	small := marshalled(t, setOf(numbered(10, nil)))
 	// Services of 1,000 endpoints, about 40 KiB of JSON each.
-	large := func(n int) Sizes {
-		return measure(setOf(numbered(n, func(i int, s *Service) { *s = echo("default", t0, 1000); s.Name = fmt.Sprintf("s%05d", i) })))
+	large := func(n int) *Marshalled {
+		return marshalled(t, setOf(numbered(n, func(i int, s *Service) { *s = echo("default", t0, 1000); s.Name = fmt.Sprintf("s%05d", i) })))
 	}
-	total := func(z Sizes) int {
+	alone := echo("default", t0, 0)
+	alone.Annotations = map[string]string{"a": strings.Repeat("x", 2*ShardBytes)}
+	total := func(m *Marshalled) int {
 		sum := 0
-		for _, v := range z {
-			sum += v
+		for _, d := range m.docs {
+			sum += len(d) + 1
 		}
 		return sum
 	}
 	for _, tc := range []struct {
 		name     string
-		sizes    Sizes
+		sizes    *Marshalled
 		previous int
 		check    func(n int) bool
 	}{
-		{"empty", Sizes{}, 0, func(n int) bool { return n == 1 }},
+		{"empty", marshalled(t, Set{}), 0, func(n int) bool { return n == 1 }},
 		{"small", small, 0, func(n int) bool { return n == 1 }},
 		{"small, had 4", small, 4, func(n int) bool { return n == 4 }},
 		{"small, had 8", small, 8, func(n int) bool { return n == 1 }},
@@ -61,12 +52,12 @@ func TestShardCount(t *testing.T) {
 		{"large, had four times the fewest", large(12), 8, func(n int) bool { return n == 8 }},
 		{"large, had eight times the fewest", large(12), 16, func(n int) bool { return n == 2 }},
 		{"large, had an invalid count", large(12), 3, func(n int) bool { return n == 2 }},
-		{"one service over the bound", Sizes{{Name: "a"}: 2 * ShardBytes}, 0, func(n int) bool { return n == 1 }},
+		{"one service over the bound", marshalled(t, setOf([]Service{alone})), 0, func(n int) bool { return n == 1 }},
 		{"more than the shards hold", large(1000), 0, func(n int) bool { return n == MaxShards }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := tc.sizes.Count(tc.previous); !tc.check(n) {
-				t.Errorf("%d services of %d bytes, had %d shards: %d shards", len(tc.sizes), total(tc.sizes), tc.previous, n)
+				t.Errorf("%d services of %d bytes, had %d shards: %d shards", len(tc.sizes.docs), total(tc.sizes), tc.previous, n)
 			}
 		})
 	}
@@ -91,7 +82,7 @@ func TestDecodeShards(t *testing.T) {
 
 	// Shard 0's services written into shard 1 too.
 	moved := slices.Clone(shards)
-	both := Split(set, 8)
+	both := split(set, 8)
 	maps.Copy(both[1], both[0])
 	if moved[1].Data, err = Encode(both[1]); err != nil {
 		t.Fatal(err)
@@ -130,6 +121,82 @@ func TestDecodeShards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// marshalled marshals s.
+func marshalled(t *testing.T, s Set) *Marshalled {
+	t.Helper()
+	m, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// split splits s into its n shards' sets.
+func split(s Set, n int) []Set {
+	out := make([]Set, n)
+	for i := range out {
+		out[i] = Set{}
+	}
+	for k, svc := range s {
+		out[shardOf(k, n)][k] = svc
+	}
+	return out
+}
+
+// TestShardEncoder: a change to one service compresses its shard alone;
+// the others are the encodings of before. With limits, a shard keeps
+// within them and the services past them are rejected.
+func TestShardEncoder(t *testing.T) {
+	set := setOf(numbered(300, nil))
+	var e ShardEncoder
+	before, _, err := e.Encode(marshalled(t, set), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := set[Key{Namespace: "default", Name: "s00007"}]
+	changed.Ports = append(changed.Ports, Port{Name: "extra", Protocol: "TCP", Port: 9999})
+	set[changed.Key] = changed
+	after, _, err := e.Encode(marshalled(t, set), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range after {
+		same := &before[i][0] == &after[i][0]
+		if want := i != shardOf(changed.Key, 8); same != want {
+			t.Errorf("shard %d: the encoding of before reused %v, want %v", i, same, want)
+		}
+	}
+	got, _, err := DecodeShards(shardsFrom(after), DefaultLimits, t0)
+	if err != nil || len(got[changed.Key].Ports) != 2 || len(got) != len(set) {
+		t.Fatalf("read back: %d services, %v, error %v", len(got), got[changed.Key].Ports, err)
+	}
+
+	limits := Limits{DocumentBytes: 5000}
+	bounded := ShardEncoder{Limits: &limits}
+	shards, rejected, err := bounded.Encode(marshalled(t, set), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = DecodeShards(shardsFrom(shards), DefaultLimits, t0)
+	if err != nil || len(rejected) == 0 || len(got)+len(rejected) != len(set) {
+		t.Fatalf("within 5,000 bytes of JSON a shard: %d kept, %d rejected of %d, error %v", len(got), len(rejected), len(set), err)
+	}
+	for _, sh := range shards {
+		if len(gunzipped(t, sh)) > limits.DocumentBytes {
+			t.Errorf("a shard of %d bytes, over the bound", len(sh))
+		}
+	}
+}
+
+// shardsFrom places encoded shards.
+func shardsFrom(data [][]byte) []Shard {
+	out := make([]Shard, len(data))
+	for i, d := range data {
+		out[i] = Shard{Index: i, Count: len(data), Data: d}
+	}
+	return out
 }
 
 // TestShardPlace: the annotation's forms, and what is refused.

@@ -86,12 +86,16 @@ type imports struct {
 	seen firstSights
 	// logged are the rejections last logged and counted, by service.
 	logged map[mcs.Key]mcs.Rejected
+	// encoder encodes the shards, within the limits, each compressed
+	// again only when its services change.
+	encoder mcs.ShardEncoder
 }
 
 // newImports returns the writer of the peer's set, with when each service
 // was first seen read back from the imports shards.
 func newImports(ctx context.Context, deps serviceDeps) *imports {
 	im := &imports{serviceDeps: deps, pending: resync.NewTrigger(), limits: deps.opts.ServiceLimits.WithDefaults(), logged: map[mcs.Key]mcs.Rejected{}}
+	im.encoder.Limits = &im.limits
 	im.seen = im.readSeen(ctx)
 	return im
 }
@@ -266,7 +270,7 @@ func (s *imports) writeLoop(ctx context.Context) {
 // what was rejected of it.
 func (s *imports) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejected) error {
 	set = s.seen.stamp(set, s.now())
-	sizes, err := mcs.Measure(set)
+	marshalled, err := mcs.Marshal(set)
 	if err != nil {
 		return err
 	}
@@ -274,19 +278,14 @@ func (s *imports) write(ctx context.Context, set mcs.Set, rejected []mcs.Rejecte
 	if err != nil {
 		return err
 	}
-	var shards [][]byte
-	for _, shard := range mcs.Split(set, sizes.Count(previous)) {
-		data, trimmed, err := mcs.EncodeWithin(shard, s.limits)
-		if err != nil {
-			return err
-		}
-		for _, r := range trimmed {
-			delete(s.seen, r.Key)
-		}
-		shards = append(shards, data)
-		rejected = append(rejected, trimmed...)
+	shards, trimmed, err := s.encoder.Encode(marshalled, marshalled.Count(previous))
+	if err != nil {
+		return err
 	}
-	rejected = slices.SortedFunc(slices.Values(rejected), func(a, b mcs.Rejected) int { return a.Key.Compare(b.Key) })
+	for _, r := range trimmed {
+		delete(s.seen, r.Key)
+	}
+	rejected = slices.SortedFunc(slices.Values(append(slices.Clone(rejected), trimmed...)), func(a, b mcs.Rejected) int { return a.Key.Compare(b.Key) })
 	s.report(rejected)
 	summary, err := json.Marshal(mcs.Summarize(rejected))
 	if err != nil {

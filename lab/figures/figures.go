@@ -56,6 +56,10 @@ type Services struct {
 	// change in the exporter takes to show in the importer, the large set
 	// in place.
 	EndpointChangeSeconds float64 `json:"endpointChangeSeconds"`
+	// ReconcileSeconds is, by cluster, the mean time of a reconcile of
+	// its services controller during the endpoint changes: the work of a
+	// change that grows with the set.
+	ReconcileSeconds map[string]float64 `json:"reconcileSeconds"`
 	// TunnelBytes is what the importing gateway received through the
 	// tunnel while the large set was imported.
 	TunnelBytes float64 `json:"tunnelBytes"`

@@ -79,6 +79,10 @@ type servicesReconciler struct {
 	// decoded keeps each peer's received set, decoded once per version of
 	// its imports shards.
 	decoded map[string]receivedSet
+	// exports encodes the local export set, each shard compressed again
+	// only when its services change; peers of the same number of shards
+	// share the encoding.
+	exports mcs.ShardEncoder
 }
 
 // receivedSet is a peer's set as decoded from one version of its imports
@@ -178,21 +182,14 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	sizes, err := mcs.Measure(local)
+	marshalled, err := mcs.Marshal(local)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// Peers whose shards are as many share their encoding.
-	encoded := map[int][][]byte{}
 	var errs []error
 	for _, p := range peers {
 		if err := r.publish(ctx, p, func(previous int) ([][]byte, error) {
-			n := sizes.Count(previous)
-			if shards, ok := encoded[n]; ok {
-				return shards, nil
-			}
-			shards, err := mcs.EncodeShards(local, n)
-			encoded[n] = shards
+			shards, _, err := r.exports.Encode(marshalled, marshalled.Count(previous))
 			return shards, err
 		}); err != nil {
 			errs = append(errs, err)

@@ -167,7 +167,7 @@ func (l *Lab) benchLargeSet(ctx context.Context, a, b *cluster.Cluster, f *figur
 		}
 		return ParseMetrics(out)["peerlink_gateway_received_bytes_total"], nil
 	}
-	before, err := received()
+	sent, err := received()
 	if err != nil {
 		return err
 	}
@@ -194,23 +194,55 @@ func (l *Lab) benchLargeSet(ctx context.Context, a, b *cluster.Cluster, f *figur
 	}
 	f.ReadySeconds = time.Since(start).Seconds()
 	f.Memory = peak()
-	after, err := received()
+	got, err := received()
 	if err != nil {
 		return err
 	}
-	f.TunnelBytes = after - before
+	f.TunnelBytes = got - sent
 	l.progress.Logf("%d exported services of %d endpoints: all imported in %.1fs, every endpoint ready in %.1fs, %.1f MiB through the tunnel",
 		benchSet.Services, benchSet.Endpoints, f.ImportSeconds, f.ReadySeconds, f.TunnelBytes/(1<<20))
 	for k, v := range f.Memory {
 		l.progress.Logf("%s: %.0f MiB resident at most", k, v/(1<<20))
 	}
 
+	reconciles := func() (map[string][2]float64, error) {
+		out := map[string][2]float64{}
+		for _, n := range []*cluster.Cluster{a, b} {
+			ns, pod, port, err := l.podOf(ctx, n, PeerlinkNamespace, ControllerSelector, ControllerMetricsPort)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := l.Kubectl(ctx, n, "get", "--raw", MetricsPath(ns, pod, port))
+			if err != nil {
+				return nil, err
+			}
+			m := ParseMetrics(raw)
+			out[n.Name] = [2]float64{m[`controller_runtime_reconcile_time_seconds_sum{controller="services"}`],
+				m[`controller_runtime_reconcile_time_seconds_count{controller="services"}`]}
+		}
+		return out, nil
+	}
+	before, err := reconciles()
+	if err != nil {
+		return err
+	}
 	lags, err := benchSet.EndpointChanges(ctx, cb, ca, b.ClusterID, 0, exportTrials)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", a.Name, err)
 	}
 	f.EndpointChangeSeconds = slices.Sorted(slices.Values(lags))[len(lags)/2]
 	l.progress.Logf("an endpoint change at %d endpoints reached %s in %.2fs (median of %v)", total, a.Name, f.EndpointChangeSeconds, lags)
+	after, err := reconciles()
+	if err != nil {
+		return err
+	}
+	f.ReconcileSeconds = map[string]float64{}
+	for name, v := range after {
+		if n := v[1] - before[name][1]; n > 0 {
+			f.ReconcileSeconds[name] = (v[0] - before[name][0]) / n
+			l.progress.Logf("%s: %.0f reconciles of the services controller meanwhile, %.0f ms each", name, n, 1000*f.ReconcileSeconds[name])
+		}
+	}
 
 	// The physical limit of a's API server: the same objects, written
 	// directly, as many at once as the controller writes.
