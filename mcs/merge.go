@@ -206,3 +206,11 @@ func (imp *Import) RoutedPorts(m Member, g EndpointGroup) []Port {
 // ConflictReason joins conflict reasons as the Conflict condition's reason
 // carries several.
 func ConflictReason(reasons []string) string { return strings.Join(reasons, ",") }
+
+// Equal tells whether two imports are the same, field by field.
+func (imp *Import) Equal(o *Import) bool {
+	return imp.Key == o.Key && imp.Winner.Equal(&o.Winner) && slices.EqualFunc(imp.Ports, o.Ports, Port.equal) &&
+		slices.EqualFunc(imp.Members, o.Members, func(a, b Member) bool {
+			return a.Cluster == b.Cluster && a.Live == b.Live && a.Local == b.Local && a.Service.Equal(&b.Service)
+		}) && slices.Equal(imp.Conflicts, o.Conflicts)
+}

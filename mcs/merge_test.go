@@ -2,11 +2,13 @@ package mcs
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
@@ -92,5 +94,54 @@ func TestMergeUnnamedPort(t *testing.T) {
 				t.Errorf("ports %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestServiceEqual: a change of any field of a service, or of an import,
+// makes it differ; every field of Service is covered.
+func TestServiceEqual(t *testing.T) {
+	base := func() Service {
+		s := echo("default", t0, 3)
+		s.Normalize()
+		s.Labels, s.Annotations = map[string]string{"a": "1"}, map[string]string{"b": "2"}
+		s.TrafficDistribution = ptr.To("PreferClose")
+		s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](10)}}
+		s.Ports[0].AppProtocol = ptr.To("http")
+		return s
+	}
+	edits := map[string]func(*Service){
+		"Key":                   func(s *Service) { s.Name = "other" },
+		"Exported":              func(s *Service) { s.Exported = s.Exported.Add(time.Second) },
+		"Seen":                  func(s *Service) { s.Seen = t0 },
+		"Type":                  func(s *Service) { s.Type = mcsv1beta1.Headless },
+		"Ports":                 func(s *Service) { s.Ports[0].AppProtocol = ptr.To("h2c") },
+		"SessionAffinity":       func(s *Service) { s.SessionAffinity = corev1.ServiceAffinityClientIP },
+		"SessionAffinityConfig": func(s *Service) { s.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr.To[int32](11) },
+		"InternalTrafficPolicy": func(s *Service) { s.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal) },
+		"TrafficDistribution":   func(s *Service) { s.TrafficDistribution = nil },
+		"IPFamilies":            func(s *Service) { s.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} },
+		"Labels":                func(s *Service) { s.Labels["a"] = "3" },
+		"Annotations":           func(s *Service) { delete(s.Annotations, "b") },
+		"Endpoints":             func(s *Service) { s.Endpoints[0].Endpoints[2].Ready = false },
+	}
+	for i := range reflect.TypeFor[Service]().NumField() {
+		if name := reflect.TypeFor[Service]().Field(i).Name; edits[name] == nil {
+			t.Errorf("no case changes field %s", name)
+		}
+	}
+	a := base()
+	if b := base(); !a.Equal(&b) {
+		t.Fatal("two equal services differ")
+	}
+	for name, edit := range edits {
+		b := base()
+		edit(&b)
+		if a.Equal(&b) || b.Equal(&a) {
+			t.Errorf("a change of %s: still equal", name)
+		}
+		imp, other := &Import{Key: a.Key, Winner: a, Members: []Member{{Cluster: "x", Service: a}}}, &Import{Key: a.Key, Winner: a, Members: []Member{{Cluster: "x", Service: b}}}
+		if imp.Equal(other) {
+			t.Errorf("a change of a member's %s: the imports still equal", name)
+		}
 	}
 }

@@ -410,6 +410,22 @@ func TestServicesReconciler(t *testing.T) {
 		t.Errorf("%d writes after a reconcile that changed nothing: %v", got-settled, writes.since(settled))
 	}
 
+	// An imported slice changed by someone else is made again, though
+	// nothing it is made from changed.
+	fromB, err := importedSlices(ctx, c, "b")
+	if err != nil || len(fromB) != 1 {
+		t.Fatalf("slices from b: %v %v", fromB, err)
+	}
+	notReady := false
+	fromB[0].Endpoints[0].Conditions.Ready = &notReady
+	if err := c.Update(ctx, &fromB[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's slice, changed by hand, made again", func(ctx context.Context) error {
+		return checkImported(ctx, c, "b", importedEndpoints, "10.0.2.7 ready=true")
+	})
+	settled = writes.settle(t)
+
 	// A new import costs one write of each object it is made of, in the
 	// order a caller needs them: slice, derived Service, ServiceImport
 	// with its IP, status.

@@ -83,6 +83,9 @@ type servicesReconciler struct {
 	// only when its services change; peers of the same number of shards
 	// share the encoding.
 	exports mcs.ShardEncoder
+	// made is what the last reconcile made of each import, which the
+	// next skips while it holds.
+	made map[mcs.Key]madeImport
 }
 
 // receivedSet is a peer's set as decoded from one version of its imports
@@ -236,9 +239,9 @@ func (r *servicesReconciler) localExports(ctx context.Context) ([]exportState, m
 		return nil, mcs.Set{}, nil
 	}
 	// The endpoints of every Service, read once: one pass over the cache
-	// instead of one per export.
+	// instead of one per export, and only read, so not copied.
 	var all discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &all, client.HasLabels{discoveryv1.LabelServiceName}); err != nil {
+	if err := r.client.List(ctx, &all, client.HasLabels{discoveryv1.LabelServiceName}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list endpointslices: %w", err)
 	}
 	slicesOf := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
@@ -681,8 +684,10 @@ func (r *servicesReconciler) madeObjects(ctx context.Context) (madeObjects, erro
 	for i := range derived.Items {
 		m.derived[client.ObjectKeyFromObject(&derived.Items[i])] = &derived.Items[i]
 	}
+	// The imported slices are compared and deleted, never changed in
+	// place: the cache's own, not copies.
 	var sls discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &sls, client.MatchingLabels{discoveryv1.LabelManagedBy: SliceManager}); err != nil {
+	if err := r.client.List(ctx, &sls, client.MatchingLabels{discoveryv1.LabelManagedBy: SliceManager}, client.UnsafeDisableDeepCopy); err != nil {
 		return m, fmt.Errorf("list imported endpointslices: %w", err)
 	}
 	for i := range sls.Items {
@@ -741,24 +746,44 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 	// once (each in its own order: slices, derived Service, IP), so that
 	// a thousand new ones take the API server's time, not a thousand
 	// round trips in a row.
+	viewKeys := make(map[string]string, len(views))
+	for cluster, v := range views {
+		viewKeys[cluster] = fmt.Sprint(v)
+	}
+	made := make(map[mcs.Key]madeImport, len(apply))
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(parallelWrites)
 	for _, imp := range apply {
+		from := inputsOf(imp, viewKeys, !spread[imp.Key])
+		// An import made from the same inputs, whose objects are as it
+		// left them, is not made again: a change of one service costs
+		// the work of that service.
+		if m, ok := r.made[imp.Key]; ok && m.holds(from, have) {
+			made[imp.Key] = m
+			for n := range m.slices {
+				wantSlices[types.NamespacedName{Namespace: imp.Namespace, Name: n}] = true
+			}
+			continue
+		}
 		g.Go(func() error {
-			names, err := r.applyImport(ctx, imp, have, views, !spread[imp.Key])
+			m, err := r.applyImport(ctx, imp, have, views, !spread[imp.Key])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
+			} else if m.complete() {
+				m.from = from
+				made[imp.Key] = m
 			}
-			for _, n := range names {
+			for n := range m.slices {
 				wantSlices[types.NamespacedName{Namespace: imp.Namespace, Name: n}] = true
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // errors are gathered in errs
+	r.made = made
 	// What is no longer wanted goes: ServiceImports, derived Services
 	// (also of an import that became headless), EndpointSlices; several
 	// at once, as a peer's set may have made thousands.
@@ -819,23 +844,25 @@ func DerivedName(k mcs.Key) string {
 // endpoints behind it. Neither the slices nor the derived Service have an
 // owner, as the ServiceImport does not exist yet when they are made:
 // applyImports removes them with their import.
-func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]netv1beta1.RemoteRange, preferLocal bool) ([]string, error) {
+func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, have madeObjects, views map[string][]netv1beta1.RemoteRange, preferLocal bool) (madeImport, error) {
 	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
 	derived := ""
 	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
 		derived = DerivedName(imp.Key)
 	}
 	local := preferLocal && localPreferred(imp)
-	var names []string
+	made := madeImport{slices: map[string]string{}}
 	for _, m := range imp.Members {
 		for gi, g := range m.Service.Endpoints {
 			sl := desiredSlice(imp, m, gi, g, derived, endpointView(m, views), local && !m.Local)
-			if cur := have.slices[client.ObjectKeyFromObject(sl)]; cur == nil || !sameSlice(cur, sl) {
+			cur := have.slices[client.ObjectKeyFromObject(sl)]
+			if cur == nil || !sameSlice(cur, sl) {
 				if err := api.Apply(ctx, r.client, sl, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-					return names, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
+					return made, fmt.Errorf("apply endpointslice %s/%s of %s from %s: %w", imp.Namespace, sl.Name, imp.Key, m.Cluster, err)
 				}
+				cur = sl
 			}
-			names = append(names, sl.Name)
+			made.slices[sl.Name] = cur.ResourceVersion
 		}
 	}
 	current := have.imports[key]
@@ -853,7 +880,7 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 				// says why.
 				unsupported, cur = err, nil
 			case err != nil:
-				return names, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, derived, imp.Key, err)
+				return made, fmt.Errorf("apply derived service %s/%s of %s: %w", imp.Namespace, derived, imp.Key, err)
 			default:
 				cur = svc
 			}
@@ -861,15 +888,92 @@ func (r *servicesReconciler) applyImport(ctx context.Context, imp *mcs.Import, h
 		// The families follow the clusterset IPs the Service was given.
 		if cur != nil {
 			si.Spec.IPs, si.Spec.IPFamilies = cur.Spec.ClusterIPs, cur.Spec.IPFamilies
+			made.derived = cur.ResourceVersion
 		}
 	}
 	if current == nil || !sameImport(current, si) {
 		if err := api.Apply(ctx, r.client, si, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-			return names, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
+			return made, fmt.Errorf("apply serviceimport %s: %w", imp.Key, err)
 		}
 		current = si
 	}
-	return names, r.importStatus(ctx, imp, current, unsupported)
+	var err error
+	made.serviceImport, err = r.importStatus(ctx, imp, current, unsupported)
+	if unsupported != nil {
+		// Not kept: the import is made again until the family is there.
+		made.serviceImport = ""
+	}
+	return made, err
+}
+
+// madeImport is what applyImport made of an import, and from what: the
+// resourceVersion of each object as it left it.
+type madeImport struct {
+	from          importInputs
+	serviceImport string
+	derived       string
+	// slices are the EndpointSlices' by name.
+	slices map[string]string
+}
+
+// complete tells whether every object's version is known, so that the
+// import can be skipped while they hold.
+func (m madeImport) complete() bool {
+	for _, v := range m.slices {
+		if v == "" {
+			return false
+		}
+	}
+	return m.serviceImport != ""
+}
+
+// holds tells whether the import, made from the inputs from, is as m left
+// it in the cache: its ServiceImport, derived Service and EndpointSlices at
+// the versions it wrote or found.
+func (m madeImport) holds(from importInputs, have madeObjects) bool {
+	imp := from.imp
+	if !m.from.equal(from) {
+		return false
+	}
+	key := types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}
+	if si := have.imports[key]; si == nil || si.ResourceVersion != m.serviceImport {
+		return false
+	}
+	if imp.Winner.Type == mcsv1beta1.ClusterSetIP {
+		d := have.derived[types.NamespacedName{Namespace: imp.Namespace, Name: DerivedName(imp.Key)}]
+		if d == nil || d.ResourceVersion != m.derived {
+			return false
+		}
+	}
+	for name, version := range m.slices {
+		if sl := have.slices[types.NamespacedName{Namespace: imp.Namespace, Name: name}]; sl == nil || sl.ResourceVersion != version {
+			return false
+		}
+	}
+	return true
+}
+
+// importInputs are what an import is made from: the merged exports, the
+// views of the ranges of its members' clusters, and the preference for
+// local endpoints.
+type importInputs struct {
+	imp         *mcs.Import
+	views       string
+	preferLocal bool
+}
+
+// inputsOf returns the inputs of imp; viewKeys are the views of every
+// cluster, written out.
+func inputsOf(imp *mcs.Import, viewKeys map[string]string, preferLocal bool) importInputs {
+	var views strings.Builder
+	for _, m := range imp.Members {
+		views.WriteString(m.Cluster + "=" + viewKeys[m.Cluster] + ";")
+	}
+	return importInputs{imp: imp, views: views.String(), preferLocal: preferLocal}
+}
+
+func (in importInputs) equal(o importInputs) bool {
+	return in.imp != nil && o.imp != nil && in.views == o.views && in.preferLocal == o.preferLocal && in.imp.Equal(o.imp)
 }
 
 // familyNotConfigured tells whether err is the API server's refusal of a
@@ -930,7 +1034,7 @@ func sameImport(have, want *mcsv1beta1.ServiceImport) bool {
 // importStatus writes the import's status when it changes: the exporting
 // clusters and Ready, which is False with IPFamilyNotSupported when
 // unsupported says why the import has no clusterset IP.
-func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, current *mcsv1beta1.ServiceImport, unsupported error) error {
+func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, current *mcsv1beta1.ServiceImport, unsupported error) (string, error) {
 	si := current.DeepCopy()
 	si.Status.Clusters = nil
 	for _, m := range imp.Members {
@@ -950,13 +1054,17 @@ func (r *servicesReconciler) importStatus(ctx context.Context, imp *mcs.Import, 
 	meta.SetStatusCondition(&si.Status.Conditions, ready)
 	if slices.Equal(current.Status.Clusters, si.Status.Clusters) && conditionsEqual(current.Status.Conditions, si.Status.Conditions) &&
 		current.Status.EndpointSliceObjects == si.Status.EndpointSliceObjects {
-		return nil
+		return current.ResourceVersion, nil
 	}
 	si.ManagedFields = nil
-	if err := r.client.Status().Update(ctx, si); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("update serviceimport %s status: %w", imp.Key, err)
+	switch err := r.client.Status().Update(ctx, si); {
+	case apierrors.IsConflict(err):
+		// The next reconcile writes it again.
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("update serviceimport %s status: %w", imp.Key, err)
 	}
-	return nil
+	return si.ResourceVersion, nil
 }
 
 // desiredDerived is the selector-less ClusterIP Service that kube-proxy
