@@ -99,6 +99,22 @@ func (c Cost) minus(o Cost) Cost {
 		c.MetadataBytes - o.MetadataBytes, c.Bytes - o.Bytes}
 }
 
+// totalRule tells whether rule is one of a total of the peer's set, whose
+// verdict on a service depends on the services before it.
+func totalRule(rule string) bool {
+	switch rule {
+	case RuleServices, RuleTotalEndpoints, RuleTotalEndpointGroups, RuleTotalMetadataBytes, RuleDocumentBytes:
+		return true
+	}
+	return false
+}
+
+// within tells whether a set costing c is within the totals of l.
+func (l Limits) within(c Cost) bool {
+	return c.Services <= l.Services && c.EndpointGroups <= l.TotalEndpointGroups && c.Endpoints <= l.TotalEndpoints &&
+		c.MetadataBytes <= l.TotalMetadataBytes && c.Bytes+len(docHead)+len(docTail) <= l.DocumentBytes
+}
+
 // Tally keeps a peer's accepted services within the totals of its
 // Limits, in the order they come: a service that would take a total past
 // its limit is refused, and those already in stay.

@@ -212,15 +212,8 @@ type Shard struct {
 // The shards must be the whole set: Count shards, each index once.
 func DecodeShards(shards []Shard, l Limits, now time.Time) (Set, []Rejected, error) {
 	l = l.WithDefaults()
-	if len(shards) == 0 || !validCount(shards[0].Count) || len(shards) != shards[0].Count {
-		return nil, nil, documentError(RuleUndecodable, nil, "%d shards, not a whole set", len(shards))
-	}
-	have := make([]bool, len(shards))
-	for _, sh := range shards {
-		if sh.Count != len(shards) || sh.Index < 0 || sh.Index >= sh.Count || have[sh.Index] {
-			return nil, nil, documentError(RuleUndecodable, nil, "shard %s among %d shards, not a whole set", ShardPlace(sh.Index, sh.Count), len(shards))
-		}
-		have[sh.Index] = true
+	if err := whole(shards); err != nil {
+		return nil, nil, err
 	}
 	d := &decoder{limits: l, now: now, set: Set{}, tally: NewTally(l)}
 	for _, sh := range shards {
@@ -229,6 +222,112 @@ func DecodeShards(shards []Shard, l Limits, now time.Time) (Set, []Rejected, err
 		}
 	}
 	return d.set, d.rejected, nil
+}
+
+// whole checks that shards are a whole set: Count shards, each index once.
+func whole(shards []Shard) error {
+	if len(shards) == 0 || !validCount(shards[0].Count) || len(shards) != shards[0].Count {
+		return documentError(RuleUndecodable, nil, "%d shards, not a whole set", len(shards))
+	}
+	have := make([]bool, len(shards))
+	for _, sh := range shards {
+		if sh.Count != len(shards) || sh.Index < 0 || sh.Index >= sh.Count || have[sh.Index] {
+			return documentError(RuleUndecodable, nil, "shard %s among %d shards, not a whole set", ShardPlace(sh.Index, sh.Count), len(shards))
+		}
+		have[sh.Index] = true
+	}
+	return nil
+}
+
+// ShardDecoder decodes sets stored in shards as DecodeShards does, and
+// keeps what it decoded of each shard to use again while the shard's
+// bytes are the same (for a minute at most, as the export times are
+// checked against the clock): a change to one service decodes its shard
+// alone. What it keeps is what the set holds: when the set's services
+// would take a total of the limits past its bound, it decodes the whole
+// set as DecodeShards does, one service at a time, and keeps nothing.
+type ShardDecoder struct {
+	cache map[uint64]decodedShard
+}
+
+// decodedShard is what one shard held within the limits.
+type decodedShard struct {
+	services []Service
+	rejected []Rejected
+	cost     Cost
+	at       time.Time
+}
+
+// reuseFor is how long a decoded shard is used again.
+const reuseFor = time.Minute
+
+// Decode decodes shards within l; now is this cluster's clock.
+func (e *ShardDecoder) Decode(shards []Shard, l Limits, now time.Time) (Set, []Rejected, error) {
+	l = l.WithDefaults()
+	if err := whole(shards); err != nil {
+		return nil, nil, err
+	}
+	next := make(map[uint64]decodedShard, len(shards))
+	var total Cost
+	decoded := make([]decodedShard, len(shards))
+	for _, sh := range shards {
+		h := fnv.New64a()
+		h.Write([]byte(ShardPlace(sh.Index, sh.Count)))
+		h.Write(sh.Data)
+		sum := h.Sum64()
+		ds, ok := e.cache[sum]
+		if !ok || now.Sub(ds.at) > reuseFor || now.Before(ds.at) {
+			var fits bool
+			var err error
+			if ds, fits, err = decodeShard(sh, l, now, total); err != nil {
+				e.cache = nil
+				return nil, nil, err
+			}
+			if !fits {
+				e.cache = nil
+				return DecodeShards(shards, l, now)
+			}
+		}
+		total = total.plus(ds.cost)
+		decoded[sh.Index] = ds
+		next[sum] = ds
+	}
+	set := make(Set, total.Services)
+	var rejected []Rejected
+	for _, ds := range decoded {
+		for _, svc := range ds.services {
+			set[svc.Key] = svc
+		}
+		rejected = append(rejected, ds.rejected...)
+	}
+	if !l.within(total) || len(rejected) > l.Services {
+		e.cache = nil
+		return DecodeShards(shards, l, now)
+	}
+	e.cache = next
+	return set, rejected, nil
+}
+
+// decodeShard decodes one shard as the services after those costing
+// before; fits says no service of it was rejected by a total, so that
+// what it holds stands whatever the other shards hold, as long as all
+// together are within the totals.
+func decodeShard(sh Shard, l Limits, now time.Time, before Cost) (decodedShard, bool, error) {
+	d := &decoder{limits: l, now: now, set: Set{}, tally: NewTally(l)}
+	d.tally.sum = before
+	if err := d.shard(sh); err != nil {
+		return decodedShard{}, false, err
+	}
+	ds := decodedShard{services: make([]Service, 0, len(d.set)), rejected: d.rejected, cost: d.tally.Sum().minus(before), at: now}
+	for _, r := range d.rejected {
+		if totalRule(r.Rule) {
+			return decodedShard{}, false, nil
+		}
+	}
+	for _, svc := range d.set {
+		ds.services = append(ds.services, svc)
+	}
+	return ds, true, nil
 }
 
 // ShardNames are the names every shard of the set named base may take.

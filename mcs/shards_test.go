@@ -218,3 +218,59 @@ func TestShardPlace(t *testing.T) {
 		t.Error("shard names")
 	}
 }
+
+// TestShardDecoder: the decoder reads what DecodeShards reads, for a set
+// within the limits and for one past a total (which it decodes one
+// service at a time, keeping nothing); after a change to one service it
+// decodes that shard alone and keeps the others' as they were.
+func TestShardDecoder(t *testing.T) {
+	set := setOf(numbered(300, nil))
+	bad := set[Key{Namespace: "default", Name: "s00011"}]
+	bad.Ports[0].Port = 0
+	set[bad.Key] = bad
+	same := func(d *ShardDecoder, shards []Shard, l Limits) {
+		t.Helper()
+		want, wantRejected, wantErr := DecodeShards(shards, l, t0)
+		got, rejected, err := d.Decode(shards, l, t0)
+		if (err == nil) != (wantErr == nil) || len(got) != len(want) || len(rejected) != len(wantRejected) {
+			t.Fatalf("decoder: %d services, %d rejected, %v; DecodeShards: %d, %d, %v", len(got), len(rejected), err, len(want), len(wantRejected), wantErr)
+		}
+		for k, svc := range want {
+			if g, ok := got[k]; !ok || !g.Equal(&svc) {
+				t.Fatalf("%s: decoder %+v, DecodeShards %+v", k, g, svc)
+			}
+		}
+	}
+	var d ShardDecoder
+	shards := shardsOf(t, set, 8)
+	same(&d, shards, DefaultLimits)
+	if len(d.cache) != 8 {
+		t.Fatalf("%d shards kept, want 8", len(d.cache))
+	}
+	kept := maps.Clone(d.cache)
+
+	changed := set[Key{Namespace: "default", Name: "s00007"}]
+	changed.Ports = append(changed.Ports, Port{Name: "extra", Protocol: "TCP", Port: 9999})
+	set[changed.Key] = changed
+	shards = shardsOf(t, set, 8)
+	same(&d, shards, DefaultLimits)
+	reused := 0
+	for sum, ds := range d.cache {
+		if old, ok := kept[sum]; ok && &old.services[0] == &ds.services[0] {
+			reused++
+		}
+	}
+	if reused != 7 {
+		t.Errorf("%d shards of 8 used again after one service changed, want 7", reused)
+	}
+
+	// Past the limit of services: as DecodeShards, nothing kept.
+	same(&d, shards, Limits{Services: 250})
+	if d.cache != nil {
+		t.Errorf("%d shards kept of a set past its limits", len(d.cache))
+	}
+	// Refused whole: the same error.
+	broken := slices.Clone(shards)
+	broken[3].Data = []byte("not a set")
+	same(&d, broken, DefaultLimits)
+}

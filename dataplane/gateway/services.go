@@ -64,6 +64,9 @@ type services struct {
 	// sentVersion is the version of the exports shards last handed to
 	// the exchange: an unchanged set is not decoded again.
 	sentVersion string
+	// exports decodes the exports shards, each again only when it
+	// changed.
+	exports mcs.ShardDecoder
 }
 
 // imports writes the set the peer sends into the imports shards (mcs/store).
@@ -165,7 +168,7 @@ func (s *services) sendLoop(ctx context.Context, exports resync.Trigger) {
 		if stored.Version == s.sentVersion {
 			continue
 		}
-		set, _, err := mcs.DecodeShards(stored.Shards, localLimits, s.now())
+		set, _, err := s.exports.Decode(stored.Shards, localLimits, s.now())
 		if err != nil {
 			s.log.Error(err, "read the services to export", "configmap", mcs.ExportsConfigMap)
 			continue

@@ -52,6 +52,9 @@ type Services struct {
 	// ReadySeconds.
 	DirectSeconds float64 `json:"directSeconds"`
 	DirectWorkers int     `json:"directWorkers"`
+	// DirectImportsSeconds is the same with the ServiceImport of each
+	// Service and its status written too: the four writes of an import.
+	DirectImportsSeconds float64 `json:"directImportsSeconds"`
 	// EndpointChangeSeconds is the median time an endpoint's readiness
 	// change in the exporter takes to show in the importer, the large set
 	// in place.

@@ -101,6 +101,9 @@ type receivedSet struct {
 	summary string
 	// checked are the ranges the endpoints were last checked against.
 	checked string
+	// decoder decodes the next version, each shard again only when it
+	// changed.
+	decoder *mcs.ShardDecoder
 }
 
 // servicesMetrics are the services reconciler's Prometheus metrics.
@@ -441,12 +444,15 @@ func (r *servicesReconciler) decode(ctx context.Context, p peerSide, before rece
 	if stored.Version == before.version {
 		return before, nil
 	}
-	got := receivedSet{version: stored.Version, set: before.set, summary: before.summary}
+	got := receivedSet{version: stored.Version, set: before.set, summary: before.summary, decoder: before.decoder}
+	if got.decoder == nil {
+		got.decoder = &mcs.ShardDecoder{}
+	}
 	if summary := stored.Annotations[mcs.RejectedSummaryAnnotation]; summary != before.summary {
 		got.summary = summary
 		r.reportGateway(p, summary)
 	}
-	set, rejected, err := mcs.DecodeShards(stored.Shards, r.opts.Limits.WithDefaults(), r.now())
+	set, rejected, err := got.decoder.Decode(stored.Shards, r.opts.Limits.WithDefaults(), r.now())
 	if err != nil {
 		r.metrics.refused.WithLabelValues(mcs.RuleOf(err)).Inc()
 		r.recorder.Eventf(p.conf, corev1.EventTypeWarning, "ImportsRefused",

@@ -256,6 +256,18 @@ func (l *Lab) benchLargeSet(ctx context.Context, a, b *cluster.Cluster, f *figur
 	}
 	f.DirectSeconds, f.DirectWorkers = time.Since(began).Seconds(), directWorkers
 	l.progress.Logf("the same %d Services and EndpointSlices written directly into %s, %d at once: %.1fs", direct.Services, a.Name, directWorkers, f.DirectSeconds)
+	// And with the ServiceImport of each and its status: the four writes
+	// an import is made of.
+	direct.Namespace, direct.Imports = benchSet.Namespace+"-imports", true
+	if _, err := l.Kubectl(ctx, a, "create", "namespace", direct.Namespace); err != nil {
+		return err
+	}
+	began = time.Now()
+	if err := direct.Create(ctx, ca, a.PodCIDR, directWorkers); err != nil {
+		return fmt.Errorf("cluster %s: %w", a.Name, err)
+	}
+	f.DirectImportsSeconds = time.Since(began).Seconds()
+	l.progress.Logf("the same with a ServiceImport and its status each, written directly into %s: %.1fs", a.Name, f.DirectImportsSeconds)
 	return nil
 }
 
@@ -395,6 +407,10 @@ type LargeSet struct {
 	// Hostnames gives each endpoint a hostname, as a StatefulSet's pods
 	// have.
 	Hostnames bool
+	// Imports makes Create write, after each Service and EndpointSlice, a
+	// ServiceImport with the Service's IP and its status, as an import is
+	// made of: the writes of an import, without peerlink.
+	Imports bool
 }
 
 // Name is the name of Service i of the set.
@@ -432,14 +448,25 @@ func (s LargeSet) Create(ctx context.Context, c client.Client, podCIDR netip.Pre
 			slice.Endpoints = append(slice.Endpoints, ep)
 		}
 		g.Go(func() error {
-			for _, o := range []client.Object{
-				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
-					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: port}}}},
-				slice,
-			} {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: port}}}}
+			for _, o := range []client.Object{slice, svc} {
 				if err := c.Create(gctx, o); err != nil {
 					return fmt.Errorf("create %T %s/%s: %w", o, s.Namespace, name, err)
 				}
+			}
+			if !s.Imports {
+				return nil
+			}
+			si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
+				Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.ClusterSetIP, IPs: svc.Spec.ClusterIPs,
+					Ports: []mcsv1beta1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: port}}}}
+			if err := c.Create(gctx, si); err != nil {
+				return fmt.Errorf("create ServiceImport %s/%s: %w", s.Namespace, name, err)
+			}
+			si.Status.Clusters = []mcsv1beta1.ClusterStatus{{Cluster: "direct"}}
+			if err := c.Status().Update(gctx, si); err != nil {
+				return fmt.Errorf("update ServiceImport %s/%s status: %w", s.Namespace, name, err)
 			}
 			return nil
 		})
