@@ -313,9 +313,13 @@ func printFigures(out io.Writer, f figures.Figures) {
 	}
 	fmt.Fprintf(out, "ServiceExport -> answer by clusterset name in the peer: median %.2fs of %d trials (goal <= 1 s)\n",
 		s.MedianExportToAnswer, len(s.ExportToAnswerSeconds))
-	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s)\n", s.Services, s.Endpoints, s.ImportSeconds)
+	fmt.Fprintf(out, "%d exported services of %d endpoints -> all imported: %.1fs (goal <= 30 s), every endpoint ready: %.1fs\n", s.Services, s.Endpoints, s.ImportSeconds, s.ReadySeconds)
+	fmt.Fprintf(out, "  the same Services and EndpointSlices written directly, %d at once: %.1fs; with a ServiceImport and its status each: %.1fs\n",
+		s.DirectWorkers, s.DirectSeconds, s.DirectImportsSeconds)
+	fmt.Fprintf(out, "  one endpoint's readiness changed -> the peer's EndpointSlice: %.2fs (median of 5, goal <= 1 s); %.1f MiB through the tunnel\n",
+		s.EndpointChangeSeconds, s.TunnelBytes/(1<<20))
 	for _, k := range slices.Sorted(maps.Keys(s.Memory)) {
-		fmt.Fprintf(out, "  resident memory, %s: %.0f MiB\n", k, s.Memory[k]/(1<<20))
+		fmt.Fprintf(out, "  peak resident memory, %s: %.0f MiB\n", k, s.Memory[k]/(1<<20))
 	}
 }
 
