@@ -37,20 +37,25 @@ func meshTable(ctx context.Context) (*table, error) {
 		row{name: fmt.Sprintf("every cluster's export -> answered by name in all %d directions", directions),
 			measured: m.ServicesSeconds - m.ConnectedSeconds, goal: meshCallGoal * float64(directions), unit: "s", dir: atMost},
 	)
-	gw, ctl := spread(m.GatewayMemory), spread(m.ControllerMemory)
+	mib := func(v float64) string { return fmt.Sprintf("%.0f", v/(1<<20)) }
+	millicores := func(v float64) string { return fmt.Sprintf("%.1f", v*1000) }
 	t.notes = append(t.notes,
 		fmt.Sprintf("goals: %.0f s per peering (the connects run one after another), %.0f s per direction (the calls too)", meshConnectGoal, meshCallGoal),
-		fmt.Sprintf("cost of a peering: one gateway pod on each side, %s MiB resident each (%d gateways: smallest, median, largest)", gw, len(m.GatewayMemory)),
-		fmt.Sprintf("controller of each cluster, serving %d peers: %s MiB resident", m.Clusters-1, ctl),
+		fmt.Sprintf("cost of a peering: one gateway pod on each side, %s MiB resident each (%d gateways: smallest, median, largest),",
+			spread(m.GatewayMemory, mib), len(m.GatewayMemory)),
+		fmt.Sprintf("  idle (no traffic but the tunnels' own, 30 s): %s millicores each", spread(m.GatewayIdleCPU, millicores)),
+		fmt.Sprintf("controller of each cluster, serving %d peers: %s MiB resident, %s millicores idle", m.Clusters-1,
+			spread(m.ControllerMemory, mib), spread(m.ControllerIdleCPU, millicores)),
+		"the fabric's cost of a peering on each node is the peering table's, the controller's memory per peer the control plane table's",
 	)
 	return t, nil
 }
 
-// spread says the smallest, the median and the largest of vs, in MiB.
-func spread(vs []float64) string {
+// spread says the smallest, the median and the largest of vs, each as
+// format writes it.
+func spread(vs []float64, format func(float64) string) string {
 	if len(vs) == 0 {
 		return "none measured:"
 	}
-	mib := func(v float64) string { return fmt.Sprintf("%.0f", v/(1<<20)) }
-	return fmt.Sprintf("%s / %s / %s", mib(slices.Min(vs)), mib(medianOf(vs)), mib(slices.Max(vs)))
+	return fmt.Sprintf("%s / %s / %s", format(slices.Min(vs)), format(medianOf(vs)), format(slices.Max(vs)))
 }

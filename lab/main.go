@@ -328,14 +328,21 @@ func printMesh(out io.Writer, m figures.Mesh) {
 	fmt.Fprintf(out, "%d peerings of %d clusters: first connect -> all Connected: %.1fs\n", m.Peerings, m.Clusters, m.ConnectedSeconds)
 	fmt.Fprintf(out, "first connect -> every cluster answered by every other's Service, by name: %.1fs\n", m.ServicesSeconds)
 	for _, g := range []struct {
-		what string
-		vs   []float64
-	}{{"active gateway pod", m.GatewayMemory}, {"controller", m.ControllerMemory}} {
-		var mib []string
+		what  string
+		vs    []float64
+		scale float64
+		unit  string
+	}{
+		{"resident memory of each active gateway pod", m.GatewayMemory, 1.0 / (1 << 20), "MiB"},
+		{"resident memory of each controller", m.ControllerMemory, 1.0 / (1 << 20), "MiB"},
+		{"idle CPU of each active gateway pod", m.GatewayIdleCPU, 1000, "millicores"},
+		{"idle CPU of each controller", m.ControllerIdleCPU, 1000, "millicores"},
+	} {
+		var vs []string
 		for _, v := range g.vs {
-			mib = append(mib, fmt.Sprintf("%.0f", v/(1<<20)))
+			vs = append(vs, fmt.Sprintf("%.1f", v*g.scale))
 		}
-		fmt.Fprintf(out, "resident memory of each %s: %s MiB\n", g.what, strings.Join(mib, ", "))
+		fmt.Fprintf(out, "%s: %s %s\n", g.what, strings.Join(vs, ", "), g.unit)
 	}
 }
 

@@ -87,4 +87,9 @@ type Mesh struct {
 	// each cluster's controller.
 	GatewayMemory    []float64 `json:"gatewayResidentMemoryBytes"`
 	ControllerMemory []float64 `json:"controllerResidentMemoryBytes"`
+	// GatewayIdleCPU and ControllerIdleCPU are the CPU each took, in
+	// cores, over half a minute with no traffic but the tunnels' own
+	// (health pings, keepalives, the service exchange's pings).
+	GatewayIdleCPU    []float64 `json:"gatewayIdleCPUCores"`
+	ControllerIdleCPU []float64 `json:"controllerIdleCPUCores"`
 }

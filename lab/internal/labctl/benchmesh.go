@@ -102,7 +102,67 @@ func (l *Lab) BenchMesh(ctx context.Context) (figures.Mesh, error) {
 		}
 		f.ControllerMemory = append(f.ControllerMemory, rss)
 	}
-	return f, nil
+	return f, l.idleCPU(ctx, &f)
+}
+
+// idleWindow is how long the mesh is left idle to measure the CPU its
+// gateways and controllers take.
+const idleWindow = 30 * time.Second
+
+// idleCPU measures the CPU each active gateway pod and each controller of
+// the mesh takes over idleWindow with no traffic but the tunnels' own.
+func (l *Lab) idleCPU(ctx context.Context, f *figures.Mesh) error {
+	type process struct {
+		n                *cluster.Cluster
+		ns, name         string
+		port             int
+		controller       bool
+		before, measured float64
+	}
+	var all []*process
+	for _, n := range l.Clusters {
+		gateways, err := l.activeGateways(ctx, n)
+		if err != nil {
+			return err
+		}
+		for _, pod := range gateways {
+			all = append(all, &process{n: n, ns: pod.Namespace, name: pod.Name, port: GatewayMetricsPort})
+		}
+		ns, name, port, err := l.podOf(ctx, n, PeerlinkNamespace, ControllerSelector, ControllerMetricsPort)
+		if err != nil {
+			return err
+		}
+		all = append(all, &process{n: n, ns: ns, name: name, port: port, controller: true})
+	}
+	read := func(p *process) (float64, error) {
+		return l.podMetric(ctx, p.n, p.ns, p.name, p.port, "process_cpu_seconds_total")
+	}
+	for _, p := range all {
+		v, err := read(p)
+		if err != nil {
+			return err
+		}
+		p.before, p.measured = v, float64(time.Now().UnixNano())
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	for _, p := range all {
+		v, err := read(p)
+		if err != nil {
+			return err
+		}
+		share := (v - p.before) / (float64(time.Now().UnixNano()) - p.measured) * 1e9
+		if p.controller {
+			f.ControllerIdleCPU = append(f.ControllerIdleCPU, share)
+		} else {
+			f.GatewayIdleCPU = append(f.GatewayIdleCPU, share)
+		}
+	}
+	l.progress.Logf("idle CPU over %s: %d gateways, %d controllers measured", idleWindow, len(f.GatewayIdleCPU), len(f.ControllerIdleCPU))
+	return nil
 }
 
 // activeGateways returns the active gateway pods of cluster n, one per

@@ -564,12 +564,18 @@ func (l *Lab) podOf(ctx context.Context, n *cluster.Cluster, ns, selector string
 // residentMemory reads process_resident_memory_bytes from a pod's metrics
 // through the API server's proxy.
 func (l *Lab) residentMemory(ctx context.Context, n *cluster.Cluster, ns, pod string, port int) (float64, error) {
+	return l.podMetric(ctx, n, ns, pod, port, "process_resident_memory_bytes")
+}
+
+// podMetric reads an unlabelled metric from a pod's metrics through the
+// API server's proxy.
+func (l *Lab) podMetric(ctx context.Context, n *cluster.Cluster, ns, pod string, port int, metric string) (float64, error) {
 	out, err := l.Kubectl(ctx, n, "get", "--raw", MetricsPath(ns, pod, port))
 	if err != nil {
 		return 0, err
 	}
-	if v, ok := ParseMetrics(out)["process_resident_memory_bytes"]; ok {
+	if v, ok := ParseMetrics(out)[metric]; ok {
 		return v, nil
 	}
-	return 0, fmt.Errorf("cluster %s: pod %s/%s publishes no process_resident_memory_bytes", n.Name, ns, pod)
+	return 0, fmt.Errorf("cluster %s: pod %s/%s publishes no %s", n.Name, ns, pod, metric)
 }
