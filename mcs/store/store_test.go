@@ -103,34 +103,25 @@ func TestWriteRead(t *testing.T) {
 		t.Errorf("%d ConfigMaps left, want the 2 shards", len(cms.Items))
 	}
 
-	// A writer between counts: shard 0 names 4, the others are of 2 or
-	// missing.
-	if err := Write(ctx, c, target, shards(4, "d")[:1]); err != nil {
-		t.Fatal(err)
-	}
-	var first corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: mcs.ImportsConfigMap}, &first); err != nil {
-		t.Fatal(err)
-	}
-	first.Annotations[mcs.ShardAnnotation] = mcs.ShardPlace(0, 4)
-	if err := c.Update(ctx, &first); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := read(); !errors.Is(err, ErrIncomplete) {
-		t.Errorf("shard 0 of 4 alone: %v, want incomplete", err)
-	}
-	if err := Write(ctx, c, target, shards(2, "e")); err != nil {
-		t.Fatal(err)
-	}
-	first.ResourceVersion = ""
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: mcs.ImportsConfigMap}, &first); err != nil {
-		t.Fatal(err)
-	}
-	first.Annotations[mcs.ShardAnnotation] = mcs.ShardPlace(0, 4)
-	if err := c.Update(ctx, &first); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := read(); !errors.Is(err, ErrIncomplete) {
-		t.Errorf("shard 0 of 4 beside shard 1 of 2: %v, want incomplete", err)
+	// A writer between counts: shard 0 names 4, the others are missing or
+	// of 2.
+	for _, tc := range []struct {
+		name   string
+		before [][]byte
+	}{{"shard 0 of 4 alone", shards(1, "d")}, {"shard 0 of 4 beside shard 1 of 2", shards(2, "e")}} {
+		if err := Write(ctx, c, target, tc.before); err != nil {
+			t.Fatal(err)
+		}
+		var first corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: mcs.ImportsConfigMap}, &first); err != nil {
+			t.Fatal(err)
+		}
+		first.Annotations[mcs.ShardAnnotation] = mcs.ShardPlace(0, 4)
+		if err := c.Update(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := read(); !errors.Is(err, ErrIncomplete) {
+			t.Errorf("%s: %v, want incomplete", tc.name, err)
+		}
 	}
 }
