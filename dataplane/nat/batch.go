@@ -3,6 +3,7 @@ package nat
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -132,24 +133,31 @@ func (b *batch) addSet(s *nftables.Set, elems []nftables.SetElement, rangeValues
 		}
 		ae.Bytes(unix.NFTA_SET_USERDATA, setUserData(s.IsMap && rangeValues))
 	})
-	if len(elems) == 0 {
-		return
-	}
-	b.add(unix.NFT_MSG_NEWSETELEM, netlink.Create, s.Table.Family, what, func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, s.Table.Name)
-		ae.String(unix.NFTA_SET_ELEM_LIST_SET, s.Name)
-		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.ID)
-		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
-			for _, e := range elems {
-				list.Nested(unix.NFTA_LIST_ELEM, func(elem *netlink.AttributeEncoder) error {
-					encodeElement(elem, e)
-					return nil
-				})
-			}
-			return nil
+	// The elements go in messages of at most elementsPerMessage: a
+	// netlink attribute holds at most 64 KiB, which a list of a thousand
+	// peers' ranges passes. The messages are of the same transaction.
+	for chunk := range slices.Chunk(elems, elementsPerMessage) {
+		b.add(unix.NFT_MSG_NEWSETELEM, netlink.Create, s.Table.Family, what, func(ae *netlink.AttributeEncoder) {
+			ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, s.Table.Name)
+			ae.String(unix.NFTA_SET_ELEM_LIST_SET, s.Name)
+			ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.ID)
+			ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
+				for _, e := range chunk {
+					list.Nested(unix.NFTA_LIST_ELEM, func(elem *netlink.AttributeEncoder) error {
+						encodeElement(elem, e)
+						return nil
+					})
+				}
+				return nil
+			})
 		})
-	})
+	}
 }
+
+// elementsPerMessage is the most set elements one message adds: an
+// element of an IPv6 map of ranges takes under 100 bytes encoded, so a
+// message stays well within a netlink attribute's 64 KiB.
+const elementsPerMessage = 256
 
 // setUserData is what nft stores with a set and reads back to print its
 // declaration: the byte order of the keys (addresses, so big endian) and,
@@ -243,7 +251,11 @@ func (b *batch) commit(ns netns.NsHandle) error {
 		return fmt.Errorf("open nftables netlink socket: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.SendMessages(b.framed()); err != nil {
+	msgs := b.framed()
+	if err := fitTransaction(conn, msgs); err != nil {
+		return err
+	}
+	if _, err := conn.SendMessages(msgs); err != nil {
 		return fmt.Errorf("send nftables transaction: %w", err)
 	}
 	// Every message between begin and end asks for an acknowledgement,
@@ -264,6 +276,43 @@ func (b *batch) commit(ns netns.NsHandle) error {
 	}
 	return nil
 }
+
+// fitTransaction makes conn able to carry msgs as one transaction: the
+// transaction is one datagram, which the socket's send buffer must hold
+// (the default, about 200 KiB, holds a few thousand ranges), so a larger
+// one gets a buffer of its size, forced past the system's maximum (the
+// agents hold CAP_NET_ADMIN); and the kernel acknowledges each message
+// with its header alone, not a copy of it.
+func fitTransaction(conn *netlink.Conn, msgs []netlink.Message) error {
+	if err := conn.SetOption(netlink.CapAcknowledge, true); err != nil {
+		return fmt.Errorf("nftables netlink socket: %w", err)
+	}
+	size := 0
+	for _, m := range msgs {
+		size += (unix.SizeofNlMsghdr + len(m.Data) + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1)
+	}
+	if size <= defaultSendBuffer {
+		return nil
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("nftables netlink socket: %w", err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 2*size)
+	}); err != nil {
+		return fmt.Errorf("nftables netlink socket: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("nftables netlink socket: a send buffer of %d bytes for the transaction: %w", 2*size, serr)
+	}
+	return nil
+}
+
+// defaultSendBuffer is what a netlink socket's send buffer holds without
+// being set: the usual net.core.wmem_default, less its bookkeeping.
+const defaultSendBuffer = 160 << 10
 
 // framed returns the messages between a batch begin and a batch end.
 func (b *batch) framed() []netlink.Message {

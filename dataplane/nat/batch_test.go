@@ -2,6 +2,7 @@ package nat
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -285,5 +286,31 @@ func TestFailedApplyChangesNothing(t *testing.T) {
 	}
 	if changed, err := a.Apply(rs); err != nil || changed {
 		t.Errorf("Apply of the ruleset written before the failure = %v, %v; want no write", changed, err)
+	}
+}
+
+// TestApplyLargeSets: sets and maps of thousands of ranges, more than one
+// netlink message's attribute holds, are written in one transaction, read
+// back equal (so not written again), and hold every range.
+func TestApplyLargeSets(t *testing.T) {
+	rs := natRuleset()
+	rs.Sets[1].Prefixes, rs.Maps[0].Elements = nil, nil
+	for i := range 3000 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(100 + i/256), byte(i % 256), 0}), 24)
+		rs.Sets[1].Prefixes = append(rs.Sets[1].Prefixes, p)
+		rs.Maps[0].Elements = append(rs.Maps[0].Elements, plan.MapElement{From: p, To: netip.MustParsePrefix("10.244.0.0/24")})
+	}
+	ns, a := applierInNewNetns(t, "natlarge")
+	if changed, err := a.Apply(rs); err != nil || !changed {
+		t.Fatalf("Apply of 3,000 ranges = %v, %v", changed, err)
+	}
+	if changed, err := a.Apply(rs); err != nil || changed {
+		t.Errorf("Apply of the same ranges again = %v, %v; want no write", changed, err)
+	}
+	set := ns.MustRun(t, "nft", "list", "set", "ip", rs.Table, "remote")
+	for _, want := range []string{"10.100.0.0/24", "10.111.183.0/24"} {
+		if !strings.Contains(set, want) {
+			t.Errorf("set remote lacks %s", want)
+		}
 	}
 }
