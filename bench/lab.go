@@ -70,6 +70,9 @@ func labTable(ctx context.Context) (*table, error) {
 	)
 	t.notes = append(t.notes, fmt.Sprintf("the importing gateway received %.1f MiB through the tunnel while the %d services were imported (%.0f bytes per endpoint)",
 		sv.TunnelBytes/(1<<20), sv.Services, sv.TunnelBytes/float64(max(endpoints, 1))))
+	for _, k := range slices.Sorted(maps.Keys(sv.Restarts)) {
+		t.notes = append(t.notes, fmt.Sprintf("restarted during the services part, %s: %s", k, sv.Restarts[k]))
+	}
 	for _, k := range slices.Sorted(maps.Keys(sv.ReconcileSeconds)) {
 		t.notes = append(t.notes, fmt.Sprintf("a reconcile of the services controller of %s during the endpoint changes: %.0f ms on average", k, 1000*sv.ReconcileSeconds[k]))
 	}

@@ -63,6 +63,10 @@ type Services struct {
 	// its services controller during the endpoint changes: the work of a
 	// change that grows with the set.
 	ReconcileSeconds map[string]float64 `json:"reconcileSeconds"`
+	// Restarts are the controller and gateway containers of either side
+	// that restarted before the endpoint changes ended, by "<cluster>
+	// <controller|gateway>", with why they last ended.
+	Restarts map[string]string `json:"restarts,omitempty"`
 	// TunnelBytes is what the importing gateway received through the
 	// tunnel while the large set was imported.
 	TunnelBytes float64 `json:"tunnelBytes"`

@@ -243,6 +243,12 @@ func (l *Lab) benchLargeSet(ctx context.Context, a, b *cluster.Cluster, f *figur
 			l.progress.Logf("%s: %.0f reconciles of the services controller meanwhile, %.0f ms each", name, n, 1000*f.ReconcileSeconds[name])
 		}
 	}
+	if f.Restarts, err = l.restarts(ctx, a, b); err != nil {
+		return err
+	}
+	for what, why := range f.Restarts {
+		l.progress.Logf("%s restarted during the bench: %s", what, why)
+	}
 
 	// The physical limit of a's API server: the same objects, written
 	// directly, as many at once as the controller writes.
@@ -269,6 +275,45 @@ func (l *Lab) benchLargeSet(ctx context.Context, a, b *cluster.Cluster, f *figur
 	f.DirectImportsSeconds = time.Since(began).Seconds()
 	l.progress.Logf("the same with a ServiceImport and its status each, written directly into %s: %.1fs", a.Name, f.DirectImportsSeconds)
 	return nil
+}
+
+// restarts returns, by "<cluster> <controller|gateway>", the containers
+// of the controller and of the gateway pods of a and b that restarted, and
+// why they last ended.
+func (l *Lab) restarts(ctx context.Context, a, b *cluster.Cluster) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range []*cluster.Cluster{a, b} {
+		cs, err := n.Clientset()
+		if err != nil {
+			return nil, err
+		}
+		for what, sel := range map[string][2]string{
+			"controller": {PeerlinkNamespace, ControllerSelector},
+			"gateway":    {"", netv1beta1.GatewayNameLabel},
+		} {
+			pods, err := cs.CoreV1().Pods(sel[0]).List(ctx, metav1.ListOptions{LabelSelector: sel[1]})
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: list the %s pods: %w", n.Name, what, err)
+			}
+			var why []string
+			for _, p := range pods.Items {
+				for _, c := range p.Status.ContainerStatuses {
+					if c.RestartCount == 0 {
+						continue
+					}
+					reason := "unknown"
+					if t := c.LastTerminationState.Terminated; t != nil {
+						reason = fmt.Sprintf("%s, exit code %d", t.Reason, t.ExitCode)
+					}
+					why = append(why, fmt.Sprintf("%s/%s %d times, last %s", p.Name, c.Name, c.RestartCount, reason))
+				}
+			}
+			if len(why) > 0 {
+				out[n.Name+" "+what] = strings.Join(why, "; ")
+			}
+		}
+	}
+	return out, nil
 }
 
 // importLimits are the limits of what a peer may export that the bench's
