@@ -766,10 +766,13 @@ func (r *servicesReconciler) applyImports(ctx context.Context, imports map[mcs.K
 		// left them, is not made again: a change of one service costs
 		// the work of that service.
 		if m, ok := r.made[imp.Key]; ok && m.holds(from, have) {
+			// The writers below run meanwhile: the maps are theirs too.
+			mu.Lock()
 			made[imp.Key] = m
 			for n := range m.slices {
 				wantSlices[types.NamespacedName{Namespace: imp.Namespace, Name: n}] = true
 			}
+			mu.Unlock()
 			continue
 		}
 		g.Go(func() error {
