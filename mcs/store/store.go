@@ -1,7 +1,3 @@
-// Package store keeps an export set in a cluster, sharded as package mcs
-// says (mcs.Split): one ConfigMap per shard in the tenant namespace,
-// written shard by shard so that a change rewrites the shards it touches
-// only, and read whole or not at all.
 package store
 
 import (
