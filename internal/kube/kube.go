@@ -47,3 +47,14 @@ func ActivePod(pods []corev1.Pod) *corev1.Pod {
 	})
 	return running[0]
 }
+
+// HasAll tells whether have holds every key of want, with its value, as
+// an object's labels or annotations hold what a writer set on them.
+func HasAll(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}

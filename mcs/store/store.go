@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerlink/peerlink/api"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/mcs"
 )
 
@@ -95,17 +96,7 @@ func Write(ctx context.Context, c client.Client, t Target, shards [][]byte) erro
 
 // holds tells whether cm holds data with the labels and annotations.
 func holds(cm *corev1.ConfigMap, data []byte, labels, annotations map[string]string) bool {
-	if !bytes.Equal(cm.BinaryData[mcs.DataKey], data) {
-		return false
-	}
-	for _, want := range []struct{ have, want map[string]string }{{cm.Labels, labels}, {cm.Annotations, annotations}} {
-		for k, v := range want.want {
-			if have, ok := want.have[k]; !ok || have != v {
-				return false
-			}
-		}
-	}
-	return true
+	return bytes.Equal(cm.BinaryData[mcs.DataKey], data) && kube.HasAll(cm.Labels, labels) && kube.HasAll(cm.Annotations, annotations)
 }
 
 // Stored is a set as read.

@@ -35,6 +35,7 @@ import (
 	"github.com/peerlink/peerlink/api"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/internal/cidr"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/mcs"
 	"github.com/peerlink/peerlink/mcs/store"
 )
@@ -194,10 +195,7 @@ func (r *servicesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	}
 	var errs []error
 	for _, p := range peers {
-		if err := r.publish(ctx, p, func(previous int) ([][]byte, error) {
-			shards, _, err := r.exports.Encode(marshalled, marshalled.Count(previous))
-			return shards, err
-		}); err != nil {
+		if err := r.publish(ctx, p, marshalled); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -377,15 +375,15 @@ func (r *servicesReconciler) peers(ctx context.Context) ([]peerSide, error) {
 	return out, nil
 }
 
-// publish writes the local export set into the peer's tenant namespace,
-// where its gateway reads it, in the shards encode gives for the number of
-// shards stored there now.
-func (r *servicesReconciler) publish(ctx context.Context, p peerSide, encode func(previous int) ([][]byte, error)) error {
+// publish writes the local export set, marshalled, into the peer's tenant
+// namespace, where its gateway reads it, in as many shards as it takes
+// given those stored there now.
+func (r *servicesReconciler) publish(ctx context.Context, p peerSide, local *mcs.Marshalled) error {
 	previous, err := store.Count(ctx, r.client, p.namespace, mcs.ExportsConfigMap, mcs.ExportsRole)
 	if err != nil {
 		return fmt.Errorf("publish the exports to %s: %w", p.id, err)
 	}
-	shards, err := encode(previous)
+	shards, _, err := r.exports.Encode(local, local.Count(previous))
 	if err != nil {
 		return fmt.Errorf("publish the exports to %s: %w", p.id, err)
 	}
@@ -1131,7 +1129,7 @@ func sameDerived(have, want *corev1.Service) bool {
 	// The API server fills in the families a dual-stack Service gets.
 	sameFamilies := equality.Semantic.DeepEqual(have.Spec.IPFamilyPolicy, want.Spec.IPFamilyPolicy) &&
 		(len(want.Spec.IPFamilies) == 0 || slices.Equal(have.Spec.IPFamilies, want.Spec.IPFamilies))
-	return hasLabels(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type && sameFamilies &&
+	return kube.HasAll(have.Labels, want.Labels) && have.Spec.Type == want.Spec.Type && sameFamilies &&
 		have.Spec.SessionAffinity == want.Spec.SessionAffinity &&
 		equality.Semantic.DeepEqual(have.Spec.SessionAffinityConfig, wantAffinity) &&
 		equality.Semantic.DeepEqual(have.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy) &&
@@ -1223,20 +1221,10 @@ func desiredSlice(imp *mcs.Import, m mcs.Member, group int, g mcs.EndpointGroup,
 // sameSlice tells whether the EndpointSlice the cache holds already has
 // what peerlink sets.
 func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
-	return hasLabels(have.Labels, want.Labels) && have.AddressType == want.AddressType &&
+	return kube.HasAll(have.Labels, want.Labels) && have.AddressType == want.AddressType &&
 		len(have.OwnerReferences) == 0 &&
 		equality.Semantic.DeepEqual(have.Ports, want.Ports) &&
 		equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints)
-}
-
-// hasLabels tells whether have holds every label of want, with its value.
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 func mapSlice[T, U any](in []T, f func(T) U) []U {
