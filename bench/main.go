@@ -21,6 +21,7 @@ func tables() []namedTable {
 		{"allocator", allocatorTable},
 		{"controlplane", controlPlaneTable},
 		{"peering", peeringTable},
+		{"nftables", nftablesTable},
 		{"dataplane", dataplaneTable},
 		{"lab", labTable},
 		{"mesh", meshTable},
@@ -55,7 +56,7 @@ func selectTables(all []namedTable, only string) ([]namedTable, error) {
 }
 
 func main() {
-	only := flag.String("only", "", "comma-separated names of the tables to print (allocator, controlplane, peering, dataplane, lab); empty: all")
+	only := flag.String("only", "", "comma-separated names of the tables to print (allocator, controlplane, peering, nftables, dataplane, lab, mesh); empty: all")
 	flag.Parse()
 	// The test control planes log through controller-runtime; their errors
 	// reach the tables as returned errors.

@@ -76,6 +76,23 @@ func peeringTable(_ context.Context) (*table, error) {
 // and an external range and an active gateway pod of its own on another
 // node.
 func planFabricFor(n int) (fabricCost, error) {
+	p, err := fabricPlanFor(n)
+	if err != nil {
+		return fabricCost{}, err
+	}
+	c := fabricCost{routes: len(p.Routes.Routes), rules: len(p.Routes.Rules), neighbors: len(p.Routes.Neighbors)}
+	for _, s := range p.NAT.Sets {
+		c.elements += len(s.Prefixes)
+	}
+	for _, m := range p.NAT.Maps {
+		c.elements += len(m.Elements)
+	}
+	return c, nil
+}
+
+// fabricPlanFor plans the fabric of the first node of a cluster of
+// fabricNodes whose other nodes run the gateways of n peers.
+func fabricPlanFor(n int) (dataplane.FabricPlan, error) {
 	node := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{172, 18, 0, byte(1 + i)}) }
 	facts := dataplane.FabricFacts{
 		Node: node(0), OverlayKind: plan.VXLAN, OverlayMTU: 1450,
@@ -100,17 +117,10 @@ func planFabricFor(n int) (fabricCost, error) {
 	}
 	p, err := dataplane.PlanFabric(facts)
 	if err != nil {
-		return fabricCost{}, err
+		return p, err
 	}
 	if len(p.Skipped) > 0 {
-		return fabricCost{}, fmt.Errorf("fabric plan for %d peers left %s out: %s", n, p.Skipped[0].Name, p.Skipped[0].Reason)
+		return p, fmt.Errorf("fabric plan for %d peers left %s out: %s", n, p.Skipped[0].Name, p.Skipped[0].Reason)
 	}
-	c := fabricCost{routes: len(p.Routes.Routes), rules: len(p.Routes.Rules), neighbors: len(p.Routes.Neighbors)}
-	for _, s := range p.NAT.Sets {
-		c.elements += len(s.Prefixes)
-	}
-	for _, m := range p.NAT.Maps {
-		c.elements += len(m.Elements)
-	}
-	return c, nil
+	return p, nil
 }

@@ -158,6 +158,23 @@ func TestApplyIdempotentAndRestoring(t *testing.T) {
 		t.Errorf("Apply after a flush did not restore the table:\n%s\nthen:\n%s", listing, again)
 	}
 
+	// A chain added to the table is found, though the applier reads only
+	// the chains it wants by name; another table's chains are not its
+	// concern.
+	ns.MustRun(t, "nft", "add", "chain", "ip", rs.Table, "stray")
+	if changed, err := a.Apply(rs); err != nil || !changed {
+		t.Fatalf("Apply after a chain was added = %v, %v; want a write", changed, err)
+	}
+	if again := ns.MustRun(t, "nft", "list", "table", "ip", rs.Table); again != listing {
+		t.Errorf("Apply after a chain was added did not restore the table:\n%s\nthen:\n%s", listing, again)
+	}
+	ns.MustRun(t, "nft", "add", "table", "ip", "beside")
+	ns.MustRun(t, "nft", "add", "chain", "ip", "beside", "post", "{ type nat hook postrouting priority 100; }")
+	if changed, err := a.Apply(rs); err != nil || changed {
+		t.Fatalf("Apply beside another table's chains = %v, %v; want no write", changed, err)
+	}
+	ns.MustRun(t, "nft", "delete", "table", "ip", "beside")
+
 	ns.MustRun(t, "nft", "delete", "element", "ip", rs.Table, "remote", "{ 10.72.0.0/16 }")
 	if changed, err := a.Apply(rs); err != nil || !changed {
 		t.Fatalf("Apply after an element was deleted = %v, %v; want a write", changed, err)
