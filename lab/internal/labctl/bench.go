@@ -170,7 +170,40 @@ func (l *Lab) benchFailover(ctx context.Context, a, b *cluster.Cluster, f *figur
 		}
 	}
 	url := EchoURL(remapped)
-	return l.recoveries(ctx, a, b, url, "bench-failover-", fmt.Sprintf("%d replicas: active gateway pod", failoverReplicas), f.FailoverSeconds)
+	before := kubeProxySyncs(a, b)
+	if err := l.recoveries(ctx, a, b, url, "bench-failover-", fmt.Sprintf("%d replicas: active gateway pod", failoverReplicas), f.FailoverSeconds); err != nil {
+		return err
+	}
+	// A server's failover waits for kube-proxy to move the client's flow
+	// to the new pod: its syncs meanwhile say what that costs.
+	for node, after := range kubeProxySyncs(a, b) {
+		if prev, ok := before[node]; ok && after.count > prev.count {
+			l.progress.Logf("kube-proxy of %s synced %d times during the failovers, %.0f ms each on average",
+				node, int(after.count-prev.count), 1000*(after.seconds-prev.seconds)/(after.count-prev.count))
+		}
+	}
+	return nil
+}
+
+// syncTotals are kube-proxy's counts of syncs and the time they took.
+type syncTotals struct{ count, seconds float64 }
+
+// kubeProxySyncs reads the totals of kube-proxy's syncs on every node of
+// the clusters, by node name; a node whose metrics cannot be read is left
+// out.
+func kubeProxySyncs(clusters ...*cluster.Cluster) map[string]syncTotals {
+	out := map[string]syncTotals{}
+	for _, c := range clusters {
+		for _, n := range c.Nodes() {
+			m, err := nodeKubeProxyMetrics(n)
+			if err != nil {
+				continue
+			}
+			out[n.Name()] = syncTotals{count: m[`kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}`],
+				seconds: m[`kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"}`]}
+		}
+	}
+	return out
 }
 
 // failoverReplicas is the number of gateway pods of each side when the
