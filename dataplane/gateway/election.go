@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/peerlink/peerlink/api/gatewayrole"
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane/resync"
+	"github.com/peerlink/peerlink/internal/kube"
 )
 
 // Election is how the replicas of a gateway choose the active one: the
@@ -281,17 +283,10 @@ func (m *activeMarker) publishEndpoint(ctx context.Context) error {
 	return nil
 }
 
-// activeDeletionCost is the active pod's deletion cost, above the
-// standbys' (none, 0): when a rollout scales the former ReplicaSet down,
-// the ReplicaSet removes its standbys first and its active pod last, so
-// the tunnel is handed over once, to a pod of the new ReplicaSet, not
-// first to another former pod and then again.
-const activeDeletionCost = `"1"`
-
 // patchActive sets or removes the active label of pod ns/name, and with
-// it its deletion cost, in one write.
+// it its deletion cost (kube.ActiveDeletionCost), in one write.
 func patchActive(ctx context.Context, c client.Client, ns, name string, active bool) error {
-	value, cost := `"true"`, activeDeletionCost
+	value, cost := `"true"`, strconv.Quote(kube.ActiveDeletionCost)
 	if !active {
 		value, cost = "null", "null"
 	}

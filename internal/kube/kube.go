@@ -7,6 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// ActiveDeletionCost is the deletion cost (annotation
+// controller.kubernetes.io/pod-deletion-cost) of a gateway's active pod,
+// above its standbys' (none, 0): when a rollout scales the former
+// ReplicaSet down, the ReplicaSet removes its standbys first and its
+// active pod last, so the tunnel is handed over once, to a pod of the new
+// ReplicaSet, not first to another former pod and then again. The active
+// replica sets it on its own pod with the active label; the controller
+// sets it on an active pod that lacks it (one of an earlier release).
+const ActiveDeletionCost = "1"
+
 // PodReady tells whether the pod's Ready condition is True.
 func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

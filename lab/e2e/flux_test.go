@@ -88,7 +88,7 @@ func TestFluxGitOps(t *testing.T) {
 	// PublicKey A exports then (both keys), and once A's tunnel runs on the
 	// new pair alone, B's commit of the one A exports after.
 	const probe = "rotation-probe"
-	startProbe(t, ctx, l, a.n, b.n, probe, rotationProbeInterval, 15*time.Minute)
+	startProbe(t, ctx, l, a.n, b.n, probe, rotationProbeInterval, labctl.ProbeTimeout, 15*time.Minute)
 	start := time.Now()
 	gwA := filepath.Join(bundleA, "gatewayclient.yaml")
 	editFile(t, gwA, "spec:\n", "spec:\n  keyRotation: \"1\"\n")

@@ -65,7 +65,7 @@ func TestGatewayHA(t *testing.T) {
 
 	// The probe runs on the control-plane node, which stays up.
 	const probe = "ha-probe"
-	startProbe(t, ctx, l, a, b, probe, haProbeInterval, 10*time.Minute)
+	startProbe(t, ctx, l, a, b, probe, haProbeInterval, labctl.ProbeTimeout, 10*time.Minute)
 
 	deleteActive(t, ctx, l, probe, a, b, "", haTrials)
 	rollOut(t, ctx, l, probe, a, b)

@@ -46,7 +46,7 @@ func TestEndpointMoves(t *testing.T) {
 		name    string
 	}{{a, b, "mv-probe-a"}, {b, a, "mv-probe-b"}}
 	for _, p := range probes {
-		startProbe(t, ctx, l, p.n, p.peer, p.name, haProbeInterval, 10*time.Minute)
+		startProbe(t, ctx, l, p.n, p.peer, p.name, haProbeInterval, labctl.ProbeTimeout, 10*time.Minute)
 	}
 
 	cb, err := l.Client(b)

@@ -39,7 +39,7 @@ func TestKeyRotation(t *testing.T) {
 	waitConnected(t, ctx, l, a, b)
 
 	const probe = "rotation-probe"
-	startProbe(t, ctx, l, a, b, probe, rotationProbeInterval, 15*time.Minute)
+	startProbe(t, ctx, l, a, b, probe, rotationProbeInterval, labctl.ProbeTimeout, 15*time.Minute)
 	traceRotation(t, ctx, l, a, b)
 
 	for _, side := range []struct {
@@ -99,16 +99,16 @@ func publishedKey(t *testing.T, ctx context.Context, l *labctl.Lab, n *cluster.C
 }
 
 // startProbe starts a probe on the control-plane node of cluster a (it
-// stays up) sending a request every interval, for d, to an echo pod of b,
-// and waits for its answers.
-func startProbe(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, name string, interval, d time.Duration) {
+// stays up) sending a request every interval, each limited to timeout, for
+// d, to an echo pod of b, and waits for its answers.
+func startProbe(t *testing.T, ctx context.Context, l *labctl.Lab, a, b *cluster.Cluster, name string, interval, timeout, d time.Duration) {
 	t.Helper()
 	to := echoPods(t, ctx, l, b)[0]
 	ip, err := l.RemappedIP(ctx, a, b, to.Status.PodIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), interval, d); err != nil {
+	if err := l.StartProbeOn(ctx, a, a.ControlPlane().Name(), name, fmt.Sprintf("http://%s:%d/", ip, labctl.EchoPort), interval, timeout, d); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswered(t, ctx, l, a, name)

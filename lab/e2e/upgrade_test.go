@@ -29,6 +29,15 @@ import (
 // peer's next handshake); two replicas going back 1.9 to 11 s.
 const maxRecreatePause = 20 * time.Second
 
+// upgradeProbeTimeout is the time limit of each request of TestUpgrade's
+// probes: 5 s, the connect timeout Envoy gives a cluster by default and
+// shorter than most clients' (curl's and the kernel's SYN retries wait
+// minutes). A hand-over of the Lease loses the packets of its 0.15 to 0.8 s;
+// TCP sends a lost SYN again after 1 s and other segments sooner, so a
+// request caught in it is answered late, not lost. ProbeTimeout's 1 s
+// would count each such request as failed; TestGatewayHA measures that.
+const upgradeProbeTimeout = 5 * time.Second
+
 // upgradeSide is a cluster of TestUpgrade, its peer and the way peerlink
 // is installed in it.
 type upgradeSide struct {
@@ -46,12 +55,12 @@ type upgradeSide struct {
 // request every 50 ms to a pod of the other, each cluster is upgraded to
 // the tree in turn, the way it was installed (kubectl apply -k; the
 // chart's CRDs applied and helm upgrade): each gateway must roll once, one
-// pod at a time, a Ready pod left throughout, and the traffic must not
-// go the Lease's duration without an answer. (A hand-over of the Lease is
-// not free: the requests sent in its 0.15 to 0.8 s fail, as in
-// TestGatewayHA's rollout, and the previous release's pods carry no
-// deletion cost, so its ReplicaSet may remove the active pod first and
-// hand the tunnel over twice; the counts are printed.) A restart of the
+// pod at a time, a Ready pod left throughout, the traffic must not go the
+// Lease's duration without a prompt answer, and no request may fail
+// (upgradeProbeTimeout: the requests caught in a hand-over of the Lease
+// are answered late, and printed). The new controller gives the previous
+// release's active pod the deletion cost its own pods set, so the tunnel
+// is handed over once, not first to the old standby. A restart of the
 // new controllers then must not touch the gateways, whose rendered pods
 // did not change. Then both go back to the previous release, which must
 // work, its pause under maxRecreatePause. Last, with one gateway replica
@@ -96,7 +105,7 @@ func TestUpgrade(t *testing.T) {
 	waitConnected(t, ctx, l, a, b)
 	for _, s := range sides {
 		waitReplicas(t, ctx, s.n)
-		startProbe(t, ctx, l, s.n, s.peer, s.probe, haProbeInterval, 20*time.Minute)
+		startProbe(t, ctx, l, s.n, s.peer, s.probe, haProbeInterval, upgradeProbeTimeout, 20*time.Minute)
 	}
 
 	ok := t.Run("two replicas, upgrade", func(t *testing.T) {
@@ -108,8 +117,12 @@ func TestUpgrade(t *testing.T) {
 			for _, p := range sides {
 				sent, failed := failedRequests(t, ctx, l, p.n, p.probe, start, start.Add(took))
 				gap := pause(t, ctx, l, p, start, took)
-				t.Logf("%s upgraded (%s) in %.1fs: %s -> %s: %d of %d requests failed, longest pause %.2fs",
-					s.n.Name, s.how, took.Seconds(), p.n.Name, p.peer.Name, failed, sent, gap.Seconds())
+				late, slowest := lateAnswers(t, ctx, l, p, start, took)
+				t.Logf("%s upgraded (%s) in %.1fs: %s -> %s: %d of %d requests failed, %d answered after %v (slowest %.2fs), longest pause %.2fs",
+					s.n.Name, s.how, took.Seconds(), p.n.Name, p.peer.Name, failed, sent, late, labctl.ProbeTimeout, slowest.Seconds(), gap.Seconds())
+				if want := int(took / haProbeInterval / 2); failed > 0 || sent < want {
+					t.Errorf("%s upgraded: %s -> %s: %d of %d requests failed, want none of at least %d", s.n.Name, p.n.Name, p.peer.Name, failed, sent, want)
+				}
 				if gap >= lease {
 					t.Errorf("%s upgraded: %s -> %s went %.2fs without an answer, not under the Lease's duration (%v): the tunnel waited for more than a hand-over of the Lease",
 						s.n.Name, p.n.Name, p.peer.Name, gap.Seconds(), lease)
@@ -312,6 +325,28 @@ func pause(t *testing.T, ctx context.Context, l *labctl.Lab, p upgradeSide, star
 		t.Fatal(err)
 	}
 	return labctl.LongestGap(res, start, start.Add(took))
+}
+
+// lateAnswers counts the requests probe p sent from start to took after it
+// that were answered after labctl.ProbeTimeout, and returns the slowest
+// answer's time.
+func lateAnswers(t *testing.T, ctx context.Context, l *labctl.Lab, p upgradeSide, start time.Time, took time.Duration) (late int, slowest time.Duration) {
+	t.Helper()
+	res, err := l.ProbeResults(ctx, p.n, p.probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if at := time.UnixMilli(r.UnixMilli); !r.OK || at.Before(start) || at.After(start.Add(took)) {
+			continue
+		}
+		d := time.Duration(r.Millis) * time.Millisecond
+		slowest = max(slowest, d)
+		if d > labctl.ProbeTimeout {
+			late++
+		}
+	}
+	return late, slowest
 }
 
 // checkControllerImage fails t unless the controller of n runs image.

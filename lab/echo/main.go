@@ -322,7 +322,9 @@ func probe(ctx context.Context, args []string) error {
 		wg.Add(1)
 		go func(line echoapi.Probe) {
 			defer wg.Done()
+			sent := time.Now()
 			reply, err := httpjson.Get[echoapi.Reply](ctx, client, url, maxReply)
+			line.Millis = time.Since(sent).Milliseconds()
 			if err != nil {
 				line.Error = err.Error()
 			} else {

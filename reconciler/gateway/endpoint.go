@@ -119,6 +119,29 @@ func activeGatewayPod(ctx context.Context, pods, reader client.Reader, ns, name 
 	return kube.ActivePod(ours), nil
 }
 
+// keepActiveLast gives pod, a gateway's active pod, the deletion cost its
+// agent sets on it (kube.ActiveDeletionCost) when it lacks it, as the pods
+// of an earlier release do: a rollout to this release then removes the
+// former standbys first and the active pod last, and hands the tunnel
+// over once. The write holds only while the pod is as read (optimistic
+// lock), so an active label moved meanwhile leaves no cost on a standby;
+// the pod's change brings the gateway back to be reconciled.
+func keepActiveLast(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	if pod == nil || pod.Annotations[corev1.PodDeletionCost] != "" {
+		return nil
+	}
+	patched := pod.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[corev1.PodDeletionCost] = kube.ActiveDeletionCost
+	err := c.Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("set the deletion cost of active gateway pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
 // controlledMeta reads the metadata of object ns/name of kind gvk and returns
 // it when it is controlled by owner, nil when it is missing or is not.
 func controlledMeta(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, ns, name string, owner types.UID) (*metav1.PartialObjectMetadata, error) {

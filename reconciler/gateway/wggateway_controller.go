@@ -103,6 +103,11 @@ func (r *wgGatewayReconciler[T]) reconcile(ctx context.Context, wg T) (outcome.O
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
+	// Before the Deployment changes: a rollout must find the active pod
+	// marked to go last.
+	if err := keepActiveLast(ctx, r.client, pod); err != nil {
+		return outcome.Outcome{}, err
+	}
 	status := r.kind.status(wg)
 	owner := *metav1.NewControllerRef(wg, netv1beta1.GroupVersion.WithKind(r.kind.name))
 	deployment, secretRef := r.kind.workload(wg)

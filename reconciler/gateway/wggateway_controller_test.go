@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
+	"github.com/peerlink/peerlink/internal/kube"
 	"github.com/peerlink/peerlink/reconciler/outcome"
 )
 
@@ -134,6 +136,11 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 		})
 	}
 	t.Logf("gateway pod %s ready", pod)
+	// The controller marks the active pod to go last in a rollout, as its
+	// agent would (one of an earlier release does not).
+	if err := podDeletionCost(ctx, e, ns, pod, kube.ActiveDeletionCost); err != nil {
+		t.Error(err)
+	}
 	e.checkNoWrites(t, ns, "peer", []reconcile.Reconciler{c.r}, append(gatewayChildren(ns, "peer", server), c.named(ns, "peer"))...)
 
 	// The public key is published, the same as in the key Secret.
@@ -155,6 +162,21 @@ func testWgGateway[T client.Object](t *testing.T, e *gatewayEnv, c wgCase[T]) {
 	if ie := c.status(wg).gateway.InternalEndpoint; ie == nil || ie.IP == nil || *ie.IP != "10.244.0.7" {
 		t.Errorf("internal endpoint %+v after an impostor pod appeared, want the Deployment's pod 10.244.0.7", ie)
 	}
+	if err := podDeletionCost(ctx, e, ns, "impostor", ""); err != nil {
+		t.Error(err)
+	}
+}
+
+// podDeletionCost checks the deletion cost of pod ns/name ("" for none).
+func podDeletionCost(ctx context.Context, e *gatewayEnv, ns, name, want string) error {
+	var p corev1.Pod
+	if err := e.get(ctx, ns, name, &p); err != nil {
+		return err
+	}
+	if got := p.Annotations[corev1.PodDeletionCost]; got != want {
+		return fmt.Errorf("pod %s/%s: deletion cost %q, want %q", ns, name, got, want)
+	}
+	return nil
 }
 
 func testWgServerClusterIP(t *testing.T, e *gatewayEnv) {

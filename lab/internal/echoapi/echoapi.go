@@ -38,6 +38,8 @@ type Probe struct {
 	UnixMilli int64 `json:"t"`
 	// OK is true when an answer came back in time.
 	OK bool `json:"ok"`
+	// Millis is how long the request took, to its answer or its error.
+	Millis int64 `json:"ms"`
 	// Reply is the answer, when OK.
 	Reply *Reply `json:"reply,omitempty"`
 	// Error says why there was no answer.

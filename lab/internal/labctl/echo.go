@@ -122,16 +122,23 @@ func (l *Lab) echoPodSpec() corev1.PodSpec {
 	}
 }
 
+// ProbeTimeout is the time limit of a probe's request unless said
+// otherwise: short, so that a request whose packets are lost in an outage
+// fails instead of waiting for TCP to send them again (after 1 s for a
+// SYN), and the gaps between answers measure the outage.
+const ProbeTimeout = time.Second
+
 // StartProbe starts a pod in cluster n that runs `echo probe` against url
-// for the given time, so that traffic is measured from inside the cluster
-// even while its API server is down.
+// for the given time, each request limited to ProbeTimeout, so that
+// traffic is measured from inside the cluster even while its API server is
+// down.
 func (l *Lab) StartProbe(ctx context.Context, n *cluster.Cluster, name, url string, interval, d time.Duration) error {
-	return l.StartProbeOn(ctx, n, "", name, url, interval, d)
+	return l.StartProbeOn(ctx, n, "", name, url, interval, ProbeTimeout, d)
 }
 
-// StartProbeOn is StartProbe on the given node; "" leaves it to the
-// scheduler.
-func (l *Lab) StartProbeOn(ctx context.Context, n *cluster.Cluster, node, name, url string, interval, d time.Duration) error {
+// StartProbeOn is StartProbe on the given node ("" leaves it to the
+// scheduler), each request limited to timeout.
+func (l *Lab) StartProbeOn(ctx context.Context, n *cluster.Cluster, node, name, url string, interval, timeout, d time.Duration) error {
 	cs, err := n.Clientset()
 	if err != nil {
 		return err
@@ -146,7 +153,7 @@ func (l *Lab) StartProbeOn(ctx context.Context, n *cluster.Cluster, node, name, 
 				Name:            "probe",
 				Image:           images.EchoImage(l.State.Registry),
 				ImagePullPolicy: corev1.PullIfNotPresent,
-				Args:            []string{"probe", "--interval=" + interval.String(), "--timeout=1s", "--duration=" + d.String(), url},
+				Args:            []string{"probe", "--interval=" + interval.String(), "--timeout=" + timeout.String(), "--duration=" + d.String(), url},
 			}},
 		},
 	}
@@ -178,15 +185,18 @@ func (l *Lab) ProbeResults(ctx context.Context, n *cluster.Cluster, name string)
 	return probes, nil
 }
 
-// LongestGap is the longest time in [from, until) without an answer to a
-// probe, of probes in the order sent: between two answers, between from and the first answer, or
-// between the last answer and until.
+// LongestGap is the longest time in [from, until) without a prompt answer
+// to a probe, of probes in the order sent: between two answers, between
+// from and the first answer, or between the last answer and until. An
+// answer is prompt when it came within ProbeTimeout: one that took longer
+// (a request of a probe with a longer timeout, answered once TCP sent a
+// lost packet again) was sent while the path was down.
 func LongestGap(probes []echoapi.Probe, from, until time.Time) time.Duration {
 	last := from
 	var longest time.Duration
 	for _, p := range probes {
 		at := time.UnixMilli(p.UnixMilli)
-		if !p.OK || at.Before(from) {
+		if !p.OK || time.Duration(p.Millis)*time.Millisecond > ProbeTimeout || at.Before(from) {
 			continue
 		}
 		if !at.Before(until) {
