@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/peerlink/peerlink/dataplane/plan"
 	"github.com/peerlink/peerlink/internal/cidr"
@@ -56,9 +57,16 @@ type FabricGateway struct {
 	Name string
 	// Address is the gateway pod's address. The zero Addr means the peer
 	// has no active gateway pod at the moment (it is being replaced, or not
-	// created yet): its ranges are then unreachable from the node, rather
-	// than sent to the node's default route and out to the underlay.
+	// created yet): its ranges then end at the node, rather than go to the
+	// node's default route and out to the underlay.
 	Address netip.Addr
+	// HandingOver, without an Address, says the peer had an active pod
+	// moments ago (HandOverGrace): its ranges drop packets silently, so
+	// that the connections caught in a hand-over of the Lease send them
+	// again to the next active pod instead of failing on an unreachable
+	// route's ICMP error. Otherwise they are unreachable: a lasting gap
+	// fails a connection at once.
+	HandingOver bool
 	// Node is the address of the node running the gateway pod.
 	Node netip.Addr
 	// Local is true when the gateway pod runs on this node.
@@ -107,6 +115,12 @@ const (
 // FabricRawPriority runs the fabric's notrack rule before connection
 // tracking (-200), as the raw table does.
 const FabricRawPriority = -300
+
+// HandOverGrace is how long after a peer's active gateway pod went a
+// node still expects the next one (FabricGateway.HandingOver): above a
+// failover's time when the active pod's node is lost (the Lease's 4 s, then
+// the label and the sync), and above a one-replica gateway's replacement.
+const HandOverGrace = 10 * time.Second
 
 // FabricNATPriority runs the fabric's source NAT just before the CNIs'
 // (iptables' nat POSTROUTING is at 100): netfilter consults no later NAT
@@ -163,9 +177,9 @@ func PlanFabric(f FabricFacts) (FabricPlan, error) {
 	for _, g := range gws {
 		if !g.Address.IsValid() {
 			for _, r := range g.Ranges {
-				rs.Routes = append(rs.Routes,
-					plan.Route{Table: TablePodSources, Dst: r, Unreachable: true},
-					plan.Route{Table: TableHostSources, Dst: r, Unreachable: true})
+				for _, table := range []int{TablePodSources, TableHostSources} {
+					rs.Routes = append(rs.Routes, plan.Route{Table: table, Dst: r, Unreachable: !g.HandingOver, Blackhole: g.HandingOver})
+				}
 			}
 			continue
 		}

@@ -25,6 +25,8 @@ type fabricFactsFile struct {
 		Node    string   `json:"node"`
 		Local   bool     `json:"local"`
 		Ranges  []string `json:"ranges"`
+		// HandingOver, for a gateway without an address, is optional.
+		HandingOver bool `json:"handingOver"`
 	} `json:"gateways"`
 	Nodes []struct {
 		Address  string   `json:"address"`
@@ -49,7 +51,7 @@ func (j fabricFactsFile) facts() FabricFacts {
 	}
 	for _, g := range j.Gateways {
 		// A gateway without an address stands for a peer without a pod.
-		fg := FabricGateway{Name: g.Name, Local: g.Local}
+		fg := FabricGateway{Name: g.Name, Local: g.Local, HandingOver: g.HandingOver}
 		if g.Address != "" {
 			fg.Address, fg.Node = netip.MustParseAddr(g.Address), netip.MustParseAddr(g.Node)
 		}

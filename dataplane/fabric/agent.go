@@ -81,6 +81,10 @@ type Agent struct {
 	// cniErr is the last error reading the pod ranges a CNI keeps, logged
 	// when it changes.
 	cniErr string
+	// lastActive is when each peer last had an active gateway pod, kept
+	// for HandOverGrace after it went: its ranges are handing over until
+	// then.
+	lastActive map[peerKey]time.Time
 }
 
 // New returns an agent reading the API through c (and reader, without a
@@ -396,7 +400,8 @@ func activePod(pods []corev1.Pod, rec gatewayRecord) *corev1.Pod {
 
 // gateways pairs each peer's active gateway pod (see activePod) with the
 // remapped ranges of the peer's Configuration in the same namespace. A
-// remapped peer without such a pod comes last, without an address.
+// remapped peer without such a pod comes last, without an address, and
+// handing over if it had one less than HandOverGrace ago.
 func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, records map[peerKey]gatewayRecord) []dataplane.FabricGateway {
 	ranges := map[peerKey][]netip.Prefix{}
 	for _, c := range confs {
@@ -435,6 +440,8 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, re
 	})
 	seen := map[peerKey]bool{}
 	var out []dataplane.FabricGateway
+	now := time.Now()
+	lastActive := map[peerKey]time.Time{}
 	for _, p := range chosen {
 		podIP, err1 := netip.ParseAddr(p.Status.PodIP)
 		hostIP, err2 := netip.ParseAddr(p.Status.HostIP)
@@ -443,6 +450,7 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, re
 		}
 		k := peerKey{p.Namespace, p.Labels[netv1beta1.RemoteClusterIDLabel]}
 		seen[k] = true
+		lastActive[k] = now
 		out = append(out, dataplane.FabricGateway{
 			Name:    p.Namespace + "/" + p.Name,
 			Address: podIP,
@@ -455,9 +463,17 @@ func (a *Agent) gateways(pods []corev1.Pod, confs []netv1beta1.Configuration, re
 		k := peerKey{c.Namespace, c.Labels[netv1beta1.RemoteClusterIDLabel]}
 		if rs, ok := ranges[k]; ok && !seen[k] {
 			seen[k] = true
-			out = append(out, dataplane.FabricGateway{Name: c.Namespace + "/" + c.Name, Ranges: rs})
+			g := dataplane.FabricGateway{Name: c.Namespace + "/" + c.Name, Ranges: rs}
+			if last, ok := a.lastActive[k]; ok && now.Sub(last) < dataplane.HandOverGrace {
+				// Until the grace ends, when a sync makes the ranges
+				// unreachable unless a pod took over.
+				g.HandingOver, lastActive[k] = true, last
+				time.AfterFunc(last.Add(dataplane.HandOverGrace).Sub(now), a.trigger.Notify)
+			}
+			out = append(out, g)
 		}
 	}
+	a.lastActive = lastActive
 	return out
 }
 

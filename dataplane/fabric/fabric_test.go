@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	netv1beta1 "github.com/peerlink/peerlink/api/networking/v1beta1"
 	"github.com/peerlink/peerlink/dataplane"
+	"github.com/peerlink/peerlink/dataplane/resync"
 )
 
 func gatewayPod(ns, name, cluster, node, podIP, hostIP string, created time.Time) corev1.Pod {
@@ -45,7 +47,7 @@ func configuration(ns, cluster string, remapped ...netv1beta1.CIDR) netv1beta1.C
 }
 
 func TestGateways(t *testing.T) {
-	a := &Agent{opts: Options{NodeName: "node-1"}, log: logr.Discard()}
+	a := &Agent{opts: Options{NodeName: "node-1"}, log: logr.Discard(), trigger: resync.NewTrigger()}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pods := []corev1.Pod{
 		gatewayPod("t-b", "gw-b-new", "b", "node-2", "10.244.2.9", "192.168.1.2", t0.Add(time.Minute)),
@@ -111,9 +113,37 @@ func TestGateways(t *testing.T) {
 	// known, so that the node rejects them instead of routing them out.
 	for i, want := range []struct{ name, rng string }{{"elsewhere/c", "10.99.0.0/16"}, {"t-d/d", "10.75.0.0/16"}, {"t-f/f", "10.77.0.0/16"}} {
 		g := got[3+i]
-		if g.Name != want.name || g.Address.IsValid() || len(g.Ranges) != 1 || g.Ranges[0].String() != want.rng {
-			t.Errorf("peer %s: %+v, want no address and range %s", want.name, g, want.rng)
+		if g.Name != want.name || g.Address.IsValid() || g.HandingOver || len(g.Ranges) != 1 || g.Ranges[0].String() != want.rng {
+			t.Errorf("peer %s: %+v, want no address, not handing over (it never had a pod), and range %s", want.name, g, want.rng)
 		}
+	}
+
+	// b's pods go: a hand-over, until HandOverGrace after they went.
+	withoutB := slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return p.Namespace == "t-b" })
+	handingOver := func() bool {
+		for _, g := range a.gateways(withoutB, confs, records) {
+			if g.Name == "t-b/b" {
+				if g.Address.IsValid() {
+					t.Fatalf("peer b without its pods: %+v", g)
+				}
+				return g.HandingOver
+			}
+		}
+		t.Fatal("peer b without its pods is not planned")
+		return false
+	}
+	if !handingOver() {
+		t.Error("peer b just lost its active pod: not handing over")
+	}
+	if !handingOver() {
+		t.Error("peer b lost its active pod moments ago, twice planned: not handing over")
+	}
+	a.lastActive[peerKey{"t-b", "b"}] = time.Now().Add(-dataplane.HandOverGrace)
+	if handingOver() {
+		t.Error("peer b lost its active pod HandOverGrace ago: still handing over")
+	}
+	if len(a.lastActive) != 2 {
+		t.Errorf("last active times kept for %v, want c's and e's only", a.lastActive)
 	}
 }
 

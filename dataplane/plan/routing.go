@@ -73,8 +73,13 @@ type Route struct {
 	Table int
 	// Dst is the destination prefix, of either family.
 	Dst netip.Prefix
-	// Unreachable makes the route reject packets (no link, no next hop).
+	// Unreachable makes the route reject packets (no link, no next hop):
+	// the sender gets an ICMP error, and a connecting socket fails at once.
 	Unreachable bool
+	// Blackhole makes the route drop packets silently (no link, no next
+	// hop): a sender's TCP sends them again, as over a lossy path. It is
+	// for a gap expected to close within seconds.
+	Blackhole bool
 	// Link is the outgoing link.
 	Link string
 	// Via is an on-link next hop; invalid for a directly connected route.
@@ -139,9 +144,12 @@ func (s Routing) Validate() error {
 		if !r.Dst.IsValid() || r.Dst.Addr().Is4In6() {
 			return fmt.Errorf("route in table %d: Dst %s is not an IPv4 or IPv6 prefix", r.Table, r.Dst)
 		}
-		if r.Unreachable {
+		if r.Unreachable && r.Blackhole {
+			return fmt.Errorf("route %s: Unreachable and Blackhole exclude each other", r)
+		}
+		if r.DeadEnd() {
 			if r.Link != "" || r.Via.IsValid() || r.Encap.IsValid() {
-				return fmt.Errorf("route %s: an unreachable route has no Link, Via or Encap", r)
+				return fmt.Errorf("route %s: an unreachable or blackhole route has no Link, Via or Encap", r)
 			}
 			continue
 		}
@@ -173,11 +181,18 @@ func (s Routing) Validate() error {
 	return nil
 }
 
+// DeadEnd tells whether the route ends packets here, unreachable or
+// blackhole, instead of sending them on.
+func (r Route) DeadEnd() bool { return r.Unreachable || r.Blackhole }
+
 // String renders a route as `ip route` would.
 func (r Route) String() string {
 	var b strings.Builder
-	if r.Unreachable {
+	switch {
+	case r.Unreachable:
 		b.WriteString("unreachable ")
+	case r.Blackhole:
+		b.WriteString("blackhole ")
 	}
 	b.WriteString(r.Dst.String())
 	if r.Encap.IsValid() {

@@ -18,6 +18,7 @@ func TestRoutingStrings(t *testing.T) {
 		{Route{Table: 1801, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw, Encap: gw, VNI: 6091},
 			"10.71.0.0/16 encap ip id 6091 dst 10.244.0.10 via 10.244.0.10 dev ovl onlink table 1801"},
 		{Route{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true}, "unreachable 0.0.0.0/0 table 1801"},
+		{Route{Table: 1801, Dst: netip.MustParsePrefix("10.71.0.0/16"), Blackhole: true}, "blackhole 10.71.0.0/16 table 1801"},
 		{Route{Table: 1801, Dst: netip.MustParsePrefix("fd44:2::/48"), Link: "ovl", Via: netip.MustParseAddr("fd30:0:1::2"), Encap: netip.MustParseAddr("fd30:0:1::2"), VNI: 6091},
 			"fd44:2::/48 encap ip6 id 6091 dst fd30:0:1::2 via fd30:0:1::2 dev ovl onlink table 1801"},
 		{PolicyRule{Priority: 1801, IIF: "ovl", Table: 1801}, "1801: from all iif ovl lookup 1801"},
@@ -85,7 +86,9 @@ func TestRoutingValidate(t *testing.T) {
 			s.Neighbors[0].IP = netip.AddrFrom16(gw4.As16())
 		}, "IP ::ffff:10.244.0.10 is not an IPv4 or IPv6 address"},
 		"short MAC":          {func(s *Routing) { s.Neighbors[1].MAC = s.Neighbors[1].MAC[:4] }, "MAC 02:51:"},
-		"unreachable via":    {func(s *Routing) { s.Routes[2].Link = "ovl" }, "an unreachable route has no Link"},
+		"unreachable via":    {func(s *Routing) { s.Routes[2].Link = "ovl" }, "an unreachable or blackhole route has no Link"},
+		"blackhole via":      {func(s *Routing) { s.Routes[2].Unreachable, s.Routes[2].Blackhole, s.Routes[2].Via = false, true, gw4 }, "an unreachable or blackhole route has no Link"},
+		"both dead ends":     {func(s *Routing) { s.Routes[2].Blackhole = true }, "Unreachable and Blackhole exclude each other"},
 		"no link":            {func(s *Routing) { s.Routes[1].Link = "" }, "Link is empty"},
 		"VNI above 24 bits":  {func(s *Routing) { s.Routes[0].VNI = 1 << 24 }, "VNI 16777216"},
 		"invalid address":    {func(s *Routing) { s.Addresses[0].Prefix = netip.Prefix{} }, "address on link tun: Prefix"},

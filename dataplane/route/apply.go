@@ -230,7 +230,7 @@ func tag(family int) string {
 func carriesIPv6(want plan.Routing) bool {
 	return slices.ContainsFunc(want.Addresses, func(a plan.Address) bool { return a.Prefix.Addr().Is6() }) ||
 		slices.ContainsFunc(want.Neighbors, func(n plan.Neighbor) bool { return n.IP.Is6() }) ||
-		slices.ContainsFunc(want.Routes, func(r plan.Route) bool { return !r.Unreachable && r.Dst.Addr().Is6() })
+		slices.ContainsFunc(want.Routes, func(r plan.Route) bool { return !r.DeadEnd() && r.Dst.Addr().Is6() })
 }
 
 // localRule is the kernel's rule that looks up the local table; with iif
@@ -497,8 +497,12 @@ func (a *Applier) listTable(table int) (map[netip.Prefix]netlink.Route, error) {
 // the link-local address hops gives for it (see nexthop.go).
 func toNetlinkRoute(r plan.Route, link func(string) (netlink.Link, error), hops map[onLink]plan.Neighbor) (*netlink.Route, error) {
 	nr := &netlink.Route{Table: r.Table, Dst: ipNet(r.Dst), Family: familyOf(r.Dst.Addr())}
-	if r.Unreachable {
+	switch {
+	case r.Unreachable:
 		nr.Type = unix.RTN_UNREACHABLE
+		return nr, nil
+	case r.Blackhole:
+		nr.Type = unix.RTN_BLACKHOLE
 		return nr, nil
 	}
 	nr.Type = unix.RTN_UNICAST
@@ -532,7 +536,7 @@ func sameRoute(have netlink.Route, want *netlink.Route) bool {
 	if have.Type != want.Type {
 		return false
 	}
-	if want.Type == unix.RTN_UNREACHABLE {
+	if want.Type == unix.RTN_UNREACHABLE || want.Type == unix.RTN_BLACKHOLE {
 		return true
 	}
 	sameVia := have.Via == nil && want.Via == nil || have.Via != nil && want.Via != nil && have.Via.Equal(want.Via)

@@ -24,6 +24,7 @@ func TestApply(t *testing.T) {
 			{Table: 1801, Dst: netip.MustParsePrefix("10.244.0.0/16"), Link: "up0"},
 			{Table: 1801, Dst: netip.MustParsePrefix("0.0.0.0/0"), Unreachable: true},
 			{Table: 1802, Dst: netip.MustParsePrefix("10.71.0.0/16"), Link: "ovl", Via: gw, Encap: gw, VNI: 6091},
+			{Table: 1802, Dst: netip.MustParsePrefix("10.72.0.0/16"), Unreachable: true},
 		},
 		Rules: []plan.PolicyRule{
 			{Priority: 1801, IIF: "ovl", Table: 1801},
@@ -54,6 +55,23 @@ func TestApply(t *testing.T) {
 
 	if changes, err := a.Apply(want); err != nil || len(changes) != 0 {
 		t.Fatalf("second Apply = %v, %v; want nothing written", changes, err)
+	}
+
+	// A range whose gateway is being replaced: its unreachable route
+	// becomes a blackhole, and back.
+	for _, blackhole := range []bool{true, false} {
+		want.Routes[3].Unreachable, want.Routes[3].Blackhole = !blackhole, blackhole
+		changes, err := a.Apply(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := "route " + want.Routes[3].String() + ": written"; !slices.Equal(changes, []string{c}) {
+			t.Errorf("Apply with blackhole=%v: changes %q, want %q", blackhole, changes, c)
+		}
+		kind := map[bool]string{true: "blackhole 10.72.0.0/16", false: "unreachable 10.72.0.0/16"}[blackhole]
+		if routes := ns.MustRun(t, "ip", "route", "show", "table", "1802"); !strings.Contains(routes, kind) {
+			t.Errorf("table 1802 with blackhole=%v lacks %q:\n%s", blackhole, kind, routes)
+		}
 	}
 
 	ns.MustRun(t, "ip", "route", "del", "10.244.0.0/16", "table", "1801")

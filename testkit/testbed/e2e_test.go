@@ -354,22 +354,9 @@ func TestPeeringDifferentRemaps(t *testing.T) {
 		}
 	})
 
-	t.Run("no active gateway pod: the peer's ranges are unreachable", func(t *testing.T) {
-		// While its gateway pod is replaced, a node rejects the peer's
-		// ranges instead of routing them out of its default route.
+	t.Run("no active gateway pod: the peer's ranges are dropped, then unreachable", func(t *testing.T) {
 		setActive(t, bed.A, "false")
-		unreachable := "unreachable " + differentRemaps.AOfB[0].String()
-		deadline := time.Now().Add(restoreGoal)
-		for !strings.Contains(bed.A.Side.Node.MustRun(t, "ip", "route", "show", "table", "all"), unreachable) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q route on A's node %v after its gateway pod stopped being active", unreachable, restoreGoal)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		out, err := a1.Run("ping", "-c", "1", "-W", "2", "-n", bFromA.String())
-		if err == nil || !strings.Contains(out, "Unreachable") {
-			t.Errorf("ping of the peer without a gateway pod: %v\n%s\nwant an unreachable error from the node", err, out)
-		}
+		checkWithoutGateway(t, bed.A.Side.Node, a1, differentRemaps.AOfB[0], bFromA)
 		setActive(t, bed.A, "true")
 		if _, err := WaitPing(ctx, a1, bFromA, 30*time.Second); err != nil {
 			t.Fatalf("the peer once its gateway pod is active again: %v", err)
@@ -526,6 +513,41 @@ func stopAndUninstall(t *testing.T, bed *Bed, remaps Remaps) {
 				}
 			}
 		}
+	}
+}
+
+// checkWithoutGateway checks what node does with the peer's range rng once
+// its gateway pod stopped being active: while a hand-over may still come
+// (dataplane.HandOverGrace) it drops the packets silently, and a ping of dst
+// from pod gets no answer and no error; then it rejects them, and the ping
+// gets an unreachable error from the node. Never does it route them out of
+// its default route.
+func checkWithoutGateway(t *testing.T, node, pod *netns.NS, rng netip.Prefix, dst netip.Addr) {
+	t.Helper()
+	fam := "-4"
+	if rng.Addr().Is6() {
+		fam = "-6"
+	}
+	waitRoute := func(route string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for !strings.Contains(node.MustRun(t, "ip", fam, "route", "show", "table", "all"), route) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q route on the node %v after its gateway pod stopped being active", route, within)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	waitRoute("blackhole "+rng.String(), restoreGoal)
+	if out, err := pod.Run("ping", "-c", "1", "-W", "1", "-n", dst.String()); err == nil || strings.Contains(strings.ToLower(out), "unreachable") {
+		t.Errorf("ping of the peer handing its gateway over: %v\n%s\nwant no answer and no error", err, out)
+	}
+	waitRoute("unreachable "+rng.String(), dataplane.HandOverGrace+restoreGoal)
+	t.Logf("the peer's range %s dropped, then unreachable after %.1fs", rng, time.Since(start).Seconds())
+	out, err := pod.Run("ping", "-c", "1", "-W", "2", "-n", dst.String())
+	if err == nil || !strings.Contains(strings.ToLower(out), "unreachable") {
+		t.Errorf("ping of the peer without a gateway pod: %v\n%s\nwant an unreachable error from the node", err, out)
 	}
 }
 
